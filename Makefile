@@ -1,0 +1,58 @@
+# freezeview: two commands set everything up on a fresh machine.
+#   make demo   build .venv, install torch (CPU) + freezeview + Graphviz, open the bundled example
+#   make test   same bootstrap, then the whole test suite (fast and slow sets)
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.freezeview-installed
+TORCH_PIN ?= torch==2.13.0
+EXAMPLE := examples/example.pt
+
+.PHONY: demo explain-demo test test-fast test-slow check screenshots bench clean graphviz
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first and pinned: a bare `torch` requirement would pull a multi-GB CUDA build.
+	$(PY) -m pip install -q $(TORCH_PIN)
+	$(PY) -m pip install -q -e '.[dev]'
+	$(MAKE) --no-print-directory graphviz
+	touch $(STAMP)
+
+graphviz:
+	@command -v dot >/dev/null 2>&1 || { \
+	  echo "Installing Graphviz (dot) from Debian's packages..."; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq graphviz >/dev/null; }
+
+$(EXAMPLE): examples/build_example.py $(STAMP)
+	$(PY) examples/build_example.py $(EXAMPLE)
+
+demo: $(STAMP) $(EXAMPLE)
+	$(VENV)/bin/freezeview $(EXAMPLE)
+
+explain-demo: $(STAMP) $(EXAMPLE)
+	$(VENV)/bin/freezeview explain $(EXAMPLE)
+
+test: $(STAMP) $(EXAMPLE)
+	$(PY) -m pytest -q -p no:cacheprovider
+
+test-fast: $(STAMP) $(EXAMPLE)
+	$(PY) -m pytest -q -m "not slow"
+
+test-slow: $(STAMP) $(EXAMPLE)
+	$(PY) -m pytest -q -m slow
+
+check: $(STAMP)
+	$(VENV)/bin/ruff check freezeview tests benchmarks examples
+	$(VENV)/bin/ruff format --check freezeview tests benchmarks examples
+
+screenshots: $(STAMP) $(EXAMPLE)
+	$(PY) scripts/export_screenshots.py
+
+bench: $(STAMP)
+	for f in benchmarks/bench_*.py; do $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) $(EXAMPLE) build *.egg-info

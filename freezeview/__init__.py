@@ -1,0 +1,34 @@
+"""freezeview: see what ``torch.jit.freeze`` does to a TorchScript model.
+
+The Python API mirrors the command line:
+
+* :func:`explain` - for every attribute, whether freezing inlines, keeps or drops it, and why;
+* :func:`load_model` - load a ``.pt`` file with one clear sentence for every bad input.
+
+The stepwise freeze engine (``freezeview.freeze``) and rendering (``freezeview.export``)
+are re-exported when present.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .engine import REASON_CODES, Explanation, explain, load_model
+
+__version__ = "0.1.0"
+
+__all__ = ["REASON_CODES", "Explanation", "__version__", "explain", "export", "freeze", "load_model"]
+
+
+def freeze(*args: Any, **kwargs: Any) -> Any:
+    """Run freezing step by step; see :func:`freezeview.engine.pipeline.freeze`."""
+    from .engine.pipeline import freeze as _freeze
+
+    return _freeze(*args, **kwargs)
+
+
+def export(*args: Any, **kwargs: Any) -> Any:
+    """Write pictures and diffs; see :func:`freezeview.engine.export.export`."""
+    from .engine.export import export as _export
+
+    return _export(*args, **kwargs)

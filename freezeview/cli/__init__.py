@@ -1,0 +1,110 @@
+"""freezeview's command line: ``freezeview MODEL.pt`` opens the app; subcommands
+``explain``, ``freeze``, ``export`` and ``passes`` are thin calls into the engine.
+
+Each subcommand lives in its own module exposing ``register(subparsers)``; the module
+sets ``func`` on its parser to a ``run(args) -> int``. Errors the engine expects
+(:class:`~freezeview.engine.errors.FreezeviewError`) become one sentence on stderr and
+their exit code; anything else is a bug and also gets one sentence, with the traceback
+only under ``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from ..engine.errors import FreezeviewError
+from . import explain as explain_cmd
+from .options import quiet_torch_warnings
+
+__all__ = ["build_parser", "main"]
+
+SUBCOMMANDS: dict[str, str] = {}
+
+
+def _register_all(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    # Imported lazily so that a missing optional piece never breaks the others.
+    modules = [explain_cmd]
+    for name in ("freeze", "export", "passes", "app"):
+        try:
+            modules.append(__import__(f"{__name__}.{name}", fromlist=["register"]))
+        except ImportError as exc:
+            if exc.name and exc.name.startswith(__name__):
+                continue
+            raise
+    for module in modules:
+        module.register(sub)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (subcommands included)."""
+    parser = argparse.ArgumentParser(
+        prog="freezeview",
+        description=(
+            "See what torch.jit.freeze does to a TorchScript model. "
+            "`freezeview MODEL.pt` opens the app; the subcommands below work without it."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _register_all(sub)
+    SUBCOMMANDS.clear()
+    SUBCOMMANDS.update({name: name for name in sub.choices})
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"freezeview {version('freezeview')}"
+    except PackageNotFoundError:  # running from a source tree
+        return "freezeview (source)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``freezeview`` console script; returns the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not args_list:
+        parser.print_usage(sys.stderr)
+        print(
+            "freezeview: give a model to open (freezeview MODEL.pt) or a command "
+            "(explain, freeze, export, passes); --help says more.",
+            file=sys.stderr,
+        )
+        return 2
+    # `freezeview MODEL.pt [options]` is short for `freezeview app MODEL.pt [options]`.
+    if args_list[0] not in SUBCOMMANDS and not args_list[0].startswith("-") and "app" in SUBCOMMANDS:
+        args_list.insert(0, "app")
+    args = parser.parse_args(args_list)
+    if not getattr(args, "func", None):
+        parser.print_usage(sys.stderr)
+        return 2
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        with quiet_torch_warnings():
+            return int(args.func(args))
+    except FreezeviewError as exc:
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        err.print(f"[bold red]error:[/] {exc.message}")
+        if exc.hint:
+            err.print(exc.hint)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err.print("[bold red]interrupted:[/] nothing was written.")
+        return 130
+    except Exception as exc:  # noqa: BLE001 - last line of defence: one sentence, no traceback
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        err.print(
+            f"[bold red]error:[/] freezeview failed unexpectedly ({type(exc).__name__}: "
+            f"{first[:200]}); rerun with --debug for the traceback and please report it."
+        )
+        return 1

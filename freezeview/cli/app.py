@@ -1,0 +1,98 @@
+"""``freezeview MODEL.pt`` (``freezeview app MODEL.pt``): open the Textual app."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from ..engine.errors import BadInputError
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``app`` subcommand."""
+    parser = subparsers.add_parser(
+        "app",
+        help="open the interactive app on a model (the default: freezeview MODEL.pt)",
+        description=(
+            "Open MODEL.pt in freezeview's terminal app: every attribute's verdict, the IR "
+            "at each freezing step, diffs, SVG rendering and export."
+        ),
+    )
+    parser.add_argument("model", metavar="MODEL.pt", help="a TorchScript file (torch.jit.save)")
+    parser.add_argument(
+        "--preserve",
+        action="append",
+        metavar="NAME",
+        help="attribute, submodule or method to keep (repeatable, comma-separated)",
+    )
+    parser.add_argument(
+        "--passes",
+        metavar="A,B",
+        help="comma-separated pass ids to run (default: what torch.jit.freeze runs)",
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--inputs", metavar="FILE.pt", help="sample inputs saved with torch.save")
+    group.add_argument(
+        "--input-shape",
+        action="append",
+        metavar="S",
+        help="shape of a random sample input, e.g. 1,3,224,224 (repeatable)",
+    )
+    parser.add_argument(
+        "--eval", action="store_true", help="switch a training-mode module to eval mode"
+    )
+    parser.add_argument(
+        "-o",
+        "--output-dir",
+        metavar="DIR",
+        help="where g (render) and e (export) write (default: ./freezeview-<model name>)",
+    )
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+    parser.set_defaults(func=run)
+
+
+def _split(values: list[str] | None) -> list[str]:
+    names: list[str] = []
+    for value in values or []:
+        names.extend(part.strip() for part in value.split(",") if part.strip())
+    return list(dict.fromkeys(names))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the app until the user quits; returns the exit code."""
+    path = Path(args.model)
+    # Cheap checks before the screen takes over the terminal, so a typo gets the usual
+    # one-line error; everything else (damaged files, torch errors) shows in the app.
+    if not path.exists():
+        raise BadInputError(f"{path}: no such file.")
+    if path.is_dir():
+        raise BadInputError(f"{path} is a directory, not a TorchScript file.")
+    from ..ui.app import FreezeviewApp
+
+    app = FreezeviewApp(
+        path,
+        preserved=_split(args.preserve),
+        passes=_split([args.passes]) if args.passes else None,
+        inputs_file=args.inputs,
+        input_shapes=args.input_shape or (),
+        eval_mode=args.eval,
+        output_dir=args.output_dir,
+    )
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(app.run_async())
+    finally:
+        if app.busy_at_exit:
+            # A worker is still inside torch (a big torch.jit.load cannot be interrupted).
+            # `q` must quit at once, so leave without joining it; nothing is being written
+            # (writes are atomic and the input model is never modified).
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(app.return_code or 0)
+        loop.close()
+    return app.return_code or 0

@@ -1,0 +1,185 @@
+"""``freezeview explain``: why each attribute is, or is not, inlined by freezing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..engine.explain import AttributeVerdict, Explanation, explain
+from .options import add_model_options, add_plan_options, load_from_args, preserved_from_args
+
+__all__ = ["register", "render_explanation", "run"]
+
+STATUS_STYLE = {"kept": "bold yellow", "inlined": "green", "dropped": "dim"}
+STATUS_ORDER = {"kept": 0, "inlined": 1, "dropped": 2}
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``explain`` subcommand."""
+    parser = sub.add_parser(
+        "explain",
+        help="say for every attribute whether freezing inlines, keeps or drops it, and why",
+        description=(
+            "For every attribute of a TorchScript model: will torch.jit.freeze fold it into "
+            "the graph as a constant (inlined), keep it as a module attribute (kept), or "
+            "remove it (dropped) - and why."
+        ),
+    )
+    add_model_options(parser)
+    add_plan_options(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    parser.add_argument(
+        "--status",
+        action="append",
+        choices=("kept", "inlined", "dropped"),
+        help="only show attributes with this status (repeatable)",
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="also list the `training` flags and hook placeholders every module carries",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``freezeview explain``; returns the exit code."""
+    loaded = load_from_args(args)
+    result = explain(loaded, preserved_from_args(args))
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    console = Console(highlight=False)
+    render_explanation(console, result, statuses=args.status, show_all=args.all)
+    return 0
+
+
+_HOUSEKEEPING = {"training", "_is_full_backward_hook"}
+
+
+def _visible(
+    verdicts: Iterable[AttributeVerdict], statuses: list[str] | None, show_all: bool
+) -> list[AttributeVerdict]:
+    shown = []
+    for v in verdicts:
+        if statuses and v.status not in statuses:
+            continue
+        # Every module carries these; listing hundreds of them hides what matters,
+        # unless one of them is kept (then it is news).
+        if not show_all and v.info.name in _HOUSEKEEPING and v.status != "kept":
+            continue
+        shown.append(v)
+    return shown
+
+
+def _groups(verdicts: list[AttributeVerdict]) -> dict[str, list[AttributeVerdict]]:
+    groups: dict[str, list[AttributeVerdict]] = {}
+    for v in verdicts:
+        groups.setdefault(v.info.owner, []).append(v)
+    return groups
+
+
+def _reason_text(v: AttributeVerdict) -> Text:
+    text = Text()
+    for i, reason in enumerate(v.reasons):
+        if i:
+            text.append("\n")
+        text.append(f"{reason.code}", style="bold")
+        text.append(f": {reason.message}")
+        if reason.node and reason.code in ("set-attr", "in-place-write"):
+            # The IR line's trailing `# file:line:col` repeats the source shown below.
+            text.append(f"\n  {reason.node.split(' # ', 1)[0]}", style="cyan")
+        if reason.source and reason.code in ("set-attr", "in-place-write", "dead-code"):
+            text.append(f"\n  at {reason.source}", style="dim")
+    return text
+
+
+def _value_text(v: AttributeVerdict) -> str:
+    info = v.info
+    if info.shape is not None:
+        return f"{info.dtype}{list(info.shape)}"
+    return info.value if info.kind != "submodule" else ""
+
+
+def _print_compact(console: Console, title: str, rows: list[AttributeVerdict]) -> None:
+    """One attribute per line plus indented reasons: readable in 80 columns."""
+    console.print()
+    console.print(f"[bold underline]{title}[/]")
+    for v in rows:
+        line = Text()
+        line.append(f"{v.status:<8}", style=STATUS_STYLE[v.status])
+        line.append(f"{v.info.name}", style="bold")
+        line.append(f"  {v.kind} {v.type} {_value_text(v)}", style="dim")
+        console.print(line)
+        console.print(_indent(_reason_text(v)))
+
+
+def _indent(text: Text) -> Text:
+    out = Text()
+    for i, part in enumerate(text.split("\n")):
+        if i:
+            out.append("\n")
+        out.append("    ")
+        out.append_text(part)
+    return out
+
+
+def render_explanation(
+    console: Console,
+    result: Explanation,
+    *,
+    statuses: list[str] | None = None,
+    show_all: bool = False,
+) -> None:
+    """Print the explanation as rich tables grouped by submodule, kept attributes first."""
+    shown = _visible(result.attributes, statuses, show_all)
+    groups = _groups(shown)
+
+    def group_rank(owner: str) -> tuple[int, int]:
+        best = min(STATUS_ORDER[v.status] for v in groups[owner])
+        return (best, list(groups).index(owner))
+
+    console.print(f"[bold]{result.model}[/] · torch {result.torch_version}")
+    console.print(
+        f"preserved: {', '.join(result.preserved_attrs) or 'nothing'} · "
+        f"methods: {', '.join(result.methods)}"
+    )
+    narrow = console.width < 100
+    for owner in sorted(groups, key=group_rank):
+        rows = sorted(groups[owner], key=lambda v: STATUS_ORDER[v.status])
+        title = owner or "(root module)"
+        mod = result.inventory.module(owner)
+        if mod is not None:
+            title += f"  [dim]{mod.type_name}[/]"
+        if narrow:
+            _print_compact(console, title, rows)
+            continue
+        table = Table(title=title, title_justify="left", expand=True, show_lines=False)
+        table.add_column("attribute", overflow="fold", max_width=24)
+        table.add_column("kind", max_width=9, overflow="ellipsis")
+        table.add_column("type / value", overflow="fold", max_width=22)
+        table.add_column("status", no_wrap=True)
+        table.add_column("why", ratio=1, min_width=32, overflow="fold")
+        for v in rows:
+            value = _value_text(v)
+            type_text = v.type if not value else f"{v.type}\n{value}"
+            table.add_row(
+                v.info.name,
+                v.kind,
+                type_text,
+                Text(v.status, style=STATUS_STYLE[v.status]),
+                _reason_text(v),
+            )
+        console.print(table)
+    hidden = len(result.attributes) - len(shown)
+    more = f"  ({hidden} housekeeping or filtered rows hidden; --all shows them)" if hidden else ""
+    console.print(f"[bold]{result.summary()}[/]{more}")
+    for warning in result.warnings:
+        console.print(f"[dim]torch said: {warning}[/]")

@@ -1,0 +1,838 @@
+"""Turn a graph snapshot (and optionally a diff) into the picture freezeview draws.
+
+A one-node-per-IR-op picture does not scale (DESIGN.md, issue 7): a handful of
+constants (``1``, ``[1, 1]``, ``None``) feed 50-120 users each and ``dot`` spends
+minutes routing those edges, while the reader learns nothing from them. So the drawn
+graph, a :class:`ViewGraph`, is built in three moves:
+
+1. **Folding.** ``prim::Constant``, lists/tuples built only from constants, and
+   ``prim::GetAttr`` reads of submodules become rows *inside* the node that uses them
+   (``weight = Float(64, 3, 7, 7) <conv1.weight>``). A ``prim::GetAttr`` that reads a
+   value (a kept attribute, after freezing) stays a node of its own and stands out.
+2. **Clusters.** Every drawn node sits in the clusters of its module scope
+   (``layer1`` > ``layer1.0`` > ``layer1.0.bn1``) and of the ``prim::If``/``prim::Loop``
+   blocks it is nested in.
+3. **Collapsing.** At level ``d`` every scope ``d`` names deep becomes one box with the
+   count of ops inside and, in a diff, how many were added/removed/changed in it;
+   ``expand`` opens chosen scopes down to their ops. Level ``None`` draws every op.
+
+The engine never renders here; :mod:`freezeview.engine.render` turns a ViewGraph into
+DOT and runs Graphviz.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from .diff import GraphDiff, NodeInfo, index_nodes
+from .snapshot import GraphSnapshot, NodeSnapshot
+
+__all__ = [
+    "CONSTANT_MODES",
+    "Cluster",
+    "ViewEdge",
+    "ViewGraph",
+    "ViewNode",
+    "box_prefix",
+    "build_view",
+    "count_at_level",
+    "levels",
+    "scope_depth",
+]
+
+#: How constants are shown: folded into their users as rows, folded but with trivial
+#: ones (None, bools, small ints, short int lists) left out, or as nodes of their own.
+CONSTANT_MODES = ("fold", "hide-trivial", "nodes")
+
+_LIST_KINDS = frozenset({"prim::ListConstruct", "prim::TupleConstruct"})
+_BLOCK_NAMES = {"prim::If": ("then", "else"), "prim::Loop": ("body",)}
+_MAX_ROWS = 6
+_MAX_ROW_CHARS = 48
+_TYPE_DETAIL_RE = re.compile(r",\s*(strides|requires_grad|device)=.*?(?=\)$|,\s*\w+=)")
+_SCHEMA_ARGS_RE = re.compile(r"\(([^)]*)\)")
+_MANGLE_RE = re.compile(r"___torch_mangle_\d+\.")
+
+
+@dataclass
+class ViewNode:
+    """One box in the picture.
+
+    Attributes:
+        key: the DOT node id (also the ``id`` of its ``<g>`` element in the SVG).
+        role: ``op``, ``attribute`` (a value read by ``prim::GetAttr``), ``constant``
+            (only with ``constants="nodes"``), ``input``, ``output``, ``scope`` (a
+            collapsed submodule) or ``ghost`` (a removed op drawn where it was).
+        title: first label line (op kind, attribute path, scope name).
+        rows: further label lines (folded inputs, counts).
+        cluster: path of the clusters holding it (see :class:`Cluster`).
+        status: ``same``, ``added``, ``changed`` or ``removed``.
+        tooltip: text shown when hovering the node in an SVG viewer.
+        node_ids: snapshot node ids it stands for (before-graph ids for ghosts).
+        counts: for ``scope`` boxes, ``ops``/``added``/``removed``/``changed`` counts.
+        kept: an attribute freezing kept (drawn to stand out).
+    """
+
+    key: str
+    role: str
+    title: str
+    rows: list[str] = field(default_factory=list)
+    cluster: tuple[str, ...] = ()
+    status: str = "same"
+    tooltip: str = ""
+    node_ids: list[int] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    kept: bool = False
+
+
+@dataclass
+class ViewEdge:
+    """A drawn edge (one per pair of boxes; ``count`` values merged into it)."""
+
+    tail: str
+    head: str
+    label: str = ""
+    tooltip: str = ""
+    status: str = "same"
+    style: str = ""
+    count: int = 1
+
+
+@dataclass
+class Cluster:
+    """A cluster: a module scope or a block of a ``prim::If``/``prim::Loop``.
+
+    Clusters are keyed by their path, a tuple of segments from the outermost one
+    (``("s:layer1", "s:layer1.0", "b:57.0")``), so that the same scope nested in two
+    different blocks gives two clusters and the nesting Graphviz needs is a prefix tree.
+    """
+
+    path: tuple[str, ...]
+    label: str
+    kind: str  # "scope" or "block"
+    status: str = "same"
+
+
+@dataclass
+class ViewGraph:
+    """What to draw: nodes, edges, clusters and what was folded away.
+
+    Attributes:
+        nodes: drawn boxes by key, in drawing order.
+        edges: drawn edges.
+        clusters: clusters by path.
+        level: collapse level used (``None``: every op drawn).
+        folded: snapshot ids drawn inside other nodes rather than as boxes.
+        ghost_folded: before-graph ids folded into ghosts (diff pictures only).
+        title: a caption for the picture.
+    """
+
+    nodes: dict[str, ViewNode]
+    edges: list[ViewEdge]
+    clusters: dict[tuple[str, ...], Cluster]
+    level: int | None
+    folded: set[int] = field(default_factory=set)
+    ghost_folded: set[int] = field(default_factory=set)
+    title: str = ""
+    scopes: dict[int, str] = field(default_factory=dict)
+    ghost_scopes: dict[int, str] = field(default_factory=dict)
+
+    def drawn_scopes(self) -> list[str]:
+        """Effective scopes of every op this graph draws (ghosts included), for budgets."""
+        out = [s for i, s in self.scopes.items() if i not in self.folded]
+        out += [s for i, s in self.ghost_scopes.items()]
+        return out
+
+    def key_of(self, node_id: int, prefix: str = "n") -> str | None:
+        """Key of the box showing snapshot node ``node_id`` (an op or the scope box)."""
+        for key, node in self.nodes.items():
+            if node_id in node.node_ids and key.startswith(prefix):
+                return key
+        return None
+
+
+def effective_scopes(snapshot: GraphSnapshot, info: Mapping[int, NodeInfo]) -> dict[int, str]:
+    """The module scope each node is drawn in.
+
+    torch's inliner leaves the module hierarchy of ``prim::If``/``prim::Loop`` nodes and
+    of the nodes inside their blocks empty (a scripted BatchNorm's training checks all
+    land in the root scope), which would pile hundreds of nodes into the root of every
+    picture. Such nodes take the scope of the block owner they are nested in, and a
+    control-flow node the scope of the values it tests.
+    """
+    producer: dict[str, int] = {}
+    scopes: dict[int, str] = {}
+    for node_id, i in info.items():
+        node = i.node
+        scope = node.scope
+        if not scope and i.parent is not None:
+            scope = scopes.get(i.parent, "")
+        if not scope and node.kind in _BLOCK_NAMES:
+            for value in node.inputs:
+                pid = producer.get(value)
+                if pid is not None and scopes.get(pid):
+                    scope = scopes[pid]
+                    break
+        scopes[node_id] = scope
+        for out in node.outputs:
+            producer[out.name] = node_id
+    return scopes
+
+
+def scope_depth(scope: str) -> int:
+    """Number of components of a dotted scope (``""`` -> 0, ``layer1.0`` -> 2)."""
+    return scope.count(".") + 1 if scope else 0
+
+
+def _opened(expand: Sequence[str]) -> set[str]:
+    opened: set[str] = set()
+    for scope in expand:
+        parts = scope.split(".")
+        for k in range(1, len(parts) + 1):
+            opened.add(".".join(parts[:k]))
+    return opened
+
+
+def box_prefix(
+    scope: str, level: int | None, expand: Sequence[str] = (), opened: set[str] | None = None
+) -> str | None:
+    """The collapsed box a node of ``scope`` falls into at ``level``, or None (drawn as an op).
+
+    Args:
+        scope: the node's dotted module scope.
+        level: box depth (``1``: one box per child of the root module), None for ops.
+        expand: scopes opened down to their ops; their ancestors are opened one level
+            at a time so that the expanded scope's siblings stay boxes.
+        opened: ``_opened(expand)``, when the caller has it already.
+
+    Returns:
+        The dotted prefix naming the box, or None.
+    """
+    if level is None or not scope:
+        return None
+    for e in expand:
+        if scope == e or scope.startswith(e + "."):
+            return None
+    if opened is None:
+        opened = _opened(expand)
+    parts = scope.split(".")
+    for k in range(max(level, 1), len(parts) + 1):
+        prefix = ".".join(parts[:k])
+        if prefix not in opened:
+            return prefix
+    return None
+
+
+def levels(snapshot: GraphSnapshot) -> list[int | None]:
+    """Collapse levels that make a difference for ``snapshot``, coarsest first, then None."""
+    depth = max((scope_depth(n.scope) for n in snapshot.walk()), default=0)
+    return [*range(1, depth + 1), None]
+
+
+def count_at_level(
+    scopes: Sequence[str], level: int | None, expand: Sequence[str] = ()
+) -> int:
+    """How many boxes the drawn nodes with ``scopes`` make at ``level`` (single-member boxes
+    are drawn as the op itself and count once either way)."""
+    opened = _opened(expand)
+    boxes: set[str] = set()
+    ops = 0
+    for scope in scopes:
+        prefix = box_prefix(scope, level, expand, opened)
+        if prefix is None:
+            ops += 1
+        else:
+            boxes.add(prefix)
+    return ops + len(boxes)
+
+
+@lru_cache(maxsize=4096)
+def _schema_arg_names(schema: str) -> tuple[str, ...]:
+    """Argument names from an operator schema (``aten::conv2d(Tensor input, ...)``)."""
+    match = _SCHEMA_ARGS_RE.search(schema)
+    if not match:
+        return ()
+    names = []
+    for arg in match.group(1).split(","):
+        arg = arg.strip()
+        if not arg or arg == "*":
+            continue
+        decl = arg.split("=", 1)[0].strip()
+        names.append(decl.rsplit(" ", 1)[-1])
+    return tuple(names)
+
+
+def short_type(type_text: str) -> str:
+    """A value type as a label: ``Float(1, 64, 56, 56)``; strides and devices left out."""
+    text = _MANGLE_RE.sub("", type_text)
+    return _TYPE_DETAIL_RE.sub("", text)
+
+
+def _clip(text: str, limit: int = _MAX_ROW_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _is_trivial(node: NodeSnapshot) -> bool:
+    c = node.constant
+    if c is None or c.attribute or c.kind == "tensor":
+        return False
+    return c.kind in {"none", "bool", "int", "float", "device"} or (
+        c.kind == "list" and len(c.text) <= 12
+    )
+
+
+class _Folder:
+    """Decides which nodes are drawn inside their users and what text they get."""
+
+    def __init__(self, snapshot: GraphSnapshot, info: dict[int, NodeInfo], constants: str) -> None:
+        self.snapshot = snapshot
+        self.info = info
+        self.constants = constants
+        self.producer: dict[str, int] = {}
+        for node_id, i in info.items():
+            for out in i.node.outputs:
+                self.producer[out.name] = node_id
+        self.self_name = snapshot.inputs[0].name if snapshot.inputs else ""
+        self.text: dict[int, str | None] = {}
+        self.folded: set[int] = set()
+        for node_id, i in info.items():
+            text = self._fold_text(i)
+            if text is not None:
+                self.folded.add(node_id)
+                self.text[node_id] = text
+
+    def _fold_text(self, info: NodeInfo) -> str | None:
+        node = info.node
+        if node.kind == "prim::Constant" and node.constant is not None:
+            if self.constants == "nodes":
+                return None
+            c = node.constant
+            return f"{c.text} <{c.attribute}>" if c.attribute else c.text
+        if node.kind in _LIST_KINDS and node.outputs:
+            parts = []
+            for name in node.inputs:
+                pid = self.producer.get(name)
+                if pid is None or pid not in self.folded:
+                    return None
+                parts.append(self.text[pid] or "")
+            brackets = "[]" if node.kind == "prim::ListConstruct" else "()"
+            return brackets[0] + ", ".join(parts) + brackets[1]
+        if node.kind == "prim::GetAttr" and node.outputs and self._is_module_read(node):
+            return f"self.{info.attribute}" if info.attribute else node.attribute("name")
+        return None
+
+    def _is_module_read(self, node: NodeSnapshot) -> bool:
+        # Reads of submodules (typed `__torch__.…`) are plumbing; reads of values are
+        # what freezing inlines or keeps, so those stay visible.
+        rooted = node.inputs and (
+            node.inputs[0] == self.self_name or self.producer.get(node.inputs[0]) in self.folded
+        )
+        return bool(rooted) and node.outputs[0].type.startswith("__torch__.")
+
+    def hidden(self, node_id: int) -> bool:
+        """Folded and left out entirely (``hide-trivial`` mode)."""
+        return self.constants == "hide-trivial" and _is_trivial(self.info[node_id].node)
+
+    def rows(self, node: NodeSnapshot) -> list[str]:
+        """Label rows for the folded inputs of ``node``."""
+        names = _schema_arg_names(node.schema) if node.schema else ()
+        rows = []
+        for index, value in enumerate(node.inputs):
+            pid = self.producer.get(value)
+            if pid is None or pid not in self.folded or self.hidden(pid):
+                continue
+            text = self.text[pid] or ""
+            if text.startswith("self.") and self.info[pid].node.kind == "prim::GetAttr":
+                continue  # a submodule handle passed on (CallMethod); the tooltip has it
+            name = names[index] if index < len(names) else f"#{index}"
+            rows.append(_clip(f"{name} = {text}"))
+        if len(rows) > _MAX_ROWS:
+            rows = [*rows[: _MAX_ROWS - 1], f"… {len(rows) - _MAX_ROWS + 1} more"]
+        return rows
+
+
+@dataclass
+class _Side:
+    snapshot: GraphSnapshot
+    info: dict[int, NodeInfo]
+    folder: _Folder
+    prefix: str
+    scopes: dict[int, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.scopes = effective_scopes(self.snapshot, self.info)
+
+
+def _status_after(diff: GraphDiff | None, node_id: int) -> str:
+    return diff.status(node_id) if diff is not None else "same"
+
+
+def build_view(
+    snapshot: GraphSnapshot,
+    *,
+    level: int | None = None,
+    expand: Sequence[str] = (),
+    constants: str = "fold",
+    diff: GraphDiff | None = None,
+    side: str = "after",
+    ghosts: bool = True,
+    reasons: Mapping[str, str] | None = None,
+    key_prefix: str = "",
+    edge_labels: bool = True,
+) -> ViewGraph:
+    """Build the drawn graph for ``snapshot``.
+
+    Args:
+        snapshot: the graph to draw.
+        level: collapse level (box depth); None draws every op.
+        expand: scopes to open down to their ops whatever the level.
+        constants: one of :data:`CONSTANT_MODES`.
+        diff: colour the picture with this diff; ``snapshot`` must be ``diff.after``
+            (``side="after"``) or ``diff.before`` (``side="before"``).
+        side: which side of ``diff`` ``snapshot`` is.
+        ghosts: with a diff on the after side, draw removed ops as ghosts where they were.
+        reasons: attribute path -> why freezing kept it; ``prim::GetAttr`` reads of
+            those paths are drawn as kept attributes with the reason as tooltip.
+        key_prefix: prefix for every node key (side-by-side pictures hold two graphs).
+        edge_labels: label edges whose type carries a shape.
+
+    Returns:
+        The :class:`ViewGraph`.
+    """
+    if constants not in CONSTANT_MODES:
+        raise ValueError(f"constants must be one of {', '.join(CONSTANT_MODES)}")
+    if diff is not None:
+        info = diff.after_info if side == "after" else diff.before_info
+    else:
+        info = index_nodes(snapshot)
+    folder = _Folder(snapshot, info, constants)
+    builder = _ViewBuilder(
+        level=level,
+        expand=tuple(expand),
+        diff=diff,
+        side=side,
+        reasons=reasons or {},
+        prefix=key_prefix,
+        edge_labels=edge_labels,
+    )
+    builder.add_graph(_Side(snapshot, info, folder, key_prefix))
+    if diff is not None and side == "after" and ghosts:
+        before_info = diff.before_info
+        builder.add_ghosts(_Side(diff.before, before_info, _Folder(diff.before, before_info, constants), key_prefix))
+    return builder.finish()
+
+
+class _ViewBuilder:
+    def __init__(
+        self,
+        *,
+        level: int | None,
+        expand: tuple[str, ...],
+        diff: GraphDiff | None,
+        side: str,
+        reasons: Mapping[str, str],
+        prefix: str,
+        edge_labels: bool,
+    ) -> None:
+        self.level = level
+        self.expand = expand
+        self.opened = _opened(expand)
+        self.diff = diff
+        self.side = side
+        self.reasons = reasons
+        self.prefix = prefix
+        self.edge_labels = edge_labels
+        self.nodes: dict[str, ViewNode] = {}
+        self.clusters: dict[tuple[str, ...], Cluster] = {}
+        self.edges: dict[tuple[str, str], ViewEdge] = {}
+        self.folded: set[int] = set()
+        self.ghost_folded: set[int] = set()
+        # snapshot id -> drawn key, for the drawn graph and for ghosts.
+        self.key: dict[int, str] = {}
+        self.ghost_key: dict[int, str] = {}
+        self.box_members: dict[str, list[ViewNode]] = {}
+        self.scopes: dict[int, str] = {}
+        self.ghost_scopes: dict[int, str] = {}
+
+    # -- placement ---------------------------------------------------------------
+
+    def _scope_path(self, scope: str, base: str = "") -> tuple[str, ...]:
+        """Cluster segments for the scopes of ``scope`` below ``base``."""
+        if not scope or scope == base:
+            return ()
+        parts = scope.split(".")
+        start = scope_depth(base) if base and scope.startswith(base + ".") else 0
+        if start == 0 and base:
+            return ()  # a different scope inside a block: keep it in the block cluster
+        out = []
+        for k in range(start + 1, len(parts) + 1):
+            prefix = ".".join(parts[:k])
+            path_seg = f"s:{prefix}"
+            out.append(path_seg)
+        return tuple(out)
+
+    def _cluster_path(self, side: _Side, node_id: int, drawn: dict[int, str]) -> tuple[str, ...]:
+        info = side.info[node_id]
+        if info.parent is not None and info.parent in drawn:
+            owner = side.info[info.parent]
+            base = self.node_cluster.get(drawn[info.parent], ())
+            block = f"b:{self.prefix}{drawn[info.parent]}.{info.block}"
+            self._ensure_block(base + (block,), owner.node, info.block)
+            scope, owner_scope = side.scopes[node_id], side.scopes[owner.node.id]
+            return base + (block,) + self._scope_path(scope, owner_scope)
+        return self._scope_path(side.scopes[node_id])
+
+    def _ensure_block(self, path: tuple[str, ...], owner: NodeSnapshot, index: int) -> None:
+        if path not in self.clusters:
+            names = _BLOCK_NAMES.get(owner.kind, ())
+            name = names[index] if index < len(names) else f"block {index}"
+            self.clusters[path] = Cluster(path, f"{owner.kind.split('::')[-1]} {name}", "block")
+
+    # -- the drawn graph --------------------------------------------------------
+
+    def add_graph(self, side: _Side) -> None:
+        snapshot, info, folder = side.snapshot, side.info, side.folder
+        self.folded |= folder.folded
+        self.scopes = side.scopes
+        self.node_cluster: dict[str, tuple[str, ...]] = {}
+        drawn: dict[int, str] = {}  # ids drawn as op boxes (not absorbed in a scope box)
+        p = self.prefix
+        for index, value in enumerate(snapshot.inputs):
+            if index == 0 and value.type.startswith("__torch__."):
+                continue  # `self`: its reads are folded into the attribute paths
+            key = f"{p}i{index}"
+            self.nodes[key] = ViewNode(
+                key, "input", f"input {value.name}", [short_type(value.type)],
+                tooltip=f"graph input %{value.name} : {value.type}",
+            )
+        for node_id, i in info.items():
+            if node_id in folder.folded:
+                continue
+            node = i.node
+            status = self._status(node_id)
+            role, title, kept, tip = self._describe(i)
+            box = box_prefix(side.scopes[node_id], self.level, self.expand, self.opened)
+            view = ViewNode(
+                key=f"{p}n{node_id}",
+                role=role,
+                title=title,
+                rows=folder.rows(node),
+                status=status,
+                tooltip=tip + self._change_text(node_id),
+                node_ids=[node_id],
+                kept=kept,
+            )
+            if box is not None:
+                self._absorb(box, view, status)
+                continue
+            view.cluster = self._cluster_path(side, node_id, drawn)
+            drawn[node_id] = view.key
+            self.node_cluster[view.key] = view.cluster
+            self.nodes[view.key] = view
+            self.key[node_id] = view.key
+        out_key = f"{p}out"
+        self.nodes[out_key] = ViewNode(out_key, "output", "return", tooltip="graph outputs")
+        self._edges_for(side, self.key, out_key)
+
+    def _absorb(self, box: str, view: ViewNode, status: str) -> None:
+        key = f"{self.prefix}s:{box}"
+        self.box_members.setdefault(key, []).append(view)
+        for node_id in view.node_ids:
+            self.key[node_id] = key
+
+    def _status(self, node_id: int) -> str:
+        if self.diff is None:
+            return "same"
+        if self.side == "after":
+            return self.diff.status(node_id)
+        if node_id in self.diff.removed:
+            return "removed"
+        other = self.diff.matched.get(node_id)
+        return "changed" if other is not None and other in self.diff.changed else "same"
+
+    def _change_text(self, node_id: int) -> str:
+        if self.diff is None:
+            return ""
+        after_id = node_id if self.side == "after" else self.diff.matched.get(node_id)
+        reasons = self.diff.changed.get(after_id) if after_id is not None else None
+        return ("\nchanged: " + "; ".join(reasons)) if reasons else ""
+
+    def _describe(self, info: NodeInfo) -> tuple[str, str, bool, str]:
+        node = info.node
+        where = []
+        if node.scope:
+            where.append(f"scope {node.scope}")
+        if node.source:
+            where.append(f"{node.source}" + (f": {node.source.text}" if node.source.text else ""))
+        tip = node.line + ("\n" + "\n".join(where) if where else "")
+        if node.kind == "prim::GetAttr":
+            path = info.attribute or node.attribute("name") or "?"
+            reason = self.reasons.get(path)
+            kept = reason is not None
+            if kept:
+                tip = f"kept attribute self.{path}: {reason}\n{tip}"
+            return "attribute", f"self.{path}", kept, tip
+        if node.kind == "prim::Constant" and node.constant is not None:
+            c = node.constant
+            return "constant", c.text + (f" <{c.attribute}>" if c.attribute else ""), False, tip
+        title = node.kind.removeprefix("aten::")
+        return "op", title, False, tip
+
+    def _edges_for(self, side: _Side, keys: dict[int, str], out_key: str) -> None:
+        info, folder = side.info, side.folder
+        p = self.prefix
+        params = {v.name: f"{p}i{i}" for i, v in enumerate(side.snapshot.inputs)}
+        owner_of: dict[str, int] = {}
+        for node_id, i in info.items():
+            for block in i.node.blocks:
+                for v in block.inputs:
+                    owner_of[v.name] = node_id
+
+        def source_key(value: str) -> str | None:
+            pid = folder.producer.get(value)
+            if pid is not None:
+                return None if pid in folder.folded else keys.get(pid)
+            if value in params:
+                return params[value] if params[value] in self.nodes else None
+            owner = owner_of.get(value)
+            return keys.get(owner) if owner is not None else None
+
+        for node_id, i in info.items():
+            if node_id in folder.folded:
+                continue
+            head = keys.get(node_id)
+            if head is None:
+                continue
+            for value in i.node.inputs:
+                tail = source_key(value)
+                if tail is not None:
+                    self._edge(tail, head, side, value)
+            # Values returned by a block flow into the If/Loop that owns it.
+            for block in i.node.blocks:
+                for value in block.outputs:
+                    tail = source_key(value)
+                    if tail is not None:
+                        self._edge(tail, head, side, value, style="dashed")
+        for value in side.snapshot.outputs:
+            tail = source_key(value)
+            if tail is not None:
+                self._edge(tail, out_key, side, value)
+
+    def _edge(
+        self, tail: str, head: str, side: _Side, value: str, *, style: str = "", status: str = "same"
+    ) -> None:
+        if tail == head:
+            return
+        existing = self.edges.get((tail, head))
+        if existing is not None:
+            existing.count += 1
+            return
+        v = side.snapshot.value(value)
+        label = ""
+        tooltip = f"%{value}"
+        if v is not None:
+            tooltip += f" : {v.type}"
+            if self.edge_labels and "(" in v.type and not v.type.startswith("__torch__"):
+                label = _clip(short_type(v.type), 32)
+        self.edges[(tail, head)] = ViewEdge(tail, head, label, tooltip, status, style)
+
+    # -- ghosts -----------------------------------------------------------------
+
+    def add_ghosts(self, side: _Side) -> None:
+        """Draw the diff's removed ops (before-graph ids) where they were."""
+        assert self.diff is not None
+        diff, folder, info = self.diff, side.folder, side.info
+        self.ghost_folded |= folder.folded
+        p = self.prefix
+        ghost_keys: dict[int, str] = {}
+        for node_id in sorted(diff.removed):
+            if node_id in folder.folded:
+                continue
+            i = info[node_id]
+            role, title, _kept, tip = self._describe(i)
+            view = ViewNode(
+                key=f"{p}g{node_id}",
+                role="ghost",
+                title=title,
+                rows=folder.rows(i.node),
+                status="removed",
+                tooltip="removed: " + tip,
+                node_ids=[node_id],
+            )
+            scope = side.scopes[node_id]
+            self.ghost_scopes[node_id] = scope
+            box = box_prefix(scope, self.level, self.expand, self.opened)
+            if box is not None:
+                key = f"{p}s:{box}"
+                self.box_members.setdefault(key, []).append(view)
+                ghost_keys[node_id] = key
+                continue
+            view.cluster = self._scope_path(scope)
+            self.nodes[view.key] = view
+            ghost_keys[node_id] = view.key
+        self.ghost_key = ghost_keys
+
+        def where(before_id: int) -> str | None:
+            if before_id in ghost_keys:
+                return ghost_keys[before_id]
+            after_id = diff.matched.get(before_id)
+            return self.key.get(after_id) if after_id is not None else None
+
+        params = {v.name: f"{p}i{k}" for k, v in enumerate(side.snapshot.inputs)}
+        consumers = side.snapshot.consumers()
+        for node_id in ghost_keys:
+            head = ghost_keys[node_id]
+            node = info[node_id].node
+            for value in node.inputs:
+                pid = folder.producer.get(value)
+                if pid is not None and pid in folder.folded:
+                    continue
+                tail = where(pid) if pid is not None else params.get(value)
+                if tail is not None and (tail in self.nodes or tail in self.box_members):
+                    self._ghost_edge(tail, head, side, value)
+            for out in node.outputs:
+                for user in consumers.get(out.name, []):
+                    if user.id in ghost_keys:
+                        continue  # drawn from the user's side
+                    target = where(user.id)
+                    if target is not None:
+                        self._ghost_edge(head, target, side, out.name)
+            if any(out.name in side.snapshot.outputs for out in node.outputs):
+                self._ghost_edge(head, f"{p}out", side, node.outputs[0].name)
+
+    def _ghost_edge(self, tail: str, head: str, side: _Side, value: str) -> None:
+        if tail == head or (tail, head) in self.edges:
+            return
+        self._edge(tail, head, side, value, style="dashed", status="removed")
+
+    # -- finishing ----------------------------------------------------------------
+
+    def finish(self) -> ViewGraph:
+        self._make_boxes()
+        self._drop_dangling_edges()
+        self._make_scope_clusters()
+        return ViewGraph(
+            nodes=self.nodes,
+            edges=list(self.edges.values()),
+            clusters=self.clusters,
+            level=self.level,
+            folded=self.folded,
+            ghost_folded=self.ghost_folded,
+            scopes=self.scopes,
+            ghost_scopes=self.ghost_scopes,
+        )
+
+    def _make_boxes(self) -> None:
+        for key, members in self.box_members.items():
+            scope = key[len(self.prefix) + 2 :]
+            live = [m for m in members if m.role != "ghost"]
+            if len(members) == 1:
+                # A box around one op says less than the op itself.
+                only = members[0]
+                only.cluster = self._scope_path(scope)[:-1]
+                only.rows = [*only.rows, f"in {scope}"][-_MAX_ROWS:]
+                self._rekey(key, only.key)
+                self.nodes[only.key] = only
+                continue
+            counts: Counter[str] = Counter()
+            counts["ops"] = len(live)
+            ids: list[int] = []
+            for m in members:
+                ids.extend(m.node_ids)
+                if m.status != "same":
+                    counts[m.status] += 1
+                if m.kept:
+                    counts["kept"] += 1
+            status = "same"
+            if counts["added"] or counts["removed"] or counts["changed"]:
+                status = "changed"
+                if not live:
+                    status = "removed"
+                elif counts["added"] == len(live) and not counts["removed"]:
+                    status = "added"
+            rows = [f"{counts['ops']} ops" if live else "removed"]
+            delta = " ".join(
+                f"{sign}{counts[name]}"
+                for sign, name in (("+", "added"), ("-", "removed"), ("~", "changed"))
+                if counts[name]
+            )
+            if delta:
+                rows.append(delta)
+            if counts["kept"]:
+                rows.append(f"{counts['kept']} kept attribute read(s)")
+            kinds = Counter(m.title for m in live if m.role == "op")
+            top = ", ".join(f"{k}×{n}" for k, n in kinds.most_common(3))
+            self.nodes[key] = ViewNode(
+                key=key,
+                role="scope",
+                title=scope,
+                rows=rows,
+                cluster=self._scope_path(scope)[:-1],
+                status=status,
+                tooltip=f"module {scope}: {counts['ops']} ops ({top})"
+                + (f"; {delta}" if delta else "")
+                + "; expand it to see the ops",
+                node_ids=ids,
+                counts=counts,
+                kept=counts["kept"] > 0,
+            )
+
+    def _rekey(self, old: str, new: str) -> None:
+        for node_id, key in list(self.key.items()):
+            if key == old:
+                self.key[node_id] = new
+        for node_id, key in list(self.ghost_key.items()):
+            if key == old:
+                self.ghost_key[node_id] = new
+        edges: dict[tuple[str, str], ViewEdge] = {}
+        for (tail, head), edge in self.edges.items():
+            tail = new if tail == old else tail
+            head = new if head == old else head
+            edge.tail, edge.head = tail, head
+            if tail != head and (tail, head) not in edges:
+                edges[(tail, head)] = edge
+        self.edges = edges
+
+    def _drop_dangling_edges(self) -> None:
+        self.edges = {
+            k: e for k, e in self.edges.items() if e.tail in self.nodes and e.head in self.nodes
+        }
+
+    def _make_scope_clusters(self) -> None:
+        members: Counter[tuple[str, ...]] = Counter()
+        for node in self.nodes.values():
+            for k in range(1, len(node.cluster) + 1):
+                members[node.cluster[:k]] += 1
+        changed_paths: dict[tuple[str, ...], str] = {}
+        for node in self.nodes.values():
+            if node.status != "same":
+                for k in range(1, len(node.cluster) + 1):
+                    changed_paths[node.cluster[:k]] = "changed"
+        for path in members:
+            last = path[-1]
+            if path not in self.clusters:
+                if last.startswith("s:"):
+                    scope = last[2:]
+                    self.clusters[path] = Cluster(path, scope, "scope")
+            if path in self.clusters:
+                self.clusters[path].status = changed_paths.get(path, "same")
+        # Block clusters that ended up empty (their ops all boxed) are dropped.
+        self.clusters = {p: c for p, c in self.clusters.items() if members.get(p)}
+        # A scope cluster around a single box (no sub-cluster) only costs layout time:
+        # the box moves to the parent cluster and names its scope in a row instead.
+        has_child = {path[:-1] for path in self.clusters if len(path) > 1}
+        for node in self.nodes.values():
+            path = node.cluster
+            if (
+                path
+                and members[path] == 1
+                and path not in has_child
+                and self.clusters[path].kind == "scope"
+            ):
+                scope = self.clusters.pop(path).label
+                node.cluster = path[:-1]
+                if node.role != "scope" and len(node.rows) < _MAX_ROWS:
+                    node.rows.append(f"in {scope}")

@@ -1,0 +1,285 @@
+"""What is in a TorchScript model: its module tree and every attribute.
+
+Each attribute is listed under its dotted path from the root (``layer1.0.bn.running_mean``)
+with its kind (parameter, buffer, submodule or plain attribute), its TorchScript type,
+tensor facts (dtype, shape, device, requires_grad) and the methods that read or write
+it directly (``prim::GetAttr`` / ``prim::SetAttr`` on ``self`` in that module's own
+methods, before inlining).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .snapshot import summarize_value
+
+__all__ = [
+    "AttributeInfo",
+    "Inventory",
+    "ModuleInfo",
+    "attribute_type",
+    "build_inventory",
+    "module_children",
+    "module_iterators",
+    "raw_module",
+]
+
+KINDS = ("parameter", "buffer", "submodule", "attribute")
+
+
+@dataclass(frozen=True, slots=True)
+class AttributeInfo:
+    """One attribute of one module in the tree.
+
+    Attributes:
+        path: dotted path from the root (``layer1.0.bn.weight``).
+        name: the attribute's own name (``weight``).
+        owner: dotted path of the module that holds it (``""`` for the root).
+        kind: ``parameter``, ``buffer``, ``submodule`` or ``attribute``.
+        type: TorchScript type as declared by the module (``Tensor``, ``Optional[Tensor]``,
+            ``List[int]``, a module type name, ...).
+        value: a short description of the value (never the data).
+        dtype, shape, device, requires_grad: tensor facts, for tensors.
+        readers: methods that read it directly (``forward``, ``layer1.0.forward``).
+        writers: methods that assign it with ``prim::SetAttr``.
+    """
+
+    path: str
+    name: str
+    owner: str
+    kind: str
+    type: str
+    value: str = ""
+    dtype: str | None = None
+    shape: tuple[int, ...] | None = None
+    device: str | None = None
+    requires_grad: bool | None = None
+    readers: tuple[str, ...] = ()
+    writers: tuple[str, ...] = ()
+
+    @property
+    def is_tensor(self) -> bool:
+        """True for tensor-valued attributes."""
+        return self.dtype is not None
+
+    @property
+    def numel(self) -> int:
+        """Number of elements for tensors, 0 otherwise."""
+        if self.shape is None:
+            return 0
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleInfo:
+    """One module in the tree: path, type and methods."""
+
+    path: str
+    type_name: str
+    qualified_type: str
+    methods: tuple[str, ...]
+    children: tuple[str, ...]
+
+
+@dataclass
+class Inventory:
+    """The module tree of a model with every attribute, in tree order."""
+
+    modules: list[ModuleInfo] = field(default_factory=list)
+    attributes: list[AttributeInfo] = field(default_factory=list)
+    _by_path: dict[str, AttributeInfo] = field(default_factory=dict, repr=False)
+
+    def by_path(self, path: str) -> AttributeInfo | None:
+        """The attribute at ``path``, or None."""
+        if not self._by_path:
+            self._by_path = {a.path: a for a in self.attributes}
+        return self._by_path.get(path)
+
+    def module(self, path: str) -> ModuleInfo | None:
+        """The module at ``path`` (``""`` is the root), or None."""
+        return next((m for m in self.modules if m.path == path), None)
+
+    def names(self) -> list[str]:
+        """Every name ``preserved_attrs`` could take: attribute paths and method paths."""
+        names = [a.path for a in self.attributes]
+        for mod in self.modules:
+            prefix = f"{mod.path}." if mod.path else ""
+            names.extend(prefix + m for m in mod.methods)
+        return names
+
+    def suggest(self, name: str, n: int = 3) -> list[str]:
+        """The existing names closest to ``name`` (for "did you mean" messages)."""
+        candidates = self.names()
+        close = difflib.get_close_matches(name, candidates, n=n, cutoff=0.5)
+        if not close:
+            leaf = name.rsplit(".", 1)[-1]
+            close = [c for c in candidates if c.rsplit(".", 1)[-1] == leaf][:n]
+        return close
+
+    def walk(self, under: str = "") -> Iterator[AttributeInfo]:
+        """Attributes at or below module path ``under``."""
+        prefix = f"{under}." if under else ""
+        for attr in self.attributes:
+            if attr.path.startswith(prefix):
+                yield attr
+
+
+def raw_module(module: Any) -> torch._C.ScriptModule:
+    """The C++ module object behind a ScriptModule (or the object itself)."""
+    return module._c if hasattr(module, "_c") else module
+
+
+def module_children(cmod: torch._C.ScriptModule) -> list[tuple[str, torch._C.ScriptModule]]:
+    """Direct submodules of a C++ module, in declaration order."""
+    return [
+        (name, value)
+        for name, value in torch._C._jit_debug_module_iterators(cmod)["named_attributes"]
+        if isinstance(value, torch._C.ScriptModule)
+    ]
+
+
+def attribute_type(value: Any) -> str:
+    """TorchScript type of an attribute value (as torch would infer it)."""
+    if isinstance(value, torch._C.ScriptModule):
+        return value._type().qualified_name()
+    if isinstance(value, torch.ScriptObject):
+        try:
+            return str(value._type().qualified_name())
+        except (AttributeError, RuntimeError):
+            return "Object"
+    result = torch._C._jit_try_infer_type(value)
+    return str(result.type()) if result.success() else type(value).__name__
+
+
+def _declared_types_and_uses(
+    cmod: torch._C.ScriptModule, path: str
+) -> tuple[dict[str, str], dict[str, list[str]], dict[str, list[str]]]:
+    """Scan the module's own methods for GetAttr/SetAttr on ``self``."""
+    types: dict[str, str] = {}
+    readers: dict[str, list[str]] = {}
+    writers: dict[str, list[str]] = {}
+    for method in cmod._method_names():
+        try:
+            graph = cmod._get_method(method).graph
+        except RuntimeError:
+            continue
+        label = f"{path}.{method}" if path else method
+        self_value = next(iter(graph.inputs()), None)
+        if self_value is None:
+            continue
+        for kind, table in (("prim::GetAttr", readers), ("prim::SetAttr", writers)):
+            for node in graph.findAllNodes(kind, True):
+                if node.inputsAt(0).unique() != self_value.unique():
+                    continue
+                name = node.s("name")
+                uses = table.setdefault(name, [])
+                if label not in uses:
+                    uses.append(label)
+                if kind == "prim::GetAttr":
+                    types.setdefault(name, str(node.output().type()))
+                else:
+                    types.setdefault(name, str(node.inputsAt(1).type()))
+    return types, readers, writers
+
+
+def _attribute_info(
+    path: str, owner: str, name: str, kind: str, declared: str | None, value: Any,
+    readers: list[str], writers: list[str],
+) -> AttributeInfo:
+    tensor = value if isinstance(value, torch.Tensor) else None
+    return AttributeInfo(
+        path=path,
+        name=name,
+        owner=owner,
+        kind=kind,
+        type=declared or attribute_type(value),
+        value=("module" if kind == "submodule" else summarize_value(value).text),
+        dtype=str(tensor.dtype).removeprefix("torch.") if tensor is not None else None,
+        shape=tuple(int(s) for s in tensor.shape) if tensor is not None else None,
+        device=str(tensor.device) if tensor is not None else None,
+        requires_grad=bool(tensor.requires_grad) if tensor is not None else None,
+        readers=tuple(readers),
+        writers=tuple(writers),
+    )
+
+
+def module_iterators(cmod: torch._C.ScriptModule, cache: dict[int, Any] | None = None) -> Any:
+    """``torch._C._jit_debug_module_iterators`` for one module, memoised in ``cache``.
+
+    Walking a model twice (inventory, then explain's module view) would otherwise list
+    every module's attributes twice. Entries are grouped by type name and matched with
+    ``==``, which compares the underlying C++ objects (Python wrappers differ per access).
+    """
+    if cache is None:
+        return torch._C._jit_debug_module_iterators(cmod)
+    for known, result in cache.get(hash(cmod._type().qualified_name()), []):
+        if known == cmod:
+            return result
+    result = torch._C._jit_debug_module_iterators(cmod)
+    cache.setdefault(hash(cmod._type().qualified_name()), []).append((cmod, result))
+    return result
+
+
+def build_inventory(module: Any, _cache: dict[int, Any] | None = None) -> Inventory:
+    """List the module tree of ``module`` with every attribute.
+
+    Args:
+        module: a ``torch.jit.ScriptModule`` (or its ``_c``).
+
+    Returns:
+        An :class:`Inventory`. A submodule reachable under two names (shared) is listed
+        under both paths, as ``preserved_attrs`` can name either.
+
+    Example::
+
+        inv = build_inventory(torch.jit.script(torch.nn.Linear(2, 3)))
+        assert inv.by_path("weight").kind == "parameter"
+    """
+    inventory = Inventory()
+    root = raw_module(module)
+    stack: list[tuple[str, torch._C.ScriptModule]] = [("", root)]
+    while stack:
+        path, cmod = stack.pop()
+        iters = module_iterators(cmod, _cache)
+        params = {n for n, _ in iters["named_parameters"]}
+        buffers = {n for n, _ in iters["named_buffers"]}
+        types, readers, writers = _declared_types_and_uses(cmod, path)
+        children: list[tuple[str, torch._C.ScriptModule]] = []
+        qualified = cmod._type().qualified_name()
+        for name, value in iters["named_attributes"]:
+            full = f"{path}.{name}" if path else name
+            if isinstance(value, torch._C.ScriptModule):
+                kind = "submodule"
+                children.append((full, value))
+            elif name in params:
+                kind = "parameter"
+            elif name in buffers:
+                kind = "buffer"
+            else:
+                kind = "attribute"
+            inventory.attributes.append(
+                _attribute_info(
+                    full, path, name, kind, types.get(name) if kind != "submodule" else None,
+                    value, readers.get(name, []), writers.get(name, []),
+                )
+            )
+        inventory.modules.append(
+            ModuleInfo(
+                path=path,
+                type_name=qualified.rsplit(".", 1)[-1],
+                qualified_type=qualified,
+                methods=tuple(cmod._method_names()),
+                children=tuple(c for c, _ in children),
+            )
+        )
+        # Depth-first in declaration order: push children reversed.
+        stack.extend(reversed(children))
+    return inventory

@@ -1,0 +1,732 @@
+"""Load a ``.pt`` file as a TorchScript module, with one clear sentence per bad input.
+
+freezeview is opened on files from other people, other machines and other torch
+versions, often when something is already wrong. Before handing a file to
+``torch.jit.load`` it checks what the file is, cheaply and without running anything:
+
+* the path: missing (with close names from the same directory), a directory, a named
+  pipe or device (opening one would hang), unreadable, empty;
+* the format: a zip archive (TorchScript, a ``torch.save`` zip, a ``torch.export``
+  archive), a bare pickle (legacy ``torch.save``), safetensors, or something else;
+* the archive: truncated, damaged bookkeeping, a member whose checksum fails (torch's
+  reader does not check them, so flipped bytes in the weights would load silently),
+  no ``code/`` (not TorchScript), and pickles that name anything outside torch.
+
+Pickles are only ever *read as opcodes* with :mod:`pickletools`; nothing is unpickled
+here, so a hostile pickle runs no code. TorchScript archives are then unpickled by
+torch's own C++ unpickler, which resolves only TorchScript types — the pre-scan refuses
+archives naming anything else, so the user gets a plain sentence instead of a torch
+error about an unknown type.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import os
+import pickletools
+import re
+import stat
+import time
+import warnings
+import zipfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .errors import BadInputError, PlanError
+
+__all__ = [
+    "LoadedModel",
+    "check_eval",
+    "check_model_file",
+    "load_model",
+    "pickle_globals",
+    "sniff_pickle",
+]
+
+_ZIP_MAGIC = b"PK\x03\x04"
+_EMPTY_ZIP_MAGIC = b"PK\x05\x06"
+_PICKLE_PROTO = 0x80
+# Members are read back fully to check their checksums. Beyond this many stored bytes
+# the check is skipped: torch reads the data anyway, and reading a multi-GB model twice
+# costs more than it is worth. CRC-32 runs at several GB/s, so below it the check costs
+# a fraction of torch.jit.load itself.
+_CRC_CHECK_LIMIT = 2 * 1024**3
+# Pickle members of a TorchScript archive are small (tensor bytes live in data/); a
+# larger one is scanned only this far.
+_PICKLE_SCAN_LIMIT = 64 * 1024**2
+# Globals a TorchScript archive's pickles legitimately name: TorchScript classes
+# (``__torch__.``), torch's tensor/storage rebuild helpers, OrderedDict.
+_TORCHSCRIPT_GLOBALS = ("__torch__.", "torch.", "collections.OrderedDict")
+# Modules whose callables turn unpickling into running code (shell, files, imports).
+_DANGEROUS_MODULES = frozenset(
+    {
+        "os",
+        "posix",
+        "nt",
+        "subprocess",
+        "sys",
+        "shutil",
+        "socket",
+        "importlib",
+        "runpy",
+        "pty",
+        "code",
+        "ctypes",
+        "pickle",
+        "marshal",
+        "webbrowser",
+        "commands",
+        "platform",
+        "multiprocessing",
+        "asyncio",
+        "io",
+        "pathlib",
+        "tempfile",
+        "urllib",
+        "requests",
+    }
+)
+# builtins that only build plain values; any other builtin (eval, exec, getattr,
+# __import__, open, ...) makes a pickle an instruction to run code.
+_HARMLESS_BUILTINS = frozenset(
+    {
+        "set",
+        "frozenset",
+        "slice",
+        "complex",
+        "bytearray",
+        "bytes",
+        "list",
+        "dict",
+        "tuple",
+        "int",
+        "float",
+        "bool",
+        "str",
+        "range",
+        "object",
+    }
+)
+
+
+@dataclass
+class LoadedModel:
+    """A TorchScript module and what freezeview learned while loading it.
+
+    Attributes:
+        module: the loaded ``torch.jit.ScriptModule`` (never written back to disk).
+        path: the file it came from, or None for a module passed in from Python.
+        name: a short display name (the file name, or the module's type name).
+        load_seconds: wall time of ``torch.jit.load``.
+        warnings: warnings torch raised while loading, as text.
+        was_training: True if the module was in training mode when loaded.
+    """
+
+    module: torch.jit.ScriptModule
+    path: Path | None = None
+    name: str = ""
+    load_seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    was_training: bool = False
+
+    @classmethod
+    def from_module(cls, module: torch.jit.ScriptModule, name: str | None = None) -> LoadedModel:
+        """Wrap a ScriptModule built in Python (no file involved).
+
+        Args:
+            module: a scripted or traced module.
+            name: display name; defaults to the module's original class name.
+
+        Returns:
+            A :class:`LoadedModel` with ``path=None``.
+
+        Raises:
+            BadInputError: ``module`` is a plain ``nn.Module`` (or anything else).
+        """
+        if not isinstance(module, torch.jit.ScriptModule):
+            raise BadInputError(
+                f"{type(module).__name__} is not a TorchScript module: "
+                "script or trace it first (torch.jit.script / torch.jit.trace)."
+            )
+        return cls(
+            module=module,
+            name=name or module.original_name,
+            was_training=bool(module.training),
+        )
+
+
+# --------------------------------------------------------------------------- pickles
+
+
+def _iter_pickles(data: bytes, max_pickles: int) -> Iterator[tuple[str, object]]:
+    """(opcode name, argument) of up to ``max_pickles`` consecutive pickles in ``data``.
+
+    Legacy ``torch.save`` files are several pickles back to back (magic number,
+    protocol, system info, the object, storage keys) followed by raw storage bytes;
+    reading stops quietly at the first thing that is not a pickle.
+    """
+    stream = io.BytesIO(data)
+    for _ in range(max_pickles):
+        start = stream.tell()
+        if start >= len(data):
+            return
+        try:
+            for opcode, arg, _pos in pickletools.genops(stream):
+                yield opcode.name, arg
+        except Exception:  # noqa: BLE001 - damaged or not a pickle: stop reading
+            return
+        if stream.tell() == start:
+            return
+
+
+def pickle_globals(data: bytes, *, max_pickles: int = 8) -> list[str]:
+    """The dotted names a pickle would import when unpickled, read without unpickling.
+
+    Args:
+        data: the pickle bytes (or several pickles back to back, as legacy
+            ``torch.save`` writes them).
+        max_pickles: how many consecutive pickles to read.
+
+    Returns:
+        Names such as ``"collections.OrderedDict"`` or ``"posix.system"``, in order,
+        duplicates removed.
+    """
+    names: list[str] = []
+    strings: list[str] = []
+    for name, arg in _iter_pickles(data, max_pickles):
+        if name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8"):
+            strings.append(str(arg))
+        elif name == "GLOBAL":
+            names.append(str(arg).replace(" ", "."))
+        elif name == "STACK_GLOBAL" and len(strings) >= 2:
+            # Protocol 4+: module and name were pushed as the two latest strings (or
+            # memoised copies of them; that rare case is reported as the strings seen).
+            names.append(f"{strings[-2]}.{strings[-1]}")
+    return list(dict.fromkeys(names))
+
+
+def _dangerous(names: list[str]) -> list[str]:
+    out = []
+    for name in names:
+        root, _, rest = name.partition(".")
+        if root in _DANGEROUS_MODULES or root == "__builtin__":
+            out.append(name)
+        elif root == "builtins" and rest not in _HARMLESS_BUILTINS:
+            out.append(name)
+    return out
+
+
+def sniff_pickle(data: bytes) -> str:
+    """Say what a pickle holds without unpickling it.
+
+    Args:
+        data: pickle bytes (a bare pickle, or a zip's ``data.pkl``).
+
+    Returns:
+        ``"code"`` when unpickling would call something that runs code (``os.system``,
+        ``builtins.eval``, ...), ``"module"`` when it names an ``nn.Module`` or another
+        Python class to rebuild, ``"state_dict"`` for a mapping of tensors,
+        ``"tensors"`` for bare tensors or containers of them, and ``"pickle"`` when it
+        cannot tell.
+    """
+    names = pickle_globals(data)
+    if _dangerous(names):
+        return "code"
+    plain = ("torch._utils.", "torch.storage", "collections.", "builtins.", "_codecs.encode")
+    others = [
+        n for n in names if not n.startswith(plain) and not re.fullmatch(r"torch\.\w*Storage", n)
+    ]
+    if others:
+        return "module"
+    if "collections.OrderedDict" in names:
+        return "state_dict"
+    if names:
+        return "tensors"
+    return "pickle"
+
+
+def _describe_pickle(path: Path, data: bytes) -> str:
+    kind = sniff_pickle(data)
+    names = pickle_globals(data)
+    if kind == "code":
+        calls = ", ".join(_dangerous(names)[:3])
+        return (
+            f"{path} is a pickle that would run code when unpickled (it calls {calls}); "
+            "freezeview did not unpickle it: do not load it with torch.load, and ask for a "
+            "model saved with torch.jit.save."
+        )
+    if kind == "state_dict":
+        return (
+            f"{path} is a torch.save'd state_dict (weights only), not TorchScript: load it "
+            "into its nn.Module, then torch.jit.script (or trace) the module and save it "
+            "with torch.jit.save."
+        )
+    if kind == "module":
+        classes = [
+            n for n in names if not n.startswith(("torch._utils.", "collections.", "builtins."))
+        ]
+        first = classes[0] if classes else "a Python object"
+        return (
+            f"{path} is a torch.save'd pickle of a Python object ({first}), not TorchScript: "
+            "torch.jit.script (or trace) the module and save it with torch.jit.save."
+        )
+    if kind == "tensors":
+        return (
+            f"{path} holds torch.save'd tensors, not a TorchScript model: give the model "
+            "file saved with torch.jit.save."
+        )
+    return (
+        f"{path} is a Python pickle, not a TorchScript model: save the model with torch.jit.save."
+    )
+
+
+def _is_pickle(data: bytes) -> bool:
+    """True if ``data`` starts with a complete, well-formed pickle (any protocol)."""
+    if data[:1] == bytes([_PICKLE_PROTO]) and len(data) > 1 and 2 <= data[1] <= 5:
+        return True
+    try:
+        ops = [name for name, _arg in _iter_pickles(data[: 1024**2], 1)]
+    except Exception:  # noqa: BLE001
+        return False
+    return bool(ops) and ops[-1] == "STOP" and len(ops) > 1
+
+
+# --------------------------------------------------------------------------- the path
+
+
+def _close_names(p: Path) -> list[str]:
+    """Names in ``p``'s directory that look like what the user meant."""
+    parent = p.parent if str(p.parent) else Path(".")
+    try:
+        if not parent.is_dir():
+            return []
+        names = [e.name for e in os.scandir(parent) if not e.name.startswith(".")][:5000]
+    except OSError:
+        return []
+    return difflib.get_close_matches(p.name, names, n=3, cutoff=0.6)
+
+
+def _check_path(p: Path) -> int:
+    """Raise BadInputError unless ``p`` is a readable, non-empty regular file; return size."""
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        if p.is_symlink():
+            raise BadInputError(
+                f"{p} is a broken symbolic link (to {os.readlink(p)}): fix the link or give "
+                "the model file itself."
+            ) from None
+        close = _close_names(p)
+        hint = f" (did you mean {', '.join(str(p.with_name(n)) for n in close)}?)" if close else ""
+        raise BadInputError(f"{p} does not exist: check the path{hint}.") from None
+    except NotADirectoryError:
+        raise BadInputError(
+            f"{p} does not exist: a part of the path before the file name is a file, not a "
+            "directory; check the path."
+        ) from None
+    except PermissionError:
+        raise BadInputError(
+            f"{p} cannot be reached (permission denied on its directory): check the "
+            "permissions or copy the model somewhere readable."
+        ) from None
+    except OSError as exc:
+        raise BadInputError(f"{p} cannot be opened ({_first_line(exc)}): check the path.") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise BadInputError(_describe_directory(p))
+    if not stat.S_ISREG(st.st_mode):
+        # Opening a FIFO blocks until a writer appears and a device never ends: both
+        # would hang freezeview, so they are refused before any read.
+        what = "a named pipe" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
+        raise BadInputError(
+            f"{p} is {what}, not a regular file: save the model to a file with "
+            "torch.jit.save and give that file."
+        )
+    if not os.access(p, os.R_OK):
+        raise BadInputError(f"{p} cannot be read (permission denied): check its permissions.")
+    if st.st_size == 0:
+        raise BadInputError(
+            f"{p} is empty (0 bytes), probably an interrupted save or copy: save or copy "
+            "the model again."
+        )
+    return st.st_size
+
+
+def _describe_directory(p: Path) -> str:
+    try:
+        entries = sorted(e.name for e in os.scandir(p))
+    except OSError:
+        entries = []
+    if "data.pkl" in entries and "code" in entries:
+        return (
+            f"{p} is an unpacked TorchScript archive (a directory), not a .pt file: give "
+            "the original .pt file, or zip the directory itself back into one."
+        )
+    models = [n for n in entries if n.endswith((".pt", ".pth", ".ptl", ".torchscript"))]
+    hint = f" such as {p / models[0]}" if models else ""
+    return f"{p} is a directory, not a TorchScript file: give a .pt file{hint}."
+
+
+# --------------------------------------------------------------------------- the format
+
+
+def _describe_non_zip(p: Path, head: bytes, size: int) -> str:
+    """One sentence for a file that is not a zip archive."""
+    if head[:1] == bytes([_PICKLE_PROTO]) or _is_pickle(_read_head(p, 1024**2)):
+        return _describe_pickle(p, _read_head(p, _PICKLE_SCAN_LIMIT))
+    if len(head) >= 9 and head[8:9] == b"{":
+        header_len = int.from_bytes(head[:8], "little")
+        if 0 < header_len < size:
+            return (
+                f"{p} holds safetensors weights, not a TorchScript model: load them into "
+                "the nn.Module, torch.jit.script (or trace) it and save it with "
+                "torch.jit.save."
+            )
+    if head.startswith(b"\x89HDF"):
+        what = "an HDF5 file"
+    elif head.startswith(b"\x1f\x8b"):
+        what = "a gzip file"
+    elif head.startswith(b"\x08") and b"pytorch" in _read_head(p, 256):
+        what = "an ONNX model"
+    else:
+        what = None
+    if what:
+        return f"{p} is {what}, not a TorchScript model: save the model with torch.jit.save."
+    if _looks_like_text(head):
+        return (
+            f"{p} is a text file, not a TorchScript model: give the .pt file written by "
+            "torch.jit.save."
+        )
+    return (
+        f"{p} is not a TorchScript model (it is not a zip archive): give the file written "
+        "by torch.jit.save, or save the model again."
+    )
+
+
+def _looks_like_text(head: bytes) -> bool:
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(ch.isprintable() or ch in "\r\n\t" for ch in text)
+
+
+def _read_head(p: Path, n: int) -> bytes:
+    with p.open("rb") as fh:
+        return fh.read(n)
+
+
+def _member_short(name: str) -> str:
+    """``archive/code/x.py`` -> ``code/x.py`` (the record name torch uses)."""
+    return name.split("/", 1)[1] if "/" in name else name
+
+
+def _check_members_readable(p: Path, archive: zipfile.ZipFile) -> None:
+    """Read every member back, checking sizes, decompression and CRC-32."""
+    for info in archive.infolist():
+        try:
+            with archive.open(info, "r") as fh:
+                while fh.read(1 << 20):
+                    pass
+        except zipfile.BadZipFile as exc:
+            text = str(exc)
+            if "CRC" in text:
+                why = "fails its checksum"
+            elif "magic number" in text or "differ" in text:
+                why = "has a damaged header"
+            else:
+                why = f"cannot be read ({_first_line(exc)})"
+            raise BadInputError(
+                f"{p} is damaged: archive member {_member_short(info.filename)!r} {why}; "
+                "copy or save the model again."
+            ) from None
+        except (zlib.error, EOFError, NotImplementedError, ValueError, OSError) as exc:
+            raise BadInputError(
+                f"{p} is damaged: archive member {_member_short(info.filename)!r} cannot be "
+                f"read ({_first_line(exc)}); copy or save the model again."
+            ) from None
+
+
+def _check_archive(p: Path, head: bytes, size: int) -> None:
+    """Raise BadInputError unless ``p`` looks like an intact TorchScript zip archive."""
+    if head[:4] == _EMPTY_ZIP_MAGIC:
+        raise BadInputError(
+            f"{p} is an empty zip archive, not a TorchScript model: save the model again "
+            "with torch.jit.save."
+        )
+    if head[:4] != _ZIP_MAGIC:
+        raise BadInputError(_describe_non_zip(p, head, size))
+    try:
+        archive = zipfile.ZipFile(p)
+    except zipfile.BadZipFile:
+        # zipfile finds no end-of-archive record: the classic sign of a cut-off copy.
+        raise BadInputError(
+            f"{p} is truncated or damaged ({size} bytes, and its zip directory at the end "
+            "is missing): copy or save the model again."
+        ) from None
+    except (zipfile.LargeZipFile, NotImplementedError, EOFError, OSError, ValueError) as exc:
+        raise BadInputError(
+            f"{p} is damaged and cannot be read as a zip archive ({_first_line(exc)}): copy "
+            "or save the model again."
+        ) from None
+    with archive:
+        infos = archive.infolist()
+        if not infos:
+            raise BadInputError(
+                f"{p} is an empty zip archive, not a TorchScript model: save the model "
+                "again with torch.jit.save."
+            )
+        for info in infos:
+            end = info.header_offset + info.compress_size
+            if info.header_offset >= size or end > size:
+                raise BadInputError(
+                    f"{p} is truncated or damaged: archive member "
+                    f"{_member_short(info.filename)!r} lies past the end of the file; copy "
+                    "or save the model again."
+                )
+        members = {_member_short(i.filename) for i in infos}
+        has_code = any(m.startswith("code/") for m in members)
+        if not has_code:
+            _refuse_non_torchscript_zip(p, archive, members)
+        stored = sum(i.compress_size for i in infos)
+        if stored <= _CRC_CHECK_LIMIT:
+            _check_members_readable(p, archive)
+        if "data.pkl" not in members:
+            raise BadInputError(
+                f"{p} is damaged: the archive has code/ but no data.pkl (the module's "
+                "state); copy or save the model again."
+            )
+        _check_archive_pickles(p, archive, infos)
+
+
+def _refuse_non_torchscript_zip(p: Path, archive: zipfile.ZipFile, members: set[str]) -> None:
+    """Always raises: the zip has no ``code/`` so it is not TorchScript; say what it is."""
+    if any(m.endswith("serialized_exported_program.json") for m in members) or any(
+        m in ("archive_format", ".data/version") and "models/" in "".join(members) for m in members
+    ):
+        raise BadInputError(
+            f"{p} is a torch.export archive (an ExportedProgram), not TorchScript: "
+            "freezeview reads torch.jit.save files; script or trace the model instead."
+        )
+    if "data.pkl" in members:
+        info = next(i for i in archive.infolist() if _member_short(i.filename) == "data.pkl")
+        try:
+            with archive.open(info) as fh:
+                raw = fh.read(_PICKLE_SCAN_LIMIT)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError):
+            raw = b""
+        raise BadInputError(_describe_pickle(p, raw))
+    raise BadInputError(
+        f"{p} is a zip archive but not a TorchScript model (it has no code/): save the "
+        "model with torch.jit.save."
+    )
+
+
+def _check_archive_pickles(p: Path, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> None:
+    """Refuse TorchScript archives whose pickles name anything but TorchScript types."""
+    for info in infos:
+        short = _member_short(info.filename)
+        # Top-level pickles hold the module state (data.pkl), constants and mobile
+        # bytecode; code/*.debug_pkl hold source ranges. data/ holds raw tensor bytes.
+        if not short.endswith("pkl") or short.startswith("data/"):
+            continue
+        try:
+            with archive.open(info) as fh:
+                raw = fh.read(_PICKLE_SCAN_LIMIT)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError):
+            continue  # already reported by the checksum pass when it ran
+        foreign = [n for n in pickle_globals(raw) if not n.startswith(_TORCHSCRIPT_GLOBALS)]
+        if foreign:
+            danger = _dangerous(foreign)
+            if danger:
+                raise BadInputError(
+                    f"{p} is not a plain TorchScript archive: its {short} would call "
+                    f"{', '.join(danger[:3])} when loaded; freezeview refused to load it "
+                    "(treat the file as hostile)."
+                )
+            raise BadInputError(
+                f"{p} is damaged or not plain TorchScript: its {short} names "
+                f"{', '.join(foreign[:3])}, which is not a TorchScript type; save the "
+                "model again with torch.jit.save."
+            )
+
+
+def check_model_file(path: str | os.PathLike[str]) -> Path:
+    """Check, without loading anything, that ``path`` looks like an intact TorchScript file.
+
+    This is the part of :func:`load_model` that runs before torch sees the file. The app
+    can call it on the UI thread to reject a bad path at once; it reads the file (the
+    checksums) but never unpickles or executes anything.
+
+    Args:
+        path: the file to check.
+
+    Returns:
+        The path as a :class:`~pathlib.Path`.
+
+    Raises:
+        BadInputError: with one sentence saying what the file is and what to do.
+    """
+    p = Path(path)
+    size = _check_path(p)
+    try:
+        head = _read_head(p, 16)
+    except PermissionError:
+        raise BadInputError(
+            f"{p} cannot be read (permission denied): check its permissions."
+        ) from None
+    except OSError as exc:
+        raise BadInputError(f"{p} cannot be read ({_first_line(exc)}): check the file.") from None
+    try:
+        _check_archive(p, head, size)
+    except BadInputError:
+        raise
+    except OSError as exc:
+        raise BadInputError(f"{p} cannot be read ({_first_line(exc)}): check the file.") from None
+    return p
+
+
+# --------------------------------------------------------------------------- torch errors
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's text (torch often starts with a newline)."""
+    for line in str(exc).splitlines():
+        line = line.strip()
+        if line:
+            return line[:200]
+    return type(exc).__name__
+
+
+def _torch_error_sentence(p: Path, exc: BaseException) -> str:
+    """Turn an exception from ``torch.jit.load`` into one sentence for the user."""
+    text = str(exc)
+    first = _first_line(exc)
+    ver = torch.__version__.split("+")[0]
+    op = re.search(r"Unknown builtin op: ([\w:.]+)", text)
+    if op:
+        return (
+            f"{p} uses the operator {op.group(1)}, which torch {ver} here does not have: "
+            "load the extension that defines it, or inspect the model where it is installed."
+        )
+    if re.search(r"version_? <= kMaxSupportedFileFormatVersion|file format version", text):
+        return (
+            f"{p} was saved by a newer torch than {ver} (its file format is too new): "
+            "inspect it with the torch version that saved it."
+        )
+    typ = re.search(r"Unknown type name '([^']+)'", text)
+    if typ:
+        return (
+            f"{p} refers to the type {typ.group(1)}, which its code does not define: the "
+            "archive is damaged or incomplete; save the model again with torch.jit.save."
+        )
+    missing = re.search(r"failed locating file (\S+?):? file not found", text)
+    if missing:
+        return (
+            f"{p} is damaged or incomplete: archive member {missing.group(1)!r} is "
+            "missing; copy or save the model again."
+        )
+    if "CUDA" in text and "is_available" in text:
+        return f"{p} holds CUDA tensors and this machine has no CUDA: pass --map-location cpu."
+    return (
+        f"{p} could not be loaded by torch.jit.load ({first}): check that the file is "
+        f"intact, or save it again with torch {ver}."
+    )
+
+
+def _check_map_location(map_location: str) -> None:
+    try:
+        device = torch.device(map_location)
+    except (RuntimeError, TypeError, ValueError):
+        raise BadInputError(
+            f"--map-location {map_location!r} is not a device: use cpu, cuda, cuda:0, mps, ..."
+        ) from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise BadInputError(
+            f"--map-location {map_location!r} asks for CUDA, which this torch cannot use "
+            "here: use --map-location cpu."
+        )
+
+
+# --------------------------------------------------------------------------- load
+
+
+def load_model(
+    path: str | os.PathLike[str],
+    *,
+    map_location: str = "cpu",
+    eval_mode: bool = False,
+) -> LoadedModel:
+    """Load a TorchScript model from ``path``.
+
+    The file is checked first (:func:`check_model_file`), so the usual ways a file goes
+    wrong get a sentence that says what the file is and what to do, and a hostile
+    pickle is never handed to anything that could run it. The file is only read.
+
+    Args:
+        path: a ``.pt`` file written by ``torch.jit.save``.
+        map_location: where tensors go (``"cpu"`` unless asked otherwise).
+        eval_mode: switch a training-mode module to eval mode (``--eval``).
+
+    Returns:
+        A :class:`LoadedModel`. ``was_training`` tells whether the file held a module in
+        training mode (freezing it without ``eval_mode`` raises a :class:`PlanError`).
+
+    Raises:
+        BadInputError: the path is missing, a directory, empty, not a zip, truncated,
+            damaged, a ``torch.save`` pickle, or torch cannot load it.
+
+    Example::
+
+        loaded = load_model("model.pt")
+        print(loaded.module.code)
+    """
+    p = check_model_file(path)
+    _check_map_location(map_location)
+
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            module = torch.jit.load(str(p), map_location=map_location)
+        except Exception as exc:  # noqa: BLE001 - torch raises many types for bad archives
+            raise BadInputError(_torch_error_sentence(p, exc)) from exc
+    elapsed = time.perf_counter() - start
+    if not isinstance(module, torch.jit.ScriptModule):
+        raise BadInputError(
+            f"{p} loaded as {type(module).__name__}, not a TorchScript module: save a "
+            "scripted or traced module with torch.jit.save."
+        )
+    loaded = LoadedModel(
+        module=module,
+        path=p,
+        name=p.name,
+        load_seconds=elapsed,
+        warnings=[f"{w.category.__name__}: {w.message}" for w in caught],
+        was_training=bool(module.training),
+    )
+    if eval_mode and module.training:
+        module.eval()
+    return loaded
+
+
+def check_eval(loaded: LoadedModel) -> None:
+    """Raise :class:`PlanError` if the module is still in training mode.
+
+    torch.jit.freeze refuses training-mode modules; freezeview says how to fix it.
+
+    Args:
+        loaded: the model as loaded by :func:`load_model` or ``LoadedModel.from_module``.
+
+    Raises:
+        PlanError: the module (or the file it came from) is in training mode.
+    """
+    if loaded.module.training:
+        raise PlanError(
+            f"{loaded.path or loaded.name} holds a module in training mode, and freezing "
+            "needs eval mode: pass --eval (or call .eval() on the module before saving it)."
+        )

@@ -1,0 +1,491 @@
+"""Render graph snapshots and diffs as pictures (SVG, PNG or DOT) with Graphviz.
+
+Rendering is where users of freezeview wait (DESIGN.md: freezing takes 0.05-0.25 s,
+a naive picture of the same graph minutes), so it is built to stay fast at any size:
+
+- constants, constant lists and submodule reads are drawn inside their users, and
+  module scopes are clusters (:mod:`freezeview.engine.collapse`);
+- above a node budget the picture is collapsed to one box per submodule, at the finest
+  level that fits the budget; ``expand`` opens chosen scopes down to their ops;
+- ``dot`` runs in a subprocess with a timeout. If it overruns, freezeview draws the
+  next coarser level instead and says so in :attr:`RenderResult.notes`; output files
+  are written only from a finished layout, atomically, so nothing partial is left.
+
+Layout engine and settings were chosen by measurement (``benchmarks/bench_render.py``,
+figures in docs/notes/render.md): ``dot`` with module clusters and ``newrank=true``.
+``newrank`` ranks the whole graph at once instead of cluster by cluster, which kept
+layouts of the collapsed pictures as fast as without clusters and gave straighter
+data flow through nested scopes; ``ordering=out`` added time on wide-fan-out graphs
+without a visible gain; ``sfdp`` is fast on huge flat graphs but loses the
+top-to-bottom data flow and ignores clusters, so freezeview collapses instead.
+
+Graphviz is run directly with :mod:`subprocess` rather than ``graphviz.pipe`` because
+the package offers no timeout, and a run that never finishes is exactly the failure
+this module has to survive.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import atomic
+from .collapse import ViewGraph, build_view, count_at_level, levels
+from .diff import GraphDiff
+from .errors import FreezeviewError, OutputError
+from .render_dot import GraphAttrs, dot_source
+from .snapshot import GraphSnapshot
+
+__all__ = [
+    "FORMATS",
+    "DotTimeoutError",
+    "GraphvizMissingError",
+    "Picture",
+    "RenderOptions",
+    "RenderResult",
+    "auto_level",
+    "diff_picture",
+    "find_dot",
+    "level_name",
+    "render_diff",
+    "render_picture",
+    "render_side_by_side",
+    "render_snapshot",
+    "run_dot",
+    "side_by_side_picture",
+    "snapshot_picture",
+]
+
+#: Output formats: ``dot`` writes the DOT text and needs no Graphviz.
+FORMATS = ("svg", "png", "dot")
+
+INSTALL_HINT = (
+    "Graphviz's `dot` program is not installed; install it (Debian/Ubuntu: "
+    "`apt-get install graphviz`, macOS: `brew install graphviz`) to draw pictures."
+)
+
+
+class GraphvizMissingError(FreezeviewError):
+    """``dot`` is not on PATH (or not at the configured path)."""
+
+    exit_code = 1
+
+
+class DotTimeoutError(FreezeviewError):
+    """Graphviz did not finish a layout within the time allowed."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """How to draw.
+
+    Attributes:
+        level: collapse level: ``"auto"`` (finest level within ``budget``), an int box
+            depth (1: one box per child of the root module) or None for every op.
+        budget: most boxes drawn at the automatic level.
+        expand: scopes opened down to their ops whatever the level (``layer3.1``).
+        constants: ``fold`` (rows inside their users), ``hide-trivial`` (folded, and
+            None/bools/small ints left out) or ``nodes`` (one node each; slow).
+        edge_labels: label edges whose type carries a shape.
+        reasons: attribute path -> why freezing kept it, for the kept-attribute tooltips.
+        engine: Graphviz layout program (``dot``; ``sfdp`` for experiments).
+        timeout: seconds one Graphviz run may take before freezeview falls back.
+        dot_command: path of the Graphviz executable; default: ``engine`` on PATH.
+        graph: graph-wide layout settings.
+    """
+
+    level: int | str | None = "auto"
+    budget: int = 300
+    expand: tuple[str, ...] = ()
+    constants: str = "fold"
+    edge_labels: bool = True
+    reasons: Mapping[str, str] | None = None
+    engine: str = "dot"
+    timeout: float = 30.0
+    dot_command: str | None = None
+    graph: GraphAttrs = field(default_factory=GraphAttrs)
+
+
+@dataclass
+class Picture:
+    """DOT text ready for Graphviz, and what it holds.
+
+    Attributes:
+        source: the DOT text.
+        level: the collapse level drawn (None: every op).
+        nodes: boxes drawn.
+        edges: edges drawn.
+        build_seconds: time spent building the view and the DOT text.
+        views: the view graphs drawn (one, or two side by side).
+    """
+
+    source: str
+    level: int | None
+    nodes: int
+    edges: int
+    build_seconds: float
+    views: list[ViewGraph]
+
+
+@dataclass
+class RenderResult:
+    """What :func:`render_picture` wrote and how long each part took.
+
+    Attributes:
+        path: the file written.
+        format: ``svg``, ``png`` or ``dot``.
+        level: the collapse level finally drawn.
+        requested_level: the level first tried.
+        nodes: boxes drawn.
+        edges: edges drawn.
+        build_seconds: freezeview's time building views and DOT (all attempts).
+        dot_seconds: Graphviz's time (all attempts, the overrun ones included).
+        write_seconds: time writing the file.
+        size: bytes written.
+        notes: sentences for the user (fallbacks taken).
+    """
+
+    path: Path
+    format: str
+    level: int | None
+    requested_level: int | None
+    nodes: int
+    edges: int
+    build_seconds: float
+    dot_seconds: float
+    write_seconds: float
+    size: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total_seconds(self) -> float:
+        """Build + Graphviz + write time."""
+        return self.build_seconds + self.dot_seconds + self.write_seconds
+
+
+def level_name(level: int | None) -> str:
+    """``"every op"`` or ``"scopes 2 deep"``, for messages."""
+    return "every op" if level is None else f"one box per module {level} level(s) deep"
+
+
+def find_dot(options: RenderOptions) -> str:
+    """Path of the Graphviz program to run.
+
+    Raises:
+        GraphvizMissingError: it is not installed.
+    """
+    command = options.dot_command or options.engine
+    found = shutil.which(command)
+    if found is None:
+        raise GraphvizMissingError(INSTALL_HINT)
+    return found
+
+
+def run_dot(source: str, fmt: str, options: RenderOptions) -> bytes:
+    """Lay out and render DOT ``source``; return the output bytes.
+
+    Args:
+        source: DOT text.
+        fmt: ``svg`` or ``png``.
+        options: engine, timeout and the program's path.
+
+    Returns:
+        The rendered bytes.
+
+    Raises:
+        GraphvizMissingError: the program is not installed.
+        DotTimeoutError: it did not finish within ``options.timeout`` (it is killed).
+        OutputError: it failed (its first error line is quoted).
+    """
+    command = find_dot(options)
+    try:
+        done = subprocess.run(
+            [command, f"-K{options.engine}", f"-T{fmt}"],
+            input=source.encode("utf-8"),
+            capture_output=True,
+            timeout=options.timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise DotTimeoutError(
+            f"Graphviz did not finish within {options.timeout:g} s."
+        ) from exc
+    except OSError as exc:
+        raise GraphvizMissingError(f"cannot run {command}: {exc.strerror or exc}.") from exc
+    if done.returncode != 0 or not done.stdout:
+        first = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[0]
+        raise OutputError(f"Graphviz failed to draw the picture ({first[:200]}).")
+    return done.stdout
+
+
+def auto_level(scopes: Sequence[str], candidates: Sequence[int | None], options: RenderOptions) -> int | None:
+    """The finest of ``candidates`` whose box count fits ``options.budget``.
+
+    Explicitly expanded scopes are drawn in full and do not count against the budget.
+    """
+    fitting = candidates[0] if candidates else None
+    for level in candidates:
+        if count_at_level(scopes, level, options.expand) <= options.budget:
+            fitting = level
+        else:
+            break
+    return fitting
+
+
+def _drawn_scopes(snapshot: GraphSnapshot, options: RenderOptions) -> list[str]:
+    # Counting boxes needs to know what is folded and where each op is drawn; the
+    # full view (every op, no DOT) tells exactly and costs milliseconds.
+    view = build_view(snapshot, level=None, constants=options.constants, edge_labels=False)
+    return view.drawn_scopes()
+
+
+def _coarser(level: int | None, candidates: list[int | None], scopes: list[str], expand: Sequence[str]) -> int | None | bool:
+    """The next level worth trying after ``level`` overran, or False when none is left."""
+    current = count_at_level(scopes, level, expand)
+    order = [c for c in candidates if c is not None]
+    if level is not None:
+        order = [c for c in order if c < level]
+    # Skip levels that would draw nearly as many boxes: they would overrun too.
+    for candidate in reversed(order):
+        if count_at_level(scopes, candidate, expand) <= current * 0.6:
+            return candidate
+    return order[0] if order and (level is None or order[0] < level) else False
+
+
+def snapshot_picture(snapshot: GraphSnapshot, options: RenderOptions, level: int | None, *, title: str = "") -> Picture:
+    """DOT for one snapshot at ``level`` (kept attributes marked from ``options.reasons``)."""
+    start = time.perf_counter()
+    view = build_view(
+        snapshot,
+        level=level,
+        expand=options.expand,
+        constants=options.constants,
+        reasons=options.reasons,
+        edge_labels=options.edge_labels,
+    )
+    source = dot_source([("", view)], title=title, legend=bool(options.reasons), attrs=options.graph)
+    return Picture(source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view])
+
+
+def diff_picture(diff: GraphDiff, options: RenderOptions, level: int | None, *, title: str = "") -> Picture:
+    """DOT for the after-graph of ``diff`` coloured by status, removed ops as ghosts."""
+    start = time.perf_counter()
+    view = build_view(
+        diff.after,
+        level=level,
+        expand=options.expand,
+        constants=options.constants,
+        diff=diff,
+        side="after",
+        reasons=options.reasons,
+        edge_labels=options.edge_labels,
+    )
+    source = dot_source([("", view)], title=title, legend=True, attrs=options.graph)
+    return Picture(source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view])
+
+
+def side_by_side_picture(diff: GraphDiff, options: RenderOptions, level: int | None, *, title: str = "") -> Picture:
+    """DOT with the before-graph and the after-graph next to each other, both coloured."""
+    start = time.perf_counter()
+    before = build_view(
+        diff.before, level=level, expand=options.expand, constants=options.constants,
+        diff=diff, side="before", key_prefix="b_", edge_labels=options.edge_labels,
+    )
+    after = build_view(
+        diff.after, level=level, expand=options.expand, constants=options.constants,
+        diff=diff, side="after", ghosts=False, reasons=options.reasons, key_prefix="a_",
+        edge_labels=options.edge_labels,
+    )
+    graph = GraphAttrs(**{**options.graph.__dict__, "rankdir": options.graph.rankdir})
+    source = dot_source([("before", before), ("after", after)], title=title, legend=True, attrs=graph)
+    nodes = len(before.nodes) + len(after.nodes)
+    edges = len(before.edges) + len(after.edges)
+    return Picture(source, level, nodes, edges, time.perf_counter() - start, [before, after])
+
+
+def render_picture(
+    make: Callable[[int | None], Picture],
+    path: str | os.PathLike[str],
+    *,
+    fmt: str,
+    options: RenderOptions,
+    level: int | None,
+    candidates: list[int | None],
+    scopes: list[str],
+) -> RenderResult:
+    """Draw ``make(level)`` into ``path``, falling back to coarser levels on overrun.
+
+    Args:
+        make: builds the picture for a level.
+        path: the file to write (atomically).
+        fmt: one of :data:`FORMATS`.
+        options: drawing options (timeout, engine...).
+        level: the level to try first.
+        candidates: the levels that exist for this graph, coarsest first.
+        scopes: scopes of the drawn nodes (to pick fallback levels that are really smaller).
+
+    Returns:
+        A :class:`RenderResult`.
+
+    Raises:
+        GraphvizMissingError: ``dot`` is missing (``fmt`` other than ``dot``).
+        DotTimeoutError: even the coarsest level overran.
+    """
+    if fmt not in FORMATS:
+        raise OutputError(f"unknown picture format {fmt!r}; use one of {', '.join(FORMATS)}.")
+    notes: list[str] = []
+    build = dot_time = 0.0
+    current: int | None = level
+    while True:
+        picture = make(current)
+        build += picture.build_seconds
+        if fmt == "dot":
+            data = picture.source.encode("utf-8")
+            break
+        start = time.perf_counter()
+        try:
+            data = run_dot(picture.source, fmt, options)
+            dot_time += time.perf_counter() - start
+            break
+        except DotTimeoutError:
+            dot_time += time.perf_counter() - start
+            nxt = _coarser(current, candidates, scopes, options.expand)
+            if nxt is False:
+                raise DotTimeoutError(
+                    f"Graphviz did not finish drawing {Path(path).name} within "
+                    f"{options.timeout:g} s even with {level_name(current)}; nothing was written.",
+                    hint="Raise the timeout or draw fewer scopes expanded.",
+                ) from None
+            assert not isinstance(nxt, bool)
+            notes.append(
+                f"{Path(path).name}: Graphviz did not finish within {options.timeout:g} s "
+                f"with {level_name(current)} ({picture.nodes} boxes); drew "
+                f"{level_name(nxt)} instead."
+            )
+            current = nxt
+    start = time.perf_counter()
+    atomic.write_bytes(path, data)
+    write = time.perf_counter() - start
+    return RenderResult(
+        path=Path(path),
+        format=fmt,
+        level=current,
+        requested_level=level,
+        nodes=picture.nodes,
+        edges=picture.edges,
+        build_seconds=build,
+        dot_seconds=dot_time,
+        write_seconds=write,
+        size=len(data),
+        notes=notes,
+    )
+
+
+def _plan(snapshot: GraphSnapshot, options: RenderOptions) -> tuple[int | None, list[int | None], list[str]]:
+    start_scopes = _drawn_scopes(snapshot, options)
+    candidates = levels(snapshot)
+    if options.level == "auto":
+        level = auto_level(start_scopes, candidates, options)
+    elif isinstance(options.level, str):
+        raise ValueError(f"unknown level {options.level!r}")
+    else:
+        level = options.level
+    return level, candidates, start_scopes
+
+
+def render_snapshot(
+    snapshot: GraphSnapshot,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+) -> RenderResult:
+    """Draw one graph snapshot into ``path``.
+
+    Args:
+        snapshot: the graph.
+        path: output file (written atomically).
+        fmt: ``svg``, ``png`` or ``dot``.
+        options: drawing options.
+        title: caption.
+
+    Returns:
+        A :class:`RenderResult`.
+
+    Example::
+
+        render_snapshot(snapshot_graph(torch.jit.freeze(m).graph), "after.svg")
+    """
+    options = options or RenderOptions()
+    level, candidates, scopes = _plan(snapshot, options)
+    return render_picture(
+        lambda lv: snapshot_picture(snapshot, options, lv, title=title),
+        path, fmt=fmt, options=options, level=level, candidates=candidates, scopes=scopes,
+    )
+
+
+def render_diff(
+    diff: GraphDiff,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+) -> RenderResult:
+    """Draw the after-graph of ``diff`` with added ops green, changed amber, removed as ghosts.
+
+    The level is chosen on the after-graph plus the ghosts, so a step that removed most
+    of the graph still fits the budget.
+    """
+    options = options or RenderOptions()
+    level, candidates, scopes = _plan(diff.after, options)
+    ghost_scopes = _ghost_scopes(diff, options)
+    if options.level == "auto":
+        level = auto_level(scopes + ghost_scopes, _merge_levels(candidates, levels(diff.before)), options)
+    return render_picture(
+        lambda lv: diff_picture(diff, options, lv, title=title),
+        path, fmt=fmt, options=options, level=level,
+        candidates=_merge_levels(candidates, levels(diff.before)), scopes=scopes + ghost_scopes,
+    )
+
+
+def render_side_by_side(
+    diff: GraphDiff,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+) -> RenderResult:
+    """Draw before and after next to each other (removed red on the left, added green on the right)."""
+    options = options or RenderOptions()
+    level_a, cand_a, scopes_a = _plan(diff.after, options)
+    _level_b, cand_b, scopes_b = _plan(diff.before, options)
+    candidates = _merge_levels(cand_a, cand_b)
+    level = level_a
+    if options.level == "auto":
+        level = auto_level(scopes_a + scopes_b, candidates, options)
+    return render_picture(
+        lambda lv: side_by_side_picture(diff, options, lv, title=title),
+        path, fmt=fmt, options=options, level=level, candidates=candidates,
+        scopes=scopes_a + scopes_b,
+    )
+
+
+def _ghost_scopes(diff: GraphDiff, options: RenderOptions) -> list[str]:
+    view = build_view(diff.before, level=None, constants=options.constants, edge_labels=False)
+    return [view.scopes[i] for i in diff.removed if i not in view.folded]
+
+
+def _merge_levels(a: list[int | None], b: list[int | None]) -> list[int | None]:
+    ints = sorted({x for x in (*a, *b) if x is not None})
+    return [*ints, None]
+

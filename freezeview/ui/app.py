@@ -1,0 +1,162 @@
+"""The freezeview Textual app: ``freezeview MODEL.pt``.
+
+The app holds the plan (preserved names, passes) and the options it was started with;
+the main screen (:mod:`freezeview.ui.screens.main`) does the work. Importing this
+module does not import torch, so the first screen, with its loading state, appears
+while torch and the model are still loading in a worker.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from .screens.main import MainScreen
+
+if TYPE_CHECKING:
+    from ..engine.loading import LoadedModel
+    from .session import Session
+
+__all__ = ["FreezeviewApp"]
+
+
+class FreezeviewApp(App[int]):
+    """See what ``torch.jit.freeze`` does to one model.
+
+    Args:
+        model_path: the TorchScript file to open.
+        preserved: initial ``preserved_attrs`` (``--preserve``).
+        passes: pass ids to run (``--passes``); None for the default plan.
+        inputs_file: sample inputs (``--inputs``), for the numerics column.
+        input_shapes: random sample input shapes (``--input-shape``).
+        eval_mode: switch a training-mode module to eval mode (``--eval``).
+        output_dir: where ``g`` (render) and ``e`` (export) write.
+        loaded: an already loaded model (Python API, tests); skips ``torch.jit.load``.
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "freezeview"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", tooltip="Leave freezeview (at once, even while loading)"),
+    ]
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        preserved: Sequence[str] = (),
+        passes: Sequence[str] | None = None,
+        inputs_file: str | Path | None = None,
+        input_shapes: Sequence[str] = (),
+        eval_mode: bool = False,
+        output_dir: str | Path | None = None,
+        loaded: LoadedModel | None = None,
+    ) -> None:
+        super().__init__()
+        self.model_path = Path(model_path) if model_path is not None else None
+        self.preserved: list[str] = list(dict.fromkeys(preserved))
+        self.passes = list(passes) if passes is not None else None
+        self.inputs_file = Path(inputs_file) if inputs_file else None
+        self.input_shapes = list(input_shapes)
+        self.eval_mode = eval_mode
+        stem = self.model_path.stem if self.model_path else (loaded.name if loaded else "model")
+        self.output_dir = Path(output_dir) if output_dir else Path.cwd() / f"freezeview-{stem}"
+        self.session: Session | None = None
+        if loaded is not None:
+            from .session import Session
+
+            self.session = Session(
+                path=self.model_path,
+                preserved=self.preserved,
+                passes=self.passes,
+                inputs_file=self.inputs_file,
+                input_shapes=self.input_shapes,
+                eval_mode=eval_mode,
+                loaded=loaded,
+            )
+        self.captured_warnings: list[str] = []
+        self._warnings_lock = threading.Lock()
+        self._old_showwarning: Any = None
+        #: Names of the workers still running when the user quit (the CLI then leaves
+        #: without waiting for torch to return).
+        self.busy_at_exit: list[str] = []
+
+    @property
+    def model_label(self) -> str:
+        """The model's file name for titles."""
+        if self.model_path is not None:
+            return self.model_path.name
+        return self.session.name if self.session else "model"
+
+    async def action_quit(self) -> None:
+        """Quit at once, even while a worker is inside torch."""
+        from textual.worker import WorkerState
+
+        self.busy_at_exit = [
+            w.group for w in self.workers if w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+        ]
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                screen.cancel_run()
+        self.exit(0)
+
+    def get_default_screen(self) -> Screen[Any]:
+        return MainScreen()
+
+    @property
+    def main_screen(self) -> MainScreen:
+        """The main screen (wherever the screen stack is)."""
+        return next(s for s in self.screen_stack if isinstance(s, MainScreen))
+
+    # -- warnings --------------------------------------------------------------------
+    def on_load(self) -> None:
+        # torch warns (DeprecationWarning on freeze, FutureWarning on jit.load in newer
+        # releases) from worker threads; a warning printed there would land on top of the
+        # app's screen. They are kept as information instead (help screen lists them).
+        warnings.simplefilter("default")
+        self._old_showwarning = warnings.showwarning
+        warnings.showwarning = self._showwarning  # type: ignore[assignment]
+
+    def on_unmount(self) -> None:
+        if self._old_showwarning is not None:
+            warnings.showwarning = self._old_showwarning
+
+    def _showwarning(
+        self, message: Any, category: type[Warning], *args: Any, **kwargs: Any
+    ) -> None:
+        self.record_warning(f"{category.__name__}: {message}")
+
+    def record_warning(self, text: str) -> None:
+        """Keep a warning torch raised (thread-safe)."""
+        with self._warnings_lock:
+            if text not in self.captured_warnings:
+                self.captured_warnings.append(text)
+
+    # -- commands --------------------------------------------------------------------
+    def all_bindings(self) -> list[Binding]:
+        """Every key of the main screen plus the app's, for help and the palette."""
+        out: list[Binding] = []
+        for b in [*MainScreen.BINDINGS, *self.BINDINGS]:
+            if isinstance(b, Binding):
+                out.append(b)
+        return out
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        main = self.main_screen
+        for binding in MainScreen.BINDINGS:
+            if not isinstance(binding, Binding):
+                continue
+            action = getattr(main, f"action_{binding.action}")
+            yield SystemCommand(
+                f"{binding.description} ({binding.key_display or binding.key})",
+                binding.tooltip or binding.description,
+                action,
+            )

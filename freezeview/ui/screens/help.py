@@ -1,0 +1,58 @@
+"""The help screen (``?``): every key with what it does, generated from the bindings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+__all__ = ["HelpScreen", "bindings_table"]
+
+_INTRO = (
+    "freezeview shows what torch.jit.freeze does to this model. The tree on the left "
+    "says, for every attribute, whether freezing inlines it as a constant, keeps it or "
+    "drops it, and why. The IR pane shows the graph at the current step; the steps bar "
+    "lists the passes (checkboxes) and the steps of the last run."
+)
+
+
+def bindings_table(bindings: Iterable[Binding]) -> Table:
+    """A two-column table: key, description and tooltip."""
+    table = Table(box=None, padding=(0, 2), show_header=True, header_style="bold")
+    table.add_column("key", style="bold cyan", no_wrap=True)
+    table.add_column("action")
+    table.add_column("what it does", style="dim")
+    for b in bindings:
+        table.add_row(b.key_display or b.key, b.description, b.tooltip)
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    """Lists every key of the main screen; escape, ? or q closes it."""
+
+    BINDINGS = [
+        Binding("escape,question_mark,q", "dismiss", "Close help", tooltip="Back to the model"),
+    ]
+
+    def __init__(self, bindings: list[Binding]) -> None:
+        super().__init__()
+        self._bindings = bindings
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Static(Text("freezeview — keys", style="bold"), id="help-title")
+            yield Static(Text(_INTRO), id="help-intro")
+            yield Static(bindings_table(self._bindings), id="help-keys")
+            yield Static(
+                Text(
+                    "Ctrl+P opens the command palette with the same commands. "
+                    "Esc closes this screen.",
+                    style="italic",
+                )
+            )

@@ -1,0 +1,78 @@
+"""The small, torch-free values the app's widgets draw.
+
+:class:`~freezeview.ui.session.Session` turns engine objects into these, so widgets
+never depend on an engine class, and importing the app does not import torch (the
+first screen appears before torch has even loaded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..engine.snapshot import GraphSnapshot
+
+__all__ = ["AttrView", "PassView", "ReasonView", "StepView"]
+
+
+@dataclass(frozen=True)
+class ReasonView:
+    """One reason for an attribute's status, as text ready to show."""
+
+    code: str
+    message: str
+    node: str = ""
+    source: str = ""
+    method: str = ""
+
+
+@dataclass(frozen=True)
+class AttrView:
+    """An attribute (or submodule) with its verdict under the current plan."""
+
+    path: str
+    kind: str
+    type: str
+    status: str
+    reasons: tuple[ReasonView, ...] = ()
+    preserved: bool = False
+
+    @property
+    def name(self) -> str:
+        """The last path component."""
+        return self.path.rsplit(".", 1)[-1]
+
+    @property
+    def owner(self) -> str:
+        """Dotted path of the module holding it (``""`` for the root)."""
+        return self.path.rsplit(".", 1)[0] if "." in self.path else ""
+
+
+@dataclass(frozen=True)
+class PassView:
+    """A pass the user can switch on or off."""
+
+    id: str
+    description: str
+    default: bool
+    group: str = ""
+
+
+@dataclass(frozen=True)
+class StepView:
+    """One step of freezing, as the steps bar and the IR pane show it."""
+
+    index: int
+    name: str
+    title: str
+    snapshot: GraphSnapshot
+    changed: bool
+    added: int = 0
+    removed: int = 0
+    changed_nodes: int = 0
+    seconds: float = 0.0
+    notes: tuple[str, ...] = ()
+    numerics: str = ""
+    error: str = ""
+    code: str | None = None

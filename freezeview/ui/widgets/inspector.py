@@ -1,0 +1,118 @@
+"""The Inspector: facts about the selected attribute or the selected IR line."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from ..facts import NodeFacts
+from ..views import AttrView
+from .model_tree import badge
+
+__all__ = ["Inspector", "attribute_panel", "node_panel"]
+
+
+def _table() -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column(overflow="fold")
+    return table
+
+
+def attribute_panel(view: AttrView, info: Any = None, lines: int = 0) -> RenderableType:
+    """What the inspector shows for an attribute.
+
+    Args:
+        view: the attribute and its verdict.
+        info: the inventory's ``AttributeInfo`` (type, dtype, shape, readers, writers).
+        lines: how many lines of the current IR read or write it.
+    """
+    table = _table()
+    table.add_row("attribute", Text(view.path, "bold"))
+    table.add_row(
+        "status", Text.assemble(badge(view.status), "  preserved" if view.preserved else "")
+    )
+    table.add_row("kind", view.kind)
+    table.add_row("type", view.type or (getattr(info, "type", "") if info else ""))
+    if info is not None:
+        if getattr(info, "dtype", None):
+            shape = getattr(info, "shape", None)
+            shape_text = "x".join(str(s) for s in shape) if shape else "scalar"
+            table.add_row("tensor", f"{info.dtype}  [{shape_text}]  {getattr(info, 'device', '')}")
+        elif getattr(info, "value", ""):
+            table.add_row("value", str(info.value))
+        if getattr(info, "readers", ()):
+            table.add_row("read by", ", ".join(info.readers))
+        if getattr(info, "writers", ()):
+            table.add_row("written by", ", ".join(info.writers))
+    table.add_row("in this IR", f"{lines} line(s) read or write it (marked)")
+    parts: list[RenderableType] = [table]
+    for reason in view.reasons:
+        r = _table()
+        r.add_row("reason", Text.assemble((reason.code, "bold yellow"), "  ", reason.message))
+        if reason.node:
+            r.add_row("node", Text(reason.node, "green"))
+        if reason.source:
+            r.add_row("source", reason.source)
+        if reason.method:
+            r.add_row("method", reason.method)
+        parts.append(Text(""))
+        parts.append(r)
+    return Group(*parts)
+
+
+def node_panel(facts: NodeFacts) -> RenderableType:
+    """What the inspector shows for an IR node: inputs, outputs, writes and aliases."""
+    node = facts.node
+    table = _table()
+    table.add_row("node", Text(node.kind, "bold green"))
+    if node.scope:
+        table.add_row("module", node.scope)
+    if node.source:
+        table.add_row("source", f"{node.source}  {node.source.text}".strip())
+    if facts.attribute:
+        table.add_row("attribute", Text(facts.attribute, "bold"))
+    if node.constant is not None:
+        table.add_row("constant", node.constant.text)
+    for name, type_, src in facts.inputs:
+        table.add_row("input", Text.assemble((f"%{name}", "cyan"), f" : {type_}  ← {src}"))
+    for name, type_, users in facts.outputs:
+        used = ", ".join(users) if users else "unused"
+        table.add_row("output", Text.assemble((f"%{name}", "cyan"), f" : {type_}  → {used}"))
+    if facts.writes:
+        table.add_row("writes", Text(", ".join(f"%{n}" for n in facts.writes), "bold red"))
+    for out, inp in facts.aliases:
+        table.add_row("aliases", f"%{out} may alias %{inp}")
+    for name, line in facts.writers:
+        table.add_row("written by", Text.assemble((f"%{name}", "cyan"), "  ", (line, "red")))
+    if not facts.writes and not facts.writers:
+        table.add_row("mutation", Text("nothing writes these values", "dim"))
+    if node.schema:
+        table.add_row("schema", Text(node.schema, "dim"))
+    return table
+
+
+class Inspector(VerticalScroll):
+    """Scrollable panel showing one renderable."""
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield Static(
+            Text("Select an attribute in the model tree or a line in the IR.", "dim"),
+            id="inspector-body",
+        )
+
+    def show(self, renderable: RenderableType) -> None:
+        """Replace the panel's content."""
+        self.query_one("#inspector-body", Static).update(renderable)
+        self.scroll_home(animate=False)
+
+    @property
+    def body(self) -> Static:
+        """The static holding the content (tests read its renderable)."""
+        return self.query_one("#inspector-body", Static)

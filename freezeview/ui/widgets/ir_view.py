@@ -1,0 +1,248 @@
+"""The IR pane's text view: highlighted IR, ``.code`` or a diff, with a line cursor,
+marked lines (an attribute's readers and writers) and search matches.
+
+Why not ``TextArea`` or ``Static(Syntax(...))``: ``TextArea`` highlights through
+tree-sitter grammars and there is none for TorchScript IR, and a ``Static`` renders every
+line up front, which stalls the event loop on frozen-graph printouts of thousands of
+lines. This widget uses Textual's line API (``ScrollView.render_line``): the text is
+lexed by Pygments once per document (off the event loop, see :func:`highlight_lines`)
+and only the visible lines are turned into strips, with a small cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pygments.lexer import Lexer
+from pygments.lexers import DiffLexer, PythonLexer
+from rich.segment import Segment
+from rich.style import Style
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ..lexer import TorchScriptIRLexer
+
+__all__ = ["IRView", "highlight_lines", "lexer_for"]
+
+_THEME = Syntax.get_theme("monokai")
+
+
+def lexer_for(mode: str) -> Lexer:
+    """The Pygments lexer for a view mode: ``ir``, ``code`` or ``diff``."""
+    if mode == "code":
+        return PythonLexer(stripnl=False, ensurenl=False)
+    if mode == "diff":
+        return DiffLexer(stripnl=False, ensurenl=False)
+    return TorchScriptIRLexer(stripnl=False, ensurenl=False)
+
+
+def highlight_lines(text: str, mode: str) -> list[Text]:
+    """Lex ``text`` once and split it into one rich ``Text`` per line.
+
+    Blocking: the app calls it from a thread worker for large documents.
+    """
+    lines: list[Text] = [Text()]
+    for token, value in lexer_for(mode).get_tokens(text):
+        style = _THEME.get_style_for_token(token)
+        parts = value.split("\n")
+        for i, part in enumerate(parts):
+            if i:
+                lines.append(Text())
+            if part:
+                lines[-1].append(part, style)
+    if len(lines) > 1 and not lines[-1].plain:
+        lines.pop()
+    return lines
+
+
+class IRView(ScrollView, can_focus=True):
+    """Scrollable, highlighted text with a cursor line, marked lines and search."""
+
+    BINDINGS = [
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "cursor_home", "Top", show=False),
+        Binding("end", "cursor_end", "Bottom", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    IRView { background: $surface; }
+    """
+
+    #: Line (from 0) under the cursor; the inspector shows the node printed on it.
+    cursor_line: reactive[int] = reactive(0)
+
+    class CursorMoved(Message):
+        """The cursor moved to another line."""
+
+        def __init__(self, view: IRView, line: int) -> None:
+            super().__init__()
+            self.view = view
+            self.line = line
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._lines: list[Text] = []
+        self._marked: frozenset[int] = frozenset()
+        self._matches: list[int] = []
+        self._cache: dict[tuple[int, int, int, bool, bool, bool], Strip] = {}
+        self.mode = "ir"
+        self.document = ""
+
+    # -- content -------------------------------------------------------------------
+    @property
+    def line_count(self) -> int:
+        """Number of lines in the document."""
+        return len(self._lines)
+
+    def plain_lines(self) -> list[str]:
+        """The document as plain text lines (tests, search)."""
+        return [line.plain for line in self._lines]
+
+    def set_document(self, text: str, mode: str, lines: list[Text] | None = None) -> None:
+        """Show ``text`` (``lines`` when already highlighted; plain lines otherwise)."""
+        same = text == self.document and mode == self.mode
+        self.document = text
+        self.mode = mode
+        self._lines = lines if lines is not None else [Text(s) for s in text.splitlines()]
+        self._cache.clear()
+        width = max((line.cell_len for line in self._lines), default=0)
+        self.virtual_size = Size(width + 1, len(self._lines))
+        if not same:
+            self._matches = []
+            self._marked = frozenset(m for m in self._marked if m < len(self._lines))
+            self.cursor_line = min(self.cursor_line, max(0, len(self._lines) - 1))
+        self.refresh()
+
+    def mark_lines(self, lines: Iterable[int]) -> None:
+        """Highlight these lines (an attribute's readers and writers)."""
+        self._marked = frozenset(lines)
+        self._cache.clear()
+        self.refresh()
+
+    @property
+    def marked_lines(self) -> frozenset[int]:
+        """Lines currently marked."""
+        return self._marked
+
+    # -- search --------------------------------------------------------------------
+    def search(self, query: str) -> list[int]:
+        """Mark the lines containing ``query`` (case-insensitive); return them."""
+        q = query.lower()
+        self._matches = [i for i, line in enumerate(self._lines) if q and q in line.plain.lower()]
+        self._cache.clear()
+        self.refresh()
+        return self._matches
+
+    @property
+    def matches(self) -> list[int]:
+        """Lines matching the last search."""
+        return self._matches
+
+    def next_match(self, forward: bool = True) -> int | None:
+        """Move the cursor to the next (or previous) search match."""
+        if not self._matches:
+            return None
+        cur = self.cursor_line
+        if forward:
+            target = next((m for m in self._matches if m > cur), self._matches[0])
+        else:
+            target = next((m for m in reversed(self._matches) if m < cur), self._matches[-1])
+        self.cursor_line = target
+        return target
+
+    # -- cursor --------------------------------------------------------------------
+    def validate_cursor_line(self, value: int) -> int:
+        return max(0, min(value, max(0, len(self._lines) - 1)))
+
+    def watch_cursor_line(self, old: int, new: int) -> None:
+        self._cache.clear()
+        self.scroll_to_line(new)
+        self.refresh()
+        self.post_message(self.CursorMoved(self, new))
+
+    def scroll_to_line(self, line: int) -> None:
+        """Scroll so that ``line`` is visible (centred when it was off screen)."""
+        top = self.scroll_offset.y
+        height = max(1, self.size.height)
+        if not top <= line < top + height:
+            self.scroll_to(y=max(0, line - height // 2), animate=False)
+
+    def action_cursor_up(self) -> None:
+        self.cursor_line -= 1
+
+    def action_cursor_down(self) -> None:
+        self.cursor_line += 1
+
+    def action_page_up(self) -> None:
+        self.cursor_line -= max(1, self.size.height - 1)
+
+    def action_page_down(self) -> None:
+        self.cursor_line += max(1, self.size.height - 1)
+
+    def action_cursor_home(self) -> None:
+        self.cursor_line = 0
+
+    def action_cursor_end(self) -> None:
+        self.cursor_line = len(self._lines) - 1
+
+    def on_click(self, event: object) -> None:
+        y = getattr(event, "y", None)
+        if isinstance(y, int):
+            self.cursor_line = self.scroll_offset.y + y
+
+    # -- drawing -------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = y + scroll_y
+        width = self.size.width
+        base = self.rich_style
+        if index >= len(self._lines):
+            return Strip.blank(width, base)
+        cursor = index == self.cursor_line and self.has_focus
+        key = (index, scroll_x, width, cursor, index in self._marked, index in self._matches)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        text = self._lines[index]
+        segments = list(text.render(self.app.console, end=""))
+        strip = Strip(segments, text.cell_len).crop_extend(scroll_x, scroll_x + width, base)
+        overlay = None
+        if key[5]:
+            overlay = self.get_component_rich_style("irview--match")
+        elif key[4]:
+            overlay = self.get_component_rich_style("irview--marked")
+        if cursor or (index == self.cursor_line and not self.has_focus and self._lines):
+            cursor_style = self.get_component_rich_style(
+                "irview--cursor" if cursor else "irview--cursor-blur"
+            )
+            overlay = cursor_style if overlay is None else overlay + cursor_style
+        if overlay is not None:
+            strip = Strip([Segment(s.text, (s.style or Style()) + overlay) for s in strip], width)
+        if len(self._cache) > 2000:
+            self._cache.clear()
+        self._cache[key] = strip
+        return strip
+
+    COMPONENT_CLASSES = {
+        "irview--cursor",
+        "irview--cursor-blur",
+        "irview--marked",
+        "irview--match",
+    }
+
+    def on_focus(self) -> None:
+        self._cache.clear()
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self._cache.clear()
+        self.refresh()

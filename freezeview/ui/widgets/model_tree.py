@@ -1,0 +1,168 @@
+"""The Model pane's tree: modules, their attributes, a status badge on each and the
+reason for every kept one; filterable by status; preserved names marked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from ..views import AttrView
+
+__all__ = ["STATUS_STYLES", "ModelTree", "badge"]
+
+#: Badge colours per status (kept stands out: it is what users came to understand).
+STATUS_STYLES = {
+    "inlined": "bold green",
+    "kept": "bold black on yellow",
+    "dropped": "dim",
+}
+FILTERS = ("all", "inlined", "kept", "dropped")
+
+
+def badge(status: str) -> Text:
+    """``[inlined]`` / ``[kept]`` / ``[dropped]`` styled for the tree."""
+    return Text(f" {status} ", style=STATUS_STYLES.get(status, ""))
+
+
+class ModelTree(Tree[AttrView | str]):
+    """Module tree; each leaf's data is its :class:`AttrView`, each module's its path."""
+
+    BINDINGS = [
+        # Space toggles preserve on the selected attribute (the app's binding), not
+        # the tree's expand/collapse: enter and the mouse still expand nodes.
+        Binding("space", "screen.toggle_preserve", "Preserve", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("model", id=id)
+        self.show_root = True
+        self.guide_depth = 2
+        self._views: list[AttrView] = []
+        self.status_filter = "all"
+
+    @property
+    def views(self) -> list[AttrView]:
+        """The attributes shown (all of them, before filtering)."""
+        return self._views
+
+    def view_of(self, path: str) -> AttrView | None:
+        """The attribute at ``path``."""
+        return next((v for v in self._views if v.path == path), None)
+
+    def show(self, name: str, views: Sequence[AttrView], status_filter: str = "all") -> None:
+        """Rebuild the tree, keeping the cursor on the same path when it still exists."""
+        selected = self.selected_path
+        self._views = list(views)
+        self.status_filter = status_filter
+        self.clear()
+        self.root.set_label(Text.assemble((name, "bold"), "  ", self._summary()))
+        self.root.data = ""
+        modules: dict[str, TreeNode[AttrView | str]] = {"": self.root}
+        shown = [v for v in self._views if status_filter in ("all", v.status)]
+        # Module nodes first (submodules carry verdicts too), then their attributes.
+        wanted = set()
+        for v in shown:
+            parts = v.path.split(".")
+            for i in range(1, len(parts)):
+                wanted.add(".".join(parts[:i]))
+        for v in self._views:
+            if v.kind == "submodule" and (v.path in wanted or v in shown):
+                parent = modules.get(v.owner, self.root)
+                node = parent.add(self._label(v), data=v, expand=v.path.count(".") < 1)
+                modules[v.path] = node
+        for path in sorted(wanted - set(modules)):
+            owner = path.rsplit(".", 1)[0] if "." in path else ""
+            parent = modules.get(owner, self.root)
+            modules[path] = parent.add(path.rsplit(".", 1)[-1], data=path)
+        cursor_node = None
+        for v in shown:
+            if v.kind == "submodule":
+                continue
+            parent = modules.get(v.owner, self.root)
+            leaf = parent.add_leaf(self._label(v), data=v)
+            if v.path == selected:
+                cursor_node = leaf
+        for path, node in modules.items():
+            if path == selected:
+                cursor_node = node
+        self.root.expand()
+        if cursor_node is not None:
+            self._expand_to(cursor_node)
+            # Line numbers exist only after the tree re-renders its expanded nodes.
+            self.call_after_refresh(self.move_cursor, cursor_node)
+
+    def _expand_to(self, node: TreeNode[AttrView | str]) -> None:
+        parent = node.parent
+        while parent is not None:
+            parent.expand()
+            parent = parent.parent
+
+    def _summary(self) -> Text:
+        counts = {s: 0 for s in ("inlined", "kept", "dropped")}
+        for v in self._views:
+            if v.kind != "submodule":
+                counts[v.status] = counts.get(v.status, 0) + 1
+        text = Text()
+        for status, n in counts.items():
+            text.append(f"{n} {status}", STATUS_STYLES[status] if status != "kept" else "yellow")
+            text.append("  ")
+        if self.status_filter != "all":
+            text.append(f"(showing {self.status_filter})", "italic")
+        return text
+
+    @staticmethod
+    def _label(v: AttrView) -> Text:
+        text = Text()
+        text.append("★ " if v.preserved else "  ", "bold magenta")
+        text.append(v.name, "bold" if v.kind == "submodule" else "")
+        text.append(" ")
+        text.append_text(badge(v.status))
+        if v.status == "kept" and v.reasons:
+            text.append(f" {v.reasons[0].code}", "yellow")
+        kind = {"parameter": "param", "buffer": "buffer", "attribute": "attr"}.get(v.kind)
+        if kind:
+            text.append(f"  {kind}", "dim")
+        return text
+
+    @property
+    def selected_path(self) -> str | None:
+        """Path of the attribute or module under the cursor."""
+        node = self.cursor_node
+        if node is None or node.data is None:
+            return None
+        if isinstance(node.data, AttrView):
+            return node.data.path
+        return node.data or None
+
+    @property
+    def selected_view(self) -> AttrView | None:
+        """The attribute under the cursor (None on a plain module or the root)."""
+        node = self.cursor_node
+        if node is not None and isinstance(node.data, AttrView):
+            return node.data
+        path = self.selected_path
+        return self.view_of(path) if path else None
+
+    def select_path(self, path: str) -> bool:
+        """Move the cursor to ``path``; False if it is not shown."""
+
+        def find(node: TreeNode[AttrView | str]) -> TreeNode[AttrView | str] | None:
+            data = node.data
+            if (isinstance(data, AttrView) and data.path == path) or data == path:
+                return node
+            for child in node.children:
+                hit = find(child)
+                if hit is not None:
+                    return hit
+            return None
+
+        node = find(self.root)
+        if node is None:
+            return False
+        self._expand_to(node)
+        self.call_after_refresh(self.move_cursor, node)
+        return True

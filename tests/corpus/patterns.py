@@ -1,0 +1,190 @@
+"""What the frozen-graph passes rewrite: conv/linear + bn, dropout, constant arithmetic."""
+
+# No `from __future__ import annotations`: TorchScript reads class-level annotations
+# (Optional[int], interface types) at script time and cannot resolve them as strings.
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._case import Case, image_inputs, scripted, traced
+
+
+def _lstm_inputs() -> tuple[torch.Tensor, ...]:
+    return (torch.randn(5, 2, 4),)
+
+
+class ConvBnRelu(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU()
+        with torch.no_grad():
+            # Non-trivial statistics, so a wrong fold changes the numbers.
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.relu(self.bn(self.conv(x)))
+
+
+class LinearBn(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 6)
+        self.bn = nn.BatchNorm1d(6)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(self.fc(x))
+
+
+class DropoutModule(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.drop = nn.Dropout(0.3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.fc(x))
+
+
+class DropoutFunctional(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.p = 0.25
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.dropout(self.fc(x), p=self.p, training=self.training)
+
+
+class ConvAddSub(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 1)
+        self.conv2 = nn.Conv2d(3, 4, 1)
+        self.register_buffer("shift", torch.randn(1, 4, 1, 1))
+        self.register_buffer("center", torch.randn(1, 4, 1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (self.conv1(x) + self.shift) * (self.conv2(x) - self.center)
+
+
+class ConvMulDiv(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 1)
+        self.conv2 = nn.Conv2d(3, 4, 1)
+        self.register_buffer("gain", torch.rand(1, 4, 1, 1) + 0.5)
+        self.register_buffer("norm", torch.rand(1, 4, 1, 1) + 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv1(x) * self.gain + self.conv2(x) / self.norm
+
+
+class BasicBlock(nn.Module):
+    """A resnet basic block with a projection shortcut."""
+
+    def __init__(self, cin: int = 3, cout: int = 8) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        identity = self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + identity)
+
+
+class TinyResNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU())
+        self.layer1 = nn.Sequential(BasicBlock(3, 8), BasicBlock(8, 8))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.layer1(self.stem(x))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+class ConcatLinear(nn.Module):
+    """Two linears on the same input: freezing's concat-linear pass merges them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.left = nn.Linear(4, 3)
+        self.right = nn.Linear(4, 5)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.left(x), self.right(x)
+
+
+class Forked(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.branch = nn.Linear(4, 4)
+        self.scale = nn.Parameter(torch.full((4,), 2.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        future = torch.jit.fork(self.branch, x)
+        y = x * self.scale
+        return torch.jit.wait(future) + y
+
+
+def _lstm() -> torch.jit.ScriptModule:
+    from ._case import seeded
+
+    return torch.jit.script(seeded(lambda: nn.LSTM(4, 8, num_layers=2)).eval())
+
+
+CASES = [
+    Case("conv_bn_relu", scripted(ConvBnRelu), inputs=image_inputs, tags=frozenset({"pattern"})),
+    Case("linear_bn", scripted(LinearBn), tags=frozenset({"pattern"})),
+    Case("dropout_module", scripted(DropoutModule), tags=frozenset({"pattern"})),
+    Case("dropout_functional", scripted(DropoutFunctional), tags=frozenset({"pattern"})),
+    Case("conv_add_sub", scripted(ConvAddSub), inputs=image_inputs, tags=frozenset({"pattern"})),
+    Case("conv_mul_div", scripted(ConvMulDiv), inputs=image_inputs, tags=frozenset({"pattern"})),
+    Case("tiny_resnet", scripted(TinyResNet), inputs=image_inputs, tags=frozenset({"pattern"})),
+    Case("concat_linear", scripted(ConcatLinear), tags=frozenset({"pattern"})),
+    Case("fork", scripted(Forked), tags=frozenset({"fork"})),
+    Case(
+        "scripted_lstm",
+        _lstm,
+        inputs=_lstm_inputs,
+        method="forward__0",
+        tags=frozenset({"no-forward", "rnn"}),
+    ),
+    Case(
+        "scripted_lstm_preserve_overload",
+        _lstm,
+        preserved_attrs=("forward__0",),
+        inputs=_lstm_inputs,
+        method="forward__0",
+        tags=frozenset({"no-forward", "rnn", "preserve", "method"}),
+    ),
+    Case(
+        "traced_conv_bn_relu",
+        traced(ConvBnRelu, image_inputs),
+        inputs=image_inputs,
+        traced=True,
+        tags=frozenset({"traced", "pattern"}),
+    ),
+    Case(
+        "traced_tiny_resnet",
+        traced(TinyResNet, image_inputs),
+        inputs=image_inputs,
+        traced=True,
+        tags=frozenset({"traced", "pattern"}),
+    ),
+]

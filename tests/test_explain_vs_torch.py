@@ -1,0 +1,147 @@
+"""freezeview's verdicts agree with torch on every module shape of the corpus.
+
+For each case, ``explain`` must give every attribute path the status torch itself gives
+it in the same run (``oracle.status_from_torch``: kept = still on the frozen module,
+inlined = folded per torch's own freezing log, dropped = neither). Every ``kept`` verdict
+carries a reason, and mutation reasons name the writing node and its source line.
+Modules torch refuses to freeze must give one clear sentence (``PlanError``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import oracle
+from corpus import CASES, Case, params
+
+explain_module = pytest.importorskip("freezeview.engine.explain")
+errors = pytest.importorskip("freezeview.engine.errors")
+
+MUTATION_CODES = {"set-attr", "in-place-write"}
+# `file:line`, where the file may itself contain ':' (a Windows drive) or spaces.
+SOURCE = re.compile(r".+:\d+")
+NODE_KIND = re.compile(r"\b(aten|prim)::\w+")
+
+
+def _explain(case: Case, module: torch.jit.ScriptModule) -> object:
+    return explain_module.explain(module, preserved_attrs=case.preserved_attrs)
+
+
+def _table(rows: dict[str, tuple[str, str]]) -> str:
+    width = max(map(len, rows), default=4)
+    lines = [f"{'path':<{width}}  {'torch':<8} freezeview"]
+    lines += [f"{path:<{width}}  {want:<8} {got}" for path, (want, got) in sorted(rows.items())]
+    return "\n".join(lines)
+
+
+def _state(module: torch.jit.ScriptModule) -> dict[str, object]:
+    """Attribute values, to check explain leaves the model untouched."""
+    return {
+        # Sparse tensors have no torch.equal; compare their dense form.
+        path: (value.to_dense() if value.is_sparse else value.clone())
+        if isinstance(value, torch.Tensor)
+        else value
+        for path, value in oracle.attribute_paths(module).items()
+        if not isinstance(value, torch._C.ScriptModule | torch.ScriptObject)
+    }
+
+
+OK_CASES = [case for case in CASES if not case.expect_error]
+REFUSED_CASES = [case for case in CASES if case.expect_error]
+
+
+def _disagreements(case: Case, explanation: object, submodules: bool) -> dict[str, tuple[str, str]]:
+    """Paths where freezeview's status differs from torch's, as ``{path: (torch, ours)}``.
+
+    Submodules are compared separately from the other attributes: torch never turns a
+    module into a constant, so a submodule that is not kept is "dropped" by the oracle's
+    definition even when everything it holds was folded into the graph.
+    """
+    module = case.build()
+    expected = oracle.status_from_torch(module, case.preserved_attrs)
+    is_module = {
+        path: isinstance(value, torch._C.ScriptModule)
+        for path, value in oracle.attribute_paths(module).items()
+    }
+    got = {verdict.path: verdict.status for verdict in explanation.attributes}
+    return {
+        path: (expected.get(path, "-"), got.get(path, "-"))
+        for path in expected.keys() | got.keys()
+        if is_module.get(path, False) == submodules and expected.get(path) != got.get(path)
+    }
+
+
+@pytest.mark.parametrize("case", params(OK_CASES))
+def test_status_matches_torch(case: Case) -> None:
+    """Every parameter, buffer and plain attribute gets torch's own status."""
+    module = case.build()
+    before = _state(module)
+    explanation = _explain(case, module)
+    paths = [verdict.path for verdict in explanation.attributes]
+    assert len(paths) == len(set(paths)), "a path is listed twice"
+
+    mismatches = _disagreements(case, explanation, submodules=False)
+    assert not mismatches, f"{case.name}: freezeview disagrees with torch\n{_table(mismatches)}"
+
+    after = _state(module)
+    assert after.keys() == before.keys()
+    for path, value in before.items():
+        if isinstance(value, torch.Tensor):
+            assert torch.equal(after[path], value), f"explain changed {path}"
+        else:
+            assert after[path] == value, f"explain changed {path}"
+
+
+@pytest.mark.parametrize("case", params(OK_CASES))
+def test_submodule_status_matches_torch(case: Case) -> None:
+    """Every submodule path gets torch's status: kept if still on the frozen module."""
+    explanation = _explain(case, case.build())
+    mismatches = _disagreements(case, explanation, submodules=True)
+    assert not mismatches, f"{case.name}: freezeview disagrees with torch\n{_table(mismatches)}"
+
+
+@pytest.mark.parametrize("case", params(OK_CASES))
+def test_reasons(case: Case) -> None:
+    """Kept verdicts say why; mutation reasons name the node kind and a file:line."""
+    explanation = _explain(case, case.build())
+    for verdict in explanation.attributes:
+        assert verdict.reasons, f"{verdict.path} ({verdict.status}) has no reason"
+        for reason in verdict.reasons:
+            assert reason.message.strip(), f"{verdict.path}: empty message for {reason.code}"
+            assert reason.code in explain_module.REASON_CODES, reason.code
+            if reason.code not in MUTATION_CODES:
+                continue
+            assert reason.node and NODE_KIND.search(reason.node), (
+                f"{verdict.path}: {reason.code} reason names no node kind: {reason.node!r}"
+            )
+            if reason.code == "set-attr":
+                assert "prim::SetAttr" in reason.node
+            assert reason.source and SOURCE.fullmatch(reason.source), (
+                f"{verdict.path}: {reason.code} reason has no file:line: {reason.source!r}"
+            )
+
+    codes = {code for verdict in explanation.attributes for code in verdict.codes}
+    if "set-attr" in case.tags:
+        assert "set-attr" in codes
+    if "in-place" in case.tags:
+        assert "in-place-write" in codes
+    for name in case.preserved_attrs:
+        verdict = explanation.by_path(name)
+        if verdict is not None:  # a method name is not an attribute
+            assert "preserved" in verdict.codes, f"{name}: {verdict.codes}"
+
+
+@pytest.mark.parametrize("case", params(REFUSED_CASES))
+def test_refused_modules_give_one_sentence(case: Case) -> None:
+    """Where torch refuses to freeze, explain raises PlanError with a one-line message."""
+    with pytest.raises(RuntimeError, match=case.expect_error):
+        oracle.torch_freeze(case.build(), case.preserved_attrs)
+    with pytest.raises(errors.PlanError) as caught:
+        _explain(case, case.build())
+    message = str(caught.value)
+    assert message.strip() and "\n" not in message, message
+    assert "Traceback" not in message
+    assert caught.value.exit_code == 1

@@ -1,0 +1,413 @@
+"""freezeview's stepwise pipeline ends exactly where torch.jit.freeze does.
+
+Every comparison asks the installed torch in the same run: the final graph's IR text
+(with torch's per-clone type mangling normalized), the attributes that survive, and the
+outputs on the same inputs, for the whole module corpus and for the default plan,
+``optimize_numerics=False`` and ``optimize_for_inference``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import warnings
+from collections.abc import Iterator
+
+import pytest
+import torch
+from corpus import CASES, Case
+from oracle import frozen_attribute_paths
+
+from freezeview.engine.errors import BadInputError, PlanError
+from freezeview.engine.loading import LoadedModel
+from freezeview.engine.passes import REGISTRY, PassInfo, default_passes
+from freezeview.engine.pipeline import FREEZE_STEPS, Pipeline, Plan, Step, freeze
+
+
+
+# --- module shapes used here (module level: torch.jit.script needs their source) ---------
+
+
+class ConvBnNet(torch.nn.Module):
+    """conv -> bn -> dropout -> *2 -> +1: folds in two rounds, dropout removed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.drop = torch.nn.Dropout(0.2)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.bn(self.conv(x)) * 2.0 + 1.0)
+
+    @classmethod
+    def scripted(cls) -> torch.jit.ScriptModule:
+        torch.manual_seed(0)
+        return torch.jit.script(cls().eval())
+
+
+class DropoutNet(torch.nn.Module):
+    """linear -> dropout: only dropout removal fires."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.fc(x))
+
+    @classmethod
+    def scripted(cls) -> torch.jit.ScriptModule:
+        torch.manual_seed(0)
+        return torch.jit.script(cls().eval())
+
+
+class StatefulNet(torch.nn.Module):
+    """A buffer written in place and an int set in forward: both kept, both restored."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+        self.register_buffer("count", torch.zeros(1))
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.count.add_(1)
+        self.calls = self.calls + 1
+        return self.fc(x) + self.count
+
+    @classmethod
+    def scripted(cls) -> torch.jit.ScriptModule:
+        torch.manual_seed(0)
+        return torch.jit.script(cls().eval())
+
+
+class TwoMethods(torch.nn.Module):
+    """forward plus an exported method that also has a dropout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)
+
+    @torch.jit.export
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.fc(x)).relu()
+
+    @classmethod
+    def scripted(cls) -> torch.jit.ScriptModule:
+        torch.manual_seed(0)
+        return torch.jit.script(cls().eval())
+
+# Per-clone type mangling and object addresses (packed params) differ between any two
+# freezes of the same module, torch's own included.
+_MANGLE = re.compile(r"___torch_mangle_\d+\.|0x[0-9a-f]+")
+
+FREEZABLE = [c for c in CASES if c.expect_error is None]
+REFUSED = [c for c in CASES if c.expect_error is not None]
+
+
+def _text(graph: torch._C.Graph) -> str:
+    return _MANGLE.sub("", str(graph))
+
+
+def _torch_freeze(module: torch.jit.ScriptModule, case: Case, **kw: bool) -> torch.jit.ScriptModule:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.jit.freeze(module, preserved_attrs=list(case.preserved_attrs), **kw)
+
+
+def _methods(module: torch.jit.ScriptModule, preserved: tuple[str, ...]) -> Iterator[str]:
+    if module._c._has_method("forward"):
+        yield "forward"
+    for name in preserved:
+        if module._c._has_method(name) and name != "forward":
+            yield name
+
+
+def _assert_same_as_torch(
+    ours: torch.jit.ScriptModule, theirs: torch.jit.ScriptModule, case: Case
+) -> None:
+    original = case.build()
+    for method in _methods(original, case.preserved_attrs):
+        assert _text(ours._c._get_method(method).graph) == _text(
+            theirs._c._get_method(method).graph
+        ), f"{case.name}: {method} graph differs from torch's"
+    assert frozen_attribute_paths(ours) == frozen_attribute_paths(theirs)
+
+
+def _outputs(module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...]) -> object:
+    with torch.no_grad():
+        return module(*inputs)
+
+
+@pytest.mark.parametrize("case", FREEZABLE, ids=[c.name for c in FREEZABLE])
+def test_default_plan_equals_torch_freeze(case: Case) -> None:
+    """Default plan: same IR, same surviving attributes, same outputs as torch."""
+    module = case.build()
+    pipe = Pipeline(module, Plan.default(case.preserved_attrs))
+    steps = pipe.run_all()
+    assert all(s.error is None for s in steps), [s.error for s in steps]
+    assert [s.name for s in steps[:3]] == list(FREEZE_STEPS)
+    assert pipe.frozen_module is not None
+    theirs = _torch_freeze(case.build(), case)
+    _assert_same_as_torch(pipe.frozen_module, theirs, case)
+    if module._c._has_method("forward"):
+        inputs = case.inputs()
+        # Stateful modules: compare the first call of fresh copies on both sides.
+        ours = _outputs(freeze(case.build(), case.preserved_attrs).module, inputs)  # type: ignore[arg-type]
+        torch.testing.assert_close(ours, _outputs(_torch_freeze(case.build(), case), inputs))
+
+
+@pytest.mark.parametrize("case", FREEZABLE, ids=[c.name for c in FREEZABLE])
+def test_no_optimize_equals_torch(case: Case) -> None:
+    """optimize_numerics=False matches torch.jit.freeze(optimize_numerics=False)."""
+    result = freeze(case.build(), case.preserved_attrs, optimize_numerics=False)
+    assert result.module is not None
+    theirs = _torch_freeze(case.build(), case, optimize_numerics=False)
+    _assert_same_as_torch(result.module, theirs, case)
+    assert not any(REGISTRY[s.name].group == "loop" for s in result.steps[3:])
+
+
+@pytest.mark.parametrize("case", FREEZABLE, ids=[c.name for c in FREEZABLE])
+def test_cleanup_step_is_torch_freeze_module(case: Case) -> None:
+    """The clean-up step shows exactly what torch._C._freeze_module gives."""
+    pipe = Pipeline(case.build(), Plan.default(case.preserved_attrs))
+    steps = pipe.run_all()
+    cleanup = steps[2]
+    raw = torch._C._freeze_module(case.build()._c, list(case.preserved_attrs))
+    for method, snap in cleanup.snapshots.items():
+        assert _MANGLE.sub("", snap.text) == _text(raw._get_method(method).graph)
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=[c.name for c in REFUSED])
+def test_refused_modules_fail_on_a_step(case: Case) -> None:
+    """When torch refuses to freeze, the step says torch's reason and nothing is frozen."""
+    pipe = Pipeline(case.build(), Plan.default(case.preserved_attrs))
+    steps = pipe.run_all()
+    assert pipe.failed and pipe.frozen_module is None
+    assert steps[-1].error is not None
+    assert re.search(case.expect_error or "", steps[-1].error)
+    with pytest.raises(PlanError):
+        freeze(case.build(), case.preserved_attrs)
+
+
+def test_optimize_for_inference_equals_torch() -> None:
+    """With optimize_for_inference the graph equals torch.jit.optimize_for_inference."""
+    result = freeze(ConvBnNet.scripted(), optimize_for_inference=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = torch.jit.optimize_for_inference(torch.jit.freeze(ConvBnNet.scripted()))
+    assert result.module is not None
+    assert _text(result.module.graph) == _text(theirs.graph)
+    x = torch.randn(2, 3, 8, 8)
+    torch.testing.assert_close(_outputs(result.module, (x,)), _outputs(theirs, (x,)))
+    kinds = [s.kind for s in result.steps]
+    assert kinds[:3] == ["freeze"] * 3 and "inference" in kinds
+
+
+def test_preserved_method_is_optimized_like_torch() -> None:
+    """Preserved methods get the same passes as forward (dropout removed in both)."""
+    module = TwoMethods.scripted()
+    result = freeze(module, ["embed"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = torch.jit.freeze(TwoMethods.scripted(), preserved_attrs=["embed"])
+    assert result.module is not None
+    assert _text(result.module.embed.graph) == _text(theirs.embed.graph)
+    assert "aten::dropout" not in str(result.module.embed.graph)
+    assert "embed" in result.steps[-1].snapshots
+
+
+def test_input_module_is_not_modified() -> None:
+    """Freezing, folding and numerics runs leave the user's module exactly as it was."""
+    module = StatefulNet.scripted()
+    before_graph = str(module.graph)
+    before_state = {k: v.clone() for k, v in module.state_dict().items()}
+    before_calls = module.calls
+    result = freeze(module, inputs=(torch.randn(2, 4),))
+    assert result.module is not None
+    assert str(module.graph) == before_graph
+    assert module.calls == before_calls
+    for key, value in module.state_dict().items():
+        assert torch.equal(value, before_state[key]), key
+
+
+def test_numerics_per_step() -> None:
+    """Exact steps report zero difference; the batch-norm fold moves the last bits."""
+    x = torch.randn(4, 3, 8, 8)
+    result = freeze(ConvBnNet.scripted(), inputs=(x,))
+    by_name = {s.name: s for s in result.steps}
+    for name in ("inline", "fold_attributes", "cleanup", "remove_dropout"):
+        numerics = by_name[name].numerics
+        assert numerics is not None and numerics.max_abs == 0.0, name
+    folded = by_name["fold_conv_bn"].numerics
+    assert folded is not None and folded.allclose
+    final = result.steps[-1].numerics
+    assert final is not None
+    with torch.no_grad():
+        expect = (result.module(x) - ConvBnNet.scripted()(x)).abs().max().item()  # type: ignore[misc]
+    assert final.max_abs == pytest.approx(expect, abs=1e-7)
+
+
+def test_numerics_not_checked_without_inputs() -> None:
+    """Without sample inputs no step carries numerics."""
+    result = freeze(ConvBnNet.scripted())
+    assert all(s.numerics is None for s in result.steps)
+
+
+def test_bad_inputs_are_one_sentence() -> None:
+    """Inputs that do not fit the model give a BadInputError, not a traceback."""
+    with pytest.raises(BadInputError, match="do not fit"):
+        freeze(ConvBnNet.scripted(), inputs=(torch.randn(2, 5),))
+
+
+def test_fold_step_lists_folded_and_kept() -> None:
+    """The fold step names what became a constant and what stayed an attribute."""
+    result = freeze(StatefulNet.scripted())
+    fold = result.steps[1]
+    assert fold.name == "fold_attributes"
+    assert "count" in fold.kept and "fc.weight" in fold.folded
+    assert fold.snapshot is not None
+    kinds = fold.snapshot.kinds()
+    reads = [n.attribute("name") for n in fold.snapshot.walk() if n.kind == "prim::GetAttr"]
+    assert "weight" not in reads and "count" in reads
+    assert kinds["prim::Constant"] > result.steps[0].snapshot.kinds()["prim::Constant"]  # type: ignore[union-attr]
+
+
+def test_unchanged_steps_share_the_previous_snapshot() -> None:
+    """A pass that did nothing costs no new snapshot and says why it did not fire."""
+    result = freeze(DropoutNet.scripted())
+    quiet = [s for s in result.steps if not s.changed and s.kind != "freeze"]
+    assert quiet
+    for step in quiet:
+        assert step.snapshot is result.steps[step.index - 1].snapshot
+        assert step.notes and step.notes[0].startswith("did not fire: ")
+
+
+def test_loop_rounds_repeat_until_nothing_changes() -> None:
+    """Loop passes repeat in rounds; the last round changes nothing."""
+    result = freeze(ConvBnNet.scripted())
+    loop = [s for s in result.steps if s.round is not None]
+    last_round = max(s.round for s in loop if s.round is not None)
+    assert last_round >= 2
+    assert not any(s.changed for s in loop if s.round == last_round)
+    assert all(any(s.changed for s in loop if s.round == r) for r in range(1, last_round))
+
+
+def test_failing_pass_stops_the_pipeline() -> None:
+    """A pass that raises is reported on its step; earlier steps stay, nothing is frozen."""
+
+    def boom(graph: torch._C.Graph, method: str, module: torch._C.ScriptModule) -> bool:
+        raise RuntimeError("injected failure")
+
+    registry = dict(REGISTRY)
+    registry["boom"] = PassInfo("boom", "boom", "always fails", True, "once", "never", "_jit_pass_inline", boom)
+    plan = Plan(passes=("remove_dropout", "boom", "fold_conv_bn"))
+    pipe = Pipeline(ConvBnNet.scripted(), plan, registry=registry)
+    steps = pipe.run_all()
+    assert steps[-1].name == "boom" and "injected failure" in (steps[-1].error or "")
+    assert pipe.failed and pipe.frozen_module is None
+    assert [s.name for s in steps[:4]] == [*FREEZE_STEPS, "remove_dropout"]
+    assert steps[3].snapshot is not None
+
+
+def test_cancel_stops_between_steps() -> None:
+    """Setting the cancel event stops before the next step."""
+    cancel = threading.Event()
+    pipe = Pipeline(ConvBnNet.scripted())
+    seen: list[Step] = []
+    for step in pipe.run(cancel=cancel):
+        seen.append(step)
+        if len(seen) == 2:
+            cancel.set()
+    assert len(seen) == 2 and pipe.cancelled and pipe.frozen_module is None
+
+
+def test_progress_callback_announces_each_step() -> None:
+    """The progress callback hears of every step before it runs."""
+    heard: list[str] = []
+    pipe = Pipeline(ConvBnNet.scripted())
+    steps = list(pipe.run(progress=lambda p: heard.append(p.name)))
+    assert heard == [s.name for s in steps]
+
+
+def test_rerun_from_reuses_prefix_and_matches_torch() -> None:
+    """Going back with a changed plan keeps earlier steps and still ends at torch's result."""
+    pipe = Pipeline(ConvBnNet.scripted())
+    first = pipe.run_all()
+    index = next(s.index for s in first if s.name == "fold_conv_bn")
+    plan = pipe.plan.replace(passes=tuple(p for p in pipe.plan.passes if p != "fold_conv_bn"))
+    new = list(pipe.rerun_from(index, plan))
+    assert pipe.steps[:index] == first[:index]
+    assert all(a is b for a, b in zip(pipe.steps[:index], first[:index], strict=True))
+    assert new and new[0].index == index and new[0].name != "fold_conv_bn"
+    assert "aten::batch_norm" in str(pipe.frozen_module.graph)  # type: ignore[union-attr]
+    # Back to the default plan: the same final graph as torch again.
+    list(pipe.rerun_from(index, Plan.default()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = torch.jit.freeze(ConvBnNet.scripted())
+    assert _text(pipe.frozen_module.graph) == _text(theirs.graph)  # type: ignore[union-attr]
+
+
+def test_rerun_with_other_preserved_attrs_restarts() -> None:
+    """Changing what is preserved changes the freeze phase: everything is recomputed."""
+    pipe = Pipeline(StatefulNet.scripted())
+    first = pipe.run_all()
+    list(pipe.rerun_from(5, pipe.plan.replace(preserved_attrs=("fc",))))
+    assert pipe.steps[0] is not first[0]
+    assert "fc" in frozen_attribute_paths(pipe.frozen_module)  # type: ignore[arg-type]
+
+
+def test_rerun_index_out_of_range() -> None:
+    """Going back to a step that does not exist is a PlanError."""
+    pipe = Pipeline(ConvBnNet.scripted())
+    pipe.run_all()
+    with pytest.raises(PlanError):
+        list(pipe.rerun_from(999))
+
+
+def test_plan_validation() -> None:
+    """Unknown passes name the valid ones; numerics and inference rules hold."""
+    with pytest.raises(PlanError, match="valid passes are: remove_dropout"):
+        Plan(passes=("nope",)).validate()
+    with pytest.raises(PlanError, match="changes numerics"):
+        Plan(passes=("fold_conv_bn",), optimize_numerics=False).validate()
+    with pytest.raises(PlanError, match="optimize-for-inference"):
+        Plan(passes=("convert_to_mkldnn",)).validate()
+    with pytest.raises(PlanError, match="twice"):
+        Plan(passes=("remove_dropout", "remove_dropout")).validate()
+    assert Plan.default().passes == default_passes()
+    assert Plan.default(optimize_numerics=False).passes == ("remove_dropout", "concat_frozen_linear")
+
+
+def test_unknown_preserved_name_and_training_mode() -> None:
+    """A preserved name that does not exist, or a training-mode model, is a PlanError."""
+    with pytest.raises(PlanError, match="cannot preserve 'nope'"):
+        Pipeline(ConvBnNet.scripted(), Plan.default(["nope"]))
+    training = torch.jit.script(ConvBnNet())
+    with pytest.raises(PlanError, match="training mode"):
+        Pipeline(LoadedModel.from_module(training))
+
+
+def test_default_order_equals_optimize_frozen_graph() -> None:
+    """Registry order (with its loop) == torch's _jit_pass_optimize_frozen_graph, per graph."""
+    for build in (ConvBnNet.scripted, DropoutNet.scripted, StatefulNet.scripted):
+        for numerics in (True, False):
+            a = torch._C._freeze_module(build()._c, [])
+            b = torch._C._freeze_module(build()._c, [])
+            torch._C._jit_pass_optimize_frozen_graph(a._get_method("forward").graph, numerics)
+            plan = Plan.default(optimize_numerics=numerics)
+            pipe = Pipeline(build(), plan)
+            pipe.run_all()
+            assert pipe.frozen_module is not None
+            assert _text(pipe.frozen_module.graph) == _text(a._get_method("forward").graph)
+            assert b is not None
