@@ -132,7 +132,8 @@ def _type_name(module: torch._C.ScriptModule) -> str:
 def _getattr_chain(value: torch._C.Value, self_value: torch._C.Value) -> list[str] | None:
     """Attribute names from ``self`` to ``value`` (``self.a.b`` -> ["a", "b"]), if any."""
     names: list[str] = []
-    while value is not self_value and value.debugName() != self_value.debugName():
+    # pybind hands out a new wrapper per access: compare the values' unique ids.
+    while value.unique() != self_value.unique():
         node = value.node()
         if node.kind() != "prim::GetAttr":
             return None
@@ -172,7 +173,9 @@ def _fork_bases(module: torch.jit.ScriptModule, methods: Sequence[str]) -> set[s
     return bases
 
 
-def freeze_with_log(module: torch.jit.ScriptModule, preserved_attrs: Sequence[str] = ()) -> FreezeLog:
+def freeze_with_log(
+    module: torch.jit.ScriptModule, preserved_attrs: Sequence[str] = ()
+) -> FreezeLog:
     """Run ``torch._C._freeze_module`` with torch's freezing log switched on.
 
     The logging option is process-wide, so it is restored whatever happens.
@@ -326,6 +329,11 @@ def status_from_torch(
     another path to the same object and name is); ``inlined``: torch folded it into a
     graph as a constant and did not keep it; ``dropped``: neither.
 
+    torch never folds a module itself (a module has no constant form). A submodule that
+    is not kept counts as ``inlined`` when torch folded something under it (its code was
+    inlined and its contents became constants) and as ``dropped`` when nothing under it
+    was folded.
+
     Args:
         module: the original eval-mode ScriptModule.
         preserved_attrs: as for ``torch.jit.freeze``.
@@ -340,11 +348,15 @@ def status_from_torch(
         for path in frozen_attribute_paths(torch_freeze(module, preserved_attrs))
     }
     inlined = torch_inlined_paths(module, preserved_attrs)
+    paths = attribute_paths(module)
     status: dict[str, str] = {}
-    for path in attribute_paths(module):
+    for path, value in paths.items():
+        contents_folded = isinstance(value, torch._C.ScriptModule) and any(
+            inner.startswith(f"{path}.") for inner in inlined
+        )
         if _canonical_attr(path, aliases) in kept:
             status[path] = "kept"
-        elif path in inlined:
+        elif path in inlined or contents_folded:
             status[path] = "inlined"
         else:
             status[path] = "dropped"

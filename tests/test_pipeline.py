@@ -23,8 +23,6 @@ from freezeview.engine.loading import LoadedModel
 from freezeview.engine.passes import REGISTRY, PassInfo, default_passes
 from freezeview.engine.pipeline import FREEZE_STEPS, Pipeline, Plan, Step, freeze
 
-
-
 # --- module shapes used here (module level: torch.jit.script needs their source) ---------
 
 
@@ -105,6 +103,7 @@ class TwoMethods(torch.nn.Module):
     def scripted(cls) -> torch.jit.ScriptModule:
         torch.manual_seed(0)
         return torch.jit.script(cls().eval())
+
 
 # Per-clone type mangling and object addresses (packed params) differ between any two
 # freezes of the same module, torch's own included.
@@ -275,6 +274,8 @@ def test_fold_step_lists_folded_and_kept() -> None:
     fold = result.steps[1]
     assert fold.name == "fold_attributes"
     assert "count" in fold.kept and "fc.weight" in fold.folded
+    # explain's reason for the kept buffer is on the step.
+    assert any(note.startswith("kept count: ") for note in fold.notes), fold.notes
     assert fold.snapshot is not None
     kinds = fold.snapshot.kinds()
     reads = [n.attribute("name") for n in fold.snapshot.walk() if n.kind == "prim::GetAttr"]
@@ -309,7 +310,9 @@ def test_failing_pass_stops_the_pipeline() -> None:
         raise RuntimeError("injected failure")
 
     registry = dict(REGISTRY)
-    registry["boom"] = PassInfo("boom", "boom", "always fails", True, "once", "never", "_jit_pass_inline", boom)
+    registry["boom"] = PassInfo(
+        "boom", "boom", "always fails", True, "once", "never", "_jit_pass_inline", boom
+    )
     plan = Plan(passes=("remove_dropout", "boom", "fold_conv_bn"))
     pipe = Pipeline(ConvBnNet.scripted(), plan, registry=registry)
     steps = pipe.run_all()
@@ -386,7 +389,10 @@ def test_plan_validation() -> None:
     with pytest.raises(PlanError, match="twice"):
         Plan(passes=("remove_dropout", "remove_dropout")).validate()
     assert Plan.default().passes == default_passes()
-    assert Plan.default(optimize_numerics=False).passes == ("remove_dropout", "concat_frozen_linear")
+    assert Plan.default(optimize_numerics=False).passes == (
+        "remove_dropout",
+        "concat_frozen_linear",
+    )
 
 
 def test_unknown_preserved_name_and_training_mode() -> None:

@@ -3,12 +3,21 @@
 Every file freezeview writes (frozen models, SVGs, reports) goes to a temporary file in
 the target directory and is renamed into place, so an interrupted run (Ctrl-C, a
 failing pass, a full disk) never leaves a partial file behind and never clobbers the
-previous version.
+previous version. The temporary file is flushed to disk before the rename, so even a
+power cut leaves either the old file or the complete new one.
+
+Typical use::
+
+    out = check_output_path(args.output, force=args.force)   # fail before any work
+    ...                                                       # slow work
+    with atomic_path(out) as tmp:
+        torch.jit.save(frozen, str(tmp))                      # renamed onto out on success
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -16,72 +25,233 @@ from pathlib import Path
 
 from .errors import OutputError
 
-__all__ = ["atomic_path", "check_output_path", "write_bytes", "write_text"]
+__all__ = ["atomic_path", "check_output_path", "save_module", "write_bytes", "write_text"]
+
+# Hidden temporary names next to the target: a crash (SIGKILL, power cut) can leave one
+# behind, and a dotfile with this suffix is easy to recognise and delete.
+_TMP_SUFFIX = ".freezeview-tmp"
+
+
+def _parent(p: Path) -> Path:
+    return p.parent if str(p.parent) else Path(".")
+
+
+def _probe_writable(directory: Path) -> None:
+    """Create and remove a file in ``directory``; raise OSError if that is impossible.
+
+    ``os.access`` is not enough: for root it says yes to read-only mounts of some
+    filesystems (/sys, /proc) and to directories whose permission bits say no, and it
+    knows nothing of quotas or full disks. Creating a file is the real question.
+    """
+    fd, name = tempfile.mkstemp(prefix=".freezeview-probe.", dir=directory)
+    os.close(fd)
+    os.unlink(name)
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if exc.errno == errno.EROFS:
+        return "read-only file system"
+    if exc.errno == errno.ENOSPC:
+        return "no space left on the device"
+    if exc.errno == errno.EDQUOT:
+        return "disk quota exceeded"
+    return (exc.strerror or str(exc)).rstrip(".").lower()
 
 
 def check_output_path(path: str | os.PathLike[str], *, force: bool = False) -> Path:
-    """Check that ``path`` can be written; return it as a Path.
+    """Check that ``path`` can be written, before any slow work starts; return it as a Path.
+
+    Args:
+        path: the file freezeview is about to write.
+        force: allow replacing an existing file (``--force``).
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
 
     Raises:
-        OutputError: the directory is missing or not writable, the path is a directory,
-            or the file exists and ``force`` is False.
+        OutputError: the directory is missing, is a file, or cannot be written to; the
+            path is a directory; or the file exists and ``force`` is False. The message
+            is one sentence naming the path and what to do.
     """
     p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
+    parent = _parent(p)
     if p.is_dir():
-        raise OutputError(f"{p} is a directory; give a file name to write.")
+        raise OutputError(f"{p} is a directory: give a file name to write (e.g. {p / 'out'}).")
     if not parent.is_dir():
-        raise OutputError(f"cannot write {p}: directory {parent} does not exist.")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(f"cannot write {p}: directory {parent} is not writable.")
+        # Walk up to say precisely which part of the path is wrong.
+        probe = parent
+        while not probe.exists() and _parent(probe) != probe:
+            probe = _parent(probe)
+        if probe.exists() and not probe.is_dir():
+            raise OutputError(
+                f"cannot write {p}: {probe} is a file, not a directory; choose another output path."
+            )
+        raise OutputError(
+            f"cannot write {p}: directory {parent} does not exist; create it first "
+            f"(mkdir -p {parent}) or choose another output path."
+        )
     if p.exists() and not force:
-        raise OutputError(f"{p} already exists; pass --force to overwrite it.")
+        raise OutputError(f"{p} already exists: pass --force to overwrite it.")
+    try:
+        _probe_writable(parent)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write {p}: directory {parent} is not writable ({_why(exc)}); choose "
+            "another output path."
+        ) from None
     return p
 
 
+def _fsync_dir(directory: Path) -> None:
+    # Makes the rename itself durable; not every platform/filesystem allows it.
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    with contextlib.suppress(OSError), path.open("rb") as fh:
+        os.fsync(fh.fileno())
+
+
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], *, fsync: bool = True) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success rename it onto ``path``.
 
-    On any exception (KeyboardInterrupt included) the temporary file is removed and
+    Write the whole output to the yielded path (by name, so C++ writers such as
+    ``torch.jit.save`` work). When the block ends normally the temporary file is flushed
+    to disk and renamed onto ``path`` in one step. On any exception — a failing pass,
+    Ctrl-C (KeyboardInterrupt), a full disk — the temporary file is removed and
     ``path`` is left exactly as it was.
+
+    Args:
+        path: the final file.
+        fsync: flush the file (and the directory entry) to disk before and after the
+            rename, so a power cut cannot leave an empty file under the final name.
+
+    Yields:
+        The temporary path to write.
+
+    Raises:
+        OutputError: the temporary file cannot be created or the rename fails; an
+            OSError raised while writing (disk full, permission) also becomes an
+            OutputError naming ``path``.
     """
     target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
+    parent = _parent(target)
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=_TMP_SUFFIX, dir=parent)
     except OSError as exc:
-        raise OutputError(f"cannot write {target}: {exc.strerror or exc}.") from exc
+        raise OutputError(f"cannot write {target}: {_why(exc)}.") from exc
     os.close(fd)
     tmp = Path(tmp_name)
-    # mkstemp creates 0600 files; give the result the permissions a plain open() would.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
     try:
+        _set_mode(tmp, target)
         yield tmp
+        if fsync:
+            _fsync_file(tmp)
         os.replace(tmp, target)
+        if fsync:
+            _fsync_dir(parent)
+    except OSError as exc:
+        _remove(tmp)
+        raise OutputError(
+            f"cannot write {target}: {_why(exc)}; nothing was written (any previous file is "
+            "unchanged)."
+        ) from exc
     except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        _remove(tmp)
         raise
+
+
+def _remove(tmp: Path) -> None:
+    with contextlib.suppress(OSError):
+        tmp.unlink()
+
+
+def _set_mode(tmp: Path, target: Path) -> None:
+    """Give the new file the mode of the file it replaces, or what a plain open() would.
+
+    mkstemp creates 0600 files; a frozen model or an SVG is meant to be shared.
+    """
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    os.chmod(tmp, mode)
 
 
 def _write(path: str | os.PathLike[str], writer: Callable[[Path], None]) -> Path:
     target = Path(path)
-    try:
-        with atomic_path(target) as tmp:
-            writer(tmp)
-    except OSError as exc:
-        raise OutputError(f"cannot write {target}: {exc.strerror or exc}.") from exc
+    with atomic_path(target) as tmp:
+        writer(tmp)
     return target
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Atomically write ``data`` to ``path``."""
+    """Atomically write ``data`` to ``path``.
+
+    Args:
+        path: the final file (its directory must exist).
+        data: the whole content.
+
+    Returns:
+        ``path`` as a Path.
+
+    Raises:
+        OutputError: the file cannot be written; nothing is left behind.
+    """
     return _write(path, lambda tmp: tmp.write_bytes(data))
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Atomically write UTF-8 ``text`` to ``path``."""
+    """Atomically write UTF-8 ``text`` to ``path``.
+
+    Args:
+        path: the final file (its directory must exist).
+        text: the whole content.
+
+    Returns:
+        ``path`` as a Path.
+
+    Raises:
+        OutputError: the file cannot be written; nothing is left behind.
+    """
     return _write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def save_module(module: object, path: str | os.PathLike[str]) -> Path:
+    """Atomically ``torch.jit.save`` a ScriptModule to ``path``.
+
+    torch reports write failures (full disk, vanished directory) as RuntimeError from
+    its C++ writer; here they become an :class:`OutputError` naming ``path``.
+
+    Args:
+        module: a ``torch.jit.ScriptModule``.
+        path: the final ``.pt`` file (its directory must exist).
+
+    Returns:
+        ``path`` as a Path.
+
+    Raises:
+        OutputError: the file cannot be written; nothing is left behind.
+    """
+    import torch  # imported here so that writing text outputs never needs torch
+
+    target = Path(path)
+    with atomic_path(target) as tmp:
+        try:
+            torch.jit.save(module, str(tmp))
+        except RuntimeError as exc:
+            line = next((s.strip() for s in str(exc).splitlines() if s.strip()), "")
+            raise OutputError(
+                f"cannot write {target}: torch.jit.save failed ({line[:200]}); nothing was written."
+            ) from exc
+    return target

@@ -23,8 +23,8 @@ DOT and runs Graphviz.
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -40,6 +40,8 @@ __all__ = [
     "box_prefix",
     "build_view",
     "count_at_level",
+    "drawn_scopes",
+    "effective_scopes",
     "levels",
     "scope_depth",
 ]
@@ -54,6 +56,7 @@ _MAX_ROWS = 6
 _MAX_ROW_CHARS = 48
 _TYPE_DETAIL_RE = re.compile(r",\s*(strides|requires_grad|device)=.*?(?=\)$|,\s*\w+=)")
 _SCHEMA_ARGS_RE = re.compile(r"\(([^)]*)\)")
+_BRACKETS_RE = re.compile(r"\[[^\]]*\]|\([a-z]+!?(?:\s*->\s*\*)?\)")
 _MANGLE_RE = re.compile(r"___torch_mangle_\d+\.")
 
 
@@ -232,9 +235,7 @@ def levels(snapshot: GraphSnapshot) -> list[int | None]:
     return [*range(1, depth + 1), None]
 
 
-def count_at_level(
-    scopes: Sequence[str], level: int | None, expand: Sequence[str] = ()
-) -> int:
+def count_at_level(scopes: Sequence[str], level: int | None, expand: Sequence[str] = ()) -> int:
     """How many boxes the drawn nodes with ``scopes`` make at ``level`` (single-member boxes
     are drawn as the op itself and count once either way)."""
     opened = _opened(expand)
@@ -252,7 +253,9 @@ def count_at_level(
 @lru_cache(maxsize=4096)
 def _schema_arg_names(schema: str) -> tuple[str, ...]:
     """Argument names from an operator schema (``aten::conv2d(Tensor input, ...)``)."""
-    match = _SCHEMA_ARGS_RE.search(schema)
+    # Defaults such as `stride=[1, 1]`, types such as `int[2]` and alias sets such as
+    # `Tensor(a!)` hold commas and brackets; drop them so commas separate arguments only.
+    match = _SCHEMA_ARGS_RE.search(_BRACKETS_RE.sub("", schema))
     if not match:
         return ()
     names = []
@@ -310,7 +313,9 @@ class _Folder:
             if self.constants == "nodes":
                 return None
             c = node.constant
-            return f"{c.text} <{c.attribute}>" if c.attribute else c.text
+            # Only tensors keep a trustworthy origin: torch pools equal scalars into one
+            # constant named after whichever attribute came first (`False <bn1.training>`).
+            return f"{c.text} <{c.attribute}>" if c.attribute and c.is_tensor else c.text
         if node.kind in _LIST_KINDS and node.outputs:
             parts = []
             for name in node.inputs:
@@ -359,11 +364,42 @@ class _Side:
     snapshot: GraphSnapshot
     info: dict[int, NodeInfo]
     folder: _Folder
-    prefix: str
     scopes: dict[int, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scopes = effective_scopes(self.snapshot, self.info)
+
+
+# Snapshots are immutable: folding decisions and scopes are reused across the several
+# pictures an export draws of one snapshot (a reference keeps each id unique).
+_prepared_cache: OrderedDict[tuple[int, str], tuple[GraphSnapshot, _Side]] = OrderedDict()
+
+
+def _prepared(snapshot: GraphSnapshot, constants: str) -> _Side:
+    key = (id(snapshot), constants)
+    hit = _prepared_cache.get(key)
+    if hit is not None and hit[0] is snapshot:
+        _prepared_cache.move_to_end(key)
+        return hit[1]
+    info = index_nodes(snapshot)
+    side = _Side(snapshot, info, _Folder(snapshot, info, constants))
+    _prepared_cache[key] = (snapshot, side)
+    while len(_prepared_cache) > 8:
+        _prepared_cache.popitem(last=False)
+    return side
+
+
+def drawn_scopes(snapshot: GraphSnapshot, constants: str = "fold", ids: Iterable[int] | None = None) -> list[str]:
+    """The scope each drawn op of ``snapshot`` is placed in (for counting boxes per level).
+
+    Args:
+        snapshot: the graph.
+        constants: one of :data:`CONSTANT_MODES` (what is folded).
+        ids: only these node ids (e.g. a diff's removed nodes); default: all.
+    """
+    side = _prepared(snapshot, constants)
+    chosen = side.info if ids is None else ids
+    return [side.scopes[i] for i in chosen if i not in side.folder.folded]
 
 
 def _status_after(diff: GraphDiff | None, node_id: int) -> str:
@@ -404,11 +440,6 @@ def build_view(
     """
     if constants not in CONSTANT_MODES:
         raise ValueError(f"constants must be one of {', '.join(CONSTANT_MODES)}")
-    if diff is not None:
-        info = diff.after_info if side == "after" else diff.before_info
-    else:
-        info = index_nodes(snapshot)
-    folder = _Folder(snapshot, info, constants)
     builder = _ViewBuilder(
         level=level,
         expand=tuple(expand),
@@ -418,10 +449,9 @@ def build_view(
         prefix=key_prefix,
         edge_labels=edge_labels,
     )
-    builder.add_graph(_Side(snapshot, info, folder, key_prefix))
+    builder.add_graph(_prepared(snapshot, constants))
     if diff is not None and side == "after" and ghosts:
-        before_info = diff.before_info
-        builder.add_ghosts(_Side(diff.before, before_info, _Folder(diff.before, before_info, constants), key_prefix))
+        builder.add_ghosts(_prepared(diff.before, constants))
     return builder.finish()
 
 
@@ -456,6 +486,8 @@ class _ViewBuilder:
         self.box_members: dict[str, list[ViewNode]] = {}
         self.scopes: dict[int, str] = {}
         self.ghost_scopes: dict[int, str] = {}
+        self.box_cache: dict[str, str | None] = {}
+        self.sides: dict[str, _Side] = {}
 
     # -- placement ---------------------------------------------------------------
 
@@ -505,29 +537,27 @@ class _ViewBuilder:
                 continue  # `self`: its reads are folded into the attribute paths
             key = f"{p}i{index}"
             self.nodes[key] = ViewNode(
-                key, "input", f"input {value.name}", [short_type(value.type)],
+                key,
+                "input",
+                f"input {value.name}",
+                [short_type(value.type)],
                 tooltip=f"graph input %{value.name} : {value.type}",
             )
+        self.sides["n"] = side
         for node_id, i in info.items():
             if node_id in folder.folded:
                 continue
-            node = i.node
             status = self._status(node_id)
-            role, title, kept, tip = self._describe(i)
-            box = box_prefix(side.scopes[node_id], self.level, self.expand, self.opened)
-            view = ViewNode(
-                key=f"{p}n{node_id}",
-                role=role,
-                title=title,
-                rows=folder.rows(node),
-                status=status,
-                tooltip=tip + self._change_text(node_id),
-                node_ids=[node_id],
-                kept=kept,
-            )
+            box = self._box(side.scopes[node_id])
             if box is not None:
+                # Only counts and kinds of absorbed ops are shown; the full label is
+                # made later if the box turns out to hold this op alone.
+                role, title, kept = self._role(i)
+                view = ViewNode(f"{p}n{node_id}", role, title, status=status,
+                                node_ids=[node_id], kept=kept)
                 self._absorb(box, view, status)
                 continue
+            view = self._full_view(side, node_id, "n", status)
             view.cluster = self._cluster_path(side, node_id, drawn)
             drawn[node_id] = view.key
             self.node_cluster[view.key] = view.cluster
@@ -537,8 +567,40 @@ class _ViewBuilder:
         self.nodes[out_key] = ViewNode(out_key, "output", "return", tooltip="graph outputs")
         self._edges_for(side, self.key, out_key)
 
+    def _box(self, scope: str) -> str | None:
+        if scope not in self.box_cache:
+            self.box_cache[scope] = box_prefix(scope, self.level, self.expand, self.opened)
+        return self.box_cache[scope]
+
+    def _full_view(self, side: _Side, node_id: int, letter: str, status: str) -> ViewNode:
+        i = side.info[node_id]
+        role, title, kept, tip = self._describe(i)
+        if letter == "g":
+            role, tip = "ghost", "removed: " + tip
+        else:
+            tip += self._change_text(node_id)
+        return ViewNode(
+            key=f"{self.prefix}{letter}{node_id}",
+            role=role,
+            title=title,
+            rows=side.folder.rows(i.node),
+            status=status,
+            tooltip=tip,
+            node_ids=[node_id],
+            kept=kept,
+        )
+
+    def _role(self, info: NodeInfo) -> tuple[str, str, bool]:
+        node = info.node
+        if node.kind == "prim::GetAttr":
+            path = info.attribute or node.attribute("name") or "?"
+            return "attribute", f"self.{path}", path in self.reasons
+        if node.kind == "prim::Constant":
+            return "constant", node.kind, False
+        return "op", node.kind.removeprefix("aten::"), False
+
     def _absorb(self, box: str, view: ViewNode, status: str) -> None:
-        key = f"{self.prefix}s:{box}"
+        key = f"{self.prefix}s_{box}"
         self.box_members.setdefault(key, []).append(view)
         for node_id in view.node_ids:
             self.key[node_id] = key
@@ -600,6 +662,15 @@ class _ViewBuilder:
             owner = owner_of.get(value)
             return keys.get(owner) if owner is not None else None
 
+        users: dict[str, int] = {}
+        for i in info.values():
+            for value in i.node.inputs:
+                users[value] = users.get(value, 0) + 1
+            for block in i.node.blocks:
+                for value in block.outputs:
+                    users[value] = users.get(value, 0) + 1
+        for value in side.snapshot.outputs:
+            users[value] = users.get(value, 0) + 1
         for node_id, i in info.items():
             if node_id in folder.folded:
                 continue
@@ -616,13 +687,26 @@ class _ViewBuilder:
                     tail = source_key(value)
                     if tail is not None:
                         self._edge(tail, head, side, value, style="dashed")
+            # Ops that end a block without returning anything (prim::RaiseException)
+            # get a dotted edge to the owner so the branch sits next to its If.
+            if i.parent is not None and not any(users.get(out.name) for out in i.node.outputs):
+                owner = keys.get(i.parent)
+                if owner is not None and owner != head:
+                    self._edge(head, owner, side, "", style="dotted")
         for value in side.snapshot.outputs:
             tail = source_key(value)
             if tail is not None:
                 self._edge(tail, out_key, side, value)
 
     def _edge(
-        self, tail: str, head: str, side: _Side, value: str, *, style: str = "", status: str = "same"
+        self,
+        tail: str,
+        head: str,
+        side: _Side,
+        value: str,
+        *,
+        style: str = "",
+        status: str = "same",
     ) -> None:
         if tail == head:
             return
@@ -646,30 +730,24 @@ class _ViewBuilder:
         assert self.diff is not None
         diff, folder, info = self.diff, side.folder, side.info
         self.ghost_folded |= folder.folded
+        self.sides["g"] = side
         p = self.prefix
         ghost_keys: dict[int, str] = {}
         for node_id in sorted(diff.removed):
             if node_id in folder.folded:
                 continue
             i = info[node_id]
-            role, title, _kept, tip = self._describe(i)
-            view = ViewNode(
-                key=f"{p}g{node_id}",
-                role="ghost",
-                title=title,
-                rows=folder.rows(i.node),
-                status="removed",
-                tooltip="removed: " + tip,
-                node_ids=[node_id],
-            )
             scope = side.scopes[node_id]
             self.ghost_scopes[node_id] = scope
-            box = box_prefix(scope, self.level, self.expand, self.opened)
+            box = self._box(scope)
             if box is not None:
-                key = f"{p}s:{box}"
+                view = ViewNode(f"{p}g{node_id}", "ghost", self._role(i)[1],
+                                status="removed", node_ids=[node_id])
+                key = f"{p}s_{box}"
                 self.box_members.setdefault(key, []).append(view)
                 ghost_keys[node_id] = key
                 continue
+            view = self._full_view(side, node_id, "g", "removed")
             view.cluster = self._scope_path(scope)
             self.nodes[view.key] = view
             ghost_keys[node_id] = view.key
@@ -726,15 +804,19 @@ class _ViewBuilder:
         )
 
     def _make_boxes(self) -> None:
+        renames: dict[str, str] = {}
         for key, members in self.box_members.items():
             scope = key[len(self.prefix) + 2 :]
             live = [m for m in members if m.role != "ghost"]
             if len(members) == 1:
                 # A box around one op says less than the op itself.
-                only = members[0]
+                letter = "g" if members[0].role == "ghost" else "n"
+                only = self._full_view(
+                    self.sides[letter], members[0].node_ids[0], letter, members[0].status
+                )
                 only.cluster = self._scope_path(scope)[:-1]
                 only.rows = [*only.rows, f"in {scope}"][-_MAX_ROWS:]
-                self._rekey(key, only.key)
+                renames[key] = only.key
                 self.nodes[only.key] = only
                 continue
             counts: Counter[str] = Counter()
@@ -779,18 +861,20 @@ class _ViewBuilder:
                 counts=counts,
                 kept=counts["kept"] > 0,
             )
+        self._rekey(renames)
 
-    def _rekey(self, old: str, new: str) -> None:
-        for node_id, key in list(self.key.items()):
-            if key == old:
-                self.key[node_id] = new
-        for node_id, key in list(self.ghost_key.items()):
-            if key == old:
-                self.ghost_key[node_id] = new
+    def _rekey(self, renames: Mapping[str, str]) -> None:
+        """Point keys and edges at new node keys (one pass for all renames)."""
+        if not renames:
+            return
+        for table in (self.key, self.ghost_key):
+            for node_id, key in table.items():
+                if key in renames:
+                    table[node_id] = renames[key]
         edges: dict[tuple[str, str], ViewEdge] = {}
         for (tail, head), edge in self.edges.items():
-            tail = new if tail == old else tail
-            head = new if head == old else head
+            tail = renames.get(tail, tail)
+            head = renames.get(head, head)
             edge.tail, edge.head = tail, head
             if tail != head and (tail, head) not in edges:
                 edges[(tail, head)] = edge

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -75,6 +75,26 @@ class NodeInfo:
     attribute: str | None
 
 
+# Snapshots are immutable, so what is computed from one can be reused while it lives.
+# An export diffs every step against the next and draws each snapshot several times;
+# keeping the last few prepared snapshots (with a reference, so ids stay unique)
+# avoids redoing that work for 10k-node graphs.
+_CACHE_SIZE = 8
+_side_cache: OrderedDict[int, tuple[GraphSnapshot, _Side]] = OrderedDict()
+
+
+def _side_for(snapshot: GraphSnapshot) -> _Side:
+    hit = _side_cache.get(id(snapshot))
+    if hit is not None and hit[0] is snapshot:
+        _side_cache.move_to_end(id(snapshot))
+        return hit[1]
+    side = _Side(snapshot)
+    _side_cache[id(snapshot)] = (snapshot, side)
+    while len(_side_cache) > _CACHE_SIZE:
+        _side_cache.popitem(last=False)
+    return side
+
+
 def index_nodes(snapshot: GraphSnapshot) -> dict[int, NodeInfo]:
     """Every node of ``snapshot`` by id, with its nesting and attribute path.
 
@@ -82,8 +102,12 @@ def index_nodes(snapshot: GraphSnapshot) -> dict[int, NodeInfo]:
         snapshot: the graph to index.
 
     Returns:
-        Node id -> :class:`NodeInfo`, in walk order.
+        Node id -> :class:`NodeInfo`, in walk order (shared; do not modify).
     """
+    return _side_for(snapshot).info
+
+
+def _index_nodes(snapshot: GraphSnapshot) -> dict[int, NodeInfo]:
     infos: dict[int, NodeInfo] = {}
     paths = attribute_paths(snapshot)
 
@@ -243,16 +267,14 @@ class _Side:
 
     def __init__(self, snapshot: GraphSnapshot) -> None:
         self.snapshot = snapshot
-        self.info = index_nodes(snapshot)
+        self.info = _index_nodes(snapshot)
         self.order = list(self.info)
         self.producer: dict[str, tuple[int, int]] = {}
         for node_id, info in self.info.items():
             for index, out in enumerate(info.node.outputs):
                 self.producer[out.name] = (node_id, index)
         # Graph inputs and block parameters are matched by position.
-        self.params: dict[str, str] = {
-            v.name: f"in{i}" for i, v in enumerate(snapshot.inputs)
-        }
+        self.params: dict[str, str] = {v.name: f"in{i}" for i, v in enumerate(snapshot.inputs)}
         for node_id, info in self.info.items():
             for b, block in enumerate(info.node.blocks):
                 for i, v in enumerate(block.inputs):
@@ -318,7 +340,7 @@ def diff_snapshots(before: GraphSnapshot, after: GraphSnapshot) -> GraphDiff:
         d = diff_snapshots(snapshot_graph(g1), snapshot_graph(g2))
         print(d.summary())  # +0 added, -1 removed, ~1 changed (aten::batch_norm -1)
     """
-    b, a = _Side(before), _Side(after)
+    b, a = _side_for(before), _side_for(after)
     matched: dict[int, int] = {}
     rev: dict[int, int] = {}
 
@@ -503,7 +525,7 @@ def _constant_label(node: NodeSnapshot) -> str:
     assert node.constant is not None
     name = node.outputs[0].name if node.outputs else ""
     if name.startswith("self."):
-        return f"{_SUFFIX_RE.sub('', name[len('self.'):])} {node.constant.text}"
+        return f"{_SUFFIX_RE.sub('', name[len('self.') :])} {node.constant.text}"
     return node.constant.text
 
 

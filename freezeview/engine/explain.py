@@ -195,8 +195,21 @@ class _Module:
 _SCALARS = (bool, int, float, complex, str, torch.device, torch.dtype, type(None))
 
 
+# Values torch's tryInsertConstant has no constant form for.
+_NOT_CONSTANT_TYPES: tuple[type, ...] = tuple(
+    t for t in (getattr(torch, "Generator", None), getattr(torch._C, "Future", None)) if t
+)
+
+
 def _is_object(value: Any) -> bool:
-    return isinstance(value, torch._C.ScriptModule | torch.ScriptObject)
+    """An object (module, TorchScript class instance, custom class), not plain data.
+
+    TorchScript class instances come back to Python as instances of their Python class,
+    so anything that is not a tensor, container or scalar counts.
+    """
+    if isinstance(value, torch._C.ScriptModule | torch.ScriptObject):
+        return True
+    return not isinstance(value, (torch.Tensor, list, dict, tuple, *_SCALARS, *_NOT_CONSTANT_TYPES))
 
 
 def _is_mutable(value: Any) -> bool:
@@ -218,10 +231,10 @@ def _materializable(value: Any) -> bool:
         return all(_materializable(v) for v in value)
     if isinstance(value, dict):
         return all(_materializable(k) and _materializable(v) for k, v in value.items())
-    if isinstance(value, torch._C.ScriptModule):
+    if isinstance(value, (torch._C.ScriptModule, *_NOT_CONSTANT_TYPES)):
         return False
     # Non-module TorchScript objects are copied to weak compilation references.
-    return isinstance(value, torch.ScriptObject)
+    return _is_object(value)
 
 
 def _tensor_key(t: torch.Tensor) -> tuple[str, int]:
@@ -300,6 +313,23 @@ class _Fact:
     detail: str = ""
 
 
+@dataclass
+class _Context:
+    """One graph freezing analyses: a preserved method, or a ``prim::fork`` subgraph in it.
+
+    ``base`` is the module the graph's first input stands for (``self``, or the
+    submodule a fork was handed).
+    """
+
+    method: str
+    graph: torch._C.Graph
+    base: _Module
+    writers: GraphWriters
+    is_fork: bool = False
+    fork_node: torch._C.Node | None = None
+    parent: torch._C.Graph | None = None
+
+
 class _Propagator:
     """Replays freezing's decisions on copies of the method graphs."""
 
@@ -323,13 +353,15 @@ class _Propagator:
         self.user_names: dict[tuple[int, str], str] = {}
         self.methods: list[str] = []
         self.graphs: dict[str, torch._C.Graph] = {}
-        self.writers: dict[str, GraphWriters] = {}
+        self.contexts: list[_Context] = []
         # What happened to each attribute slot, keyed by (module key, name).
         self.facts: dict[tuple[int, str], list[_Fact]] = {}
         self.mutable_slots: set[tuple[int, str]] = set()
         self.read: set[tuple[int, str]] = set()
         self.folded: dict[tuple[int, str], set[str]] = {}
         self.not_materializable: set[tuple[int, str]] = set()
+        self.unreplaced: dict[int, set[int]] = {}
+        self.used: dict[tuple[int, str], None] = {}
         self.referenced: set[tuple[int, str]] = set()
         self.escaping: set[int] = set()
         self.interface_paths: set[str] = set()
@@ -399,11 +431,8 @@ class _Propagator:
 
     def prepare_graphs(self) -> None:
         """Inline every preserved method (and interface calls, as freezing does)."""
-        if not self.methods:
-            raise PlanError(
-                f"{self.display} has no forward method and no preserved method: name the "
-                "methods to keep with --preserve (e.g. --preserve forward__0)."
-            )
+        # Without forward or a preserved method, torch analyses nothing and keeps every
+        # attribute (scripted nn.LSTM only has forward__0 / forward__1 overloads).
         for method in self.methods:
             graph = self.root.cmod._get_method(method).graph.copy()
             torch._C._jit_pass_inline(graph)
@@ -411,13 +440,52 @@ class _Propagator:
             self._inline_interfaces(graph)
             self._check_supported(graph, method)
             self.graphs[method] = graph
-            self.writers[method] = GraphWriters(
-                graph, method, module_types=self.model.module_types, frozen=True
-            )
+            self._add_context(method, graph, self.root, is_fork=False)
+
+    def _add_context(
+        self,
+        method: str,
+        graph: torch._C.Graph,
+        base: _Module,
+        is_fork: bool,
+        fork_node: torch._C.Node | None = None,
+        parent: torch._C.Graph | None = None,
+    ) -> None:
+        writers = GraphWriters(graph, method, module_types=self.model.module_types, frozen=True)
+        self.contexts.append(_Context(method, graph, base, writers, is_fork, fork_node, parent))
+        # torch.jit.fork bodies live in a subgraph attribute; freezing inlines and folds
+        # them too, against the module handed to the fork (applyToForkSubgraph).
+        for node in graph.findAllNodes("prim::fork", True):
+            self._use_graph(graph, base)
+            sub = node.g("Subgraph").copy()
+            torch._C._jit_pass_inline(sub)
+            node.g_("Subgraph", sub)
+            fork_base: _Module | None = base
+            first = node.inputsAt(0) if node.inputsSize() else None
+            if first is not None and first.node().kind() == "prim::GetAttr":
+                owner = self.find_constant_attr(first.node().inputsAt(0), first.node().s("name"))
+                child = owner.children.get(first.node().s("name")) if owner else None
+                if owner is None:
+                    continue  # the module is preserved: torch leaves the fork alone
+                fork_base = child or base
+            assert fork_base is not None
+            self._add_context(method, sub, fork_base, True, node, graph)
 
     def _inline_interfaces(self, graph: torch._C.Graph) -> None:
         # freeze_module.cpp retypes each interface-typed GetAttr to the concrete module
         # type and inlines its calls; doing the same lets torch's own inliner do the work.
+        interface_slots = {
+            (_type_name(n.inputsAt(0).type()), n.s("name"))
+            for n in graph.findAllNodes("prim::GetAttr", True)
+            if isinstance(n.output().type(), torch._C.InterfaceType)
+        }
+        for node in graph.findAllNodes("prim::SetAttr", True):
+            if (_type_name(node.inputsAt(0).type()), node.s("name")) in interface_slots:
+                raise PlanError(
+                    f"{self.display} assigns the module interface attribute "
+                    f"{node.s('name')!r} (SetAttr on an interface type), which torch cannot "
+                    "freeze: keep one implementation per attribute."
+                )
         for _ in range(32):
             changed = False
             for node in graph.findAllNodes("prim::GetAttr", True):
@@ -438,6 +506,12 @@ class _Propagator:
                 concrete = owner.children.get(node.s("name"))
                 if concrete is None:
                     continue
+                if self.find_constant_attr(node.inputsAt(0), node.s("name")) is None:
+                    raise PlanError(
+                        f"{self.display}: freezing cannot fold the module interface attribute "
+                        f"{node.s('name')!r} because it is preserved or assigned; do not "
+                        "preserve interface attributes."
+                    )
                 self.interface_paths.update(concrete.paths)
                 node.output().setType(concrete.cmod._type())
                 changed = True
@@ -499,7 +573,7 @@ class _Propagator:
         names = self._module_path_names(value)
         if names is None:
             return None
-        mod = self.root
+        mod = self._base
         for name in names:
             child = mod.children.get(name)
             if child is None:
@@ -507,10 +581,12 @@ class _Propagator:
             mod = child
         return mod
 
-    def _use_graph(self, graph: torch._C.Graph) -> None:
+    def _use_graph(self, graph: torch._C.Graph, base: _Module | None = None) -> None:
         """Point the GetAttr-chain cache at ``graph`` (value ids are per graph)."""
         self._path_cache: dict[int, tuple[str, ...] | None] = {}
-        self._self_unique = next(iter(graph.inputs())).unique()
+        inputs = list(graph.inputs())
+        self._self_unique = inputs[0].unique() if inputs else -1
+        self._base = base or self.root
 
     def _is_module_typed(self, value: torch._C.Value) -> bool:
         t = value.type()
@@ -525,7 +601,7 @@ class _Propagator:
         names = self._module_path_names(value)
         if names is None:
             return None
-        mod = self.root
+        mod = self._base
         for sub in names:
             child = mod.children.get(sub)
             if child is None or ("module", child.key) in self.preserved_values:
@@ -548,13 +624,39 @@ class _Propagator:
             return None
         return self._resolve_module_path(value)
 
+    def record_other_reads(self) -> None:
+        """Which attributes the *unpreserved* top-level methods would read.
+
+        Freezing deletes methods it does not preserve; an attribute only they read is
+        dropped, and the user wants to know which method to preserve to keep it.
+        """
+        called: set[str] = set()
+        for method in self.methods:
+            graph = self.root.cmod._get_method(method).graph
+            self_unique = next(iter(graph.inputs())).unique()
+            for node in graph.findAllNodes("prim::CallMethod", True):
+                if node.inputsAt(0).unique() == self_unique:
+                    called.add(node.s("name"))
+        self.other_reads: dict[tuple[int, str], list[str]] = {}
+        for method in sorted(self.root.methods - set(self.methods) - called):
+            try:
+                graph = self.root.cmod._get_method(method).graph.copy()
+                torch._C._jit_pass_inline(graph)
+            except RuntimeError:
+                continue
+            self._use_graph(graph)
+            for node in graph.findAllNodes("prim::GetAttr", True):
+                owner = self.owner_of(node.inputsAt(0))
+                if owner is not None:
+                    self.other_reads.setdefault((owner.key, node.s("name")), []).append(method)
+
     # -- phase 1: mutations across all preserved methods ------------------------------------
 
     def record_mutations(self) -> None:
-        for method in self.methods:
-            graph = self.graphs[method]
-            writers = self.writers[method]
-            self._use_graph(graph)
+        for ctx in self.contexts:
+            graph = ctx.graph
+            writers = ctx.writers
+            self._use_graph(graph, ctx.base)
             used: list[tuple[int, str]] = []
             # Assignments first: a later read of an assigned attribute is never folded.
             nodes = graph.findAllNodes("prim::SetAttr", True) + graph.findAllNodes(
@@ -601,28 +703,34 @@ class _Propagator:
 
     def _check_overlaps(self, used: list[tuple[int, str]]) -> None:
         # freeze_module.cpp refuses attributes whose values share sub-values (alias
-        # analysis cannot track them); report it as torch would, in one sentence.
-        seen: dict[tuple[Any, ...], str] = {}
-        for key, name in dict.fromkeys(used):
+        # analysis cannot track them); report it as torch would, in one sentence. Reads
+        # of one value under two names (tied weights) are one entry, as in torch's
+        # alias-hashed set.
+        self.used.update(dict.fromkeys(used))
+        unique: dict[tuple[Any, ...], tuple[_Module, str]] = {}
+        for key, name in self.used:
             mod = self.model.modules[key]
+            unique.setdefault(self.model.value_key(mod, name), (mod, name))
+        seen: dict[tuple[Any, ...], str] = {}
+        for mod, name in unique.values():
             path = _join(mod.paths[0], name)
-            own = self.model.value_key(mod, name)
-            for sub in self.model.sub_keys(mod, name):
-                if sub == own and sub[0] == "storage":
-                    continue
-                if sub in seen and seen[sub] != path:
+            subs = self.model.sub_keys(mod, name)
+            for sub in subs:
+                if sub in seen:
                     raise PlanError(
                         f"{self.display}: attributes {seen[sub]!r} and {path!r} hold "
-                        "overlapping values, which torch refuses to freeze."
+                        "overlapping values (one contains the other), which torch refuses "
+                        "to freeze."
                     )
+            for sub in subs:
                 seen[sub] = path
 
     # -- phase 2: folding, then torch's clean-up ------------------------------------------------
 
     def propagate(self) -> None:
-        for method in self.methods:
-            graph = self.graphs[method]
-            self._use_graph(graph)
+        for ctx in self.contexts:
+            graph, method = ctx.graph, ctx.method
+            self._use_graph(graph, ctx.base)
             first = next(iter(graph.block().nodes()), None)
             constants: dict[tuple[int, str], torch._C.Value | None] = {}
             for node in graph.findAllNodes("prim::GetAttr", True):
@@ -642,6 +750,10 @@ class _Propagator:
                 if constant is not None:
                     node.output().replaceAllUsesWith(constant)
                     node.removeAllInputs()
+                else:
+                    # Python cannot build this constant (a TorchScript object); torch can,
+                    # so the read counts as folded even though it stays in our copy.
+                    self.unreplaced.setdefault(id(ctx), set()).add(node.output().unique())
             # The parts of runOptimization that decide which reads survive; dead-code
             # elimination first, as there, to drop the emptied GetAttr nodes.
             torch._C._jit_pass_dce(graph)
@@ -650,19 +762,26 @@ class _Propagator:
             torch._C._jit_pass_peephole(graph, True)
             torch._C._jit_pass_constant_propagation(graph)
             torch._C._jit_pass_dce(graph)
+        for ctx in reversed(self.contexts):
+            if ctx.fork_node is not None and ctx.parent is not None:
+                _prune_fork_inputs(ctx.fork_node, ctx.graph)
+                torch._C._jit_pass_dce(ctx.parent)
 
     # -- phase 3: clean-up of the module --------------------------------------------------
 
     def cleanup(self) -> None:
-        for method in self.methods:
-            graph = self.graphs[method]
-            self._record_referenced(graph)
-            self._handle_shared_class_type(self.root, graph)
+        for ctx in self.contexts:
+            self._record_referenced(ctx)
+        for ctx in self.contexts:
+            if not ctx.is_fork:
+                self._handle_shared_class_type(self.root, ctx.graph)
 
-    def _record_referenced(self, graph: torch._C.Graph) -> None:
-        modules: list[_Module] = [self.root]
+    def _record_referenced(self, ctx: _Context) -> None:
+        graph = ctx.graph
+        modules: list[_Module] = [ctx.base]
+        unreplaced = self.unreplaced.get(id(ctx), set())
         for node in graph.findAllNodes("prim::GetAttr", True):
-            if node.inputsSize() == 0:
+            if node.inputsSize() == 0 or node.output().unique() in unreplaced:
                 continue
             name = node.s("name")
             input_type = _type_name(node.inputsAt(0).type())
@@ -718,6 +837,19 @@ class _Propagator:
         if kept is None or mod not in self.instances.get(mod.type_name, []):
             return True
         return name in kept
+
+
+def _prune_fork_inputs(fork: torch._C.Node, sub: torch._C.Graph) -> None:
+    """Drop fork inputs the (folded) body no longer reads, as torch's clean-up does.
+
+    A fork handed a submodule whose attributes were all folded stops reading it; the
+    submodule's GetAttr then dies in the caller and the submodule is removed.
+    """
+    inputs = list(sub.inputs())
+    for i in range(len(inputs) - 1, -1, -1):
+        if not inputs[i].uses() and i < fork.inputsSize():
+            sub.eraseInput(i)
+            fork.removeInput(i)
 
 
 def _type_name(t: torch._C.Type) -> str:
@@ -864,17 +996,26 @@ class _Verdicts:
             alias = self._alias_reason(owner, info.name)
             if alias is not None:
                 reasons.append(alias)
-        if slot in prop.not_materializable:
+        if slot in prop.not_materializable and info.kind != "submodule":
             reasons.append(
                 Reason("not-materializable", f"a {info.type} value has no constant form in "
                        "TorchScript IR, so its reads stay prim::GetAttr")
             )
         if info.kind == "submodule":
             child = owner.children[info.name]
-            held = [n for n in child.order if prop.slot_survives(child, n)]
-            if held and not reasons:
+            held = [
+                n for n in child.order
+                if prop.slot_survives(child, n) and n not in ("training", "_is_full_backward_hook")
+            ] or [n for n in child.order if prop.slot_survives(child, n)]
+            if held and not any(r.code in ("preserved", "module-kept") for r in reasons):
                 shown = ", ".join(held[:5]) + (", ..." if len(held) > 5 else "")
                 reasons.append(Reason("holds-kept", f"holds kept attributes: {shown}"))
+        if not reasons and not prop.methods:
+            reasons.append(
+                Reason("module-kept", "the model has no forward and no preserved method, so "
+                       "freezing analyses nothing and keeps every attribute (preserve a method, "
+                       "e.g. --preserve forward__0, to freeze it)")
+            )
         if not reasons:
             source = prop.type_keep_source.get((owner.type_name, info.name))
             if source is not None and source != slot:
@@ -956,13 +1097,26 @@ class _Verdicts:
                 reasons.append(_writer_reason(fact.code, fact.writer, repr(info.path),
                                               fact.writer.method if fact.writer else fact.detail))
             return reasons
-        other = [r for r in info.readers if r.rsplit(".", 1)[-1] not in self.preserved_methods]
-        if info.readers and other:
-            msg = (f"read only by {', '.join(other[:3])}, which freezing does not preserve "
-                   "(preserve the method to keep it)")
+        other = sorted(set(self._other_readers(info, owner)))
+        if other:
+            names = ", ".join(other[:3])
+            msg = (f"read only by {names}, which freezing does not preserve "
+                   f"(--preserve {other[0]} keeps it)")
         else:
             msg = "no preserved method reads it"
         return [Reason("unused", msg)]
+
+    def _other_readers(self, info: AttributeInfo, owner: _Module) -> list[str]:
+        reads = self.prop.other_reads
+        found = list(reads.get((owner.key, info.name), []))
+        if info.kind == "submodule":
+            stack = [owner.children[info.name]]
+            while stack and not found:
+                mod = stack.pop()
+                for name in mod.order:
+                    found.extend(reads.get((mod.key, name), []))
+                stack.extend(mod.children.values())
+        return found
 
 
 def _ancestors(path: str) -> list[str]:
@@ -1029,6 +1183,7 @@ def explain(
     prop = _Propagator(model_view, names, inventory, freeze_interfaces, display)
     try:
         prop.prepare_graphs()
+        prop.record_other_reads()
         prop.record_mutations()
         prop.propagate()
         prop.cleanup()

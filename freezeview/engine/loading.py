@@ -22,6 +22,7 @@ error about an unknown type.
 from __future__ import annotations
 
 import difflib
+import functools
 import io
 import os
 import pickletools
@@ -46,6 +47,7 @@ __all__ = [
     "load_model",
     "pickle_globals",
     "sniff_pickle",
+    "storage_refs",
 ]
 
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -178,7 +180,7 @@ def _iter_pickles(data: bytes, max_pickles: int) -> Iterator[tuple[str, object]]
         try:
             for opcode, arg, _pos in pickletools.genops(stream):
                 yield opcode.name, arg
-        except Exception:  # noqa: BLE001 - damaged or not a pickle: stop reading
+        except Exception:
             return
         if stream.tell() == start:
             return
@@ -214,9 +216,11 @@ def _dangerous(names: list[str]) -> list[str]:
     out = []
     for name in names:
         root, _, rest = name.partition(".")
-        if root in _DANGEROUS_MODULES or root == "__builtin__":
-            out.append(name)
-        elif root == "builtins" and rest not in _HARMLESS_BUILTINS:
+        if (
+            root in _DANGEROUS_MODULES
+            # protocol 2 pickles spell Python 3's builtins as __builtin__
+            or (root in ("builtins", "__builtin__") and rest not in _HARMLESS_BUILTINS)
+        ):
             out.append(name)
     return out
 
@@ -237,7 +241,14 @@ def sniff_pickle(data: bytes) -> str:
     names = pickle_globals(data)
     if _dangerous(names):
         return "code"
-    plain = ("torch._utils.", "torch.storage", "collections.", "builtins.", "_codecs.encode")
+    plain = (
+        "torch._utils.",
+        "torch.storage",
+        "collections.",
+        "builtins.",
+        "__builtin__.",
+        "_codecs.encode",
+    )
     others = [
         n for n in names if not n.startswith(plain) and not re.fullmatch(r"torch\.\w*Storage", n)
     ]
@@ -268,7 +279,9 @@ def _describe_pickle(path: Path, data: bytes) -> str:
         )
     if kind == "module":
         classes = [
-            n for n in names if not n.startswith(("torch._utils.", "collections.", "builtins."))
+            n
+            for n in names
+            if not n.startswith(("torch._utils.", "collections.", "builtins.", "__builtin__."))
         ]
         first = classes[0] if classes else "a Python object"
         return (
@@ -291,7 +304,7 @@ def _is_pickle(data: bytes) -> bool:
         return True
     try:
         ops = [name for name, _arg in _iter_pickles(data[: 1024**2], 1)]
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
     return bool(ops) and ops[-1] == "STOP" and len(ops) > 1
 
@@ -526,8 +539,158 @@ def _refuse_non_torchscript_zip(p: Path, archive: zipfile.ZipFile, members: set[
     )
 
 
+class _Mark:
+    """The pickle MARK on the simulated stack."""
+
+
+_MARK = _Mark()
+_STRING_OPS = frozenset(
+    {
+        "SHORT_BINUNICODE",
+        "BINUNICODE",
+        "UNICODE",
+        "BINUNICODE8",
+        "SHORT_BINSTRING",
+        "BINSTRING",
+        "STRING",
+    }
+)
+_INT_OPS = frozenset({"BININT", "BININT1", "BININT2", "INT", "LONG", "LONG1", "LONG4"})
+
+
+def _pop_to_mark(stack: list[object]) -> list[object]:
+    items: list[object] = []
+    while True:
+        item = stack.pop()  # IndexError on a malformed pickle: the caller stops
+        if item is _MARK:
+            return items[::-1]
+        items.append(item)
+
+
+def storage_refs(data: bytes) -> list[tuple[str, str, int]]:
+    """The tensor storages a TorchScript pickle refers to, read without unpickling.
+
+    TorchScript pickles a tensor's storage as a persistent id
+    ``("storage", torch.FloatStorage, key, device, numel)``; its bytes live in the
+    archive record ``<pickle name>/<key>`` (``data.pkl`` -> ``data/0``). This runs the
+    pickle's opcodes on a simulated stack that holds only strings, ints, globals and
+    tuples, enough to read those ids.
+
+    Args:
+        data: a pickle from a TorchScript archive (``data.pkl``, ``constants.pkl``).
+
+    Returns:
+        ``(key, storage type name, element count)`` for each storage, in order.
+        A damaged pickle yields the storages read before the damage.
+    """
+    stack: list[object] = []
+    memo: dict[object, object] = {}
+    refs: list[tuple[str, str, int]] = []
+    try:
+        for name, arg in _iter_pickles(data, 1):
+            op = pickletools.opcodes[_OPCODE_INDEX[name]]
+            if name in _STRING_OPS:
+                stack.append(str(arg))
+            elif name in _INT_OPS:
+                stack.append(int(arg) if isinstance(arg, int) else arg)
+            elif name == "GLOBAL":
+                stack.append(("global", str(arg).replace(" ", ".")))
+            elif name == "STACK_GLOBAL":
+                attr, module = stack.pop(), stack.pop()
+                stack.append(("global", f"{module}.{attr}"))
+            elif name == "MARK":
+                stack.append(_MARK)
+            elif name == "TUPLE":
+                stack.append(tuple(_pop_to_mark(stack)))
+            elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
+                n = int(name[-1])
+                items = stack[-n:]
+                del stack[-n:]
+                stack.append(tuple(items))
+            elif name == "EMPTY_TUPLE":
+                stack.append(())
+            elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo[arg] = stack[-1]
+            elif name == "MEMOIZE":
+                memo[len(memo)] = stack[-1]
+            elif name in ("GET", "BINGET", "LONG_BINGET"):
+                stack.append(memo.get(arg))
+            elif name == "BINPERSID":
+                pid = stack.pop()
+                if (
+                    isinstance(pid, tuple)
+                    and len(pid) >= 5
+                    and pid[0] == "storage"
+                    and isinstance(pid[1], tuple)
+                    and isinstance(pid[2], str)
+                    and isinstance(pid[4], int)
+                ):
+                    refs.append((pid[2], str(pid[1][1]), pid[4]))
+                stack.append(None)
+            elif name == "STOP":
+                break
+            else:
+                # Everything else only matters for its effect on the stack's shape.
+                before = op.stack_before
+                if pickletools.markobject in before:
+                    _pop_to_mark(stack)
+                    extra = before.index(pickletools.markobject)
+                else:
+                    extra = len(before)
+                for _ in range(extra):
+                    stack.pop()
+                stack.extend([None] * len(op.stack_after))
+    except (IndexError, KeyError, TypeError, ValueError):
+        pass
+    return refs
+
+
+_OPCODE_INDEX = {op.name: i for i, op in enumerate(pickletools.opcodes)}
+
+
+@functools.lru_cache(maxsize=64)
+def _element_size(storage_type: str) -> int | None:
+    """Bytes per element of ``torch.FloatStorage`` & co., or None if unknown."""
+    short = storage_type.rsplit(".", 1)[-1]
+    if not re.fullmatch(r"\w+Storage", short):
+        return None
+    # The typed storage classes are deprecated (and warn when touched), but they are
+    # still the one table from the names TorchScript writes to dtypes.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cls = getattr(torch, short, None)
+        dtype = getattr(cls, "dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return dtype.itemsize
+    return None
+
+
+def _check_tensor_records(p: Path, pickle_name: str, raw: bytes, sizes: dict[str, int]) -> None:
+    """Refuse archives whose tensor records are smaller than their pickle says.
+
+    torch.jit.load trusts the element count in the pickle: a record cut short (an
+    empty ``data/3`` for a 4-element tensor) makes it read past the buffer and crash
+    the whole process with a segmentation fault, which freezeview's fuzzing found.
+    Checked here, the damage gets a sentence instead.
+    """
+    stem = pickle_name[: -len(".pkl")]
+    for key, storage_type, numel in storage_refs(raw):
+        record = f"{stem}/{key}"
+        itemsize = _element_size(storage_type)
+        if record not in sizes or itemsize is None or numel < 0:
+            continue  # a missing record gets torch's own (clean) error
+        expected = numel * itemsize
+        if sizes[record] < expected:
+            raise BadInputError(
+                f"{p} is damaged: tensor record {record!r} holds {sizes[record]} bytes but "
+                f"{pickle_name} expects {expected}; copy or save the model again."
+            )
+
+
 def _check_archive_pickles(p: Path, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> None:
-    """Refuse TorchScript archives whose pickles name anything but TorchScript types."""
+    """Refuse TorchScript archives whose pickles name anything but TorchScript types, or
+    whose tensor records are shorter than the pickles say."""
+    sizes = {_member_short(i.filename): i.file_size for i in infos}
     for info in infos:
         short = _member_short(info.filename)
         # Top-level pickles hold the module state (data.pkl), constants and mobile
@@ -539,6 +702,8 @@ def _check_archive_pickles(p: Path, archive: zipfile.ZipFile, infos: list[zipfil
                 raw = fh.read(_PICKLE_SCAN_LIMIT)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError):
             continue  # already reported by the checksum pass when it ran
+        if "/" not in short:
+            _check_tensor_records(p, short, raw, sizes)
         foreign = [n for n in pickle_globals(raw) if not n.startswith(_TORCHSCRIPT_GLOBALS)]
         if foreign:
             danger = _dangerous(foreign)
@@ -607,7 +772,7 @@ def _torch_error_sentence(p: Path, exc: BaseException) -> str:
     text = str(exc)
     first = _first_line(exc)
     ver = torch.__version__.split("+")[0]
-    op = re.search(r"Unknown builtin op: ([\w:.]+)", text)
+    op = re.search(r"Unknown builtin op: (\w+::\w+(?:\.\w+)?)", text)
     if op:
         return (
             f"{p} uses the operator {op.group(1)}, which torch {ver} here does not have: "
@@ -643,7 +808,7 @@ def _check_map_location(map_location: str) -> None:
         device = torch.device(map_location)
     except (RuntimeError, TypeError, ValueError):
         raise BadInputError(
-            f"--map-location {map_location!r} is not a device: use cpu, cuda, cuda:0, mps, ..."
+            f"--map-location {map_location!r} is not a device: use cpu, or a device such as cuda:0."
         ) from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise BadInputError(
@@ -693,7 +858,7 @@ def load_model(
         warnings.simplefilter("always")
         try:
             module = torch.jit.load(str(p), map_location=map_location)
-        except Exception as exc:  # noqa: BLE001 - torch raises many types for bad archives
+        except Exception as exc:
             raise BadInputError(_torch_error_sentence(p, exc)) from exc
     elapsed = time.perf_counter() - start
     if not isinstance(module, torch.jit.ScriptModule):

@@ -10,6 +10,7 @@ to change instead of squinting at ``dump_alias_db``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,6 +24,7 @@ __all__ = [
     "Writer",
     "inline_method_graph",
     "iter_nodes",
+    "node_source",
     "node_text",
 ]
 
@@ -69,6 +71,44 @@ def iter_nodes(block: torch._C.Block) -> Iterator[torch._C.Node]:
             if node.kind() in _BLOCK_KINDS:
                 stack.extend(node.blocks())
             yield node
+
+
+_COMMENT_RE = re.compile(r"# (?P<file>[^#]+?):(?P<line>\d+):\d+\s*$")
+
+
+def node_source(node: torch._C.Node) -> SourceLocation | None:
+    """Where ``node`` came from in the model's source, as well as torch recorded it.
+
+    Scripted nodes carry a source range; traced ones only the ``# file:line:col``
+    comment of their IR line. ``prim::SetAttr`` carries neither: the statement that
+    assigns is where its stored value (or the node just before it) was computed.
+    """
+    found = parse_source_range(node.sourceRange())
+    if found is not None:
+        return found
+    match = _COMMENT_RE.search(str(node).split("\n", 1)[0])
+    if match is not None:
+        return SourceLocation(match.group("file").strip(), int(match.group("line")))
+    if node.kind() == "prim::SetAttr":
+        stored = node.inputsAt(1).node()
+        if stored.kind() != "prim::Param":
+            found = parse_source_range(stored.sourceRange())
+        current = node
+        # Walk back to the closest statement with a location: earlier nodes in the
+        # block, then the node that owns the block (the `if` around the assignment).
+        for _ in range(64):
+            if found is not None:
+                break
+            previous = current.prev()
+            if previous is not None and previous.kind() != "prim::Param":
+                current = previous
+            else:
+                owner = current.owningBlock().owningNode()
+                if owner is None:
+                    break
+                current = owner
+            found = parse_source_range(current.sourceRange())
+    return found
 
 
 def node_text(node: torch._C.Node) -> str:
@@ -165,7 +205,7 @@ class GraphWriters:
             method=self.method,
             kind=node.kind(),
             text=node_text(node),
-            source=parse_source_range(node.sourceRange()),
+            source=node_source(node),
             written=tuple(v.debugName() for v in written),
         )
 

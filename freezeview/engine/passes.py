@@ -112,7 +112,7 @@ class PassInfo:
         if self.diagnose is not None and snapshot is not None:
             try:
                 return self.diagnose(snapshot)
-            except Exception as exc:  # noqa: BLE001 - a diagnosis must never break a run
+            except Exception as exc:
                 return f"nothing matched its pattern ({type(exc).__name__} while explaining why)"
         return "nothing in the graph matched its pattern"
 
@@ -169,7 +169,7 @@ def remove_dropout_in_graph(graph: torch._C.Graph) -> bool:
             training = list(node.inputs())[2]
             if training.node().kind() != "prim::Constant" or training.toIValue() is not False:
                 continue
-            node.output().replaceAllUsesWith(list(node.inputs())[0])
+            node.output().replaceAllUsesWith(next(iter(node.inputs())))
             doomed.append(node)
 
     visit(graph.block())
@@ -294,7 +294,8 @@ def _diagnose_dropout(snap: GraphSnapshot) -> str:
                 "`training` attribute was kept)"
             )
         else:
-            reasons.append(f"{_where(node)}: training is {producer.constant.text if producer.constant else '?'}")
+            value = producer.constant.text if producer.constant else "?"
+            reasons.append(f"{_where(node)}: training is {value}")
     return _first(reasons, "dropout nodes")
 
 
@@ -339,6 +340,8 @@ def _diagnose_after(
     producer_kinds: frozenset[str],
     producer_label: str,
     extra: Callable[[_Graph, NodeSnapshot, NodeSnapshot], str | None] | None = None,
+    *,
+    single_use: bool = True,
 ) -> str:
     g = _Graph(snap)
     ops = g.nodes(op_kinds)
@@ -355,7 +358,7 @@ def _diagnose_after(
             reasons.append(f"{_where(src)} is a transposed convolution")
             continue
         uses = g.uses.get(src.output_names[0], 0) if src.outputs else 0
-        if uses > 1:
+        if single_use and uses > 1:
             reasons.append(
                 f"{producer_label} output has {uses} uses ({_where(src)}); folding needs it "
                 f"to feed only the {op_label}"
@@ -408,29 +411,47 @@ def _bn_stats_reason(g: _Graph, src: NodeSnapshot, bn: NodeSnapshot) -> str | No
 
 def _diagnose_conv_bn(snap: GraphSnapshot) -> str:
     return _diagnose_after(
-        snap, {"aten::batch_norm"}, "aten::batch_norm", _CONV_KINDS, "convolution",
+        snap,
+        {"aten::batch_norm"},
+        "aten::batch_norm",
+        _CONV_KINDS,
+        "convolution",
         _bn_stats_reason,
     )
 
 
 def _diagnose_conv_add(snap: GraphSnapshot) -> str:
     return _diagnose_after(
-        snap, {"aten::add", "aten::sub"}, "aten::add/sub", _CONV_KINDS, "convolution",
+        snap,
+        {"aten::add", "aten::sub"},
+        "aten::add/sub",
+        _CONV_KINDS,
+        "convolution",
         _broadcast_reason,
     )
 
 
 def _diagnose_conv_mul(snap: GraphSnapshot) -> str:
     return _diagnose_after(
-        snap, {"aten::mul", "aten::div"}, "aten::mul/div", _CONV_KINDS, "convolution",
+        snap,
+        {"aten::mul", "aten::div"},
+        "aten::mul/div",
+        _CONV_KINDS,
+        "convolution",
         _broadcast_reason,
     )
 
 
 def _diagnose_linear_bn(snap: GraphSnapshot) -> str:
     return _diagnose_after(
-        snap, {"aten::batch_norm"}, "aten::batch_norm", frozenset({"aten::linear"}),
-        "linear", _bn_stats_reason,
+        snap,
+        {"aten::batch_norm"},
+        "aten::batch_norm",
+        frozenset({"aten::linear"}),
+        "linear",
+        _bn_stats_reason,
+        # torch's linear-bn fold, unlike the conv folds, does not require a single use.
+        single_use=False,
     )
 
 
@@ -439,9 +460,7 @@ def _diagnose_transpose(snap: GraphSnapshot) -> str:
     linears = g.nodes({"aten::linear"})
     if not linears:
         return "no aten::linear in the graph"
-    reasons = [
-        f"{_where(n)}: {_param_reason(g, n, 'linear') or 'unexpected'}" for n in linears
-    ]
+    reasons = [f"{_where(n)}: {_param_reason(g, n, 'linear') or 'unexpected'}" for n in linears]
     return _first(reasons, "aten::linear nodes")
 
 

@@ -23,6 +23,7 @@ The engine knows nothing about who watches: :meth:`Pipeline.run` is an iterator 
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 import time
 import warnings
@@ -130,9 +131,7 @@ class Plan:
         for pid in self.passes:
             info = reg.get(pid)
             if info is None:
-                raise PlanError(
-                    f"unknown pass {pid!r}; valid passes are: {', '.join(reg)}."
-                )
+                raise PlanError(f"unknown pass {pid!r}; valid passes are: {', '.join(reg)}.")
             if pid in seen:
                 raise PlanError(f"pass {pid!r} is listed twice; list each pass once.")
             seen.add(pid)
@@ -165,8 +164,11 @@ class Plan:
     @property
     def is_torch_default(self) -> bool:
         """True when the frozen-graph passes are exactly torch's for this version."""
-        frozen = tuple(p for p in self.passes if REGISTRY.get(p, None) is None
-                       or REGISTRY[p].group != "inference")
+        frozen = tuple(
+            p
+            for p in self.passes
+            if REGISTRY.get(p, None) is None or REGISTRY[p].group != "inference"
+        )
         return frozen == default_passes(self.optimize_numerics, False)
 
     def to_json(self) -> dict[str, Any]:
@@ -268,23 +270,46 @@ class FreezeResult:
         return self.steps[-1] if self.steps else None
 
 
+# Above this many nodes (on either side) a step's counts come from node kinds only: the
+# full structural diff of two 17k-node inlined graphs costs seconds, and the app runs
+# diff.py itself on the steps a user opens.
+FULL_DIFF_LIMIT = 4000
+
+
 def _graph_counts(before: GraphSnapshot | None, after: GraphSnapshot) -> tuple[int, int, int, str]:
     """Added, removed, changed node counts and a one-line summary."""
     if before is None:
         return after.node_count, 0, 0, f"+{after.node_count} added"
-    try:
+    if max(before.node_count, after.node_count) <= FULL_DIFF_LIMIT:
         from .diff import diff_snapshots
 
         d = diff_snapshots(before, after)
         c = d.counts()
         return c["added"], c["removed"], c["changed"], d.summary()
-    except ImportError:  # pragma: no cover - diff.py ships with freezeview
-        pass
     delta = after.kinds()
     delta.subtract(before.kinds())
     added = sum(n for n in delta.values() if n > 0)
     removed = -sum(n for n in delta.values() if n < 0)
-    return added, removed, 0, f"+{added} added, -{removed} removed"
+    notable = [
+        f"{kind} {n:+d}"
+        for kind, n in sorted(delta.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
+        if n and kind != "prim::Constant"
+    ][:4]
+    text = f"+{added} added, -{removed} removed by node kind"
+    return added, removed, 0, f"{text} ({', '.join(notable)})" if notable else text
+
+
+_MANGLE_RE = re.compile(r"___torch_mangle_\d+\.")
+
+
+def _ir_key(text: str) -> str:
+    """IR text without torch's per-clone type mangling.
+
+    Each freeze clones the module's class type under a new mangled name, so the same
+    graph frozen twice (a rerun) prints ``___torch_mangle_4`` once and ``_7`` the next
+    time; whether a step changed anything is judged without that.
+    """
+    return _MANGLE_RE.sub("", text)
 
 
 def _walk(block: torch._C.Block) -> Iterator[torch._C.Node]:
@@ -436,8 +461,10 @@ class Pipeline:
         cmod = self.module._c
         for name in plan.preserved_attrs:
             found = _resolve(cmod, name)
-            ok = found is not None and _is_module(found[0]) and (
-                found[0].hasattr(found[1]) or found[0]._has_method(found[1])
+            ok = (
+                found is not None
+                and _is_module(found[0])
+                and (found[0].hasattr(found[1]) or found[0]._has_method(found[1]))
             )
             if not ok:
                 hint = ""
@@ -446,7 +473,7 @@ class Pipeline:
 
                     close = build_inventory(self.module).suggest(name)
                     hint = f" (did you mean {', '.join(close)}?)" if close else ""
-                except Exception:  # noqa: BLE001 - suggestions are a nicety
+                except Exception:
                     hint = ""
                 raise PlanError(
                     f"cannot preserve {name!r}: the model has no attribute, submodule or "
@@ -499,7 +526,7 @@ class Pipeline:
             with torch.no_grad():
                 self._reference = self.module.forward(*self.inputs)
             self._reference_ready = True
-        except Exception as exc:  # noqa: BLE001 - torch raises many types for bad inputs
+        except Exception as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             raise BadInputError(
                 f"the sample inputs do not fit the model: forward failed on them ({first})."
@@ -511,7 +538,9 @@ class Pipeline:
         for guard in self._guards:
             guard.restore()
 
-    def _numerics(self, graph: torch._C.Graph | None, self_module: Any) -> tuple[Numerics | None, str]:
+    def _numerics(
+        self, graph: torch._C.Graph | None, self_module: Any
+    ) -> tuple[Numerics | None, str]:
         """Numerics of a forward graph on the sample inputs, and a note if impossible."""
         if self.inputs is None:
             return None, ""
@@ -521,7 +550,7 @@ class Pipeline:
             return None, "numerics not checked: no forward graph"
         try:
             out = run_graph(graph, self_module, self.inputs)
-        except Exception as exc:  # noqa: BLE001 - report, never crash the run
+        except Exception as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             return None, f"numerics not checked: this step's graph failed on the inputs ({first})"
         finally:
@@ -585,7 +614,7 @@ class _RunContext:
         notes = []
         for method, snap in after.items():
             prev = before.get(method)
-            if prev is not None and prev.text == snap.text:
+            if prev is not None and _ir_key(prev.text) == _ir_key(snap.text):
                 continue
             a, r, c, summary = _graph_counts(prev, snap)
             added, removed, changed = added + a, removed + r, changed + c
@@ -623,8 +652,18 @@ class _RunContext:
             if not changed:
                 notes = ["nothing to inline: the methods call no other methods or functions"]
             step = Step(
-                0, "inline", _FREEZE_TITLES["inline"], "freeze", snaps.get("forward"), snaps,
-                changed, a, r, c, seconds, tuple(notes),
+                0,
+                "inline",
+                _FREEZE_TITLES["inline"],
+                "freeze",
+                snaps.get("forward"),
+                snaps,
+                changed,
+                a,
+                r,
+                c,
+                seconds,
+                tuple(notes),
             )
         # freeze itself (torch's work) happens now: the fold step needs to know what
         # torch kept, and the guard for numerics needs it before any run.
@@ -639,7 +678,7 @@ class _RunContext:
                 )
             frozen = torch.jit.RecursiveScriptModule(cpp)
             torch.jit.RecursiveScriptModule._finalize_scriptmodule(frozen)
-        except Exception as exc:  # noqa: BLE001 - torch refuses with RuntimeError and more
+        except Exception as exc:
             freeze_error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         freeze_seconds = time.perf_counter() - start
         kept_paths = self._kept_paths(frozen) if frozen is not None else set()
@@ -674,8 +713,15 @@ class _RunContext:
         elif frozen is None:
             yield self._add(
                 Step(
-                    2, "cleanup", _FREEZE_TITLES["cleanup"], "freeze", None, {}, False,
-                    seconds=freeze_seconds, error=f"torch refused to freeze the model: {freeze_error}",
+                    2,
+                    "cleanup",
+                    _FREEZE_TITLES["cleanup"],
+                    "freeze",
+                    None,
+                    {},
+                    False,
+                    seconds=freeze_seconds,
+                    error=f"torch refused to freeze the model: {freeze_error}",
                 )
             )
             return
@@ -701,8 +747,19 @@ class _RunContext:
                 notes.append(note)
             yield self._add(
                 Step(
-                    2, "cleanup", _FREEZE_TITLES["cleanup"], "freeze", snaps.get("forward"),
-                    snaps, True, a, r, c, freeze_seconds, tuple(notes), num,
+                    2,
+                    "cleanup",
+                    _FREEZE_TITLES["cleanup"],
+                    "freeze",
+                    snaps.get("forward"),
+                    snaps,
+                    True,
+                    a,
+                    r,
+                    c,
+                    freeze_seconds,
+                    tuple(notes),
+                    num,
                 )
             )
         pipe._working = frozen
@@ -714,14 +771,16 @@ class _RunContext:
     @staticmethod
     def _all_paths(module: Any) -> set[str]:
         cmod = getattr(module, "_c", module)
-        return set(dict(torch._C._jit_debug_module_iterators(cmod)["named_attributes_r"]))
+        return set(dict(torch._C._jit_debug_module_iterators(cmod)["named_attributes_r"]))  # type: ignore[attr-defined]
 
     @classmethod
     def _attribute_paths(cls, module: Any) -> set[str]:
         cmod = getattr(module, "_c", module)
         return {
             path
-            for path, value in torch._C._jit_debug_module_iterators(cmod)["named_attributes_r"]
+            for path, value in torch._C._jit_debug_module_iterators(cmod)[  # type: ignore[attr-defined]
+                "named_attributes_r"
+            ]
             if not _is_module(value)
         }
 
@@ -752,8 +811,14 @@ class _RunContext:
         a, r, c, notes = self._counts(self.current, snaps)
         if freeze_error is not None:
             return Step(
-                1, "fold_attributes", _FREEZE_TITLES["fold_attributes"], "freeze",
-                snaps.get("forward"), snaps, False, seconds=seconds,
+                1,
+                "fold_attributes",
+                _FREEZE_TITLES["fold_attributes"],
+                "freeze",
+                snaps.get("forward"),
+                snaps,
+                False,
+                seconds=seconds,
                 error=f"torch refused to freeze the model: {freeze_error}",
             )
         notes.insert(0, f"{len(folded)} attribute(s) folded into constants, {len(kept)} kept")
@@ -768,25 +833,37 @@ class _RunContext:
         if note:
             notes.append(note)
         return Step(
-            1, "fold_attributes", _FREEZE_TITLES["fold_attributes"], "freeze",
-            snaps.get("forward"), snaps, bool(folded), a, r, c, seconds, tuple(notes), num,
-            folded=tuple(sorted(folded)), kept=tuple(sorted(kept)),
+            1,
+            "fold_attributes",
+            _FREEZE_TITLES["fold_attributes"],
+            "freeze",
+            snaps.get("forward"),
+            snaps,
+            bool(folded),
+            a,
+            r,
+            c,
+            seconds,
+            tuple(notes),
+            num,
+            folded=tuple(sorted(folded)),
+            kept=tuple(sorted(kept)),
         )
 
     def _kept_reasons(self, kept: list[str]) -> list[str]:
         """One note per kept attribute, with explain's reason when explain is there."""
         reasons: dict[str, str] = {}
         try:
-            from . import explain as explain_mod
+            from .explain import explain as run_explain
 
-            verdicts = explain_mod.explain(
+            verdicts = run_explain(
                 self.pipe.module, preserved_attrs=list(self.plan.preserved_attrs)
             )
             for path in kept:
                 verdict = verdicts.by_path(path)
                 if verdict is not None and verdict.reasons:
                     reasons[path] = verdict.reasons[0].message
-        except Exception:  # noqa: BLE001 - reasons are extra; the fold itself is torch's
+        except Exception:
             reasons = {}
         return [f"kept {p}: {reasons[p]}" if p in reasons else f"kept {p}" for p in kept[:20]] + (
             [f"... and {len(kept) - 20} more kept"] if len(kept) > 20 else []
@@ -854,9 +931,7 @@ class _RunContext:
         if not self._announce(info.id, title, info.kind):
             return
         graphs = {
-            m: self._method_graph(working._c, m)
-            for m in self.methods
-            if working._c._has_method(m)
+            m: self._method_graph(working._c, m) for m in self.methods if working._c._has_method(m)
         }
         before = dict(self.current)
         start = time.perf_counter()
@@ -865,13 +940,16 @@ class _RunContext:
         try:
             for m, g in graphs.items():
                 reported.append(info.apply(g, m, working._c))
-        except Exception as exc:  # noqa: BLE001 - a failing pass is reported on its step
-            error = f"{info.id} failed: " + (
-                (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        except Exception as exc:
+            error = (
+                f"{info.id} failed: "
+                + ((str(exc).strip().splitlines() or [type(exc).__name__])[0][:300])
             )
         seconds = time.perf_counter() - start
-        texts = {m: str(g) for m, g in graphs.items()}
-        changed_methods = [m for m in graphs if m not in before or before[m].text != texts[m]]
+        texts = {m: _ir_key(str(g)) for m, g in graphs.items()}
+        changed_methods = [
+            m for m in graphs if m not in before or _ir_key(before[m].text) != texts[m]
+        ]
         changed = bool(changed_methods)
         old = self._reuse(info.id, round_)
         if old is not None and old.changed == changed and error is None:
@@ -900,8 +978,21 @@ class _RunContext:
             snaps = before
         yield self._add(
             Step(
-                len(pipe.steps), info.id, title, info.kind, snaps.get("forward"), snaps,
-                changed, a, r, c, seconds, tuple(notes), num, error, round_,
+                len(pipe.steps),
+                info.id,
+                title,
+                info.kind,
+                snaps.get("forward"),
+                snaps,
+                changed,
+                a,
+                r,
+                c,
+                seconds,
+                tuple(notes),
+                num,
+                error,
+                round_,
             )
         )
 
@@ -960,8 +1051,8 @@ def _fold_graph(
                 value = value.detach()  # shares storage: a snapshot never copies weights
             try:
                 with graph.insert_point_guard(top[0]):
-                    const = graph.insertConstant(value)
-            except Exception:  # noqa: BLE001 - objects without a constant form
+                    const = graph.insertConstant(value)  # type: ignore[attr-defined]
+            except Exception:
                 unshown.add(path)
                 continue
             const.setDebugName(f"self.{path}")
@@ -1030,4 +1121,3 @@ def freeze(
     if failed is not None:
         raise PlanError(f"step {failed.index} ({failed.title}) failed: {failed.error}")
     return FreezeResult(tuple(steps), pipe.frozen_module, pipe.plan)
-

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import atomic
-from .collapse import ViewGraph, build_view, count_at_level, levels
+from .collapse import ViewGraph, build_view, count_at_level, drawn_scopes, levels
 from .diff import GraphDiff
 from .errors import FreezeviewError, OutputError
 from .render_dot import GraphAttrs, dot_source
@@ -214,9 +214,7 @@ def run_dot(source: str, fmt: str, options: RenderOptions) -> bytes:
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
-        raise DotTimeoutError(
-            f"Graphviz did not finish within {options.timeout:g} s."
-        ) from exc
+        raise DotTimeoutError(f"Graphviz did not finish within {options.timeout:g} s.") from exc
     except OSError as exc:
         raise GraphvizMissingError(f"cannot run {command}: {exc.strerror or exc}.") from exc
     if done.returncode != 0 or not done.stdout:
@@ -225,7 +223,9 @@ def run_dot(source: str, fmt: str, options: RenderOptions) -> bytes:
     return done.stdout
 
 
-def auto_level(scopes: Sequence[str], candidates: Sequence[int | None], options: RenderOptions) -> int | None:
+def auto_level(
+    scopes: Sequence[str], candidates: Sequence[int | None], options: RenderOptions
+) -> int | None:
     """The finest of ``candidates`` whose box count fits ``options.budget``.
 
     Explicitly expanded scopes are drawn in full and do not count against the budget.
@@ -240,13 +240,12 @@ def auto_level(scopes: Sequence[str], candidates: Sequence[int | None], options:
 
 
 def _drawn_scopes(snapshot: GraphSnapshot, options: RenderOptions) -> list[str]:
-    # Counting boxes needs to know what is folded and where each op is drawn; the
-    # full view (every op, no DOT) tells exactly and costs milliseconds.
-    view = build_view(snapshot, level=None, constants=options.constants, edge_labels=False)
-    return view.drawn_scopes()
+    return drawn_scopes(snapshot, options.constants)
 
 
-def _coarser(level: int | None, candidates: list[int | None], scopes: list[str], expand: Sequence[str]) -> int | None | bool:
+def _coarser(
+    level: int | None, candidates: list[int | None], scopes: list[str], expand: Sequence[str]
+) -> int | None | bool:
     """The next level worth trying after ``level`` overran, or False when none is left."""
     current = count_at_level(scopes, level, expand)
     order = [c for c in candidates if c is not None]
@@ -259,7 +258,9 @@ def _coarser(level: int | None, candidates: list[int | None], scopes: list[str],
     return order[0] if order and (level is None or order[0] < level) else False
 
 
-def snapshot_picture(snapshot: GraphSnapshot, options: RenderOptions, level: int | None, *, title: str = "") -> Picture:
+def snapshot_picture(
+    snapshot: GraphSnapshot, options: RenderOptions, level: int | None, *, title: str = ""
+) -> Picture:
     """DOT for one snapshot at ``level`` (kept attributes marked from ``options.reasons``)."""
     start = time.perf_counter()
     view = build_view(
@@ -270,11 +271,17 @@ def snapshot_picture(snapshot: GraphSnapshot, options: RenderOptions, level: int
         reasons=options.reasons,
         edge_labels=options.edge_labels,
     )
-    source = dot_source([("", view)], title=title, legend=bool(options.reasons), attrs=options.graph)
-    return Picture(source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view])
+    source = dot_source(
+        [("", view)], title=title, legend=bool(options.reasons), attrs=options.graph
+    )
+    return Picture(
+        source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view]
+    )
 
 
-def diff_picture(diff: GraphDiff, options: RenderOptions, level: int | None, *, title: str = "") -> Picture:
+def diff_picture(
+    diff: GraphDiff, options: RenderOptions, level: int | None, *, title: str = ""
+) -> Picture:
     """DOT for the after-graph of ``diff`` coloured by status, removed ops as ghosts."""
     start = time.perf_counter()
     view = build_view(
@@ -288,23 +295,42 @@ def diff_picture(diff: GraphDiff, options: RenderOptions, level: int | None, *, 
         edge_labels=options.edge_labels,
     )
     source = dot_source([("", view)], title=title, legend=True, attrs=options.graph)
-    return Picture(source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view])
+    return Picture(
+        source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view]
+    )
 
 
-def side_by_side_picture(diff: GraphDiff, options: RenderOptions, level: int | None, *, title: str = "") -> Picture:
+def side_by_side_picture(
+    diff: GraphDiff, options: RenderOptions, level: int | None, *, title: str = ""
+) -> Picture:
     """DOT with the before-graph and the after-graph next to each other, both coloured."""
     start = time.perf_counter()
     before = build_view(
-        diff.before, level=level, expand=options.expand, constants=options.constants,
-        diff=diff, side="before", key_prefix="b_", edge_labels=options.edge_labels,
+        diff.before,
+        level=level,
+        expand=options.expand,
+        constants=options.constants,
+        diff=diff,
+        side="before",
+        key_prefix="b_",
+        edge_labels=options.edge_labels,
     )
     after = build_view(
-        diff.after, level=level, expand=options.expand, constants=options.constants,
-        diff=diff, side="after", ghosts=False, reasons=options.reasons, key_prefix="a_",
+        diff.after,
+        level=level,
+        expand=options.expand,
+        constants=options.constants,
+        diff=diff,
+        side="after",
+        ghosts=False,
+        reasons=options.reasons,
+        key_prefix="a_",
         edge_labels=options.edge_labels,
     )
     graph = GraphAttrs(**{**options.graph.__dict__, "rankdir": options.graph.rankdir})
-    source = dot_source([("before", before), ("after", after)], title=title, legend=True, attrs=graph)
+    source = dot_source(
+        [("before", before), ("after", after)], title=title, legend=True, attrs=graph
+    )
     nodes = len(before.nodes) + len(after.nodes)
     edges = len(before.edges) + len(after.edges)
     return Picture(source, level, nodes, edges, time.perf_counter() - start, [before, after])
@@ -388,7 +414,9 @@ def render_picture(
     )
 
 
-def _plan(snapshot: GraphSnapshot, options: RenderOptions) -> tuple[int | None, list[int | None], list[str]]:
+def _plan(
+    snapshot: GraphSnapshot, options: RenderOptions
+) -> tuple[int | None, list[int | None], list[str]]:
     start_scopes = _drawn_scopes(snapshot, options)
     candidates = levels(snapshot)
     if options.level == "auto":
@@ -428,7 +456,12 @@ def render_snapshot(
     level, candidates, scopes = _plan(snapshot, options)
     return render_picture(
         lambda lv: snapshot_picture(snapshot, options, lv, title=title),
-        path, fmt=fmt, options=options, level=level, candidates=candidates, scopes=scopes,
+        path,
+        fmt=fmt,
+        options=options,
+        level=level,
+        candidates=candidates,
+        scopes=scopes,
     )
 
 
@@ -449,11 +482,17 @@ def render_diff(
     level, candidates, scopes = _plan(diff.after, options)
     ghost_scopes = _ghost_scopes(diff, options)
     if options.level == "auto":
-        level = auto_level(scopes + ghost_scopes, _merge_levels(candidates, levels(diff.before)), options)
+        level = auto_level(
+            scopes + ghost_scopes, _merge_levels(candidates, levels(diff.before)), options
+        )
     return render_picture(
         lambda lv: diff_picture(diff, options, lv, title=title),
-        path, fmt=fmt, options=options, level=level,
-        candidates=_merge_levels(candidates, levels(diff.before)), scopes=scopes + ghost_scopes,
+        path,
+        fmt=fmt,
+        options=options,
+        level=level,
+        candidates=_merge_levels(candidates, levels(diff.before)),
+        scopes=scopes + ghost_scopes,
     )
 
 
@@ -475,17 +514,19 @@ def render_side_by_side(
         level = auto_level(scopes_a + scopes_b, candidates, options)
     return render_picture(
         lambda lv: side_by_side_picture(diff, options, lv, title=title),
-        path, fmt=fmt, options=options, level=level, candidates=candidates,
+        path,
+        fmt=fmt,
+        options=options,
+        level=level,
+        candidates=candidates,
         scopes=scopes_a + scopes_b,
     )
 
 
 def _ghost_scopes(diff: GraphDiff, options: RenderOptions) -> list[str]:
-    view = build_view(diff.before, level=None, constants=options.constants, edge_labels=False)
-    return [view.scopes[i] for i in diff.removed if i not in view.folded]
+    return drawn_scopes(diff.before, options.constants, diff.removed)
 
 
 def _merge_levels(a: list[int | None], b: list[int | None]) -> list[int | None]:
     ints = sorted({x for x in (*a, *b) if x is not None})
     return [*ints, None]
-

@@ -244,7 +244,9 @@ def dot_source(
         for index, (caption, view) in enumerate(views):
             name = f"cluster_side{index}"
             sub = graphviz.Digraph(name=name)
-            sub.attr(label=_escape(caption), style="rounded", color="#d0d7de", id=name, fontsize="14")
+            sub.attr(
+                label=_escape(caption), style="rounded", color="#d0d7de", id=name, fontsize="14"
+            )
             _fill(sub, view, f"s{index}_")
             graph.subgraph(sub)
     if legend:

@@ -39,6 +39,7 @@ class FreezeviewApp(App[int]):
         eval_mode: switch a training-mode module to eval mode (``--eval``).
         output_dir: where ``g`` (render) and ``e`` (export) write.
         loaded: an already loaded model (Python API, tests); skips ``torch.jit.load``.
+        show_timings: show wall times (off for screenshots that must not change).
     """
 
     CSS_PATH = "app.tcss"
@@ -58,6 +59,7 @@ class FreezeviewApp(App[int]):
         eval_mode: bool = False,
         output_dir: str | Path | None = None,
         loaded: LoadedModel | None = None,
+        show_timings: bool = True,
     ) -> None:
         super().__init__()
         self.model_path = Path(model_path) if model_path is not None else None
@@ -66,6 +68,7 @@ class FreezeviewApp(App[int]):
         self.inputs_file = Path(inputs_file) if inputs_file else None
         self.input_shapes = list(input_shapes)
         self.eval_mode = eval_mode
+        self.show_timings = show_timings
         stem = self.model_path.stem if self.model_path else (loaded.name if loaded else "model")
         self.output_dir = Path(output_dir) if output_dir else Path.cwd() / f"freezeview-{stem}"
         self.session: Session | None = None

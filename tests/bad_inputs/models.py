@@ -6,8 +6,6 @@ They live in a real file because ``torch.jit.script`` reads their source with
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 
@@ -43,6 +41,10 @@ class TinyNet(nn.Module):
     def describe(self) -> str:
         return "tiny"
 
+    def helper(self) -> int:
+        # Plain Python: never called from forward, so TorchScript never compiles it.
+        return 1
+
 
 class ReturnsSelf(nn.Module):
     """A module whose forward returns the module itself (torch refuses to freeze it)."""
@@ -77,7 +79,3 @@ class ContainerIndexNet(nn.Module):
     def forward(self, x: torch.Tensor, key: str) -> torch.Tensor:
         block: _Block = self.blocks[key]
         return block.forward(x)
-
-
-def _unused(_: Any) -> None:  # keeps the Any import honest for annotations above
-    return None

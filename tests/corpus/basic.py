@@ -3,7 +3,7 @@
 # No `from __future__ import annotations`: TorchScript reads class-level annotations
 # (Optional[int], interface types) at script time and cannot resolve them as strings.
 
-from typing import Final, Optional
+from typing import Final
 
 import torch
 from torch import nn
@@ -37,7 +37,7 @@ class ParamsBuffers(nn.Module):
 
 class PlainAttributes(nn.Module):
     # Class-level annotation: TorchScript cannot infer the type of a None attribute.
-    maybe: Optional[int]
+    maybe: int | None
 
     def __init__(self) -> None:
         super().__init__()
@@ -313,9 +313,7 @@ CASES = [
     Case("nested_submodules", scripted(Nested), tags=frozenset({"basic", "nested"})),
     Case("shared_submodule_python", scripted(SharedPython), tags=frozenset({"shared"})),
     Case("shared_submodule_scripted", scripted(SharedScripted), tags=frozenset({"shared"})),
-    Case(
-        "shared_submodule_one_path", scripted(SharedScriptedOnePath), tags=frozenset({"shared"})
-    ),
+    Case("shared_submodule_one_path", scripted(SharedScriptedOnePath), tags=frozenset({"shared"})),
     Case("same_class_twice", scripted(SameClassTwice), tags=frozenset({"shared"})),
     Case("unused_attributes", scripted(Unused), tags=frozenset({"unused"})),
     Case("control_flow", scripted(ControlFlow), tags=frozenset({"control-flow"})),

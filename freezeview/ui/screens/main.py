@@ -176,7 +176,8 @@ class MainScreen(Screen[None]):
     def set_status(self, text: str | Text, error: bool = False) -> None:
         """One line above the footer: what the app is doing, or the last error."""
         label = self.query_one("#status", Label)
-        label.update(text)
+        # Fixed-size labels: no layout pass (a full-screen layout costs tens of ms).
+        label.update(text, layout=False)
         label.set_class(error, "-error")
 
     # -- workers -------------------------------------------------------------------
@@ -294,8 +295,9 @@ class MainScreen(Screen[None]):
         self.steps_bar.set_passes(self.passes, enabled)
         self.loading_model = False
         self.sub_title = message.name
+        took = f" in {message.load_seconds:.2f} s" if self.fv_app.show_timings else ""
         self.set_status(
-            f"loaded {message.name} in {message.load_seconds:.2f} s — "
+            f"loaded {message.name}{took} — "
             f"{message.snapshot.node_count} nodes after inlining; explaining and freezing…"
         )
         for warning in message.warnings:
@@ -314,16 +316,17 @@ class MainScreen(Screen[None]):
         )
         self.refresh_inspector_for_attribute()
         self.query_one("#model-title", Label).update(
-            Text.assemble(
+            layout=False,
+            content=Text.assemble(
                 "model  ", ("★ preserved: ", "magenta"), ", ".join(message.preserved) or "none"
-            )
+            ),
         )
 
     def on_step_ready(self, message: StepReady) -> None:
         if message.run_id != self.run_id:
             return
         self.steps.append(message.step)
-        self.steps_bar.add_step(message.step)
+        self.steps_bar.add_step(message.step, self.fv_app.show_timings)
         if self.current_step < 0:
             self.current_step = 0
         elif self._pending_next and self.current_step == len(self.steps) - 2:
@@ -341,8 +344,9 @@ class MainScreen(Screen[None]):
         self._pending_next = 0
         if not any(s.error for s in self.steps):
             final = self.steps[-1].snapshot.node_count if self.steps else 0
+            took = f" in {message.seconds:.2f} s" if self.fv_app.show_timings else ""
             self.set_status(
-                f"{message.count} steps in {message.seconds:.2f} s; final graph {final} nodes. "
+                f"{message.count} steps{took}; final graph {final} nodes. "
                 "n/p step, space preserve, t pass, r re-run, ? help"
             )
         self.update_titles()
@@ -529,7 +533,7 @@ class MainScreen(Screen[None]):
         snap = self.current_snapshot()
         if snap is not None:
             title.append(f"  {snap.node_count} nodes", "dim")
-        self.query_one("#ir-title", Label).update(title)
+        self.query_one("#ir-title", Label).update(title, layout=False)
         status = Text("steps ")
         if self.stepping:
             status.append("running…", "bold yellow")
@@ -538,7 +542,11 @@ class MainScreen(Screen[None]):
         if self.stale:
             status.append("  plan changed: press r to re-run", "bold black on yellow")
         self.steps_bar.set_title(status)
-        self.query_one("#tab-ir", Tab).label = f"IR {self.current_step + 1}/{len(self.steps)}"
+        if self.has_class("-narrow"):
+            tab = self.query_one("#tab-ir", Tab)
+            label = f"IR {self.current_step + 1}/{len(self.steps)}"
+            if tab.label_text != label:
+                tab.label = label
 
     def line_index(self, snap: GraphSnapshot) -> tuple[dict[int, int], dict[int, int]]:
         """Cached IR line <-> node map for a snapshot."""

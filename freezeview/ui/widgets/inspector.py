@@ -107,10 +107,23 @@ class Inspector(VerticalScroll):
             id="inspector-body",
         )
 
+    shown: RenderableType = ""
+
     def show(self, renderable: RenderableType) -> None:
         """Replace the panel's content."""
+        self.shown = renderable
         self.query_one("#inspector-body", Static).update(renderable)
         self.scroll_home(animate=False)
+
+    def plain_text(self, width: int = 120) -> str:
+        """What the panel shows, as plain text (tests, screen readers)."""
+        import io
+
+        from rich.console import Console
+
+        console = Console(width=width, file=io.StringIO(), color_system=None)
+        console.print(self.shown)
+        return console.file.getvalue()  # type: ignore[attr-defined]
 
     @property
     def body(self) -> Static:

@@ -17,8 +17,8 @@ __all__ = ["StepsBar", "step_row"]
 COLUMNS = ("#", "step", "+added", "-removed", "~changed", "numerics", "time")
 
 
-def step_row(step: StepView) -> tuple[Text, ...]:
-    """The timeline row for a step."""
+def step_row(step: StepView, timings: bool = True) -> tuple[Text, ...]:
+    """The timeline row for a step (``timings=False`` hides wall times, for snapshots)."""
     style = "" if step.changed else "dim"
     if step.error:
         style = "bold red"
@@ -34,7 +34,7 @@ def step_row(step: StepView) -> tuple[Text, ...]:
         Text(f"-{step.removed}", "red" if step.removed else "dim"),
         Text(f"~{step.changed_nodes}", "yellow" if step.changed_nodes else "dim"),
         Text(step.numerics or "-", "dim" if not step.numerics else ""),
-        Text(f"{step.seconds * 1000:.0f} ms", "dim"),
+        Text(f"{step.seconds * 1000:.0f} ms" if timings else "", "dim"),
     )
 
 
@@ -82,10 +82,10 @@ class StepsBar(Horizontal):
         """Empty the timeline (before a re-run)."""
         self.timeline.clear()
 
-    def add_step(self, step: StepView) -> None:
+    def add_step(self, step: StepView, timings: bool = True) -> None:
         """Append a step to the timeline."""
-        self.timeline.add_row(*step_row(step), key=str(step.index))
+        self.timeline.add_row(*step_row(step, timings), key=str(step.index))
 
     def set_title(self, text: Text | str) -> None:
         """Text above the timeline (status, staleness)."""
-        self.query_one("#timeline-title", Label).update(text)
+        self.query_one("#timeline-title", Label).update(text, layout=False)

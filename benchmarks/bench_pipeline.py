@@ -1,0 +1,208 @@
+"""Time and memory of a full stepwise freezeview run against ``torch.jit.freeze``.
+
+Two large scripted models -- a ResNet-50-sized convolutional net (bottleneck blocks
+[3, 4, 6, 3], written here so torchvision is not needed) and a 12-layer
+``nn.TransformerEncoder`` -- are frozen side by side in one run: by
+``torch.jit.freeze`` and by ``freezeview.engine.pipeline.Pipeline(...).run_all()``
+(every step snapshotted and diffed, as the app and ``freezeview freeze`` do).
+
+Each measurement runs in a fresh subprocess, so C++ allocations are counted: the peak
+resident set size (``ru_maxrss``) of the whole process, and the same peak minus the
+RSS just before freezing (what the freeze itself added). Medians of 5 runs.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_pipeline.py [--runs 5] [--model resnet50|transformer]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+RUNS = 5
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Bottleneck(nn.Module):
+    """ResNet-50's bottleneck block: 1x1 -> 3x3 -> 1x1 convolutions with batch norms."""
+
+    def __init__(self, inplanes: int, planes: int, stride: int = 1) -> None:
+        super().__init__()
+        width = planes
+        self.conv1 = nn.Conv2d(inplanes, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, planes * 4, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(planes * 4)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = nn.Sequential()
+        if stride != 1 or inplanes != planes * 4:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(inplanes, planes * 4, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(planes * 4),
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + self.downsample(x))
+
+
+class ResNet50Like(nn.Module):
+    """Stem + bottleneck stages [3, 4, 6, 3] + classifier: ResNet-50's shape (25.6M params)."""
+
+    def __init__(self, layers: tuple[int, ...] = (3, 4, 6, 3), classes: int = 1000) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        blocks: list[nn.Module] = []
+        inplanes = 64
+        for i, (planes, count) in enumerate(zip((64, 128, 256, 512), layers, strict=True)):
+            for j in range(count):
+                blocks.append(Bottleneck(inplanes, planes, stride=2 if (j == 0 and i > 0) else 1))
+                inplanes = planes * 4
+        self.layers = nn.Sequential(*blocks)
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(2048, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layers(x)
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def build(name: str) -> torch.jit.ScriptModule:
+    """A fresh eval-mode scripted model by name."""
+    torch.manual_seed(0)
+    if name == "resnet50":
+        return torch.jit.script(ResNet50Like().eval())
+    layer = nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True)
+    return torch.jit.script(nn.TransformerEncoder(layer, 12, enable_nested_tensor=False).eval())
+
+
+def _rss_kb() -> int:
+    # Current resident set size, from /proc (Linux); 0 where unavailable.
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def child(name: str, mode: str) -> None:
+    """Run one measurement in this (fresh) process and print it as JSON."""
+    import resource
+    import time
+    import warnings
+
+    warnings.simplefilter("ignore")
+    module = build(name)
+    rss_before = _rss_kb()
+    start = time.perf_counter()
+    if mode == "torch":
+        frozen = torch.jit.freeze(module)
+        steps = 0
+    else:
+        from freezeview.engine.pipeline import Pipeline
+
+        pipe = Pipeline(module)
+        steps = len(pipe.run_all())
+        frozen = pipe.frozen_module
+    seconds = time.perf_counter() - start
+    assert frozen is not None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "peak_kb": peak,
+                "added_kb": max(peak - rss_before, 0),
+                "nodes": sum(1 for _ in frozen.graph.nodes()),
+                "steps": steps,
+            }
+        )
+    )
+
+
+def measure(name: str, mode: str) -> dict[str, float]:
+    """One fresh subprocess; returns its JSON line plus the process's wall time."""
+    import time
+
+    start = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", name, mode],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    ).stdout
+    data: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+    data["process_seconds"] = time.perf_counter() - start
+    return data
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--model", choices=("resnet50", "transformer"), action="append")
+    parser.add_argument("--child", nargs=2, metavar=("MODEL", "MODE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return 0
+    models = args.model or ["resnet50", "transformer"]
+    print(f"torch {torch.__version__}; medians of {args.runs} fresh processes per cell\n")
+    header = (
+        f"{'model':<12} {'who':<11} {'freeze s':>9} {'process s':>10} {'peak MB':>8} "
+        f"{'added MB':>9} {'steps':>6} {'nodes':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    summary = []
+    for name in models:
+        cells = {}
+        for mode in ("torch", "freezeview"):
+            # Interleave nothing: each cell is its own fresh process, one after another.
+            runs = [measure(name, mode) for _ in range(args.runs)]
+            cell = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+            cells[mode] = cell
+            print(
+                f"{name:<12} {mode:<11} {cell['seconds']:>9.3f} {cell['process_seconds']:>10.2f} "
+                f"{cell['peak_kb'] / 1024:>8.0f} {cell['added_kb'] / 1024:>9.1f} "
+                f"{int(cell['steps']):>6} {int(cell['nodes']):>6}"
+            )
+        t, f = cells["torch"], cells["freezeview"]
+        summary.append(
+            (
+                name,
+                f["seconds"] / t["seconds"],
+                f["process_seconds"] / t["process_seconds"],
+                f["peak_kb"] / t["peak_kb"],
+                (f["added_kb"] / t["added_kb"]) if t["added_kb"] else float("nan"),
+            )
+        )
+    print("\nratios freezeview / torch.jit.freeze (targets: memory <= 1.3x, time <= 1.5x)")
+    print(
+        f"{'model':<12} {'freeze time':>12} {'process time':>13} {'peak RSS':>9} {'added RSS':>10}"
+    )
+    for name, ft, pt, pm, am in summary:
+        print(f"{name:<12} {ft:>11.2f}x {pt:>12.2f}x {pm:>8.2f}x {am:>9.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

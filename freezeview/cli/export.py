@@ -1,0 +1,193 @@
+"""``freezeview export``: write before/after/diff pictures, IR diffs and an index page."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from ..engine.collapse import CONSTANT_MODES
+from ..engine.errors import BadInputError
+from ..engine.export import ExportResult, export
+from ..engine.render import FORMATS, RenderOptions
+from .freeze import _plan as plan_from_args  # the same plan flags as `freeze`
+from .options import add_model_options, add_plan_options, load_from_args, split_names
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``export`` subcommand."""
+    parser = sub.add_parser(
+        "export",
+        help="write before/after/diff pictures, IR diffs and an index.html for a freeze",
+        description=(
+            "Freeze the model step by step and write before.svg, after.svg, diff.svg "
+            "(added green, changed amber, removed as red ghosts), side-by-side.svg, ir.diff "
+            "and index.html into a directory; --per-step adds one picture and diff per step. "
+            "Large graphs are drawn with one box per submodule; --expand opens chosen ones."
+        ),
+    )
+    add_model_options(parser)
+    add_plan_options(parser)
+    parser.add_argument(
+        "-o", "--output", metavar="DIR", required=True, help="directory to write into"
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite existing output files")
+    passes = parser.add_mutually_exclusive_group()
+    passes.add_argument(
+        "--passes",
+        action="append",
+        metavar="A,B",
+        help="run only these passes, in this order (see `freezeview passes`)",
+    )
+    passes.add_argument(
+        "--no-optimize",
+        action="store_true",
+        help="as torch.jit.freeze(optimize_numerics=False): no folds that recompute weights",
+    )
+    parser.add_argument(
+        "--optimize-for-inference",
+        action="store_true",
+        help="also run torch.jit.optimize_for_inference's passes",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="svg",
+        help="picture format (dot: DOT text only, no Graphviz needed; default: svg)",
+    )
+    parser.add_argument(
+        "--per-step", action="store_true", help="also one picture and IR diff per pipeline step"
+    )
+    parser.add_argument(
+        "--expand",
+        action="append",
+        metavar="SCOPE",
+        help="draw this submodule down to its ops (repeatable, comma-separated: layer3.1)",
+    )
+    parser.add_argument(
+        "--level",
+        default="auto",
+        metavar="auto|ops|N",
+        help="collapse level: auto (fit --budget), ops (every op), or N (one box per "
+        "submodule N deep); default: auto",
+    )
+    parser.add_argument(
+        "--budget",
+        type=int,
+        default=RenderOptions.budget,
+        metavar="N",
+        help=f"most boxes per picture at --level auto (default: {RenderOptions.budget})",
+    )
+    parser.add_argument(
+        "--constants",
+        choices=CONSTANT_MODES,
+        default="fold",
+        help="constants inside their users (fold, default), without trivial ones "
+        "(hide-trivial), or as nodes (slow on big graphs)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=RenderOptions.timeout,
+        metavar="SECONDS",
+        help="time Graphviz may take per picture before a coarser picture is drawn "
+        f"(default: {RenderOptions.timeout:g})",
+    )
+    parser.add_argument("--json", action="store_true", help="a JSON summary on stdout")
+    parser.set_defaults(func=run)
+
+
+def _level(text: str) -> int | str | None:
+    if text == "auto":
+        return "auto"
+    if text in ("ops", "all", "full"):
+        return None
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise BadInputError(f"--level {text!r} is not auto, ops or a positive number.")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``freezeview export``; returns the exit code."""
+    if args.budget < 1:
+        raise BadInputError("--budget must be at least 1.")
+    if args.timeout <= 0:
+        raise BadInputError("--timeout must be a positive number of seconds.")
+    options = RenderOptions(
+        level=_level(args.level),
+        budget=args.budget,
+        expand=tuple(split_names(args.expand)),
+        constants=args.constants,
+        timeout=args.timeout,
+    )
+    plan = plan_from_args(args)
+    loaded = load_from_args(args)
+    err = Console(stderr=True, highlight=False)
+    quiet = args.json or not err.is_terminal
+    with err.status("freezing…") as status:
+        result = export(
+            loaded,
+            args.output,
+            plan=plan,
+            fmt=args.format,
+            per_step=args.per_step,
+            options=options,
+            force=args.force,
+            progress=None if quiet else (lambda text: status.update(text + "…")),
+        )
+    if args.json:
+        json.dump(_json(result), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    _print(Console(highlight=False), result)
+    return 0
+
+
+def _json(result: ExportResult) -> dict[str, object]:
+    return {
+        "directory": str(result.directory),
+        "index": str(result.index) if result.index else None,
+        "files": [str(p) for p in result.files],
+        "pictures": [
+            {
+                "name": r.path.name,
+                "level": "ops" if r.level is None else r.level,
+                "nodes": r.nodes,
+                "edges": r.edges,
+                "bytes": r.size,
+                "build_seconds": round(r.build_seconds, 4),
+                "dot_seconds": round(r.dot_seconds, 4),
+            }
+            for r in result.all_renders()
+        ],
+        "notes": result.notes,
+        "freeze_seconds": round(result.freeze_seconds, 4),
+        "diff_seconds": round(result.diff_seconds, 4),
+    }
+
+
+def _print(console: Console, result: ExportResult) -> None:
+    table = Table(title=f"freezeview export → {result.directory}", title_justify="left")
+    table.add_column("picture")
+    table.add_column("level")
+    table.add_column("boxes", justify="right")
+    table.add_column("size", justify="right")
+    table.add_column("graphviz", justify="right")
+    for r in result.all_renders():
+        table.add_row(
+            r.path.name,
+            "every op" if r.level is None else f"depth {r.level}",
+            str(r.nodes),
+            f"{r.size / 1024:.0f} KB",
+            f"{r.dot_seconds:.2f} s",
+        )
+    console.print(table)
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    if result.index is not None:
+        console.print(f"Open [bold]{result.index}[/] in a browser.")

@@ -1,0 +1,181 @@
+"""``freezeview freeze``: freeze a model step by step, show every step, write the result."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+
+from ..engine.atomic import atomic_path, check_output_path
+from ..engine.errors import OutputError, PlanError
+from ..engine.loading import check_eval
+from ..engine.numerics import load_inputs, random_inputs
+from ..engine.passes import default_passes
+from ..engine.pipeline import Pipeline, Plan, Step
+from ..engine.report import result_json, step_json, steps_table
+from .options import (
+    add_model_options,
+    add_plan_options,
+    load_from_args,
+    preserved_from_args,
+    split_names,
+)
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``freeze`` subcommand."""
+    parser = sub.add_parser(
+        "freeze",
+        help="freeze a model step by step (as torch.jit.freeze) and write the frozen model",
+        description=(
+            "Run torch.jit.freeze as visible steps - inline, fold attributes, clean-up, then "
+            "each optimization pass - print what each step did, and write the frozen model "
+            "(the same as torch.jit.freeze gives)."
+        ),
+    )
+    add_model_options(parser)
+    add_plan_options(parser)
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT.pt",
+        required=True,
+        help="where to write the frozen model (torch.jit.save)",
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite OUT.pt if it exists")
+    passes = parser.add_mutually_exclusive_group()
+    passes.add_argument(
+        "--passes",
+        action="append",
+        metavar="A,B",
+        help="run only these passes, in this order (see `freezeview passes`)",
+    )
+    passes.add_argument(
+        "--no-optimize",
+        action="store_true",
+        help="as torch.jit.freeze(optimize_numerics=False): no folds that recompute weights",
+    )
+    parser.add_argument(
+        "--optimize-for-inference",
+        action="store_true",
+        help="also run torch.jit.optimize_for_inference's passes (MKLDNN results cannot be saved)",
+    )
+    inputs = parser.add_mutually_exclusive_group()
+    inputs.add_argument(
+        "--inputs",
+        metavar="FILE.pt",
+        help="sample inputs (torch.save of a tensor or tuple of tensors)",
+    )
+    inputs.add_argument(
+        "--input-shape",
+        action="append",
+        metavar="1,3,224,224",
+        help="random float32 input of this shape (repeatable, one per forward argument; "
+        "append :float16 etc. for another dtype)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per step, then a result object, on stdout",
+    )
+    parser.set_defaults(func=run)
+
+
+def _plan(args: argparse.Namespace) -> Plan:
+    preserved = tuple(preserved_from_args(args))
+    if args.passes:
+        chosen = split_names(args.passes)
+        if args.optimize_for_inference and not any(
+            p in chosen for p in default_passes(True, True) if p not in default_passes(True, False)
+        ):
+            chosen += [
+                p for p in default_passes(True, True) if p not in default_passes(True, False)
+            ]
+        return Plan(
+            preserved_attrs=preserved,
+            passes=tuple(chosen),
+            optimize_numerics=True,
+            optimize_for_inference=args.optimize_for_inference,
+        ).validate()
+    return Plan.default(
+        preserved,
+        optimize_numerics=not args.no_optimize,
+        optimize_for_inference=args.optimize_for_inference,
+    )
+
+
+def _inputs(args: argparse.Namespace) -> tuple[Any, ...] | None:
+    if args.inputs:
+        return load_inputs(args.inputs)
+    if args.input_shape:
+        return random_inputs(args.input_shape)
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``freezeview freeze``; returns the exit code."""
+    model_path = Path(args.model)
+    out = check_output_path(args.output, force=args.force)
+    if model_path.exists() and out.exists() and out.resolve() == model_path.resolve():
+        raise OutputError(f"{out} is the input model; freezeview never overwrites its input.")
+    plan = _plan(args)
+    inputs = _inputs(args)
+    loaded = load_from_args(args)
+    check_eval(loaded)
+    pipe = Pipeline(loaded, plan, inputs)
+    console = Console(highlight=False)
+    steps: list[Step] = []
+    for step in pipe.run():
+        steps.append(step)
+        if args.json:
+            sys.stdout.write(json.dumps(step_json(step)) + "\n")
+            sys.stdout.flush()
+    if not args.json:
+        console.print(steps_table(steps, show_numerics=inputs is not None))
+        for warning in pipe.warnings:
+            console.print(f"[yellow]note:[/] {warning}")
+    failed = next((s for s in steps if s.error), None)
+    if failed is not None:
+        if args.json:
+            sys.stdout.write(
+                json.dumps(
+                    result_json(
+                        steps, plan, model=str(model_path), output=None, warnings=pipe.warnings
+                    )
+                )
+                + "\n"
+            )
+        raise PlanError(
+            f"step {failed.index} ({failed.title}) failed, nothing was written: {failed.error}"
+        )
+    module = pipe.frozen_module
+    assert module is not None
+    graphs = [module._c._get_method(m).graph for m in ("forward",) if module._c._has_method(m)]
+    if any("prim::ConstantMKLDNNTensor" in str(g) for g in graphs):
+        # torch.jit.save writes such a module, but torch.jit.load then fails on it.
+        raise PlanError(
+            "the optimized model holds MKLDNN constants, which torch cannot load back once "
+            "saved; drop --optimize-for-inference or the convert_to_mkldnn pass to write it."
+        )
+    with atomic_path(out) as tmp:
+        torch.jit.save(module, str(tmp))
+    if args.json:
+        sys.stdout.write(
+            json.dumps(
+                result_json(
+                    steps, plan, model=str(model_path), output=str(out), warnings=pipe.warnings
+                )
+            )
+            + "\n"
+        )
+    else:
+        changed = sum(1 for s in steps if s.changed)
+        console.print(f"wrote [bold]{out}[/] ({len(steps)} steps, {changed} changed the graph)")
+    return 0

@@ -1,0 +1,39 @@
+"""``freezeview passes``: the frozen-graph passes freezeview can run on this torch."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rich.console import Console
+
+from ..engine.report import passes_json, passes_table
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``passes`` subcommand."""
+    parser = sub.add_parser(
+        "passes",
+        help="list the frozen-graph passes, what they do and when they fire",
+        description=(
+            "List every pass `freezeview freeze --passes` accepts: what it does, whether it "
+            "keeps numerics exact, when it fires, and whether torch.jit.freeze runs it on "
+            "the installed torch."
+        ),
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``freezeview passes``; returns the exit code."""
+    if args.json:
+        json.dump(passes_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    Console(highlight=False).print(passes_table())
+    return 0

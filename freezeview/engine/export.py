@@ -1,0 +1,566 @@
+"""Write the pictures and diffs of a freeze to a directory, plus one page to read them.
+
+``export`` runs the stepwise pipeline (:mod:`freezeview.engine.pipeline`) and writes:
+
+- ``before.svg`` (the inlined graph), ``after.svg`` (the final frozen graph),
+  ``diff.svg`` (after, coloured: added green, changed amber, removed as red ghosts),
+  ``side-by-side.svg`` (before and after next to each other) and ``ir.diff`` (a unified
+  diff of the IR printouts);
+- with ``per_step``, ``NN-<step>.svg`` (that step's diff picture; only for steps that
+  changed the graph) and ``NN-<step>.diff`` for every step;
+- ``index.html``: one self-contained page (pictures inline, no scripts, no external
+  files) listing the steps with their summaries, for a reviewer's browser.
+
+Every file is written atomically. When Graphviz is missing, the ``.dot`` sources, the
+``.diff`` files and the page are still written, then :class:`GraphvizMissingError` says
+how to install Graphviz.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from . import atomic
+from .diff import GraphDiff, diff_snapshots, unified_ir_diff
+from .errors import OutputError, PlanError
+from .loading import LoadedModel, load_model
+from .pipeline import Pipeline, Plan, Step
+from .render import (
+    FORMATS,
+    GraphvizMissingError,
+    RenderOptions,
+    RenderResult,
+    find_dot,
+    render_diff,
+    render_side_by_side,
+    render_snapshot,
+)
+from .snapshot import GraphSnapshot, snapshot_graph
+
+__all__ = ["ExportResult", "PictureEntry", "StepEntry", "export", "step_stem"]
+
+_MAX_DIFF_LINES_INLINE = 400
+
+
+@dataclass
+class PictureEntry:
+    """One picture written (or, without Graphviz, its DOT source)."""
+
+    name: str
+    title: str
+    result: RenderResult
+
+
+@dataclass
+class StepEntry:
+    """What export wrote for one pipeline step."""
+
+    step: Step
+    summary: str
+    diff_file: Path
+    picture: PictureEntry | None
+
+
+@dataclass
+class ExportResult:
+    """Everything :func:`export` wrote and how long it took.
+
+    Attributes:
+        directory: the output directory.
+        files: every file written, in order.
+        pictures: the main pictures (before, after, diff, side-by-side).
+        steps: per-step entries (empty without ``per_step``).
+        index: the ``index.html`` path.
+        notes: sentences for the user (Graphviz fallbacks, missing Graphviz).
+        freeze_seconds: time running the pipeline (torch's work and snapshots).
+        diff_seconds: time diffing snapshots.
+        graphviz_missing: True when only text outputs could be written.
+    """
+
+    directory: Path
+    files: list[Path] = field(default_factory=list)
+    pictures: list[PictureEntry] = field(default_factory=list)
+    steps: list[StepEntry] = field(default_factory=list)
+    index: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    freeze_seconds: float = 0.0
+    diff_seconds: float = 0.0
+    graphviz_missing: bool = False
+
+    def all_renders(self) -> list[RenderResult]:
+        """Every render result (main pictures and step pictures)."""
+        out = [p.result for p in self.pictures]
+        out += [s.picture.result for s in self.steps if s.picture is not None]
+        return out
+
+    @property
+    def build_seconds(self) -> float:
+        """freezeview's time building views and DOT, all pictures."""
+        return sum(r.build_seconds for r in self.all_renders())
+
+    @property
+    def dot_seconds(self) -> float:
+        """Graphviz's time, all pictures."""
+        return sum(r.dot_seconds for r in self.all_renders())
+
+    @property
+    def write_seconds(self) -> float:
+        """Time writing picture files."""
+        return sum(r.write_seconds for r in self.all_renders())
+
+
+def step_stem(step: Step) -> str:
+    """``03-fold_conv_bn``: the file name stem of a step's outputs."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", step.name)
+    return f"{step.index:02d}-{name}"
+
+
+def _check_directory(directory: Path, names: Sequence[str], force: bool) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise OutputError(f"{directory} is a file; give a directory to write the pictures into.")
+    if not directory.exists():
+        parent = directory.parent if str(directory.parent) else Path(".")
+        if not parent.is_dir():
+            raise OutputError(f"cannot create {directory}: directory {parent} does not exist.")
+        try:
+            directory.mkdir()
+        except OSError as exc:
+            raise OutputError(f"cannot create {directory}: {exc.strerror or exc}.") from exc
+        return
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot write into {directory}: it is not writable.")
+    if not force:
+        clash = [n for n in names if (directory / n).exists()]
+        if clash:
+            raise OutputError(
+                f"{directory} already holds {clash[0]}"
+                + (f" and {len(clash) - 1} more output file(s)" if len(clash) > 1 else "")
+                + "; pass --force to overwrite."
+            )
+
+
+def _kept_reasons(loaded: LoadedModel, plan: Plan, steps: Sequence[Step]) -> dict[str, str]:
+    """Attribute path -> why freezing kept it, from freezeview's explain when it can."""
+    kept: set[str] = set()
+    for step in steps:
+        kept.update(step.kept)
+    reasons = {path: "kept as a module attribute by torch.jit.freeze" for path in kept}
+    try:
+        from .explain import explain
+
+        explanation = explain(loaded, preserved_attrs=plan.preserved_attrs)
+    except Exception:  # noqa: BLE001 - reasons are tooltips; the pictures must not fail on them
+        return reasons
+    for verdict in explanation.attributes:
+        if verdict.status == "kept" and verdict.reasons:
+            first = verdict.reasons[0]
+            text = f"{first.code}: {first.message}"
+            if first.source:
+                text += f" ({first.source})"
+            reasons[verdict.path] = text
+    return reasons
+
+
+def export(
+    model: LoadedModel | torch.jit.ScriptModule | str | os.PathLike[str],
+    directory: str | os.PathLike[str],
+    *,
+    plan: Plan | None = None,
+    fmt: str = "svg",
+    per_step: bool = False,
+    options: RenderOptions | None = None,
+    force: bool = False,
+    side_by_side: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> ExportResult:
+    """Freeze ``model`` step by step and write its pictures and diffs into ``directory``.
+
+    Args:
+        model: a loaded model, a ScriptModule or a path to a TorchScript file (never
+            modified).
+        directory: where to write; created if missing (its parent must exist).
+        plan: what to preserve and which passes to run (default: torch's plan).
+        fmt: ``svg``, ``png`` or ``dot`` (DOT text only, no Graphviz needed).
+        per_step: also write one picture and one IR diff per pipeline step.
+        options: drawing options (level, expand, budget, timeout...).
+        force: overwrite output files that already exist.
+        side_by_side: also write ``side-by-side.<fmt>``.
+        progress: called with a short text before each picture is drawn.
+
+    Returns:
+        An :class:`ExportResult`.
+
+    Raises:
+        BadInputError: the model cannot be read.
+        PlanError: the model cannot be frozen with ``plan``.
+        OutputError: the directory cannot be written, or holds outputs and not ``force``.
+        GraphvizMissingError: ``dot`` is missing; the text outputs were written first.
+
+    Example::
+
+        result = export("model.pt", "out", per_step=True)
+        print(result.index)  # out/index.html
+    """
+    if fmt not in FORMATS:
+        raise OutputError(f"unknown picture format {fmt!r}; use one of {', '.join(FORMATS)}.")
+    options = options or RenderOptions()
+    loaded = (
+        model
+        if isinstance(model, LoadedModel)
+        else (
+            load_model(model)
+            if isinstance(model, (str, os.PathLike))
+            else LoadedModel.from_module(model)
+        )
+    )
+    directory = Path(directory)
+    result = ExportResult(directory=directory)
+    say = progress or (lambda _text: None)
+
+    start = time.perf_counter()
+    say("freezing")
+    pipe = Pipeline(loaded, plan)
+    steps = pipe.run_all()
+    result.freeze_seconds = time.perf_counter() - start
+    failed = next((s for s in steps if s.error is not None), None)
+    if failed is not None:
+        raise PlanError(f"step {failed.index} ({failed.title}) failed: {failed.error}")
+    shown = [s for s in steps if s.snapshot is not None]
+    if not shown:
+        raise PlanError("the model has no forward method to draw; preserve a method to export it.")
+
+    gv_missing = False
+    if fmt != "dot":
+        try:
+            find_dot(options)
+        except GraphvizMissingError:
+            gv_missing = True
+    pic_fmt = "dot" if gv_missing else fmt
+    names = [f"{n}.{pic_fmt}" for n in ("before", "after", "diff")]
+    names += [f"side-by-side.{pic_fmt}"] if side_by_side else []
+    names += ["ir.diff", "index.html"]
+    if per_step:
+        for step in shown:
+            names += [f"{step_stem(step)}.diff", f"{step_stem(step)}.{pic_fmt}"]
+    _check_directory(directory, names, force)
+
+    reasons = _kept_reasons(loaded, pipe.plan, steps)
+    opts = replace(options, reasons=reasons)
+    before, after = shown[0].snapshot, shown[-1].snapshot
+    assert before is not None and after is not None
+    start = time.perf_counter()
+    overall = diff_snapshots(before, after)
+    result.diff_seconds += time.perf_counter() - start
+
+    def draw(name: str, title: str, fn: Callable[[], RenderResult]) -> PictureEntry:
+        say(f"drawing {name}")
+        rendered = fn()
+        result.files.append(rendered.path)
+        result.notes.extend(rendered.notes)
+        return PictureEntry(name, title, rendered)
+
+    def target(stem: str) -> Path:
+        return directory / f"{stem}.{pic_fmt}"
+
+    model_name = loaded.name or "model"
+    # The before graph has no kept attributes yet: every attribute read is plain there.
+    before_opts = replace(opts, reasons=None)
+    result.pictures.append(
+        draw(
+            "before",
+            f"{model_name}: before freezing (inlined)",
+            lambda: render_snapshot(
+                before,
+                target("before"),
+                fmt=pic_fmt,
+                options=before_opts,
+                title=f"{model_name}: before freezing (inlined)",
+            ),
+        )
+    )
+    result.pictures.append(
+        draw(
+            "after",
+            f"{model_name}: after freezing",
+            lambda: render_snapshot(
+                after,
+                target("after"),
+                fmt=pic_fmt,
+                options=opts,
+                title=f"{model_name}: after freezing",
+            ),
+        )
+    )
+    result.pictures.append(
+        draw(
+            "diff",
+            f"{model_name}: {overall.summary()}",
+            lambda: render_diff(
+                overall,
+                target("diff"),
+                fmt=pic_fmt,
+                options=opts,
+                title=f"{model_name}: {overall.summary()}",
+            ),
+        )
+    )
+    if side_by_side:
+        result.pictures.append(
+            draw(
+                "side-by-side",
+                f"{model_name}: before / after",
+                lambda: render_side_by_side(
+                    overall,
+                    target("side-by-side"),
+                    fmt=pic_fmt,
+                    options=opts,
+                    title=f"{model_name}: before / after",
+                ),
+            )
+        )
+    ir_text = unified_ir_diff(before, after, before_label="before", after_label="after")
+    result.files.append(atomic.write_text(directory / "ir.diff", ir_text))
+
+    if per_step:
+        # The method as saved (one call per submodule) is what step 00 inlines.
+        previous: GraphSnapshot | None = (
+            snapshot_graph(loaded.module.forward.graph)
+            if loaded.module._c._has_method("forward")
+            else None
+        )
+        for step in shown:
+            snap = step.snapshot
+            assert snap is not None
+            stem = step_stem(step)
+            start = time.perf_counter()
+            step_diff: GraphDiff | None = (
+                diff_snapshots(previous, snap) if previous is not None else None
+            )
+            result.diff_seconds += time.perf_counter() - start
+            text = (
+                unified_ir_diff(
+                    previous,
+                    snap,
+                    before_label=f"before {step.name}",
+                    after_label=f"after {step.name}",
+                )
+                if previous is not None
+                else ""
+            )
+            diff_file = atomic.write_text(directory / f"{stem}.diff", text)
+            result.files.append(diff_file)
+            summary = step_diff.summary() if step_diff is not None else "first graph"
+            picture = None
+            step_opts = before_opts if step.index == 0 else opts
+            title = f"{step.index:02d} {step.title}: {summary}"
+            if step.changed and step_diff is not None and not step_diff.is_empty:
+                if step.index == 0:
+                    # Inlining replaces one call by the whole graph: the diff is "all
+                    # added", so the plain inlined graph says the same, more quietly.
+                    picture = draw(
+                        stem,
+                        title,
+                        lambda snap=snap, title=title, stem=stem, o=step_opts: render_snapshot(
+                            snap, target(stem), fmt=pic_fmt, options=o, title=title
+                        ),
+                    )
+                else:
+                    picture = draw(
+                        stem,
+                        title,
+                        lambda d=step_diff, title=title, stem=stem, o=step_opts: render_diff(
+                            d, target(stem), fmt=pic_fmt, options=o, title=title
+                        ),
+                    )
+            result.steps.append(StepEntry(step, summary, diff_file, picture))
+            previous = snap
+
+    result.index = atomic.write_text(
+        directory / "index.html",
+        _index_html(result, loaded, pipe.plan, overall, steps, pic_fmt, ir_text),
+    )
+    result.files.append(result.index)
+    if gv_missing:
+        result.graphviz_missing = True
+        raise GraphvizMissingError(
+            f"Graphviz's `dot` program is not installed, so {directory} got the .dot and "
+            ".diff files but no pictures; install it with `apt-get install graphviz` "
+            "(macOS: `brew install graphviz`) and export again."
+        )
+    return result
+
+
+# -- index.html ----------------------------------------------------------------------
+
+_CSS = """
+body { font: 14px/1.45 -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2em auto;
+       max-width: 1400px; padding: 0 1.5em; color: #1f2328; }
+h1 { font-size: 1.6em; margin-bottom: .2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #d0d7de; }
+.meta { color: #57606a; } code, pre { font: 12px/1.4 ui-monospace, Menlo, Consolas, monospace; }
+table { border-collapse: collapse; margin: 1em 0; } td, th { padding: .3em .8em; border-bottom: 1px solid #eaeef2;
+       text-align: left; vertical-align: top; }
+.pic { overflow: auto; border: 1px solid #d0d7de; border-radius: 6px; padding: .5em; margin: .5em 0 1em;
+       max-height: 85vh; background: #fff; }
+.pic svg { max-width: 100%; height: auto; } .pic img { max-width: 100%; }
+details { margin: .4em 0; } summary { cursor: pointer; font-weight: 600; }
+.nochange summary { font-weight: normal; color: #57606a; }
+.note { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: .4em .8em; }
+pre.diff { background: #f6f8fa; padding: .6em; overflow: auto; max-height: 40em; }
+.add { color: #1a7f37; } .del { color: #cf222e; } .hunk { color: #8250df; }
+.legend span { display: inline-block; padding: .1em .6em; margin-right: .5em; border-radius: 4px; border: 1px solid; }
+"""
+
+
+def _picture_html(entry: PictureEntry | None) -> str:
+    if entry is None:
+        return ""
+    path = entry.result.path
+    data = path.read_bytes()
+    if entry.result.format == "svg":
+        text = data.decode("utf-8")
+        # Inline SVG: drop the XML prolog, doctype and comments the HTML parser does not need.
+        text = re.sub(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<!--.*?-->", "", text, flags=re.S)
+        body = text.strip()
+    elif entry.result.format == "png":
+        body = f'<img alt="{html.escape(entry.title)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
+    else:
+        body = f'<p>DOT source: <a href="{html.escape(path.name)}">{html.escape(path.name)}</a> (install Graphviz to draw it).</p>'
+    return f'<div class="pic">{body}</div>'
+
+
+def _diff_html(text: str) -> str:
+    if not text:
+        return "<p class=meta>The IR printout did not change.</p>"
+    lines = text.splitlines()
+    shown = lines[:_MAX_DIFF_LINES_INLINE]
+    out = []
+    for line in shown:
+        cls = (
+            "add"
+            if line.startswith("+")
+            else "del"
+            if line.startswith("-")
+            else "hunk"
+            if line.startswith("@@")
+            else ""
+        )
+        esc = html.escape(line)
+        out.append(f'<span class="{cls}">{esc}</span>' if cls else esc)
+    more = (
+        f"\n… {len(lines) - len(shown)} more lines in the file" if len(lines) > len(shown) else ""
+    )
+    return '<pre class="diff">' + "\n".join(out) + html.escape(more) + "</pre>"
+
+
+def _index_html(
+    result: ExportResult,
+    loaded: LoadedModel,
+    plan: Plan,
+    overall: GraphDiff,
+    steps: Sequence[Step],
+    fmt: str,
+    ir_text: str,
+) -> str:
+    name = html.escape(loaded.name or "model")
+    parts: list[str] = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>freezeview: {name}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>What torch.jit.freeze did to {name}</h1>",
+        f'<p class="meta">torch {html.escape(torch.__version__)} · {len(steps)} steps · '
+        f"{overall.before.node_count} nodes before, {overall.after.node_count} after · "
+        f"{html.escape(overall.summary())}</p>",
+        _plan_html(plan),
+        '<p class="legend">'
+        '<span style="background:#c9f2cf;border-color:#1a7f37">added</span>'
+        '<span style="background:#ffe3a3;border-color:#b7791f">changed</span>'
+        '<span style="background:#ffe1e1;border-color:#cf222e;border-style:dashed">removed</span>'
+        '<span style="background:#eadcff;border-color:#6d28d9">kept attribute</span>'
+        " Hover a box for its IR line, source and what changed.</p>",
+    ]
+    for note in result.notes:
+        parts.append(f'<p class="note">{html.escape(note)}</p>')
+    by_name = {p.name: p for p in result.pictures}
+    parts.append("<h2>Overall</h2>")
+    for key, heading in (
+        ("diff", "Diff: the frozen graph, coloured"),
+        ("side-by-side", "Before and after"),
+        ("after", "After freezing"),
+        ("before", "Before freezing (inlined)"),
+    ):
+        entry = by_name.get(key)
+        if entry is None:
+            continue
+        opened = " open" if key == "diff" else ""
+        parts.append(
+            f"<details{opened}><summary>{html.escape(heading)} "
+            f'(<a href="{html.escape(entry.result.path.name)}">{html.escape(entry.result.path.name)}</a>)'
+            f"</summary>{_picture_html(entry)}</details>"
+        )
+    parts.append(
+        '<details><summary>IR diff (<a href="ir.diff">ir.diff</a>)</summary>'
+        f"{_diff_html(ir_text)}</details>"
+    )
+    parts.append("<h2>Steps</h2>")
+    parts.append(
+        "<table><tr><th>#</th><th>step</th><th>phase</th><th>nodes</th><th>what happened</th></tr>"
+    )
+    for step in steps:
+        nodes = step.snapshot.node_count if step.snapshot is not None else "–"
+        notes = "; ".join(step.notes) or ("changed" if step.changed else "no change")
+        parts.append(
+            f'<tr><td>{step.index:02d}</td><td><a href="#step-{step.index}">{html.escape(step.title)}</a></td>'
+            f"<td>{html.escape(step.kind)}</td><td>{nodes}</td><td>{html.escape(notes)}</td></tr>"
+        )
+    parts.append("</table>")
+    if result.steps:
+        for entry in result.steps:
+            step = entry.step
+            changed = entry.picture is not None
+            cls = "" if changed else ' class="nochange"'
+            files = [
+                f'<a href="{html.escape(entry.diff_file.name)}">{html.escape(entry.diff_file.name)}</a>'
+            ]
+            if entry.picture is not None:
+                fname = entry.picture.result.path.name
+                files.insert(0, f'<a href="{html.escape(fname)}">{html.escape(fname)}</a>')
+            parts.append(
+                f'<details id="step-{step.index}"{cls}{" open" if changed and step.index > 0 else ""}>'
+                f"<summary>{step.index:02d} · {html.escape(step.title)} — {html.escape(entry.summary)}</summary>"
+                f'<p class="meta">{" · ".join(files)}</p>'
+                + "".join(f"<p>{html.escape(n)}</p>" for n in step.notes)
+                + _picture_html(entry.picture)
+                + f"<details><summary>IR diff</summary>{_diff_html(entry.diff_file.read_text(encoding='utf-8'))}</details>"
+                + "</details>"
+            )
+    else:
+        parts.append(
+            '<p class="meta">Per-step pictures were not asked for (export --per-step).</p>'
+        )
+    parts.append(
+        f'<p class="meta">Written by freezeview · pictures: {html.escape(fmt)}</p></body></html>'
+    )
+    return "\n".join(parts)
+
+
+def _plan_html(plan: Plan) -> str:
+    data: Mapping[str, Any] = plan.to_json()
+    preserved = ", ".join(data["preserved_attrs"]) or "nothing (forward only)"
+    passes = ", ".join(data["passes"]) or "none"
+    extra = " · optimize_for_inference" if data["optimize_for_inference"] else ""
+    numerics = "" if data["optimize_numerics"] else " · optimize_numerics=False"
+    return (
+        f'<p class="meta">preserved: {html.escape(preserved)} · passes: {html.escape(passes)}'
+        f"{html.escape(extra + numerics)}</p>"
+    )

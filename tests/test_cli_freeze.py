@@ -1,0 +1,173 @@
+"""``freezeview freeze`` and ``freezeview passes`` end to end (in-process, plus one fresh
+Python process that loads the written model without freezeview)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from freezeview.cli import main
+from freezeview.engine.passes import REGISTRY
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+        self.drop = nn.Dropout(0.1)
+        with torch.no_grad():
+            self.bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.bn(self.conv(x))).relu()
+
+
+@pytest.fixture()
+def model(tmp_path: Path) -> Path:
+    torch.manual_seed(0)
+    path = tmp_path / "net.pt"
+    torch.jit.save(torch.jit.script(Net().eval()), str(path))
+    return path
+
+
+def _torch_frozen(path: Path, **kw: bool) -> torch.jit.ScriptModule:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.jit.freeze(torch.jit.load(str(path)), **kw)
+
+
+def test_freeze_writes_torch_equivalent_model(model: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The table is printed, OUT.pt is written, the input file is untouched."""
+    before = model.read_bytes()
+    out = tmp_path / "out.pt"
+    assert main(["freeze", str(model), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "conv -> batchnorm" in text and "wrote" in text
+    assert model.read_bytes() == before
+    ours = torch.jit.load(str(out))
+    theirs = _torch_frozen(model)
+    x = torch.randn(2, 3, 8, 8)
+    torch.testing.assert_close(ours(x), theirs(x))
+    assert "aten::batch_norm" not in str(ours.graph)
+
+
+def test_saved_model_loads_in_a_fresh_process(model: Path, tmp_path: Path) -> None:
+    """Plain torch.jit.load in a process that never imports freezeview gives the same output."""
+    out = tmp_path / "out.pt"
+    assert main(["freeze", str(model), "-o", str(out)]) == 0
+    x = torch.randn(1, 3, 8, 8)
+    torch.save(x, tmp_path / "x.pt")
+    code = (
+        "import sys, torch\n"
+        f"m = torch.jit.load({str(out)!r})\n"
+        f"y = m(torch.load({str(tmp_path / 'x.pt')!r}))\n"
+        f"torch.save(y, {str(tmp_path / 'y.pt')!r})\n"
+        "assert 'freezeview' not in sys.modules\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp_path, timeout=120)
+    y = torch.load(tmp_path / "y.pt")
+    torch.testing.assert_close(y, _torch_frozen(model)(x))
+
+
+def test_refuses_to_overwrite_without_force(model: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """An existing OUT.pt is kept unless --force; with --force it is replaced."""
+    out = tmp_path / "out.pt"
+    out.write_bytes(b"old")
+    assert main(["freeze", str(model), "-o", str(out)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert out.read_bytes() == b"old"
+    assert main(["freeze", str(model), "-o", str(out), "--force"]) == 0
+    assert out.read_bytes() != b"old"
+
+
+def test_never_overwrites_the_input(model: Path) -> None:
+    """Writing onto the input model is refused even with --force."""
+    before = model.read_bytes()
+    assert main(["freeze", str(model), "-o", str(model), "--force"]) == 2
+    assert model.read_bytes() == before
+
+
+def test_json_lines_and_numerics(model: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """--json: one object per step, then the result; --input-shape adds numerics."""
+    out = tmp_path / "out.pt"
+    assert main(["freeze", str(model), "-o", str(out), "--json", "--input-shape", "2,3,8,8"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    steps = [obj for obj in lines if obj["type"] == "step"]
+    assert [s["name"] for s in steps[:3]] == ["inline", "fold_attributes", "cleanup"]
+    assert all(s["numerics"] is not None for s in steps)
+    assert lines[-1]["type"] == "result" and lines[-1]["ok"] and lines[-1]["output"] == str(out)
+
+
+def test_inputs_file(model: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """--inputs FILE.pt is read with weights_only and used for numerics."""
+    inputs = tmp_path / "in.pt"
+    torch.save((torch.randn(1, 3, 8, 8),), inputs)
+    out = tmp_path / "out.pt"
+    assert main(["freeze", str(model), "-o", str(out), "--json", "--inputs", str(inputs)]) == 0
+    steps = [json.loads(x) for x in capsys.readouterr().out.splitlines()][:-1]
+    assert steps[0]["numerics"]["max_abs"] == 0.0
+
+
+def test_no_optimize_matches_torch(model: Path, tmp_path: Path) -> None:
+    """--no-optimize equals torch.jit.freeze(optimize_numerics=False)."""
+    out = tmp_path / "out.pt"
+    assert main(["freeze", str(model), "-o", str(out), "--no-optimize"]) == 0
+    ours = torch.jit.load(str(out))
+    assert "aten::batch_norm" in str(ours.graph)
+    assert "aten::dropout" not in str(ours.graph)
+    theirs = _torch_frozen(model, optimize_numerics=False)
+    x = torch.randn(2, 3, 8, 8)
+    torch.testing.assert_close(ours(x), theirs(x))
+
+
+def test_bad_plans_exit_1_and_write_nothing(model: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Unknown pass, unknown preserved name, MKLDNN result: exit 1, no file."""
+    out = tmp_path / "out.pt"
+    assert main(["freeze", str(model), "-o", str(out), "--passes", "nope"]) == 1
+    assert "valid passes are" in capsys.readouterr().err
+    assert main(["freeze", str(model), "-o", str(out), "--preserve", "nope"]) == 1
+    if torch.backends.mkldnn.is_available():
+        assert main(["freeze", str(model), "-o", str(out), "--optimize-for-inference"]) == 1
+        assert "MKLDNN" in capsys.readouterr().err
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.pt")]
+
+
+def test_passes_option_runs_only_those(model: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """--passes remove_dropout leaves the batch norm alone."""
+    out = tmp_path / "out.pt"
+    assert main(["freeze", str(model), "-o", str(out), "--passes", "remove_dropout", "--json"]) == 0
+    names = [json.loads(x)["name"] for x in capsys.readouterr().out.splitlines()[:-1]]
+    assert names == ["inline", "fold_attributes", "cleanup", "remove_dropout"]
+    assert "aten::batch_norm" in str(torch.jit.load(str(out)).graph)
+
+
+def test_training_mode_needs_eval(tmp_path: Path) -> None:
+    """A model saved in training mode is refused unless --eval."""
+    path = tmp_path / "train.pt"
+    torch.jit.save(torch.jit.script(Net()), str(path))
+    out = tmp_path / "out.pt"
+    assert main(["freeze", str(path), "-o", str(out)]) == 1
+    assert main(["freeze", str(path), "-o", str(out), "--eval"]) == 0
+
+
+def test_passes_command(capsys) -> None:  # type: ignore[no-untyped-def]
+    """`freezeview passes --json` lists the whole registry with its defaults."""
+    assert main(["passes", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [p["id"] for p in data] == list(REGISTRY)
+    by_id = {p["id"]: p for p in data}
+    assert by_id["fold_conv_bn"]["default"] and not by_id["fold_conv_bn"]["exact"]
+    assert by_id["convert_to_mkldnn"]["default_with_optimize_for_inference"]
+    assert main(["passes"]) == 0
+    assert "remove_dropout" in capsys.readouterr().out

@@ -1,0 +1,145 @@
+"""Tests for freezeview.engine.diff: node matching across torch's own rewrites.
+
+Every expected set is computed from the graphs torch produces in this run (which kinds
+disappear, which attributes torch turned into constants), never copied from a past run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import pytest
+import torch
+from render_models import ConvBnRelu, KeepsBuffer, ResNet50Like, scripted
+
+from freezeview.engine.diff import attribute_paths, diff_snapshots, unified_ir_diff
+from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
+
+
+def inlined(module: torch.jit.ScriptModule) -> GraphSnapshot:
+    graph = module.forward.graph.copy()
+    torch._C._jit_pass_inline(graph)
+    return snapshot_graph(graph)
+
+
+def frozen_graph(module: torch.jit.ScriptModule) -> torch._C.Graph:
+    """The graph of ``torch._C._freeze_module`` (freezing without optimization passes)."""
+    return torch._C._freeze_module(module._c)._get_method("forward").graph
+
+
+@pytest.mark.parametrize("make", [ConvBnRelu, KeepsBuffer, ResNet50Like])
+def test_graph_against_itself_reports_nothing(make: type[torch.nn.Module]) -> None:
+    module = scripted(make())
+    for snap in (inlined(module), snapshot_graph(torch.jit.freeze(module).forward.graph)):
+        d = diff_snapshots(snap, snap)
+        assert d.is_empty
+        assert not d.added and not d.removed and not d.changed
+        assert len(d.matched) == snap.node_count
+        assert d.summary() == "no change"
+
+
+def test_two_snapshots_of_an_identical_graph_match() -> None:
+    module = scripted(ResNet50Like())
+    a, b = inlined(module), inlined(module)
+    assert a is not b
+    assert diff_snapshots(a, b).is_empty
+
+
+def test_conv_bn_fold_removes_batch_norm_and_changes_conv() -> None:
+    module = scripted(ConvBnRelu())
+    graph = frozen_graph(module)
+    before = snapshot_graph(graph)
+    torch._C._jit_pass_fold_frozen_conv_bn(graph)
+    after = snapshot_graph(graph)
+    # torch's verdict: which kinds vanished.
+    gone = before.kinds() - after.kinds()
+    assert gone["aten::batch_norm"] == 1  # the fold fired
+
+    d = diff_snapshots(before, after)
+    removed_kinds = Counter(d.before_info[i].node.kind for i in d.removed)
+    assert removed_kinds["aten::batch_norm"] == gone["aten::batch_norm"]
+    assert not d.added
+    changed_kinds = Counter(d.after_info[i].node.kind for i in d.changed)
+    assert changed_kinds["aten::conv2d"] == 1
+    conv_id = next(i for i in d.changed if d.after_info[i].node.kind == "aten::conv2d")
+    assert any("weight_fused_bn" in reason for reason in d.changed[conv_id])
+    # relu now reads the conv directly: re-wired, not changed.
+    relu = next(n for n in after.walk() if n.kind == "aten::relu")
+    assert relu.id not in d.changed and relu.id in d.matched.values()
+    # Every node torch kept is matched to a node of the same kind.
+    for b, a in d.matched.items():
+        assert d.before_info[b].node.kind == d.after_info[a].node.kind
+
+
+def test_optimization_passes_match_torch_kind_counts() -> None:
+    module = scripted(ConvBnRelu())
+    before = snapshot_graph(frozen_graph(module))
+    # torch.jit.freeze = _freeze_module + the frozen optimizations (dropout, conv-bn...).
+    after = snapshot_graph(torch.jit.freeze(module).forward.graph)
+    d = diff_snapshots(before, after)
+    torch_removed = before.kinds() - after.kinds()
+    ours = Counter(d.before_info[i].node.kind for i in d.removed) - Counter(
+        d.after_info[i].node.kind for i in d.added
+    )
+    for kind in ("aten::dropout", "aten::batch_norm"):
+        assert ours[kind] == torch_removed[kind]
+
+
+def test_getattr_replaced_by_constant() -> None:
+    module = scripted(KeepsBuffer())
+    before = inlined(module)
+    after_graph = frozen_graph(module)
+    after = snapshot_graph(after_graph)
+    d = diff_snapshots(before, after)
+    # Attributes torch folded: constants it named `self.<path>`.
+    folded = {
+        n.output().debugName().removeprefix("self.")
+        for n in after_graph.nodes()
+        if n.kind() == "prim::Constant" and n.output().debugName().startswith("self.")
+    }
+    assert folded == {"lin.weight", "lin.bias"}
+    paths = attribute_paths(before)
+    replaced = {d.before_info[b].attribute for b in d.replaced}
+    assert replaced == folded
+    for b, a in d.replaced.items():
+        assert b in d.removed and a in d.added
+        assert d.before_info[b].node.kind == "prim::GetAttr"
+        assert d.after_info[a].node.kind == "prim::Constant"
+    # The buffer written in forward stays a GetAttr on both sides: matched.
+    kept_reads = [i for i in d.matched.values() if d.after_info[i].attribute == "count"]
+    assert kept_reads and all(d.after_info[i].node.kind == "prim::GetAttr" for i in kept_reads)
+    assert "count" in paths.values()
+
+
+def test_scope_counts_add_up() -> None:
+    module = scripted(ResNet50Like())
+    d = diff_snapshots(inlined(module), snapshot_graph(torch.jit.freeze(module).forward.graph))
+    totals: Counter[str] = Counter()
+    for counts in d.scope_counts().values():
+        totals.update(counts)
+    assert totals["added"] == len(d.added)
+    assert totals["removed"] == len(d.removed)
+    assert totals["changed"] == len(d.changed)
+
+
+def test_unified_ir_diff() -> None:
+    module = scripted(ConvBnRelu())
+    a = inlined(module)
+    b = snapshot_graph(torch.jit.freeze(module).forward.graph)
+    assert unified_ir_diff(a, a) == ""
+    text = unified_ir_diff(a, b, before_label="x", after_label="y")
+    assert text.startswith("--- x\n+++ y\n")
+    assert any(line.startswith("-") and "aten::batch_norm" in line for line in text.splitlines())
+
+
+def test_diff_is_fast_on_resnet50_sized_graphs() -> None:
+    module = scripted(ResNet50Like())
+    before = inlined(module)
+    after = snapshot_graph(torch.jit.freeze(module).forward.graph)
+    assert before.node_count > 1700
+    start = time.perf_counter()
+    diff_snapshots(before, after)
+    diff_snapshots(before, before)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 1.0, f"two diffs took {elapsed:.2f} s"

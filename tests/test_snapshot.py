@@ -1,0 +1,122 @@
+"""Snapshots: immutable, tensor-free pictures of graphs."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import pytest
+import torch
+from models.small import Branchy, Counter, scripted
+
+from freezeview.engine.snapshot import (
+    module_scope,
+    parse_source_range,
+    snapshot_graph,
+    summarize_value,
+)
+
+
+def _inlined(module: torch.jit.ScriptModule) -> torch._C.Graph:
+    graph = module.forward.graph.copy()
+    torch._C._jit_pass_inline(graph)
+    return graph
+
+
+def test_snapshot_counts_every_node_including_nested_blocks() -> None:
+    graph = _inlined(scripted(Branchy))
+    snap = snapshot_graph(graph)
+    expected = len(graph.findAllNodes("prim::If", True))
+    assert snap.kinds()["prim::If"] == expected > 0
+    walked = list(snap.walk())
+    assert [n.id for n in walked] == list(range(len(walked))) == list(range(snap.node_count))
+    total = sum(1 for _ in torch_nodes(graph.block()))
+    assert snap.node_count == total
+
+
+def torch_nodes(block: torch._C.Block):  # type: ignore[no-untyped-def]
+    for node in block.nodes():
+        yield node
+        for sub in node.blocks():
+            yield from torch_nodes(sub)
+
+
+def test_snapshot_survives_later_graph_changes() -> None:
+    module = scripted(Counter)
+    graph = _inlined(module)
+    snap = snapshot_graph(graph)
+    text = snap.text
+    torch._C._jit_pass_dce(graph)
+    torch._C._jit_pass_constant_propagation(graph)
+    graph.insertConstant(5)
+    assert snap.text == text
+    assert "prim::GetAttr" in snap.kinds()
+
+
+def test_snapshot_holds_no_tensors_and_is_immutable() -> None:
+    frozen = torch.jit.freeze(scripted(Counter))
+    snap = snapshot_graph(frozen.graph)
+    tensors = [n.constant for n in snap.walk() if n.constant and n.constant.is_tensor]
+    assert tensors, "freezing should have produced tensor constants"
+    weight = next(c for c in tensors if c.attribute == "weight")
+    assert weight.shape == (2,) and weight.dtype == "float32"
+    # A snapshot pickles to a few kilobytes whatever the weights: no storage inside.
+    blob = pickle.dumps(snap)
+    assert b"storage" not in blob.lower()
+    node = next(iter(snap.walk()))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        node.kind = "x"  # type: ignore[misc]
+
+
+def test_snapshot_records_scope_source_and_schema() -> None:
+    snap = snapshot_graph(_inlined(scripted(Branchy)))
+    linear = next(n for n in snap.walk() if n.kind == "aten::linear")
+    assert linear.scope == "lin"
+    assert linear.source is not None and linear.source.file.endswith("linear.py")
+    assert linear.schema is not None and linear.schema.startswith("aten::linear")
+    add_ = next(n for n in snap.walk() if n.kind == "aten::append")
+    assert add_.source is not None and add_.source.file.endswith("small.py")
+    assert "append" in add_.source.text
+
+
+def test_producers_and_consumers_agree() -> None:
+    snap = snapshot_graph(_inlined(scripted(Counter)))
+    producers = snap.producers()
+    for name, users in snap.consumers().items():
+        for user in users:
+            assert name in user.inputs
+        if name in producers:
+            assert producers[name].id < min(u.id for u in users) or name in {
+                v.name for v in snap.inputs
+            }
+
+
+def test_parse_source_range_and_scope() -> None:
+    text = '  File "m.py", line 7\n    def f(x):\n        x.add_(1)\n        ~~~~~~ <--- HERE\n'
+    loc = parse_source_range(text)
+    assert loc is not None and (loc.file, loc.line, loc.text) == ("m.py", 7, "x.add_(1)")
+    assert loc.short() == "m.py:7"
+    assert parse_source_range("") is None
+    assert module_scope("layer1(Sequential).0(Block).bn1(BatchNorm2d).SELF(BatchNorm2d)") == (
+        "layer1.0.bn1"
+    )
+    assert module_scope("bn(BatchNorm2d).UNKNOWN_INSTANCE(UNKNOWN_TYPE)") == "bn"
+    assert module_scope("") == ""
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "text"),
+    [
+        (torch.zeros(64, 3, 7, 7), "tensor", "Float(64, 3, 7, 7)"),
+        (torch.tensor(2.5), "tensor", "Float(2.5)"),
+        (None, "none", "None"),
+        (True, "bool", "True"),
+        (3, "int", "3"),
+        ([1, 1], "list", "[1, 1]"),
+        (list(range(10)), "list", "[0, 1, 2, 3, 4, 5, ...]"),
+        ("x" * 50, "str", repr("x" * 37 + "...")),
+    ],
+)
+def test_summarize_value(value: object, kind: str, text: str) -> None:
+    summary = summarize_value(value)
+    assert (summary.kind, summary.text) == (kind, text)

@@ -1,0 +1,39 @@
+"""Fixtures for the app's tests: a small saved model and a stable terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from .models import save_small
+
+
+@pytest.fixture(autouse=True)
+def no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Stop the search box's cursor blinking so snapshots are stable."""
+    monkeypatch.setattr(Input, "cursor_blink", False)
+    yield
+
+
+@pytest.fixture(scope="session")
+def small_pt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``Small`` scripted in eval mode and saved (built once per test session)."""
+    return save_small(tmp_path_factory.mktemp("models") / "small.pt")
+
+
+async def wait_ready(pilot, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the model is loaded, explained and every step has arrived."""
+    import time
+
+    screen = pilot.app.main_screen
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.02)
+        failed = screen.has_class("-failed")
+        if failed or (screen.steps and not screen.stepping and screen.views and not screen._explaining):
+            await pilot.pause()
+            return
+    raise AssertionError("the app did not finish loading in time")

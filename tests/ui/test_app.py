@@ -1,0 +1,339 @@
+"""Pilot tests: every key of the app, checked against what torch does in the same run."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from freezeview.ui import FreezeviewApp
+from freezeview.ui.screens.help import HelpScreen
+from freezeview.ui.screens.main import MainScreen
+
+from .conftest import wait_ready
+
+pytestmark = pytest.mark.asyncio
+
+SIZE = (160, 48)
+
+
+def torch_inlined_text(path: Path) -> str:
+    """What torch prints for the inlined forward graph of the saved model."""
+    module = torch.jit.load(str(path))
+    graph = module.forward.graph.copy()
+    torch._C._jit_pass_inline(graph)
+    return str(graph)
+
+
+def torch_frozen_kinds(path: Path, **kwargs: object) -> Counter[str]:
+    """Node kinds of ``torch.jit.freeze`` on the saved model."""
+    frozen = torch.jit.freeze(torch.jit.load(str(path)), **kwargs)  # type: ignore[arg-type]
+    return Counter(n.kind() for n in _walk(frozen.graph.block()))
+
+
+def _walk(block):  # type: ignore[no-untyped-def]
+    for node in block.nodes():
+        yield node
+        for sub in node.blocks():
+            yield from _walk(sub)
+
+
+def ir_text(screen: MainScreen) -> str:
+    return "\n".join(screen.ir.plain_lines())
+
+
+def app_for(path: Path, tmp_path: Path, **kwargs: object) -> FreezeviewApp:
+    return FreezeviewApp(path, output_dir=tmp_path / "out", **kwargs)  # type: ignore[arg-type]
+
+
+async def test_opens_on_the_inlined_graph(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        assert screen.current_step == 0
+        assert ir_text(screen) == torch_inlined_text(small_pt).rstrip("\n")
+
+
+async def test_n_and_p_step_through_the_graphs(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        texts = [ir_text(screen)]
+        for i in range(1, len(screen.steps)):
+            await pilot.press("n")
+            await pilot.pause()
+            assert screen.current_step == i
+            assert screen.steps_bar.timeline.cursor_row == i
+            assert ir_text(screen) == screen.steps[i].snapshot.text.rstrip("\n")
+            texts.append(ir_text(screen))
+        # The last step is torch.jit.freeze's graph.
+        final = Counter(node.kind for node in screen.steps[-1].snapshot.walk())
+        assert final == torch_frozen_kinds(small_pt)
+        assert texts[0] != texts[-1]
+        await pilot.press("n")  # past the end: stays
+        assert screen.current_step == len(screen.steps) - 1
+        await pilot.press("p", "p")
+        await pilot.pause()
+        assert screen.current_step == len(screen.steps) - 3
+        assert ir_text(screen) == texts[-3]
+
+
+async def test_space_toggles_preserve_and_the_verdict(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        assert screen.tree.view_of("scale").status == "inlined"  # type: ignore[union-attr]
+        screen.tree.focus()
+        assert screen.tree.select_path("scale")
+        await pilot.pause()
+        await pilot.press("space")
+        await wait_ready(pilot)
+        view = screen.tree.view_of("scale")
+        assert view is not None
+        # torch agrees: preserving `scale` keeps it on the frozen module.
+        frozen = torch.jit.freeze(torch.jit.load(str(small_pt)), preserved_attrs=["scale"])
+        assert hasattr(frozen, "scale")
+        assert view.status == "kept" and view.preserved
+        assert view.reasons[0].code == "preserved"
+        assert "preserved" in str(screen.tree.cursor_node.label)  # type: ignore[union-attr]
+        assert screen.stale
+        await pilot.press("space")
+        await wait_ready(pilot)
+        assert screen.tree.view_of("scale").status == "inlined"  # type: ignore[union-attr]
+        assert not screen.stale
+
+
+async def test_t_and_r_change_the_steps(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        before = [s.name for s in screen.steps]
+        assert "fold_conv_bn" in before
+        assert "aten::batch_norm" not in screen.steps[-1].snapshot.kinds()
+        passes = screen.steps_bar.passes
+        passes.focus()
+        index = next(
+            i for i in range(passes.option_count) if passes.get_option_at_index(i).id == "fold_conv_bn"
+        )
+        passes.highlighted = index
+        await pilot.press("t")
+        assert "fold_conv_bn" not in screen.enabled_passes()
+        assert screen.stale
+        await pilot.press("r")
+        await wait_ready(pilot)
+        after = [s.name for s in screen.steps]
+        assert "fold_conv_bn" not in after and after != before
+        # Without conv-bn folding torch leaves the batch_norm in place too.
+        assert screen.steps[-1].snapshot.kinds()["aten::batch_norm"] == 1
+        assert not screen.stale
+
+
+async def test_d_cycles_ir_code_and_diff(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await pilot.press("n")
+        await pilot.press("d")
+        await wait_ready(pilot)
+        assert screen.view_mode == "code"
+        assert "def forward" in ir_text(screen)
+        await pilot.press("d")
+        await wait_ready(pilot)
+        assert screen.view_mode == "diff"
+        text = ir_text(screen)
+        assert text.startswith("---") and "\n+++" in text
+        removed = {line[1:] for line in text.splitlines() if line.startswith("-") and not line.startswith("---")}
+        assert removed <= set(screen.steps[0].snapshot.text.splitlines())
+        await pilot.press("d")
+        assert screen.view_mode == "ir"
+
+
+async def test_selecting_an_attribute_marks_its_lines(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        screen.tree.focus()
+        assert screen.tree.select_path("calls")
+        await pilot.pause()
+        await pilot.pause()
+        lines = screen.ir.plain_lines()
+        marked = [lines[i] for i in sorted(screen.ir.marked_lines)]
+        assert any('prim::GetAttr[name="calls"]' in line for line in marked)
+        assert any("aten::add_" in line for line in marked)  # the in-place write
+        body = screen.inspector.plain_text()
+        assert "calls" in body and "kept" in body
+        assert "in-place-write" in body  # the reason the engine gave
+        assert f"{len(screen.ir.marked_lines)} line(s)" in body
+
+
+async def test_ir_line_shows_node_facts(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        screen.ir.focus()
+        line = next(i for i, t in enumerate(screen.ir.plain_lines()) if "aten::add_" in t)
+        screen.ir.cursor_line = line
+        await pilot.pause()
+        text = screen.inspector.plain_text()
+        assert "aten::add_" in text and "writes" in text and "%calls" in text
+
+
+async def test_g_renders_svg(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("n", "g")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        svgs = sorted((tmp_path / "out" / "steps").glob("*.svg"))
+        assert svgs, "no SVG written"
+        for svg in svgs:
+            assert ET.parse(svg).getroot().tag.endswith("svg")
+        assert "rendered" in str(app.main_screen.query_one("#status").render())
+
+
+async def test_e_exports(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("e")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        out = tmp_path / "out" / "export"
+        files = {p.name for p in out.rglob("*") if p.is_file()}
+        assert {"before.svg", "after.svg", "ir.diff"} <= files
+        assert "exported" in str(app.main_screen.query_one("#status").render())
+
+
+async def test_slash_searches(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await pilot.press("slash")
+        await pilot.press(*"conv2d")
+        await pilot.pause()
+        expected = [i for i, t in enumerate(screen.ir.plain_lines()) if "conv2d" in t.lower()]
+        assert expected and screen.ir.matches == expected
+        assert screen.ir.cursor_line == expected[0]
+        await pilot.press("escape")
+        assert screen.ir.has_focus
+
+
+async def test_f_filters_the_tree(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await pilot.press("f", "f")  # all -> inlined -> kept
+        assert screen.status_filter == "kept"
+        leaves = []
+
+        def visit(node) -> None:  # type: ignore[no-untyped-def]
+            for child in node.children:
+                if child.data is not None and not isinstance(child.data, str) and not child.children:
+                    leaves.append(child.data)
+                visit(child)
+
+        visit(screen.tree.root)
+        assert leaves and all(v.status == "kept" for v in leaves)
+
+
+async def test_help_lists_every_binding(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        from rich.console import Console
+
+        console = Console(width=150, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+        console.print(app.screen.query_one("#help-keys").render())
+        text = console.export_text()
+        for binding in app.all_bindings():
+            assert binding.description in text
+            assert (binding.key_display or binding.key) in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_every_binding_is_in_the_command_palette(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for binding in MainScreen.BINDINGS:
+            assert any(t.startswith(binding.description) for t in titles), binding.description  # type: ignore[union-attr]
+        footer_keys = {b.key for b in MainScreen.BINDINGS}  # type: ignore[union-attr]
+        assert {"n", "p", "r", "space", "t", "d", "g", "e", "slash", "question_mark"} <= footer_keys
+
+
+async def test_q_quits(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")  # at once, even while loading
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_bad_file_shows_an_error_and_goes_on(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"\x00not a model at all")
+    app = app_for(bad, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        status = str(screen.query_one("#status").render())
+        assert "load failed" in status and "bad.pt" in status
+        assert "Traceback" not in ir_text(screen)
+        await pilot.press("n", "r", "d")  # keys still work
+        assert screen.view_mode == "code"
+
+
+async def test_engine_error_during_steps_keeps_the_session(
+    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from freezeview.ui import session as session_mod
+    from freezeview.engine.errors import PlanError
+
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        good = list(screen.steps)
+
+        def broken(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+            raise PlanError("the pass blew up on purpose.")
+            yield  # pragma: no cover
+
+        monkeypatch.setattr(session_mod.Session, "run_steps", broken)
+        await pilot.press("r")
+        await wait_ready(pilot)
+        assert "the pass blew up on purpose" in str(screen.query_one("#status").render())
+        assert screen.has_class("-stepping") is False
+        assert good  # what it had before is still in the earlier objects
+        await pilot.press("q")
+
+
+async def test_narrow_terminal_uses_tabs(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        assert screen.has_class("-narrow")
+        assert screen.query_one("#narrow-tabs").display
+        assert screen.ir.display and not screen.query_one("#model-pane").display
+        screen.query_one("#narrow-tabs").active = "tab-model"  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert screen.query_one("#model-pane").display and not screen.query_one("#ir-pane").display
