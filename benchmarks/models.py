@@ -86,7 +86,9 @@ def resnet50(num_classes: int = 1000) -> torch.jit.ScriptModule:
     return torch.jit.script(ResNet(num_classes=num_classes).eval())
 
 
-def transformer_encoder(layers: int = 12, d_model: int = 256, heads: int = 4) -> torch.jit.ScriptModule:
+def transformer_encoder(
+    layers: int = 12, d_model: int = 256, heads: int = 4
+) -> torch.jit.ScriptModule:
     """Scripted ``nn.TransformerEncoder`` in eval mode (input 1x16xd_model, batch_first)."""
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(d_model, heads, d_model * 4, batch_first=True)
@@ -111,7 +113,9 @@ class DenseLayer(nn.Module):
 class DenseBlock(nn.Module):
     def __init__(self, layers: int, channels: int, growth: int):
         super().__init__()
-        self.layers = nn.ModuleList(DenseLayer(channels + i * growth, growth) for i in range(layers))
+        self.layers = nn.ModuleList(
+            DenseLayer(channels + i * growth, growth) for i in range(layers)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         features = [x]
@@ -123,7 +127,9 @@ class DenseBlock(nn.Module):
 class DenseNetLike(nn.Module):
     def __init__(self, blocks: tuple[int, ...] = (6, 12, 24, 16), growth: int = 32):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU())
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU()
+        )
         channels = 64
         stages: list[nn.Module] = []
         for i, n in enumerate(blocks):
@@ -131,7 +137,12 @@ class DenseNetLike(nn.Module):
             channels += n * growth
             if i < len(blocks) - 1:
                 stages.append(
-                    nn.Sequential(nn.BatchNorm2d(channels), nn.ReLU(), nn.Conv2d(channels, channels // 2, 1), nn.AvgPool2d(2))
+                    nn.Sequential(
+                        nn.BatchNorm2d(channels),
+                        nn.ReLU(),
+                        nn.Conv2d(channels, channels // 2, 1),
+                        nn.AvgPool2d(2),
+                    )
                 )
                 channels //= 2
         self.features = nn.Sequential(*stages)

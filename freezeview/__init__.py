@@ -17,7 +17,15 @@ from .engine import REASON_CODES, Explanation, explain, load_model
 
 __version__ = "0.1.0"
 
-__all__ = ["REASON_CODES", "Explanation", "__version__", "explain", "export", "freeze", "load_model"]
+__all__ = [
+    "REASON_CODES",
+    "Explanation",
+    "__version__",
+    "explain",
+    "export",
+    "freeze",
+    "load_model",
+]
 
 
 def freeze(*args: Any, **kwargs: Any) -> Any:

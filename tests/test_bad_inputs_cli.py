@@ -39,7 +39,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("returns-self", "export"): (
         "pipeline/export: same torch message as freeze, without the file name or a fix"
     ),
-    ("returns-self", "explain"): "explain: says torch cannot freeze it, but not what to do",
     ("output-file-as-dir", "export"): (
         "export: says the parent 'does not exist' when it is a file"
     ),

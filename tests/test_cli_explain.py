@@ -35,7 +35,9 @@ def test_json_output_is_the_contract(example_pt: Path, capsys: pytest.CaptureFix
     assert paths["steps"]["reasons"][0]["code"] == "in-place-write"
 
 
-def test_preserve_takes_commas_and_repeats(example_pt: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_preserve_takes_commas_and_repeats(
+    example_pt: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = ["explain", str(example_pt), "--preserve", "temperature,calibrate", "--json"]
     assert main(argv) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -52,7 +52,9 @@ def test_in_place_set_attr_and_view_writes_are_named() -> None:
     assert count is not None and count.status == "kept"
     reason = count.reasons[0]
     assert reason.code == "in-place-write" and "aten::add_" in (reason.node or "")
-    assert reason.source is not None and reason.source.endswith(f"small.py:{_line_of('self.count.add_(1)')}")
+    assert reason.source is not None and reason.source.endswith(
+        f"small.py:{_line_of('self.count.add_(1)')}"
+    )
     table = result.by_path("table")
     assert table is not None and table.codes == ("in-place-write",)
     assert "aten::mul_" in table.reasons[0].message and "%row" in table.reasons[0].message
@@ -91,7 +93,7 @@ def test_unknown_preserved_name_suggests_close_names() -> None:
 
 def test_training_mode_is_refused_with_the_fix() -> None:
     module = torch.jit.script(Counter())
-    with pytest.raises(PlanError, match="training mode.*--eval"):
+    with pytest.raises(PlanError, match=r"training mode.*--eval"):
         explain(module)
 
 

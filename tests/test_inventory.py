@@ -13,7 +13,10 @@ def test_kinds_types_and_tensor_facts() -> None:
     weight = inv.by_path("weight")
     assert weight is not None
     assert (weight.kind, weight.type, weight.dtype, weight.shape) == (
-        "parameter", "Tensor", "float32", (2,)
+        "parameter",
+        "Tensor",
+        "float32",
+        (2,),
     )
     assert weight.requires_grad is True and weight.device == "cpu"
     count = inv.by_path("count")

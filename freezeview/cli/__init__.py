@@ -79,7 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     # `freezeview MODEL.pt [options]` is short for `freezeview app MODEL.pt [options]`.
-    if args_list[0] not in SUBCOMMANDS and not args_list[0].startswith("-") and "app" in SUBCOMMANDS:
+    if (
+        args_list[0] not in SUBCOMMANDS
+        and not args_list[0].startswith("-")
+        and "app" in SUBCOMMANDS
+    ):
         args_list.insert(0, "app")
     args = parser.parse_args(args_list)
     if not getattr(args, "func", None):
@@ -99,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("[bold red]interrupted:[/] nothing was written.")
         return 130
-    except Exception as exc:  # noqa: BLE001 - last line of defence: one sentence, no traceback
+    except Exception as exc:
         if getattr(args, "debug", False):
             traceback.print_exc()
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -38,9 +38,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--map-location", default="cpu", help="device for the loaded tensors (default: cpu)"
     )
-    parser.add_argument(
-        "--debug", action="store_true", help="show Python tracebacks for errors"
-    )
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
 
 
 def add_plan_options(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +62,9 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
 
 def preserved_from_args(args: argparse.Namespace) -> list[str]:
     """The ``preserved_attrs`` list from ``--preserve`` and ``--method``."""
-    return split_names((getattr(args, "preserve", None) or []) + (getattr(args, "method", None) or []))
+    return split_names(
+        (getattr(args, "preserve", None) or []) + (getattr(args, "method", None) or [])
+    )
 
 
 def load_from_args(args: argparse.Namespace) -> LoadedModel:

@@ -75,6 +75,8 @@ class ViewNode:
         status: ``same``, ``added``, ``changed`` or ``removed``.
         tooltip: text shown when hovering the node in an SVG viewer.
         node_ids: snapshot node ids it stands for (before-graph ids for ghosts).
+        ghost_ids: for ``scope`` boxes in a diff, the before-graph ids of removed ops
+            counted in the box.
         counts: for ``scope`` boxes, ``ops``/``added``/``removed``/``changed`` counts.
         kept: an attribute freezing kept (drawn to stand out).
     """
@@ -87,6 +89,7 @@ class ViewNode:
     status: str = "same"
     tooltip: str = ""
     node_ids: list[int] = field(default_factory=list)
+    ghost_ids: list[int] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
     kept: bool = False
 
@@ -149,11 +152,19 @@ class ViewGraph:
         out += [s for i, s in self.ghost_scopes.items()]
         return out
 
-    def key_of(self, node_id: int, prefix: str = "n") -> str | None:
-        """Key of the box showing snapshot node ``node_id`` (an op or the scope box)."""
-        for key, node in self.nodes.items():
-            if node_id in node.node_ids and key.startswith(prefix):
-                return key
+    def holder(self, node_id: int, *, ghost: bool = False) -> ViewNode | None:
+        """The box showing node ``node_id``: its own box or the scope box it is counted in.
+
+        Args:
+            node_id: a node id of the drawn graph, or of the before-graph with ``ghost``.
+            ghost: look for a removed op (a ghost) instead.
+        """
+        for node in self.nodes.values():
+            if node.role == "scope":
+                if node_id in (node.ghost_ids if ghost else node.node_ids):
+                    return node
+            elif (node.role == "ghost") == ghost and node_id in node.node_ids:
+                return node
         return None
 
 
@@ -822,8 +833,9 @@ class _ViewBuilder:
             counts: Counter[str] = Counter()
             counts["ops"] = len(live)
             ids: list[int] = []
+            ghost_ids: list[int] = []
             for m in members:
-                ids.extend(m.node_ids)
+                (ghost_ids if m.role == "ghost" else ids).extend(m.node_ids)
                 if m.status != "same":
                     counts[m.status] += 1
                 if m.kept:
@@ -858,6 +870,7 @@ class _ViewBuilder:
                 + (f"; {delta}" if delta else "")
                 + "; expand it to see the ops",
                 node_ids=ids,
+                ghost_ids=ghost_ids,
                 counts=counts,
                 kept=counts["kept"] > 0,
             )

@@ -33,7 +33,7 @@ import torch
 from .errors import BadInputError, PlanError
 from .inventory import AttributeInfo, Inventory, build_inventory, module_iterators, raw_module
 from .loading import LoadedModel, check_eval, load_model
-from .mutation import GraphWriters, Writer, iter_nodes, node_text
+from .mutation import GraphWriters, Writer
 
 __all__ = [
     "REASON_CODES",
@@ -759,9 +759,6 @@ class _Propagator:
             torch._C._jit_pass_dce(graph)
             torch._C._jit_pass_constant_propagation(graph)
             torch._C._jit_pass_dce(graph)
-            torch._C._jit_pass_peephole(graph, True)
-            torch._C._jit_pass_constant_propagation(graph)
-            torch._C._jit_pass_dce(graph)
         for ctx in reversed(self.contexts):
             if ctx.fork_node is not None and ctx.parent is not None:
                 _prune_fork_inputs(ctx.fork_node, ctx.graph)
@@ -881,7 +878,19 @@ def _insert_constant(
 # Verdicts and reasons.
 
 
-def _writer_reason(code: str, writer: Writer | None, what: str, method: str) -> Reason:
+def _via(writer: Writer) -> str:
+    if not writer.written:
+        return ""
+    name = writer.written[0]
+    kind = writer.written_types[0] if writer.written_types else ""
+    if kind.startswith(("List[", "Dict(", "Dict[")) or kind.endswith("[]"):
+        return f" (on %{name}, a {kind} that holds it)"
+    return f" (through %{name})"
+
+
+def _writer_reason(
+    code: str, writer: Writer | None, what: str, method: str, times: int = 1
+) -> Reason:
     if writer is None:
         return Reason(
             code,
@@ -893,8 +902,9 @@ def _writer_reason(code: str, writer: Writer | None, what: str, method: str) -> 
     if code == "set-attr":
         message = f"assigned by prim::SetAttr{where} in {writer.method}"
     else:
-        via = f" (through %{writer.written[0]})" if writer.written else ""
-        message = f"written in place by {writer.kind}{where} in {writer.method}{via}"
+        message = f"written in place by {writer.kind}{where} in {writer.method}{_via(writer)}"
+    if times > 1:
+        message += f" ({times} such nodes after inlining)"
     return Reason(
         code,
         message,
@@ -952,8 +962,11 @@ class _Verdicts:
             reasons = self._dropped_reasons(info, owner, slot)
         if any(p and (info.path == p or info.path.startswith(p + ".")) for p in self._iface()):
             reasons.append(
-                Reason("interface", "reached through a module interface attribute; freezing "
-                       "inlines the concrete module's code")
+                Reason(
+                    "interface",
+                    "reached through a module interface attribute; freezing "
+                    "inlines the concrete module's code",
+                )
             )
         return AttributeVerdict(info.path, info.kind, info.type, status, tuple(reasons), info)
 
@@ -961,14 +974,16 @@ class _Verdicts:
         return self.prop.interface_paths
 
     def _inlined_module(self, mod: _Module) -> bool:
-        for name in mod.order:
-            if (mod.key, name) in self.prop.folded or (mod.key, name) in self.prop.read:
-                return True
+        """A removed submodule counts as inlined when freezing folded something in it."""
+        if any((mod.key, name) in self.prop.folded for name in mod.order):
+            return True
         return any(self._inlined_module(c) for c in mod.children.values())
 
     # -- kept ---------------------------------------------------------------------------------
 
-    def _kept_reasons(self, info: AttributeInfo, owner: _Module, slot: tuple[int, str]) -> list[Reason]:
+    def _kept_reasons(
+        self, info: AttributeInfo, owner: _Module, slot: tuple[int, str]
+    ) -> list[Reason]:
         prop = self.prop
         reasons: list[Reason] = []
         user = prop.user_names.get(slot)
@@ -984,11 +999,18 @@ class _Verdicts:
                     break
         for ancestor in [info.owner, *_ancestors(info.owner)]:
             mod = self._module_at(ancestor)
-            if mod is not None and mod.key in prop.escaping and mod.key not in prop.preserved_submodules:
+            if (
+                mod is not None
+                and mod.key in prop.escaping
+                and mod.key not in prop.preserved_submodules
+            ):
                 label = ancestor or "the model"
                 reasons.append(
-                    Reason("module-kept", f"module {label!r} is returned by a preserved method, "
-                           "so freezing keeps it whole")
+                    Reason(
+                        "module-kept",
+                        f"module {label!r} is returned by a preserved method, "
+                        "so freezing keeps it whole",
+                    )
                 )
                 break
         reasons.extend(self._mutation_reasons(slot, info))
@@ -998,13 +1020,17 @@ class _Verdicts:
                 reasons.append(alias)
         if slot in prop.not_materializable and info.kind != "submodule":
             reasons.append(
-                Reason("not-materializable", f"a {info.type} value has no constant form in "
-                       "TorchScript IR, so its reads stay prim::GetAttr")
+                Reason(
+                    "not-materializable",
+                    f"a {info.type} value has no constant form in "
+                    "TorchScript IR, so its reads stay prim::GetAttr",
+                )
             )
         if info.kind == "submodule":
             child = owner.children[info.name]
             held = [
-                n for n in child.order
+                n
+                for n in child.order
                 if prop.slot_survives(child, n) and n not in ("training", "_is_full_backward_hook")
             ] or [n for n in child.order if prop.slot_survives(child, n)]
             if held and not any(r.code in ("preserved", "module-kept") for r in reasons):
@@ -1012,23 +1038,30 @@ class _Verdicts:
                 reasons.append(Reason("holds-kept", f"holds kept attributes: {shown}"))
         if not reasons and not prop.methods:
             reasons.append(
-                Reason("module-kept", "the model has no forward and no preserved method, so "
-                       "freezing analyses nothing and keeps every attribute (preserve a method, "
-                       "e.g. --preserve forward__0, to freeze it)")
+                Reason(
+                    "module-kept",
+                    "the model has no forward and no preserved method, so "
+                    "freezing analyses nothing and keeps every attribute (preserve a method, "
+                    "e.g. --preserve forward__0, to freeze it)",
+                )
             )
         if not reasons:
             source = prop.type_keep_source.get((owner.type_name, info.name))
             if source is not None and source != slot:
                 other = self.model.modules[source[0]]
                 reasons.append(
-                    Reason("shared-type", f"{_join(other.paths[0], info.name)!r} has the same "
-                           f"TorchScript class ({owner.type_name.rsplit('.', 1)[-1]}) and keeps "
-                           "this attribute, so every instance keeps it")
+                    Reason(
+                        "shared-type",
+                        f"{_join(other.paths[0], info.name)!r} has the same "
+                        f"TorchScript class ({owner.type_name.rsplit('.', 1)[-1]}) and keeps "
+                        "this attribute, so every instance keeps it",
+                    )
                 )
             elif slot in prop.referenced:
                 reasons.append(
-                    Reason("referenced", "a prim::GetAttr that reads it survives freezing's "
-                           "clean-up")
+                    Reason(
+                        "referenced", "a prim::GetAttr that reads it survives freezing's clean-up"
+                    )
                 )
             elif prop.keep.get(owner.type_name, set()) is None or owner.key in prop.escaping:
                 reasons.append(Reason("module-kept", "its module is kept whole"))
@@ -1037,12 +1070,22 @@ class _Verdicts:
         return reasons
 
     def _mutation_reasons(self, slot: tuple[int, str], info: AttributeInfo) -> list[Reason]:
-        reasons: list[Reason] = []
+        # One reason per (kind, source line, method): a helper inlined twenty times
+        # writes from twenty nodes, but the user has one line to look at.
+        grouped: dict[tuple[Any, ...], list[_Fact]] = {}
         for fact in self.prop.facts.get(slot, []):
             if fact.writer is not None and fact.writer.method not in self.preserved_methods:
                 continue
+            w = fact.writer
+            key = (fact.code, w.kind, str(w.source), w.method) if w else (fact.code, fact.detail)
+            grouped.setdefault(key, []).append(fact)
+        reasons: list[Reason] = []
+        for facts in grouped.values():
+            fact = facts[0]
             method = fact.writer.method if fact.writer else fact.detail
-            reasons.append(_writer_reason(fact.code, fact.writer, repr(info.path), method))
+            reasons.append(
+                _writer_reason(fact.code, fact.writer, repr(info.path), method, len(facts))
+            )
         return reasons
 
     def _alias_reason(self, owner: _Module, name: str) -> Reason | None:
@@ -1075,33 +1118,64 @@ class _Verdicts:
 
     # -- inlined / dropped ------------------------------------------------------------------
 
-    def _inlined_reasons(self, info: AttributeInfo, owner: _Module, slot: tuple[int, str]) -> list[Reason]:
+    def _inlined_reasons(
+        self, info: AttributeInfo, owner: _Module, slot: tuple[int, str]
+    ) -> list[Reason]:
         if info.kind == "submodule":
-            return [Reason("folded", "its methods were inlined and its attributes folded; "
-                           "the submodule itself is removed")]
+            return [
+                Reason(
+                    "folded",
+                    "its methods were inlined and its attributes folded; "
+                    "the submodule itself is removed",
+                )
+            ]
         methods = sorted(self.prop.folded.get(slot, set()))
         where = ", ".join(methods) if methods else "a preserved method"
-        return [Reason("folded", f"read in {where} and folded into the graph as a constant",
-                       method=methods[0] if methods else None)]
+        return [
+            Reason(
+                "folded",
+                f"read in {where} and folded into the graph as a constant",
+                method=methods[0] if methods else None,
+            )
+        ]
 
-    def _dropped_reasons(self, info: AttributeInfo, owner: _Module, slot: tuple[int, str]) -> list[Reason]:
+    def _dropped_reasons(
+        self, info: AttributeInfo, owner: _Module, slot: tuple[int, str]
+    ) -> list[Reason]:
         prop = self.prop
-        read_here = slot in prop.read or (
-            info.kind == "submodule" and self._inlined_module(owner.children[info.name])
-        )
-        if read_here:
-            reasons = [Reason("dead-code", "only read in code that freezing removes once "
-                              "attributes are folded (for example an `if self.training:` "
-                              "branch), so it disappears with its module")]
+        if info.kind == "submodule" and slot in prop.read:
+            return [
+                Reason(
+                    "unused",
+                    "its code was inlined but reads none of its attributes, so freezing removes it",
+                )
+            ]
+        if slot in prop.read:
+            reasons = [
+                Reason(
+                    "dead-code",
+                    "only read in code that freezing removes once "
+                    "attributes are folded (for example an `if self.training:` "
+                    "branch), so it disappears with its module",
+                )
+            ]
             for fact in prop.facts.get(slot, []):
-                reasons.append(_writer_reason(fact.code, fact.writer, repr(info.path),
-                                              fact.writer.method if fact.writer else fact.detail))
+                reasons.append(
+                    _writer_reason(
+                        fact.code,
+                        fact.writer,
+                        repr(info.path),
+                        fact.writer.method if fact.writer else fact.detail,
+                    )
+                )
             return reasons
         other = sorted(set(self._other_readers(info, owner)))
         if other:
             names = ", ".join(other[:3])
-            msg = (f"read only by {names}, which freezing does not preserve "
-                   f"(--preserve {other[0]} keeps it)")
+            msg = (
+                f"read only by {names}, which freezing does not preserve "
+                f"(--preserve {other[0]} keeps it)"
+            )
         else:
             msg = "no preserved method reads it"
         return [Reason("unused", msg)]

@@ -191,8 +191,14 @@ def _declared_types_and_uses(
 
 
 def _attribute_info(
-    path: str, owner: str, name: str, kind: str, declared: str | None, value: Any,
-    readers: list[str], writers: list[str],
+    path: str,
+    owner: str,
+    name: str,
+    kind: str,
+    declared: str | None,
+    value: Any,
+    readers: list[str],
+    writers: list[str],
 ) -> AttributeInfo:
     tensor = value if isinstance(value, torch.Tensor) else None
     return AttributeInfo(
@@ -267,8 +273,14 @@ def build_inventory(module: Any, _cache: dict[int, Any] | None = None) -> Invent
                 kind = "attribute"
             inventory.attributes.append(
                 _attribute_info(
-                    full, path, name, kind, types.get(name) if kind != "submodule" else None,
-                    value, readers.get(name, []), writers.get(name, []),
+                    full,
+                    path,
+                    name,
+                    kind,
+                    types.get(name) if kind != "submodule" else None,
+                    value,
+                    readers.get(name, []),
+                    writers.get(name, []),
                 )
             )
         inventory.modules.append(

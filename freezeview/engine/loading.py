@@ -457,7 +457,15 @@ def _check_members_readable(p: Path, archive: zipfile.ZipFile) -> None:
                 f"{p} is damaged: archive member {_member_short(info.filename)!r} {why}; "
                 "copy or save the model again."
             ) from None
-        except (zlib.error, EOFError, NotImplementedError, ValueError, OSError) as exc:
+        except RuntimeError as exc:
+            # zipfile's way of saying the member's flags claim encryption: torch never
+            # encrypts, so a set flag is damage.
+            why = "is marked encrypted" if "encrypted" in str(exc) else "cannot be read"
+            raise BadInputError(
+                f"{p} is damaged: archive member {_member_short(info.filename)!r} {why}; "
+                "copy or save the model again."
+            ) from None
+        except Exception as exc:  # zlib.error, EOFError, NotImplementedError, OSError...
             raise BadInputError(
                 f"{p} is damaged: archive member {_member_short(info.filename)!r} cannot be "
                 f"read ({_first_line(exc)}); copy or save the model again."

@@ -39,6 +39,7 @@ class Writer:
         text: the node's IR line.
         source: where it came from, if torch recorded it.
         written: debug names of the values it writes.
+        written_types: their TorchScript types, in the same order.
     """
 
     method: str
@@ -46,6 +47,7 @@ class Writer:
     text: str
     source: SourceLocation | None
     written: tuple[str, ...]
+    written_types: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """``aten::add_ at model.py:12`` style one-liner."""
@@ -116,6 +118,34 @@ def node_text(node: torch._C.Node) -> str:
     return str(node).split("\n", 1)[0].strip().removeprefix("= ")
 
 
+_KIND_RE = re.compile(r"\b((?:aten|prim|quantized|_caffe2|[a-z_]+)::[A-Za-z0-9_]+)")
+# Container and object mutators whose names do not end in `_`.
+_MUTATORS = frozenset(
+    {
+        "aten::append",
+        "aten::_set_item",
+        "aten::insert",
+        "aten::pop",
+        "aten::remove",
+        "aten::clear",
+        "aten::extend",
+        "aten::update",
+        "aten::setdefault",
+        "aten::popitem",
+        "aten::sort",
+        "aten::reverse",
+        "aten::__setitem__",
+        "aten::_append",
+        "prim::SetAttr",
+    }
+)
+
+
+def _may_write(kind: str) -> bool:
+    """Whether nodes of ``kind`` can write memory (checked further by their schema)."""
+    return (kind.endswith("_") and not kind.endswith("__")) or kind in _MUTATORS
+
+
 @lru_cache(maxsize=2048)
 def _written_argument_indices(schema: str) -> tuple[int, ...]:
     try:
@@ -167,14 +197,18 @@ class GraphWriters:
 
     @property
     def _writers(self) -> list[tuple[torch._C.Node, list[torch._C.Value]]]:
-        # Collected on first use: most attributes have no writer, and the scan visits
-        # every node of the graph.
+        # Collected on first use: most attributes have no writer. Asking every node of a
+        # 17k-node graph for its schema from Python takes half a second, so only nodes
+        # of kinds that can write are asked: in-place ops (`add_`), container mutators
+        # (`append`, `_set_item`, ...) and prim::SetAttr, found by torch's own search.
         if self._writer_nodes is None:
             self._writer_nodes = []
-            for node in iter_nodes(self.graph.block()):
-                written = _written_inputs(node)
-                if written:
-                    self._writer_nodes.append((node, written))
+            kinds = set(_KIND_RE.findall(str(self.graph)))
+            for kind in sorted(k for k in kinds if _may_write(k)):
+                for node in self.graph.findAllNodes(kind, True):
+                    written = _written_inputs(node)
+                    if written:
+                        self._writer_nodes.append((node, written))
         return self._writer_nodes
 
     def has_writers(self, value: torch._C.Value) -> bool:
@@ -207,12 +241,12 @@ class GraphWriters:
             text=node_text(node),
             source=node_source(node),
             written=tuple(v.debugName() for v in written),
+            written_types=tuple(str(v.type()) for v in written),
         )
 
     def describe_node(self, node: torch._C.Node) -> Writer:
         """A :class:`Writer` record for any node (used for ``prim::SetAttr``)."""
         return self._writer(node, _written_inputs(node))
-
 
     def is_module_value(self, value: torch._C.Value) -> bool:
         """True if ``value`` holds a module (or a module interface)."""

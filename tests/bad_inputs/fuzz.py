@@ -76,11 +76,9 @@ def _short(name: str) -> str:
 
 def _flip(content: bytes, rng: random.Random, count: int) -> bytes:
     buf = bytearray(content)
-    for _ in range(count):
-        if not buf:
-            break
-        pos = rng.randrange(len(buf))
-        buf[pos] ^= 1 << rng.randrange(8) if rng.random() < 0.5 else rng.randrange(1, 256)
+    # Distinct positions, and a non-zero XOR: the variant always differs from the original.
+    for pos in rng.sample(range(len(buf)), min(count, len(buf))):
+        buf[pos] ^= (1 << rng.randrange(8)) if rng.random() < 0.5 else rng.randrange(1, 256)
     return bytes(buf)
 
 

@@ -1,0 +1,107 @@
+"""Tests for ``freezeview export`` (exit codes, files, messages)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import torch
+from render_models import ConvBnRelu, ResNet50Like, scripted
+
+from freezeview.cli import main
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("models") / "convbn.pt"
+    torch.jit.save(scripted(ConvBnRelu()), str(path))
+    return path
+
+
+@needs_dot
+def test_export_per_step(model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    data = model_path.read_bytes()
+    assert main(["export", str(model_path), "-o", str(out), "--per-step", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["index"] == str(out / "index.html")
+    names = {Path(p).name for p in report["files"]}
+    assert {"before.svg", "after.svg", "diff.svg", "ir.diff", "index.html"} <= names
+    assert any(n.endswith("-fold_conv_bn.svg") for n in names)
+    assert any(n.endswith("-fold_conv_bn.diff") for n in names)
+    for svg in out.glob("*.svg"):
+        assert ET.parse(svg).getroot().tag.endswith("svg")
+    assert model_path.read_bytes() == data  # the input model is never modified
+
+
+@needs_dot
+def test_existing_output_needs_force(model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["export", str(model_path), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["export", str(model_path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--force" in err and "Traceback" not in err
+    assert main(["export", str(model_path), "-o", str(out), "--force"]) == 0
+
+
+def test_missing_graphviz_exit_1(
+    model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    out = tmp_path / "out"
+    assert main(["export", str(model_path), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "apt-get install graphviz" in err and "Traceback" not in err
+    assert (out / "diff.dot").is_file() and (out / "ir.diff").is_file()
+    # --format dot is what to use without Graphviz: exit 0.
+    assert main(["export", str(model_path), "-o", str(tmp_path / "d"), "--format", "dot"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--level", "deep"], "--level"),
+        (["--budget", "0"], "--budget"),
+        (["--timeout", "-1"], "--timeout"),
+        (["--passes", "no_such_pass"], "no_such_pass"),
+        (["--preserve", "nope"], "nope"),
+    ],
+)
+def test_bad_options_are_one_sentence(
+    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], needle: str
+) -> None:
+    rc = main(["export", str(model_path), "-o", str(tmp_path / "o"), "--format", "dot", *extra])
+    assert rc in (1, 2)
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_unreadable_model_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a model")
+    assert main(["export", str(bad), "-o", str(tmp_path / "o")]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@needs_dot
+def test_expand_and_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "resnet.pt"
+    torch.jit.save(scripted(ResNet50Like()), str(path))
+    out = tmp_path / "o"
+    rc = main(["export", str(path), "-o", str(out), "--level", "1", "--expand", "layer3.1", "--json"])
+    assert rc == 0
+    report = json.loads(capsys.readouterr().out)
+    after = next(p for p in report["pictures"] if p["name"] == "after.svg")
+    assert after["level"] == 1
+    root = ET.parse(out / "after.svg").getroot()
+    text = "".join(root.itertext())
+    assert "layer3.0" in text and "layer1" in text  # boxes
+    assert "in layer3.1.conv1" in text or "layer3.1.conv1" in text  # expanded down to ops

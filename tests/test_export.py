@@ -1,0 +1,203 @@
+"""Tests for freezeview.engine.export (fast set) and real-size exports (slow set)."""
+
+from __future__ import annotations
+
+import html.parser
+import shutil
+import subprocess
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import torch
+from render_models import ConvBnRelu, KeepsBuffer, ResNet50Like, scripted, transformer_encoder
+
+from freezeview.engine.errors import OutputError
+from freezeview.engine.export import export, step_stem
+from freezeview.engine.loading import LoadedModel
+from freezeview.engine.pipeline import Pipeline, Plan
+from freezeview.engine.render import GraphvizMissingError, RenderOptions
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+REPO = Path(__file__).resolve().parent.parent
+
+
+def check_svg(path: Path) -> None:
+    root = ET.parse(path).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg", path
+
+
+class _Html(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+
+
+def parse_html(path: Path) -> list[str]:
+    parser = _Html()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser.tags
+
+
+@needs_dot
+def test_export_writes_pictures_diffs_and_index(tmp_path: Path) -> None:
+    module = scripted(ConvBnRelu())
+    out = tmp_path / "out"
+    result = export(module, out, per_step=True)
+    for name in ("before.svg", "after.svg", "diff.svg", "side-by-side.svg", "ir.diff", "index.html"):
+        assert (out / name).is_file(), name
+    for svg in out.glob("*.svg"):
+        check_svg(svg)
+    # One .diff per step, a picture for each step that changed the graph.
+    steps = Pipeline(LoadedModel.from_module(module)).run_all()
+    for step in steps:
+        assert (out / f"{step_stem(step)}.diff").is_file()
+    pictured = {p.stem for p in out.glob("[0-9][0-9]-*.svg")}
+    assert any("fold_conv_bn" in stem for stem in pictured)
+    assert pictured <= {step_stem(s) for s in steps if s.changed}
+    tags = parse_html(result.index)  # type: ignore[arg-type]
+    assert tags.count("svg") >= 4 + len(pictured)
+    page = (out / "index.html").read_text()
+    assert "<script" not in page and 'src="http' not in page  # self-contained
+    for step in steps:
+        assert html_escape(step.title) in page
+    assert "batch_norm" in (out / "ir.diff").read_text()
+    # The model itself is not modified by exporting it.
+    assert not module.training and hasattr(module, "bn")
+    assert result.dot_seconds > 0 and result.build_seconds > 0
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+@needs_dot
+def test_existing_outputs_need_force(tmp_path: Path) -> None:
+    module = scripted(KeepsBuffer())
+    export(module, tmp_path / "o", side_by_side=False)
+    before = (tmp_path / "o" / "after.svg").stat().st_mtime_ns
+    with pytest.raises(OutputError, match="--force"):
+        export(module, tmp_path / "o")
+    assert (tmp_path / "o" / "after.svg").stat().st_mtime_ns == before
+    export(module, tmp_path / "o", force=True)
+    with pytest.raises(OutputError, match="does not exist"):
+        export(module, tmp_path / "missing" / "deeper")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError, match="is a file"):
+        export(module, tmp_path / "file")
+
+
+def test_missing_graphviz_still_writes_text_outputs(tmp_path: Path) -> None:
+    module = scripted(ConvBnRelu())
+    out = tmp_path / "out"
+    opts = RenderOptions(dot_command=str(tmp_path / "no-dot-here"))
+    with pytest.raises(GraphvizMissingError, match="apt-get install graphviz"):
+        export(module, out, per_step=True, options=opts)
+    for name in ("before.dot", "after.dot", "diff.dot", "ir.diff", "index.html"):
+        assert (out / name).is_file(), name
+    assert not list(out.glob("*.svg"))
+    assert (out / "diff.dot").read_text().startswith("digraph")
+
+
+def test_dot_format_needs_no_graphviz(tmp_path: Path) -> None:
+    module = scripted(ConvBnRelu())
+    result = export(
+        module, tmp_path / "o", fmt="dot", options=RenderOptions(dot_command="/nonexistent")
+    )
+    assert {p.name for p in result.files} >= {"before.dot", "diff.dot", "ir.diff", "index.html"}
+
+
+@needs_dot
+def test_preserved_attribute_plan(tmp_path: Path) -> None:
+    module = scripted(ConvBnRelu())
+    plan = Plan.default(["conv.weight"])
+    export(module, tmp_path / "o", plan=plan, side_by_side=False)
+    root = ET.parse(tmp_path / "o" / "after.svg").getroot()
+    kept = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if "fv-kept" in g.get("class", "")]
+    assert len(kept) == 1
+    assert "self.conv.weight" in "".join(kept[0].itertext())
+
+
+# -- slow: real-size models, a real browser ----------------------------------------------
+
+
+def _export_timed(module: torch.jit.ScriptModule, out: Path) -> float:
+    start = time.perf_counter()
+    result = export(module, out, per_step=True)
+    elapsed = time.perf_counter() - start
+    for svg in out.glob("*.svg"):
+        check_svg(svg)
+    assert result.index is not None and parse_html(result.index)
+    return elapsed
+
+
+@pytest.mark.slow
+@needs_dot
+def test_per_step_export_of_a_resnet50_sized_model(tmp_path: Path) -> None:
+    module = scripted(ResNet50Like())
+    _export_timed(module, tmp_path / "resnet")
+    assert (tmp_path / "resnet" / "diff.svg").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+@needs_dot
+def test_per_step_export_of_a_12_layer_transformer(tmp_path: Path) -> None:
+    module = scripted(transformer_encoder(12))
+    _export_timed(module, tmp_path / "tfm")
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.slow
+@needs_dot
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed")
+def test_index_renders_in_headless_chromium(tmp_path: Path) -> None:
+    module = scripted(ResNet50Like())
+    out = tmp_path / "export"
+    export(module, out, per_step=True)
+    shot = tmp_path / "shot.png"
+    with tempfile.TemporaryDirectory() as profile:
+        done = subprocess.run(
+            [
+                _chromium() or "chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                "--hide-scrollbars",
+                "--window-size=1400,1000",
+                "--enable-logging=stderr",
+                "--v=0",
+                f"--screenshot={shot}",
+                (out / "index.html").as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert shot.is_file() and shot.read_bytes()[:4] == b"\x89PNG"
+    page_errors = [
+        line
+        for line in done.stderr.splitlines()
+        if "CONSOLE" in line or "Uncaught" in line or "ERR_FILE_NOT_FOUND" in line
+    ]
+    assert not page_errors, page_errors
+    target = REPO / "screenshots" / "export-index.png"
+    target.parent.mkdir(exist_ok=True)
+    shutil.copyfile(shot, target)

@@ -1,0 +1,274 @@
+"""Tests for freezeview's pictures: collapse.py (what is drawn), render_dot.py, render.py.
+
+Diffs come from graphs torch rewrites in this run; every SVG written is parsed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import torch
+from render_models import ConvBnRelu, KeepsBuffer, ResNet50Like, scripted
+
+from freezeview.engine.collapse import box_prefix, build_view, count_at_level, drawn_scopes, levels
+from freezeview.engine.diff import GraphDiff, diff_snapshots
+from freezeview.engine.render import (
+    DotTimeoutError,
+    GraphvizMissingError,
+    RenderOptions,
+    render_diff,
+    render_side_by_side,
+    render_snapshot,
+)
+from freezeview.engine.render_dot import COLOURS
+from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
+
+SVG = "{http://www.w3.org/2000/svg}"
+XLINK = "{http://www.w3.org/1999/xlink}"
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+
+
+def inlined(module: torch.jit.ScriptModule) -> GraphSnapshot:
+    graph = module.forward.graph.copy()
+    torch._C._jit_pass_inline(graph)
+    return snapshot_graph(graph)
+
+
+def optimize_diff(make: type[torch.nn.Module]) -> GraphDiff:
+    """Diff of torch's optimization passes: _freeze_module's graph vs torch.jit.freeze's."""
+    module = scripted(make())
+    mid = snapshot_graph(torch._C._freeze_module(module._c)._get_method("forward").graph)
+    return diff_snapshots(mid, snapshot_graph(torch.jit.freeze(module).forward.graph))
+
+
+def parse_svg(path: Path) -> ET.Element:
+    root = ET.parse(path).getroot()
+    assert root.tag == f"{SVG}svg"
+    return root
+
+
+def svg_nodes(root: ET.Element) -> dict[str, tuple[set[str], str]]:
+    """Node id -> (classes, fill colour of its shape)."""
+    out = {}
+    for g in root.iter(f"{SVG}g"):
+        classes = set((g.get("class") or "").split())
+        if "node" not in classes:
+            continue
+        fill = ""
+        for shape in g.iter():
+            if shape.tag in (f"{SVG}polygon", f"{SVG}path", f"{SVG}ellipse") and shape.get("fill"):
+                fill = shape.get("fill", "")
+                if fill != "none":
+                    break
+        out[g.get("id", "")] = (classes, fill)
+    return out
+
+
+@needs_dot
+def test_every_picture_is_valid_svg(tmp_path: Path) -> None:
+    module = scripted(KeepsBuffer())
+    before = inlined(module)
+    after = snapshot_graph(torch.jit.freeze(module).forward.graph)
+    d = diff_snapshots(before, after)
+    for level in ("auto", None):
+        opts = RenderOptions(level=level)
+        results = [
+            render_snapshot(before, tmp_path / f"b{level}.svg", options=opts),
+            render_snapshot(after, tmp_path / f"a{level}.svg", options=opts),
+            render_diff(d, tmp_path / f"d{level}.svg", options=opts),
+            render_side_by_side(d, tmp_path / f"s{level}.svg", options=opts),
+        ]
+        for r in results:
+            root = parse_svg(r.path)
+            assert r.size == r.path.stat().st_size
+            assert len(svg_nodes(root)) >= r.nodes - 4  # legend aside, every box is a node
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+@needs_dot
+@pytest.mark.parametrize("make", [ConvBnRelu, ResNet50Like])
+def test_diff_picture_colours_exactly_the_diff(tmp_path: Path, make: type[torch.nn.Module]) -> None:
+    d = optimize_diff(make)
+    assert d.removed and d.changed  # conv-bn folding fired
+    r = render_diff(d, tmp_path / "diff.svg", options=RenderOptions(level=None))
+    nodes = svg_nodes(parse_svg(r.path))
+    after_folded = build_view(d.after, level=None).folded
+    before_folded = build_view(d.before, level=None).folded
+    drawn_after = {int(k[1:]) for k in nodes if k.startswith("n")}
+    assert drawn_after == {i for i in d.after_info if i not in after_folded}
+    for key, (classes, fill) in nodes.items():
+        if key.startswith("n"):
+            node_id = int(key[1:])
+            status = d.status(node_id)
+            assert f"fv-{status}" in classes, (key, classes)
+            if status != "same":
+                assert fill == COLOURS[status][0]
+        elif key.startswith("g"):
+            assert "fv-removed" in classes and fill == COLOURS["removed"][0]
+    ghosts = {int(k[1:]) for k in nodes if k.startswith("g")}
+    assert ghosts == {i for i in d.removed if i not in before_folded}
+    # Nothing else is coloured: only status nodes carry a status colour.
+    coloured = {k for k, (c, _f) in nodes.items() if c & {"fv-added", "fv-changed", "fv-removed"}}
+    expected = {f"n{i}" for i in (set(d.added) | set(d.changed)) if i not in after_folded}
+    expected |= {f"g{i}" for i in ghosts}
+    assert coloured == expected
+
+
+def test_collapsing_keeps_every_change_reachable() -> None:
+    d = optimize_diff(ResNet50Like)
+    assert len(levels(d.after)) >= 3
+    for level in levels(d.after):
+        view = build_view(d.after, level=level, diff=d)
+        targets = [(i, "n") for i in (set(d.added) | set(d.changed)) if i not in view.folded]
+        targets += [(i, "g") for i in d.removed if i not in view.ghost_folded]
+        assert targets
+        for node_id, prefix in targets:
+            ghost = prefix == "g"
+            holders = [
+                v
+                for v in view.nodes.values()
+                if (v.role == "scope" and node_id in (v.ghost_ids if ghost else v.node_ids))
+                or v.key == f"{prefix}{node_id}"
+            ]
+            assert len(holders) == 1, (level, node_id)
+            box = holders[0]
+            assert view.holder(node_id, ghost=ghost) is box
+            assert box.status != "same", (level, box.key)
+            # Every cluster around it is marked changed too.
+            for k in range(1, len(box.cluster) + 1):
+                path = box.cluster[:k]
+                if path in view.clusters:
+                    assert view.clusters[path].status == "changed"
+        scope_boxes = [v for v in view.nodes.values() if v.role == "scope"]
+        for box in scope_boxes:
+            assert box.counts["ops"] >= 0
+            if box.status != "same":
+                assert box.counts["added"] + box.counts["removed"] + box.counts["changed"] > 0
+
+
+def test_expanding_one_scope_shows_its_ops() -> None:
+    module = scripted(ResNet50Like())
+    snap = snapshot_graph(torch.jit.freeze(module).forward.graph)
+    coarse = build_view(snap, level=1)
+    assert "s_layer3" in coarse.nodes and not any(
+        v.role == "op" and coarse.scopes[v.node_ids[0]].startswith("layer3.") for v in coarse.nodes.values()
+    )
+    view = build_view(snap, level=1, expand=("layer3.1",))
+    inside = [
+        i for i, scope in view.scopes.items()
+        if (scope == "layer3.1" or scope.startswith("layer3.1.")) and i not in view.folded
+    ]
+    assert inside
+    drawn = {v.node_ids[0] for v in view.nodes.values() if v.role in ("op", "attribute")}
+    assert set(inside) <= drawn
+    # Its siblings stay boxes, and the other stages too.
+    assert "s_layer3.0" in view.nodes and "s_layer3.2" in view.nodes
+    assert "s_layer1" in view.nodes and "s_layer3" not in view.nodes
+    assert box_prefix("layer3.1.conv1", 1, ("layer3.1",)) is None
+    assert box_prefix("layer3.0.conv1", 1, ("layer3.1",)) == "layer3.0"
+
+
+@needs_dot
+def test_auto_level_fits_the_budget(tmp_path: Path) -> None:
+    module = scripted(ResNet50Like())
+    snap = inlined(module)
+    opts = RenderOptions(budget=60)
+    r = render_snapshot(snap, tmp_path / "b.svg", options=opts)
+    assert r.level is not None
+    assert count_at_level(drawn_scopes(snap), r.level) <= 60
+    finer = [lv for lv in levels(snap) if lv is None or lv > r.level]
+    assert count_at_level(drawn_scopes(snap), finer[0]) > 60
+    parse_svg(r.path)
+
+
+def test_constants_are_folded_into_their_users() -> None:
+    snap = snapshot_graph(torch.jit.freeze(scripted(ResNet50Like())).forward.graph)
+    n_constants = sum(1 for n in snap.walk() if n.kind == "prim::Constant")
+    folded = build_view(snap, level=None)
+    assert not [v for v in folded.nodes.values() if v.role == "constant"]
+    assert n_constants and len(folded.nodes) < snap.node_count - n_constants + 3
+    conv = next(v for v in folded.nodes.values() if v.title == "conv2d")
+    assert any(row.startswith("weight = Float(") and "<" in row for row in conv.rows)
+    as_nodes = build_view(snap, level=None, constants="nodes")
+    assert len([v for v in as_nodes.nodes.values() if v.role == "constant"]) == n_constants
+    quiet = build_view(snap, level=None, constants="hide-trivial")
+    conv_q = next(v for v in quiet.nodes.values() if v.title == "conv2d")
+    assert len(conv_q.rows) < len(conv.rows)
+
+
+@needs_dot
+def test_kept_attribute_stands_out_with_its_reason(tmp_path: Path) -> None:
+    snap = snapshot_graph(torch.jit.freeze(scripted(KeepsBuffer())).forward.graph)
+    reason = "in-place-write: aten::add_ writes it"
+    r = render_snapshot(snap, tmp_path / "k.svg", options=RenderOptions(reasons={"count": reason}))
+    root = parse_svg(r.path)
+    kept = [g for g in root.iter(f"{SVG}g") if "fv-kept" in (g.get("class") or "")]
+    assert kept
+    titles = [a.get(f"{XLINK}title", "") for g in kept for a in g.iter(f"{SVG}a")]
+    assert any(reason in t for t in titles)
+
+
+def _fake_dot(tmp_path: Path, slow_above: int) -> str:
+    """A `dot` that hangs on inputs longer than ``slow_above`` bytes (a layout blow-up)."""
+    real = shutil.which("dot")
+    script = tmp_path / "slow-dot"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'tmp="$(mktemp)"; cat > "$tmp"\n'
+        f'if [ "$(wc -c < "$tmp")" -gt {slow_above} ]; then sleep 30; fi\n'
+        f'exec "{real}" "$@" < "$tmp"\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+@needs_dot
+def test_timeout_falls_back_to_a_coarser_level(tmp_path: Path) -> None:
+    snap = inlined(scripted(ResNet50Like()))
+    full = len(build_view(snap, level=None).nodes)
+    assert full > 300
+    opts = RenderOptions(level=None, timeout=2.0, dot_command=_fake_dot(tmp_path, 60_000))
+    r = render_snapshot(snap, tmp_path / "out.svg", options=opts)
+    assert r.requested_level is None and r.level is not None
+    assert r.notes and "did not finish within 2 s" in r.notes[0]
+    assert r.nodes < full
+    parse_svg(r.path)
+
+
+@needs_dot
+def test_timeout_everywhere_leaves_no_file(tmp_path: Path) -> None:
+    snap = inlined(scripted(ConvBnRelu()))
+    opts = RenderOptions(level=None, timeout=0.5, dot_command=_fake_dot(tmp_path, 0))
+    out = tmp_path / "out" / "x.svg"
+    out.parent.mkdir()
+    with pytest.raises(DotTimeoutError, match="nothing was written"):
+        render_snapshot(snap, out, options=opts)
+    assert list(out.parent.iterdir()) == []
+
+
+def test_missing_dot_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    snap = inlined(scripted(ConvBnRelu()))
+    opts = RenderOptions(dot_command=str(tmp_path / "no-such-dot"))
+    with pytest.raises(GraphvizMissingError, match="apt-get install graphviz"):
+        render_snapshot(snap, tmp_path / "x.svg", options=opts)
+    assert not (tmp_path / "x.svg").exists()
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(GraphvizMissingError):
+        render_snapshot(snap, tmp_path / "x.svg")
+    # DOT text needs no Graphviz.
+    r = render_snapshot(snap, tmp_path / "x.dot", fmt="dot")
+    text = r.path.read_text()
+    assert text.startswith("digraph freezeview {") and "conv2d" in text
+    assert os.access(r.path, os.R_OK)
+
+
+@needs_dot
+def test_png_output(tmp_path: Path) -> None:
+    snap = snapshot_graph(torch.jit.freeze(scripted(ConvBnRelu())).forward.graph)
+    r = render_snapshot(snap, tmp_path / "a.png", fmt="png")
+    assert r.path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
