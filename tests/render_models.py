@@ -198,7 +198,7 @@ class SpeechEncoderLike(nn.Module):
 
 
 def transformer_encoder(layers: int = 12, dim: int = 16) -> nn.Module:
-    """``nn.TransformerEncoder`` with ``layers`` layers (its scripted checks stay after freezing)."""
+    """``nn.TransformerEncoder`` with ``layers`` layers (its checks stay after freezing)."""
     layer = nn.TransformerEncoderLayer(dim, 2, dim_feedforward=32, batch_first=True)
     return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
 

@@ -42,6 +42,13 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("output-file-as-dir", "export"): (
         "export: says the parent 'does not exist' when it is a file"
     ),
+    ("module-container-index", "freeze"): (
+        "pipeline: passes torch's ModuleContainerIndex message through without the file name "
+        "or a fix (explain's sentence has both)"
+    ),
+    ("module-container-index", "export"): (
+        "pipeline/export: same torch message as freeze, without the file name or a fix"
+    ),
 }
 
 
@@ -149,25 +156,24 @@ def test_bad_input_in_process(case: BadInput, command: str, batch: dict[str, tup
 
 # --------------------------------------------------------------------------- console script
 
-# One input per stage of failure, plus every hostile input: through the real script.
-_REPRESENTATIVE = (
-    "missing-path",
-    "truncated",
-    "hostile-pickle",
-    "hostile-torch-save",
-    "hostile-torchscript",
-    "training-mode",
-    "unknown-preserve",
-    "output-exists",
-    "malformed-input-shape",
-    "dot-missing",
-)
+# Through the real script in the fast set: every hostile input with every subcommand
+# (nothing may ever run them), and one input per other stage of failure.
+_REPRESENTATIVE = {
+    *((name, cmd) for name in ("hostile-pickle", "hostile-torchscript") for cmd in CLI_COMMANDS),
+    ("hostile-torch-save", "explain"),
+    ("missing-path", "explain"),
+    ("training-mode", "freeze"),
+    ("unknown-preserve", "explain"),
+    ("malformed-input-shape", "freeze"),
+    ("output-exists", "export"),
+    ("dot-missing", "export"),
+}
 
 
 def _script_params(slow: bool) -> list[object]:
     params = []
     for case, command in _pairs():
-        if (case.name in _REPRESENTATIVE) == slow:
+        if ((case.name, command) in _REPRESENTATIVE) == slow:
             continue
         p = _param(case, command)
         if slow:

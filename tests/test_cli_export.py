@@ -24,7 +24,9 @@ def model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @needs_dot
-def test_export_per_step(model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_per_step(
+    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     data = model_path.read_bytes()
     assert main(["export", str(model_path), "-o", str(out), "--per-step", "--json"]) == 0
@@ -40,7 +42,9 @@ def test_export_per_step(model_path: Path, tmp_path: Path, capsys: pytest.Captur
 
 
 @needs_dot
-def test_existing_output_needs_force(model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_existing_output_needs_force(
+    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     assert main(["export", str(model_path), "-o", str(out)]) == 0
     capsys.readouterr()
@@ -51,7 +55,10 @@ def test_existing_output_needs_force(model_path: Path, tmp_path: Path, capsys: p
 
 
 def test_missing_graphviz_exit_1(
-    model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    model_path: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()
@@ -76,7 +83,11 @@ def test_missing_graphviz_exit_1(
     ],
 )
 def test_bad_options_are_one_sentence(
-    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], needle: str
+    model_path: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    needle: str,
 ) -> None:
     rc = main(["export", str(model_path), "-o", str(tmp_path / "o"), "--format", "dot", *extra])
     assert rc in (1, 2)
@@ -96,7 +107,9 @@ def test_expand_and_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     path = tmp_path / "resnet.pt"
     torch.jit.save(scripted(ResNet50Like()), str(path))
     out = tmp_path / "o"
-    rc = main(["export", str(path), "-o", str(out), "--level", "1", "--expand", "layer3.1", "--json"])
+    rc = main(
+        ["export", str(path), "-o", str(out), "--level", "1", "--expand", "layer3.1", "--json"]
+    )
     assert rc == 0
     report = json.loads(capsys.readouterr().out)
     after = next(p for p in report["pictures"] if p["name"] == "after.svg")

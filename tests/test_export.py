@@ -49,7 +49,14 @@ def test_export_writes_pictures_diffs_and_index(tmp_path: Path) -> None:
     module = scripted(ConvBnRelu())
     out = tmp_path / "out"
     result = export(module, out, per_step=True)
-    for name in ("before.svg", "after.svg", "diff.svg", "side-by-side.svg", "ir.diff", "index.html"):
+    for name in (
+        "before.svg",
+        "after.svg",
+        "diff.svg",
+        "side-by-side.svg",
+        "ir.diff",
+        "index.html",
+    ):
         assert (out / name).is_file(), name
     for svg in out.glob("*.svg"):
         check_svg(svg)
@@ -120,7 +127,9 @@ def test_preserved_attribute_plan(tmp_path: Path) -> None:
     plan = Plan.default(["conv.weight"])
     export(module, tmp_path / "o", plan=plan, side_by_side=False)
     root = ET.parse(tmp_path / "o" / "after.svg").getroot()
-    kept = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if "fv-kept" in g.get("class", "")]
+    kept = [
+        g for g in root.iter("{http://www.w3.org/2000/svg}g") if "fv-kept" in g.get("class", "")
+    ]
     assert len(kept) == 1
     assert "self.conv.weight" in "".join(kept[0].itertext())
 

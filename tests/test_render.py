@@ -156,11 +156,13 @@ def test_expanding_one_scope_shows_its_ops() -> None:
     snap = snapshot_graph(torch.jit.freeze(module).forward.graph)
     coarse = build_view(snap, level=1)
     assert "s_layer3" in coarse.nodes and not any(
-        v.role == "op" and coarse.scopes[v.node_ids[0]].startswith("layer3.") for v in coarse.nodes.values()
+        v.role == "op" and coarse.scopes[v.node_ids[0]].startswith("layer3.")
+        for v in coarse.nodes.values()
     )
     view = build_view(snap, level=1, expand=("layer3.1",))
     inside = [
-        i for i, scope in view.scopes.items()
+        i
+        for i, scope in view.scopes.items()
         if (scope == "layer3.1" or scope.startswith("layer3.1.")) and i not in view.folded
     ]
     assert inside

@@ -74,9 +74,10 @@ def test_snapshot_records_scope_source_and_schema() -> None:
     assert linear.scope == "lin"
     assert linear.source is not None and linear.source.file.endswith("linear.py")
     assert linear.schema is not None and linear.schema.startswith("aten::linear")
-    add_ = next(n for n in snap.walk() if n.kind == "aten::append")
-    assert add_.source is not None and add_.source.file.endswith("small.py")
-    assert "append" in add_.source.text
+    append = next(n for n in snap.walk() if n.kind == "aten::append")
+    assert append.source is not None and append.source.file.endswith("small.py")
+    lines = open(append.source.file).read().splitlines()
+    assert "append" in lines[append.source.line - 1]
 
 
 def test_producers_and_consumers_agree() -> None:
@@ -89,6 +90,32 @@ def test_producers_and_consumers_agree() -> None:
             assert producers[name].id < min(u.id for u in users) or name in {
                 v.name for v in snap.inputs
             }
+
+
+def test_fast_path_agrees_with_the_per_node_path() -> None:
+    """The IR-printout parser gives what asking torch node by node gives."""
+    from freezeview.engine import snapshot as snap_mod
+
+    for module in (scripted(Branchy), scripted(Counter), torch.jit.freeze(scripted(Counter))):
+        graph = module.forward.graph.copy()
+        torch._C._jit_pass_inline(graph)
+        fast = snap_mod._fast_snapshot(graph, "forward")
+        builder = snap_mod._Builder()
+        slow_block = builder.block(graph.block(), list(graph.inputs()))
+        slow = list(snap_mod._walk_block(slow_block))
+        assert fast.node_count == len(slow)
+        for a, b in zip(fast.walk(), slow, strict=True):
+            assert (a.kind, a.inputs, a.output_names, a.scope) == (
+                b.kind, b.inputs, b.output_names, b.scope
+            )
+            assert len(a.blocks) == len(b.blocks)
+            if a.constant is not None:
+                assert b.constant is not None
+                assert (a.constant.kind, a.constant.shape, a.constant.attribute) == (
+                    b.constant.kind, b.constant.shape, b.constant.attribute
+                )
+            if b.source is not None:
+                assert a.source is not None and a.source.line == b.source.line
 
 
 def test_parse_source_range_and_scope() -> None:

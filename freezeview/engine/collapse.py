@@ -400,7 +400,9 @@ def _prepared(snapshot: GraphSnapshot, constants: str) -> _Side:
     return side
 
 
-def drawn_scopes(snapshot: GraphSnapshot, constants: str = "fold", ids: Iterable[int] | None = None) -> list[str]:
+def drawn_scopes(
+    snapshot: GraphSnapshot, constants: str = "fold", ids: Iterable[int] | None = None
+) -> list[str]:
     """The scope each drawn op of ``snapshot`` is placed in (for counting boxes per level).
 
     Args:
@@ -523,9 +525,9 @@ class _ViewBuilder:
             owner = side.info[info.parent]
             base = self.node_cluster.get(drawn[info.parent], ())
             block = f"b:{self.prefix}{drawn[info.parent]}.{info.block}"
-            self._ensure_block(base + (block,), owner.node, info.block)
+            self._ensure_block((*base, block), owner.node, info.block)
             scope, owner_scope = side.scopes[node_id], side.scopes[owner.node.id]
-            return base + (block,) + self._scope_path(scope, owner_scope)
+            return (*base, block, *self._scope_path(scope, owner_scope))
         return self._scope_path(side.scopes[node_id])
 
     def _ensure_block(self, path: tuple[str, ...], owner: NodeSnapshot, index: int) -> None:
@@ -564,8 +566,9 @@ class _ViewBuilder:
                 # Only counts and kinds of absorbed ops are shown; the full label is
                 # made later if the box turns out to hold this op alone.
                 role, title, kept = self._role(i)
-                view = ViewNode(f"{p}n{node_id}", role, title, status=status,
-                                node_ids=[node_id], kept=kept)
+                view = ViewNode(
+                    f"{p}n{node_id}", role, title, status=status, node_ids=[node_id], kept=kept
+                )
                 self._absorb(box, view, status)
                 continue
             view = self._full_view(side, node_id, "n", status)
@@ -752,8 +755,13 @@ class _ViewBuilder:
             self.ghost_scopes[node_id] = scope
             box = self._box(scope)
             if box is not None:
-                view = ViewNode(f"{p}g{node_id}", "ghost", self._role(i)[1],
-                                status="removed", node_ids=[node_id])
+                view = ViewNode(
+                    f"{p}g{node_id}",
+                    "ghost",
+                    self._role(i)[1],
+                    status="removed",
+                    node_ids=[node_id],
+                )
                 key = f"{p}s_{box}"
                 self.box_members.setdefault(key, []).append(view)
                 ghost_keys[node_id] = key
@@ -858,7 +866,7 @@ class _ViewBuilder:
             if counts["kept"]:
                 rows.append(f"{counts['kept']} kept attribute read(s)")
             kinds = Counter(m.title for m in live if m.role == "op")
-            top = ", ".join(f"{k}×{n}" for k, n in kinds.most_common(3))
+            top = ", ".join(f"{k} x{n}" for k, n in kinds.most_common(3))
             self.nodes[key] = ViewNode(
                 key=key,
                 role="scope",
@@ -910,10 +918,9 @@ class _ViewBuilder:
                     changed_paths[node.cluster[:k]] = "changed"
         for path in members:
             last = path[-1]
-            if path not in self.clusters:
-                if last.startswith("s:"):
-                    scope = last[2:]
-                    self.clusters[path] = Cluster(path, scope, "scope")
+            if path not in self.clusters and last.startswith("s:"):
+                scope = last[2:]
+                self.clusters[path] = Cluster(path, scope, "scope")
             if path in self.clusters:
                 self.clusters[path].status = changed_paths.get(path, "same")
         # Block clusters that ended up empty (their ops all boxed) are dropped.

@@ -25,6 +25,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -159,7 +160,7 @@ def _kept_reasons(loaded: LoadedModel, plan: Plan, steps: Sequence[Step]) -> dic
         from .explain import explain
 
         explanation = explain(loaded, preserved_attrs=plan.preserved_attrs)
-    except Exception:  # noqa: BLE001 - reasons are tooltips; the pictures must not fail on them
+    except Exception:
         return reasons
     for verdict in explanation.attributes:
         if verdict.status == "kept" and verdict.reasons:
@@ -334,7 +335,7 @@ def export(
     if per_step:
         # The method as saved (one call per submodule) is what step 00 inlines.
         previous: GraphSnapshot | None = (
-            snapshot_graph(loaded.module.forward.graph)
+            snapshot_graph(loaded.module._c._get_method("forward").graph)
             if loaded.module._c._has_method("forward")
             else None
         )
@@ -370,16 +371,26 @@ def export(
                     picture = draw(
                         stem,
                         title,
-                        lambda snap=snap, title=title, stem=stem, o=step_opts: render_snapshot(
-                            snap, target(stem), fmt=pic_fmt, options=o, title=title
+                        partial(
+                            render_snapshot,
+                            snap,
+                            target(stem),
+                            fmt=pic_fmt,
+                            options=step_opts,
+                            title=title,
                         ),
                     )
                 else:
                     picture = draw(
                         stem,
                         title,
-                        lambda d=step_diff, title=title, stem=stem, o=step_opts: render_diff(
-                            d, target(stem), fmt=pic_fmt, options=o, title=title
+                        partial(
+                            render_diff,
+                            step_diff,
+                            target(stem),
+                            fmt=pic_fmt,
+                            options=step_opts,
+                            title=title,
                         ),
                     )
             result.steps.append(StepEntry(step, summary, diff_file, picture))
@@ -403,22 +414,56 @@ def export(
 # -- index.html ----------------------------------------------------------------------
 
 _CSS = """
-body { font: 14px/1.45 -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2em auto;
-       max-width: 1400px; padding: 0 1.5em; color: #1f2328; }
-h1 { font-size: 1.6em; margin-bottom: .2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #d0d7de; }
-.meta { color: #57606a; } code, pre { font: 12px/1.4 ui-monospace, Menlo, Consolas, monospace; }
-table { border-collapse: collapse; margin: 1em 0; } td, th { padding: .3em .8em; border-bottom: 1px solid #eaeef2;
-       text-align: left; vertical-align: top; }
-.pic { overflow: auto; border: 1px solid #d0d7de; border-radius: 6px; padding: .5em; margin: .5em 0 1em;
-       max-height: 85vh; background: #fff; }
-.pic svg { max-width: 100%; height: auto; } .pic img { max-width: 100%; }
-details { margin: .4em 0; } summary { cursor: pointer; font-weight: 600; }
+body {
+  font: 14px/1.45 -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif;
+  margin: 2em auto;
+  max-width: 1400px;
+  padding: 0 1.5em;
+  color: #1f2328;
+}
+h1 { font-size: 1.6em; margin-bottom: .2em; }
+h2 { margin-top: 1.6em; border-bottom: 1px solid #d0d7de; }
+.meta { color: #57606a; }
+code, pre { font: 12px/1.4 ui-monospace, Menlo, Consolas, monospace; }
+table { border-collapse: collapse; margin: 1em 0; }
+td, th {
+  padding: .3em .8em;
+  border-bottom: 1px solid #eaeef2;
+  text-align: left;
+  vertical-align: top;
+}
+.pic {
+  overflow: auto;
+  border: 1px solid #d0d7de;
+  border-radius: 6px;
+  padding: .5em;
+  margin: .5em 0 1em;
+  max-height: 85vh;
+  background: #fff;
+}
+.pic svg { max-width: 100%; height: auto; }
+.pic img { max-width: 100%; }
+details { margin: .4em 0; }
+summary { cursor: pointer; font-weight: 600; }
 .nochange summary { font-weight: normal; color: #57606a; }
 .note { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: .4em .8em; }
 pre.diff { background: #f6f8fa; padding: .6em; overflow: auto; max-height: 40em; }
-.add { color: #1a7f37; } .del { color: #cf222e; } .hunk { color: #8250df; }
-.legend span { display: inline-block; padding: .1em .6em; margin-right: .5em; border-radius: 4px; border: 1px solid; }
+.add { color: #1a7f37; }
+.del { color: #cf222e; }
+.hunk { color: #8250df; }
+.legend span {
+  display: inline-block;
+  padding: .1em .6em;
+  margin-right: .5em;
+  border-radius: 4px;
+  border: 1px solid;
+}
 """
+
+
+def _link(name: str) -> str:
+    """A relative link to an output file next to index.html."""
+    return f'<a href="{html.escape(name)}">{html.escape(name)}</a>'
 
 
 def _picture_html(entry: PictureEntry | None) -> str:
@@ -432,9 +477,11 @@ def _picture_html(entry: PictureEntry | None) -> str:
         text = re.sub(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<!--.*?-->", "", text, flags=re.S)
         body = text.strip()
     elif entry.result.format == "png":
-        body = f'<img alt="{html.escape(entry.title)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
+        encoded = base64.b64encode(data).decode()
+        alt = html.escape(entry.title)
+        body = f'<img alt="{alt}" src="data:image/png;base64,{encoded}">'
     else:
-        body = f'<p>DOT source: <a href="{html.escape(path.name)}">{html.escape(path.name)}</a> (install Graphviz to draw it).</p>'
+        body = f"<p>DOT source: {_link(path.name)} (install Graphviz to draw it).</p>"
     return f'<div class="pic">{body}</div>'
 
 
@@ -505,7 +552,7 @@ def _index_html(
         opened = " open" if key == "diff" else ""
         parts.append(
             f"<details{opened}><summary>{html.escape(heading)} "
-            f'(<a href="{html.escape(entry.result.path.name)}">{html.escape(entry.result.path.name)}</a>)'
+            f"({_link(entry.result.path.name)})"
             f"</summary>{_picture_html(entry)}</details>"
         )
     parts.append(
@@ -517,31 +564,33 @@ def _index_html(
         "<table><tr><th>#</th><th>step</th><th>phase</th><th>nodes</th><th>what happened</th></tr>"
     )
     for step in steps:
-        nodes = step.snapshot.node_count if step.snapshot is not None else "–"
+        nodes = step.snapshot.node_count if step.snapshot is not None else "-"
         notes = "; ".join(step.notes) or ("changed" if step.changed else "no change")
         parts.append(
-            f'<tr><td>{step.index:02d}</td><td><a href="#step-{step.index}">{html.escape(step.title)}</a></td>'
+            f'<tr><td>{step.index:02d}</td><td><a href="#step-{step.index}">'
+            f"{html.escape(step.title)}</a></td>"
             f"<td>{html.escape(step.kind)}</td><td>{nodes}</td><td>{html.escape(notes)}</td></tr>"
         )
     parts.append("</table>")
     if result.steps:
-        for entry in result.steps:
-            step = entry.step
-            changed = entry.picture is not None
+        for step_entry in result.steps:
+            step = step_entry.step
+            changed = step_entry.picture is not None
             cls = "" if changed else ' class="nochange"'
-            files = [
-                f'<a href="{html.escape(entry.diff_file.name)}">{html.escape(entry.diff_file.name)}</a>'
-            ]
-            if entry.picture is not None:
-                fname = entry.picture.result.path.name
-                files.insert(0, f'<a href="{html.escape(fname)}">{html.escape(fname)}</a>')
+            opened = " open" if changed and step.index > 0 else ""
+            diff_text = step_entry.diff_file.read_text(encoding="utf-8")
+            files = [_link(step_entry.diff_file.name)]
+            if step_entry.picture is not None:
+                fname = step_entry.picture.result.path.name
+                files.insert(0, _link(fname))
             parts.append(
-                f'<details id="step-{step.index}"{cls}{" open" if changed and step.index > 0 else ""}>'
-                f"<summary>{step.index:02d} · {html.escape(step.title)} — {html.escape(entry.summary)}</summary>"
+                f'<details id="step-{step.index}"{cls}{opened}>'
+                f"<summary>{step.index:02d} · {html.escape(step.title)} — "
+                f"{html.escape(step_entry.summary)}</summary>"
                 f'<p class="meta">{" · ".join(files)}</p>'
                 + "".join(f"<p>{html.escape(n)}</p>" for n in step.notes)
-                + _picture_html(entry.picture)
-                + f"<details><summary>IR diff</summary>{_diff_html(entry.diff_file.read_text(encoding='utf-8'))}</details>"
+                + _picture_html(step_entry.picture)
+                + f"<details><summary>IR diff</summary>{_diff_html(diff_text)}</details>"
                 + "</details>"
             )
     else:

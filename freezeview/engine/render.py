@@ -12,12 +12,12 @@ a naive picture of the same graph minutes), so it is built to stay fast at any s
   are written only from a finished layout, atomically, so nothing partial is left.
 
 Layout engine and settings were chosen by measurement (``benchmarks/bench_render.py``,
-figures in docs/notes/render.md): ``dot`` with module clusters and ``newrank=true``.
-``newrank`` ranks the whole graph at once instead of cluster by cluster, which kept
-layouts of the collapsed pictures as fast as without clusters and gave straighter
-data flow through nested scopes; ``ordering=out`` added time on wide-fan-out graphs
-without a visible gain; ``sfdp`` is fast on huge flat graphs but loses the
-top-to-bottom data flow and ignores clusters, so freezeview collapses instead.
+figures in docs/notes/render.md): plain ``dot`` with module clusters. On the fully
+expanded inlined ResNet-50-style graph (1,462 boxes) it took 0.45 s, against 1.26 s with
+``newrank=true`` and 1.05 s with ``newrank`` plus ``ordering=out``; on collapsed
+pictures all settings tie (0.08 s). ``sfdp`` (0.55 s) ignores clusters and loses the
+top-to-bottom data flow, so freezeview collapses big graphs instead of switching engine.
+The settings stay selectable through :class:`GraphAttrs` and ``RenderOptions.engine``.
 
 Graphviz is run directly with :mod:`subprocess` rather than ``graphviz.pipe`` because
 the package offers no timeout, and a run that never finishes is exactly the failure
@@ -245,7 +245,7 @@ def _drawn_scopes(snapshot: GraphSnapshot, options: RenderOptions) -> list[str]:
 
 def _coarser(
     level: int | None, candidates: list[int | None], scopes: list[str], expand: Sequence[str]
-) -> int | None | bool:
+) -> int | bool | None:
     """The next level worth trying after ``level`` overran, or False when none is left."""
     current = count_at_level(scopes, level, expand)
     order = [c for c in candidates if c is not None]
@@ -504,7 +504,10 @@ def render_side_by_side(
     options: RenderOptions | None = None,
     title: str = "",
 ) -> RenderResult:
-    """Draw before and after next to each other (removed red on the left, added green on the right)."""
+    """Draw before and after next to each other.
+
+    Removed ops are red on the left, added ones green on the right, changed amber on both.
+    """
     options = options or RenderOptions()
     level_a, cand_a, scopes_a = _plan(diff.after, options)
     _level_b, cand_b, scopes_b = _plan(diff.before, options)

@@ -16,7 +16,7 @@ import graphviz
 
 from .collapse import Cluster, ViewGraph, ViewNode
 
-__all__ = ["COLOURS", "GraphAttrs", "LEGEND", "dot_source"]
+__all__ = ["COLOURS", "LEGEND", "GraphAttrs", "dot_source"]
 
 #: (fill, border) per status. Chosen to read on white and in greyscale print.
 COLOURS: dict[str, tuple[str, str]] = {
@@ -52,7 +52,7 @@ class GraphAttrs:
     """Graph-wide layout settings (see render.py for why these defaults were chosen)."""
 
     rankdir: str = "TB"
-    newrank: bool = True
+    newrank: bool = False
     ordering: str = ""
     splines: str = ""
     fontname: str = "Helvetica"

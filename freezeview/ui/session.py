@@ -64,6 +64,8 @@ class Session:
     _pipeline: Any = field(default=None, repr=False)
     _inputs: tuple[Any, ...] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: Sentences from the last render or export (Graphviz fallbacks, ...).
+    last_notes: list[str] = field(default_factory=list)
 
     # -- loading ---------------------------------------------------------------------
     @property
@@ -239,7 +241,8 @@ class Session:
         written: list[Path] = []
         with _quiet():
             if real is not None and hasattr(real, "render_snapshot"):
-                written.extend(_render_real(real, before, after, out_dir, stem))
+                self.last_notes = []
+                written.extend(_render_real(real, before, after, out_dir, stem, self.last_notes))
             else:
                 written.append(standin.standin_render(after, out_dir / f"{stem}.svg"))
                 if before is not None:
@@ -371,16 +374,24 @@ def _step_view(step: Any, previous: GraphSnapshot | None) -> StepView:
 
 
 def _render_real(
-    real: ModuleType, before: GraphSnapshot | None, after: GraphSnapshot, out_dir: Path, stem: str
+    real: ModuleType,
+    before: GraphSnapshot | None,
+    after: GraphSnapshot,
+    out_dir: Path,
+    stem: str,
+    notes: list[str],
 ) -> list[Path]:
     written: list[Path] = []
-    result = real.render_snapshot(after, out_dir / f"{stem}.svg")
-    written.append(Path(result) if isinstance(result, (str, Path)) else out_dir / f"{stem}.svg")
-    if before is not None and hasattr(real, "render_diff"):
-        result = real.render_diff(before, after, out_dir / f"{stem}-diff.svg")
-        written.append(
-            Path(result) if isinstance(result, (str, Path)) else out_dir / f"{stem}-diff.svg"
-        )
+    result = real.render_snapshot(after, out_dir / f"{stem}.svg", title=stem)
+    written.append(Path(result.path))
+    notes.extend(getattr(result, "notes", []) or [])
+    if before is not None:
+        from ..engine.diff import diff_snapshots
+
+        diff = diff_snapshots(before, after)
+        result = real.render_diff(diff, out_dir / f"{stem}-diff.svg", title=f"{stem} (diff)")
+        written.append(Path(result.path))
+        notes.extend(getattr(result, "notes", []) or [])
     return written
 
 
@@ -391,12 +402,11 @@ def _call_export(
     preserved: Sequence[str],
     passes: Sequence[str],
 ) -> list[Path] | None:
-    result = real.export(
-        session.loaded, out_dir, preserved_attrs=list(preserved), passes=list(passes), force=True
-    )
-    files = getattr(result, "files", None) or getattr(result, "written", None)
-    if files is None and isinstance(result, (list, tuple)):
-        files = result
+    pipeline = engine_module("pipeline")
+    plan = _engine_plan(pipeline, preserved, passes) if pipeline is not None else None
+    result = real.export(session.loaded, out_dir, plan=plan, force=True)
+    session.last_notes = list(getattr(result, "notes", []) or [])
+    files = getattr(result, "files", None)
     return [Path(f) for f in files] if files is not None else None
 
 

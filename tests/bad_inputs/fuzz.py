@@ -21,7 +21,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "Variant", "make_variant", "member_spans"]
+__all__ = ["KINDS", "Variant", "make_variant", "member_spans", "replay"]
 
 
 @dataclass(frozen=True)
@@ -172,3 +172,58 @@ def make_variant(valid: bytes, seed: int) -> Variant:
     rng = random.Random(seed)
     detail, data = KINDS[kind](valid, rng)
     return Variant(seed=seed, kind=kind, detail=detail, data=data)
+
+
+def _central_entry(data: bytes, member: str) -> int:
+    """Offset of ``member``'s central-directory entry (short name, e.g. ``data/3``)."""
+    pos = data.find(b"PK\x01\x02")
+    while pos >= 0:
+        name_len = int.from_bytes(data[pos + 28 : pos + 30], "little")
+        name = data[pos + 46 : pos + 46 + name_len].decode("utf-8", "replace")
+        if _short(name) == member:
+            return pos
+        pos = data.find(b"PK\x01\x02", pos + 4)
+    raise LookupError(member)
+
+
+def replay(valid: bytes, spec: dict[str, object]) -> Variant:
+    """Re-make a damaged archive from an explicit description (a regression case).
+
+    Seeds replay only while the valid archive's layout stays the same; a regression
+    case therefore also records *what* the damage was, in a form that does not depend
+    on the random generator:
+
+    * ``{"op": "seed", "seed": 17}`` — the fuzz variant itself;
+    * ``{"op": "truncate-member", "member": "data/3", "keep": 0}`` — keep the first
+      ``keep`` bytes of a member, checksums rewritten to match;
+    * ``{"op": "central-flag", "member": "constants.pkl", "mask": 1}`` — XOR the
+      general-purpose flags of a member's central-directory entry (bit 0: encrypted).
+
+    Args:
+        valid: the intact archive.
+        spec: one of the forms above.
+
+    Returns:
+        The damaged :class:`Variant` (seed -1 for explicit forms).
+    """
+    op = spec["op"]
+    if op == "seed":
+        return make_variant(valid, int(str(spec["seed"])))
+    member = str(spec["member"])
+    if op == "truncate-member":
+        keep = int(str(spec["keep"]))
+        members = _members(valid)
+        for i, (info, content) in enumerate(members):
+            if _short(info.filename) == member:
+                members[i] = (info, content[:keep])
+                detail = f"{member} to {keep}/{len(content)}"
+                return Variant(-1, "truncate-member", detail, _rebuild(members))
+        raise LookupError(member)
+    if op == "central-flag":
+        mask = int(str(spec["mask"]))
+        buf = bytearray(valid)
+        at = _central_entry(valid, member) + 8
+        flags = int.from_bytes(buf[at : at + 2], "little") ^ mask
+        buf[at : at + 2] = flags.to_bytes(2, "little")
+        return Variant(-1, "central-flag", f"{member} flags ^= {mask:#x}", bytes(buf))
+    raise ValueError(f"unknown regression op {op!r}")

@@ -217,12 +217,13 @@ _DRIVER = Path(__file__).with_name("driver.py")
 
 
 def run_batch(jobs: Sequence[Job], *, cwd: Path | None = None) -> dict[str, Outcome]:
-    """Run ``jobs`` in one process through ``driver.py``; return outcomes by job id.
+    """Run ``jobs`` through ``driver.py`` (few processes); return outcomes by job id.
 
-    Jobs the driver did not finish — because one of them crashed the process or hung
-    inside C++ where no alarm can interrupt it — are re-run one by one with the real
-    console script (:func:`run_cli`), so a crash is attributed to the right job and
-    classified exactly as a user would see it.
+    When a job kills the driver (a crash signal inside torch) or hangs it inside C++
+    where no alarm can interrupt, the first unfinished job is re-run alone with the
+    real console script (:func:`run_cli`) — so the crash is attributed to the right
+    job and classified exactly as a user would see it — and a fresh driver carries on
+    with the jobs after it.
 
     Args:
         jobs: the command lines.
@@ -231,6 +232,24 @@ def run_batch(jobs: Sequence[Job], *, cwd: Path | None = None) -> dict[str, Outc
     Returns:
         ``{job.id: Outcome}`` for every job.
     """
+    outcomes: dict[str, Outcome] = {}
+    pending = list(jobs)
+    while pending:
+        outcomes.update(_run_driver(pending, cwd))
+        rest = [j for j in pending if j.id not in outcomes]
+        if not rest:
+            break
+        culprit = rest[0]
+        outcomes[culprit.id] = run_cli(
+            culprit.argv, env=culprit.env, timeout=culprit.timeout, cwd=cwd
+        )
+        pending = rest[1:]
+    return outcomes
+
+
+def _run_driver(jobs: Sequence[Job], cwd: Path | None) -> dict[str, Outcome]:
+    """One driver process over ``jobs``; outcomes of the jobs it finished."""
+    by_id = {j.id: j for j in jobs}
     outcomes: dict[str, Outcome] = {}
     with tempfile.TemporaryDirectory(prefix="fv-batch-") as tmp:
         jobs_file = Path(tmp) / "jobs.json"
@@ -256,36 +275,34 @@ def run_batch(jobs: Sequence[Job], *, cwd: Path | None = None) -> dict[str, Outc
             [sys.executable, str(_DRIVER), str(jobs_file), str(results_file)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
             env=env,
             cwd=cwd,
             start_new_session=True,
         )
         try:
-            proc.communicate(timeout=budget)
+            proc.wait(timeout=budget)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-        if results_file.exists():
-            for line in results_file.read_text().splitlines():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # the last line of a killed driver may be cut short
-                stderr = rec["stderr"]
-                if rec.get("uncaught"):
-                    stderr += f"\n[driver] uncaught exception: {rec['uncaught']}"
-                job = next(j for j in jobs if j.id == rec["id"])
-                outcomes[rec["id"]] = Outcome(
-                    argv=job.argv,
-                    returncode=rec["returncode"],
-                    stdout=rec["stdout"],
-                    stderr=stderr,
-                    timed_out=rec["timed_out"],
-                    seconds=rec["seconds"],
-                    via="in-process batch",
-                )
-    for job in jobs:
-        if job.id not in outcomes:
-            outcomes[job.id] = run_cli(job.argv, env=job.env, timeout=job.timeout, cwd=cwd)
+            proc.wait()
+        if not results_file.exists():
+            return outcomes
+        for line in results_file.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # the last line of a killed driver may be cut short
+            job = by_id[rec["id"]]
+            stderr = rec["stderr"]
+            if rec.get("uncaught"):
+                stderr += f"\n[driver] main() raised: {rec['uncaught']}"
+            outcomes[job.id] = Outcome(
+                argv=job.argv,
+                returncode=rec["returncode"],
+                stdout=rec["stdout"],
+                stderr=stderr,
+                timed_out=rec["timed_out"],
+                seconds=rec["seconds"],
+                via="in-process batch",
+            )
     return outcomes

@@ -19,9 +19,18 @@ def no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def small_pt(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``Small`` scripted in eval mode and saved (built once per test session)."""
-    return save_small(tmp_path_factory.mktemp("models") / "small.pt")
+def small_pt() -> Iterator[Path]:
+    """``Small`` scripted in eval mode and saved (built once per test session).
+
+    Kept outside pytest's rotating temp root: parallel pytest runs prune each other's
+    old base directories, which would delete the model under a running app.
+    """
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="freezeview-ui-"))
+    yield save_small(folder / "small.pt")
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 async def wait_ready(pilot, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
@@ -33,7 +42,9 @@ async def wait_ready(pilot, timeout: float = 30.0) -> None:  # type: ignore[no-u
     while time.monotonic() < deadline:
         await pilot.pause(0.02)
         failed = screen.has_class("-failed")
-        if failed or (screen.steps and not screen.stepping and screen.views and not screen._explaining):
+        if failed or (
+            screen.steps and not screen.stepping and screen.views and not screen._explaining
+        ):
             await pilot.pause()
             return
     raise AssertionError("the app did not finish loading in time")

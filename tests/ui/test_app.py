@@ -41,6 +41,26 @@ def _walk(block):  # type: ignore[no-untyped-def]
             yield from _walk(sub)
 
 
+async def wait_worker(pilot, group: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the app's workers of ``group`` are done (errors show in the app)."""
+    import time
+
+    from textual.worker import WorkerState
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        busy = [
+            w
+            for w in pilot.app.workers
+            if w.group == group and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+        ]
+        if not busy:
+            await pilot.pause()
+            return
+    raise AssertionError(f"{group} did not finish")
+
+
 def ir_text(screen: MainScreen) -> str:
     return "\n".join(screen.ir.plain_lines())
 
@@ -120,7 +140,9 @@ async def test_t_and_r_change_the_steps(small_pt: Path, tmp_path: Path) -> None:
         passes = screen.steps_bar.passes
         passes.focus()
         index = next(
-            i for i in range(passes.option_count) if passes.get_option_at_index(i).id == "fold_conv_bn"
+            i
+            for i in range(passes.option_count)
+            if passes.get_option_at_index(i).id == "fold_conv_bn"
         )
         passes.highlighted = index
         await pilot.press("t")
@@ -150,7 +172,11 @@ async def test_d_cycles_ir_code_and_diff(small_pt: Path, tmp_path: Path) -> None
         assert screen.view_mode == "diff"
         text = ir_text(screen)
         assert text.startswith("---") and "\n+++" in text
-        removed = {line[1:] for line in text.splitlines() if line.startswith("-") and not line.startswith("---")}
+        removed = {
+            line[1:]
+            for line in text.splitlines()
+            if line.startswith("-") and not line.startswith("---")
+        }
         assert removed <= set(screen.steps[0].snapshot.text.splitlines())
         await pilot.press("d")
         assert screen.view_mode == "ir"
@@ -193,8 +219,7 @@ async def test_g_renders_svg(small_pt: Path, tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await pilot.press("n", "g")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await wait_worker(pilot, "render")
         svgs = sorted((tmp_path / "out" / "steps").glob("*.svg"))
         assert svgs, "no SVG written"
         for svg in svgs:
@@ -207,8 +232,7 @@ async def test_e_exports(small_pt: Path, tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await pilot.press("e")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await wait_worker(pilot, "export")
         out = tmp_path / "out" / "export"
         files = {p.name for p in out.rglob("*") if p.is_file()}
         assert {"before.svg", "after.svg", "ir.diff"} <= files
@@ -241,7 +265,11 @@ async def test_f_filters_the_tree(small_pt: Path, tmp_path: Path) -> None:
 
         def visit(node) -> None:  # type: ignore[no-untyped-def]
             for child in node.children:
-                if child.data is not None and not isinstance(child.data, str) and not child.children:
+                if (
+                    child.data is not None
+                    and not isinstance(child.data, str)
+                    and not child.children
+                ):
                     leaves.append(child.data)
                 visit(child)
 
@@ -259,7 +287,7 @@ async def test_help_lists_every_binding(small_pt: Path, tmp_path: Path) -> None:
         from rich.console import Console
 
         console = Console(width=150, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
-        console.print(app.screen.query_one("#help-keys").render())
+        console.print(app.screen.table)
         text = console.export_text()
         for binding in app.all_bindings():
             assert binding.description in text
@@ -304,8 +332,8 @@ async def test_bad_file_shows_an_error_and_goes_on(tmp_path: Path) -> None:
 async def test_engine_error_during_steps_keeps_the_session(
     small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from freezeview.ui import session as session_mod
     from freezeview.engine.errors import PlanError
+    from freezeview.ui import session as session_mod
 
     app = app_for(small_pt, tmp_path)
     async with app.run_test(size=SIZE) as pilot:

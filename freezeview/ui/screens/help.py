@@ -42,13 +42,15 @@ class HelpScreen(ModalScreen[None]):
 
     def __init__(self, bindings: list[Binding]) -> None:
         super().__init__()
-        self._bindings = bindings
+        self._keys = bindings
+        #: The keys table shown (tests read it).
+        self.table = bindings_table(bindings)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
             yield Static(Text("freezeview — keys", style="bold"), id="help-title")
             yield Static(Text(_INTRO), id="help-intro")
-            yield Static(bindings_table(self._bindings), id="help-keys")
+            yield Static(self.table, id="help-keys")
             yield Static(
                 Text(
                     "Ctrl+P opens the command palette with the same commands. "

@@ -108,6 +108,7 @@ class MainScreen(Screen[None]):
         self._doc_cache: dict[tuple[Any, ...], tuple[str, list[Text]]] = {}
         self._line_index: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
         self._explaining = False
+        self._search_anchor = 0
         self._run_plan: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     @property
@@ -362,10 +363,14 @@ class MainScreen(Screen[None]):
         where = message.paths[0].parent if message.paths else "?"
         names = ", ".join(p.name for p in message.paths)
         self.notify(f"wrote {names} in {where}", title="rendered")
+        for note in self.session.last_notes if self.session else []:
+            self.notify(note, severity="warning")
         self.set_status(f"rendered: {', '.join(str(p) for p in message.paths)}")
 
     def on_exported(self, message: Exported) -> None:
         self.notify(f"{len(message.paths)} files in {message.directory}", title="exported")
+        for note in self.session.last_notes if self.session else []:
+            self.notify(note, severity="warning")
         self.set_status(f"exported {len(message.paths)} files to {message.directory}")
 
     def on_engine_failed(self, message: EngineFailed) -> None:
@@ -632,7 +637,8 @@ class MainScreen(Screen[None]):
     def _search_changed(self, event: Input.Changed) -> None:
         matches = self.ir.search(event.value)
         if matches:
-            self.ir.next_match()
+            # Typing refines the query: go to the first match from where the search began.
+            self.ir.cursor_line = next((m for m in matches if m >= self._search_anchor), matches[0])
         self.set_status(f"/{event.value}: {len(matches)} matching lines" if event.value else "")
 
     @on(Input.Submitted, "#search")
@@ -735,6 +741,7 @@ class MainScreen(Screen[None]):
         if self.has_class("-narrow"):
             self.query_one(Tabs).active = "tab-ir"
         search = self.query_one("#search", Input)
+        self._search_anchor = self.ir.cursor_line
         search.add_class("-visible")
         search.focus()
 

@@ -1,0 +1,261 @@
+"""freezeview.engine.loading: what a file is, said in one sentence, without running it.
+
+torch is the oracle for the good path (a loaded model computes what torch.jit.load's
+does); the catalogue in ``bad_inputs`` supplies the bad paths, checked here in-process
+against ``load_model`` (the CLI runs of the same inputs live in test_bad_inputs_cli.py).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import pickletools
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+from bad_inputs.catalogue import CATALOGUE, MARKER_NAME, BadInput, by_name, save_tiny
+from bad_inputs.models import TinyNet
+
+from freezeview.engine.errors import BadInputError, FreezeviewError, PlanError
+from freezeview.engine.loading import (
+    LoadedModel,
+    check_eval,
+    check_model_file,
+    load_model,
+    pickle_globals,
+    sniff_pickle,
+    storage_refs,
+)
+
+LOAD_CASES = [c for c in CATALOGUE if c.stage == "load"]
+
+
+class _Runs:
+    """Unpickling this calls os.system (never actually unpickled by these tests)."""
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.system, ("true",))
+
+
+# --------------------------------------------------------------------------- good path
+
+
+def test_loads_a_valid_model_like_torch(tmp_path: Path) -> None:
+    path = save_tiny(tmp_path / "model.pt")
+    loaded = load_model(path)
+    reference = torch.jit.load(str(path))
+    x = torch.randn(2, 3, 8, 8)
+    torch.testing.assert_close(loaded.module(x), reference(x))
+    assert loaded.path == path
+    assert loaded.name == "model.pt"
+    assert loaded.was_training is False
+    assert loaded.load_seconds > 0
+
+
+def test_eval_mode_switch_and_check(tmp_path: Path) -> None:
+    path = save_tiny(tmp_path / "training.pt", training=True)
+    loaded = load_model(path)
+    assert loaded.was_training and loaded.module.training
+    with pytest.raises(PlanError, match=r"training\.pt holds a module in training mode.*--eval"):
+        check_eval(loaded)
+    switched = load_model(path, eval_mode=True)
+    assert switched.was_training and not switched.module.training
+    check_eval(switched)  # no error
+    # torch agrees that the switched module can be frozen
+    torch.jit.freeze(switched.module)
+
+
+def test_file_is_never_modified(tmp_path: Path) -> None:
+    path = save_tiny(tmp_path / "model.pt")
+    before = path.read_bytes()
+    mtime = path.stat().st_mtime_ns
+    load_model(path, eval_mode=True).module.eval()
+    assert path.read_bytes() == before
+    assert path.stat().st_mtime_ns == mtime
+
+
+def test_from_module_refuses_plain_modules() -> None:
+    with pytest.raises(BadInputError, match="TinyNet is not a TorchScript module"):
+        LoadedModel.from_module(TinyNet())  # type: ignore[arg-type]
+    wrapped = LoadedModel.from_module(torch.jit.script(TinyNet().eval()))
+    assert wrapped.name == "TinyNet" and wrapped.path is None
+
+
+def test_traced_model_loads(tmp_path: Path) -> None:
+    traced = torch.jit.trace(TinyNet().eval(), torch.randn(1, 3, 8, 8))
+    path = tmp_path / "traced.pt"
+    torch.jit.save(traced, str(path))
+    loaded = load_model(path)
+    x = torch.randn(1, 3, 8, 8)
+    torch.testing.assert_close(loaded.module(x), torch.jit.load(str(path))(x))
+
+
+# --------------------------------------------------------------------------- catalogue
+
+
+@pytest.mark.parametrize("case", LOAD_CASES, ids=lambda c: c.name)
+def test_catalogue_input_gets_its_sentence(case: BadInput, tmp_path: Path) -> None:
+    built = case.build(tmp_path)
+    with pytest.raises(BadInputError) as info:
+        load_model(built.model)
+    message = str(info.value)
+    assert case.matches(message), message
+    assert built.model.name in message
+    assert "\n" not in message
+    assert info.value.exit_code == case.exit_code
+    if built.marker is not None:
+        assert not built.marker.exists()
+
+
+@pytest.mark.parametrize("name", ["hostile-pickle", "hostile-torch-save", "hostile-torchscript"])
+def test_hostile_files_are_refused_before_torch_sees_them(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pre-checks alone refuse them: torch.jit.load / torch.load are never called."""
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("torch was handed a hostile file")
+
+    monkeypatch.setattr(torch.jit, "load", forbidden)
+    monkeypatch.setattr(torch, "load", forbidden)
+    monkeypatch.setattr(pickle, "loads", forbidden)
+    monkeypatch.setattr(pickle, "load", forbidden)
+    built = by_name(name).build(tmp_path)
+    with pytest.raises(BadInputError):
+        check_model_file(built.model)
+    with pytest.raises(BadInputError):
+        load_model(built.model)
+    assert not (tmp_path / MARKER_NAME).exists()
+
+
+def test_bad_map_location(tmp_path: Path) -> None:
+    path = save_tiny(tmp_path / "model.pt")
+    with pytest.raises(BadInputError, match="--map-location 'gpu0' is not a device"):
+        load_model(path, map_location="gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(BadInputError, match="asks for CUDA"):
+            load_model(path, map_location="cuda")
+
+
+def test_missing_path_without_close_names(tmp_path: Path) -> None:
+    with pytest.raises(BadInputError, match=r"does not exist: check the path\.$"):
+        load_model(tmp_path / "nothing-like-it.pt")
+
+
+def test_broken_symlink(tmp_path: Path) -> None:
+    link = tmp_path / "model.pt"
+    link.symlink_to(tmp_path / "gone.pt")
+    with pytest.raises(BadInputError, match="broken symbolic link"):
+        load_model(link)
+
+
+def test_path_through_a_file(tmp_path: Path) -> None:
+    path = save_tiny(tmp_path / "model.pt")
+    with pytest.raises(BadInputError, match=r"is a file, not a\s+directory"):
+        load_model(path / "inner.pt")
+
+
+def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Root reads everything, so the permission check is exercised by injection.
+    path = save_tiny(tmp_path / "model.pt")
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: False if Path(p) == path else real_access(p, mode)
+    )
+    with pytest.raises(BadInputError, match="cannot be read \\(permission denied\\)"):
+        load_model(path)
+
+
+def test_every_load_failure_is_a_freezeview_error(tmp_path: Path) -> None:
+    """Errors torch raises on load become a BadInputError whose cause is kept (--debug)."""
+    case = by_name("garbled-code")
+    built = case.build(tmp_path)
+    with pytest.raises(BadInputError) as info:
+        load_model(built.model)
+    assert isinstance(info.value, FreezeviewError)
+    assert info.value.__cause__ is not None  # torch's own error, for --debug
+
+
+def test_export_archive_is_named(tmp_path: Path) -> None:
+    class Small(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + 1
+
+    path = tmp_path / "program.pt2"
+    try:
+        program = torch.export.export(Small(), (torch.ones(2),))
+        torch.export.save(program, str(path))
+    except Exception as exc:  # torch.export is optional in some builds
+        pytest.skip(f"torch.export unavailable: {exc}")
+    with pytest.raises(BadInputError, match=r"torch\.export archive"):
+        load_model(path)
+
+
+def test_safetensors_is_named(tmp_path: Path) -> None:
+    header = b'{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0\0\0\0")
+    with pytest.raises(BadInputError, match="safetensors weights"):
+        load_model(path)
+
+
+# --------------------------------------------------------------------------- pickles
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_hostile_pickle_found_at_every_protocol(protocol: int) -> None:
+    data = pickle.dumps([_Runs()], protocol=protocol)
+    assert sniff_pickle(data) == "code"
+    assert any(n.endswith(".system") for n in pickle_globals(data))
+
+
+def test_memoised_global_names_are_resolved() -> None:
+    """A global built from memoised strings, with decoy strings pushed last, is still
+    seen for what it is (a scan of 'the last two strings' would say OrderedDict)."""
+    data = (
+        b"\x80\x04"
+        b"\x8c\x02os\x94"  # memo 0
+        b"\x8c\x06system\x94"  # memo 1
+        b"00"  # pop both
+        b"\x8c\x0bcollections0\x8c\x0bOrderedDict0"  # decoys, popped
+        b"h\x00h\x01\x93"  # STACK_GLOBAL from the memo: os.system
+        b"\x8c\x04true\x85R."
+    )
+    pickletools.dis(io.BytesIO(data), out=io.StringIO())  # well-formed, never unpickled
+    assert pickle_globals(data) == ["os.system"]
+    assert sniff_pickle(data) == "code"
+
+
+def test_sniff_pickle_kinds() -> None:
+    def saved(obj: object) -> bytes:
+        buf = io.BytesIO()
+        torch.save(obj, buf)
+        with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as archive:
+            name = next(n for n in archive.namelist() if n.endswith("data.pkl"))
+            return archive.read(name)
+
+    assert sniff_pickle(saved(TinyNet().state_dict())) == "state_dict"
+    assert sniff_pickle(saved(TinyNet())) == "module"
+    assert sniff_pickle(saved([torch.ones(2)])) == "tensors"
+    assert sniff_pickle(pickle.dumps([1, 2, 3])) == "pickle"
+    assert sniff_pickle(b"not a pickle at all") == "pickle"
+
+
+def test_storage_refs_match_the_archive(tmp_path: Path) -> None:
+    """Every storage the pickle declares has a record of exactly the declared size."""
+    path = save_tiny(tmp_path / "model.pt")
+    with zipfile.ZipFile(path) as archive:
+        prefix = archive.namelist()[0].split("/", 1)[0]
+        refs = storage_refs(archive.read(f"{prefix}/data.pkl"))
+        sizes = {i.filename: i.file_size for i in archive.infolist()}
+    tensors = list(torch.jit.load(str(path)).state_dict().values())
+    assert len(refs) == len({t.untyped_storage().data_ptr() for t in tensors})
+    for key, storage_type, device, numel in refs:
+        assert device == "cpu"
+        dtype = {"torch.FloatStorage": torch.float32, "torch.LongStorage": torch.int64}[
+            storage_type
+        ]
+        assert sizes[f"{prefix}/data/{key}"] == numel * dtype.itemsize
