@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+from pathlib import Path
 
 import pytest
 import torch
@@ -76,7 +77,7 @@ def test_snapshot_records_scope_source_and_schema() -> None:
     assert linear.schema is not None and linear.schema.startswith("aten::linear")
     append = next(n for n in snap.walk() if n.kind == "aten::append")
     assert append.source is not None and append.source.file.endswith("small.py")
-    lines = open(append.source.file).read().splitlines()
+    lines = Path(append.source.file).read_text().splitlines()
     assert "append" in lines[append.source.line - 1]
 
 
@@ -106,13 +107,18 @@ def test_fast_path_agrees_with_the_per_node_path() -> None:
         assert fast.node_count == len(slow)
         for a, b in zip(fast.walk(), slow, strict=True):
             assert (a.kind, a.inputs, a.output_names, a.scope) == (
-                b.kind, b.inputs, b.output_names, b.scope
+                b.kind,
+                b.inputs,
+                b.output_names,
+                b.scope,
             )
             assert len(a.blocks) == len(b.blocks)
             if a.constant is not None:
                 assert b.constant is not None
                 assert (a.constant.kind, a.constant.shape, a.constant.attribute) == (
-                    b.constant.kind, b.constant.shape, b.constant.attribute
+                    b.constant.kind,
+                    b.constant.shape,
+                    b.constant.attribute,
                 )
             if b.source is not None:
                 assert a.source is not None and a.source.line == b.source.line

@@ -774,7 +774,7 @@ def _check_archive_pickles(p: Path, archive: zipfile.ZipFile, infos: list[zipfil
                 raw = fh.read(_PICKLE_SCAN_LIMIT)
         except Exception:  # damage here is reported by the checksum pass
             continue  # already reported by the checksum pass when it ran
-        if short in _STATE_PICKLES and False:
+        if short in _STATE_PICKLES:
             _check_tensor_records(p, short, raw, sizes)
         foreign = [n for n in pickle_globals(raw) if not n.startswith(_TORCHSCRIPT_GLOBALS)]
         if foreign:

@@ -421,7 +421,6 @@ def _header_line(n: torch._C.Node) -> str:
     return f"{outs} = {n.kind()}({ins})" if outs else f"{n.kind()}({ins})"
 
 
-
 # ---------------------------------------------------------------------------------------
 # The fast path: parse torch's own IR printout.
 #
@@ -439,12 +438,33 @@ _RETURN_RE = re.compile(r"^ *-> \((?P<outs>.*)\)$")
 _GRAPH_RETURN_RE = re.compile(r"^  return \((?P<outs>.*)\)$")
 _COMMENT_SRC_RE = re.compile(r"^(?P<file>.+):(?P<line>\d+):\d+$")
 _TENSOR_TYPE_RE = re.compile(r"^(?P<dtype>[A-Z][A-Za-z0-9]*)\((?P<dims>[^=]*?)(?:, strides=|\))")
-_SCALAR_TYPE_NAMES = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char",
-                      "Byte", "Bool", "ComplexFloat", "ComplexDouble"}
+_SCALAR_TYPE_NAMES = {
+    "Float",
+    "Double",
+    "Half",
+    "BFloat16",
+    "Long",
+    "Int",
+    "Short",
+    "Char",
+    "Byte",
+    "Bool",
+    "ComplexFloat",
+    "ComplexDouble",
+}
 _TORCH_DTYPES = {
-    "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
-    "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8",
-    "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
+    "Float": "float32",
+    "Double": "float64",
+    "Half": "float16",
+    "BFloat16": "bfloat16",
+    "Long": "int64",
+    "Int": "int32",
+    "Short": "int16",
+    "Char": "int8",
+    "Byte": "uint8",
+    "Bool": "bool",
+    "ComplexFloat": "complex64",
+    "ComplexDouble": "complex128",
 }
 
 
@@ -547,15 +567,17 @@ def _constant_from_text(value_text: str | None, out: ValueInfo) -> ConstantSumma
             number = value_text.split("[", 1)[0].strip()
             if number:
                 shown = f"{dtype}({number})"
-        return ConstantSummary("tensor", shown, _TORCH_DTYPES.get(dtype, dtype.lower()),
-                               dims, attribute)
+        return ConstantSummary(
+            "tensor", shown, _TORCH_DTYPES.get(dtype, dtype.lower()), dims, attribute
+        )
     if t == "Tensor":
         return ConstantSummary("tensor", "Tensor", None, None, attribute)
     if value_text is None or t == "NoneType":
         return ConstantSummary("none", "None", attribute=attribute)
     if t == "bool":
-        return ConstantSummary("bool", "True" if value_text in ("1", "True") else "False",
-                               attribute=attribute)
+        return ConstantSummary(
+            "bool", "True" if value_text in ("1", "True") else "False", attribute=attribute
+        )
     if t == "int":
         return ConstantSummary("int", value_text, attribute=attribute)
     if t == "float":
@@ -569,15 +591,16 @@ def _constant_from_text(value_text: str | None, out: ValueInfo) -> ConstantSumma
         return ConstantSummary("device", repr(value_text), attribute=attribute)
     if t.endswith("[]"):
         items = [v.strip() for v in value_text.strip("[]").split(",") if v.strip()]
-        shown = ", ".join(items[:_MAX_LIST_ITEMS]) + (", ..." if len(items) > _MAX_LIST_ITEMS else "")
+        more = ", ..." if len(items) > _MAX_LIST_ITEMS else ""
+        shown = ", ".join(items[:_MAX_LIST_ITEMS]) + more
         return ConstantSummary("list", f"[{shown}]", attribute=attribute)
     if t.startswith("("):
-        return ConstantSummary("tuple", value_text if len(value_text) <= 40 else t,
-                               attribute=attribute)
+        return ConstantSummary(
+            "tuple", value_text if len(value_text) <= 40 else t, attribute=attribute
+        )
     if t.startswith("__torch__."):
         return ConstantSummary("object", "object", attribute=attribute)
-    return ConstantSummary("other", value_text if len(value_text) <= 40 else t,
-                           attribute=attribute)
+    return ConstantSummary("other", value_text if len(value_text) <= 40 else t, attribute=attribute)
 
 
 class _Walked:
@@ -603,8 +626,9 @@ class _Walked:
                 self.schemas.append(None)
             else:
                 schema = node.schema()
-                self.schemas.append(None if schema == "(no schema)" else
-                                    schema_cache.setdefault(schema, schema))
+                self.schemas.append(
+                    None if schema == "(no schema)" else schema_cache.setdefault(schema, schema)
+                )
             if kind in _BLOCK_KINDS:
                 # Pre-order: the node's blocks come before its later siblings, block0
                 # first, so block0's iterator ends up on top of the stack.
@@ -613,12 +637,22 @@ class _Walked:
 
 
 # Frequent kinds that never have a schema (skipping them saves a call each).
-_NO_SCHEMA = frozenset({"prim::Constant", "prim::GetAttr", "prim::SetAttr", "prim::If",
-                        "prim::Loop", "prim::ListConstruct", "prim::TupleConstruct",
-                        "prim::ListUnpack", "prim::TupleUnpack", "prim::CallMethod",
-                        "prim::CallFunction"})
-_BLOCK_KINDS = frozenset({"prim::If", "prim::Loop", "prim::With", "prim::Enter",
-                          "prim::Closure"})
+_NO_SCHEMA = frozenset(
+    {
+        "prim::Constant",
+        "prim::GetAttr",
+        "prim::SetAttr",
+        "prim::If",
+        "prim::Loop",
+        "prim::ListConstruct",
+        "prim::TupleConstruct",
+        "prim::ListUnpack",
+        "prim::TupleUnpack",
+        "prim::CallMethod",
+        "prim::CallFunction",
+    }
+)
+_BLOCK_KINDS = frozenset({"prim::If", "prim::Loop", "prim::With", "prim::Enter", "prim::Closure"})
 
 
 class _TextParser:
@@ -639,7 +673,7 @@ class _TextParser:
             self.pos += 1
             if header.endswith("):"):
                 break
-        inputs = _split_values(header[len("graph("):-2])
+        inputs = _split_values(header[len("graph(") : -2])
         for v in inputs:
             self.values[v.name] = v
         nodes, outputs = self._block(indent=2, top=True)
@@ -714,9 +748,11 @@ class _TextParser:
         if kind in _BLOCK_KINDS:
             while self.pos < len(self.lines):
                 header = _BLOCK_RE.match(self.lines[self.pos])
-                if header is None or len(self.lines[self.pos]) - len(
-                    self.lines[self.pos].lstrip(" ")
-                ) != indent + 2:
+                if (
+                    header is None
+                    or len(self.lines[self.pos]) - len(self.lines[self.pos].lstrip(" "))
+                    != indent + 2
+                ):
                     break
                 self.pos += 1
                 params = _split_values(header.group("params"))
