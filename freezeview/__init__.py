@@ -11,9 +11,21 @@ are re-exported when present.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .engine import REASON_CODES, Explanation, explain, load_model
+if TYPE_CHECKING:
+    from .engine import REASON_CODES, Explanation, explain, load_model
+
+
+def __getattr__(name: str) -> Any:
+    # Resolved on first use (PEP 562) so that `import freezeview.<anything>` does not
+    # import torch: the app's first screen appears while torch is still loading.
+    if name in ("REASON_CODES", "Explanation", "explain", "load_model"):
+        from . import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 

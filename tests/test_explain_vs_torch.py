@@ -16,7 +16,7 @@ import pytest
 import torch
 from corpus import CASES, Case, params
 
-explain_module = pytest.importorskip("freezeview.engine.explain")
+explain_module = pytest.importorskip("freezeview.engine.verdicts")
 errors = pytest.importorskip("freezeview.engine.errors")
 
 MUTATION_CODES = {"set-attr", "in-place-write"}

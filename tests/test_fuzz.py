@@ -6,7 +6,8 @@ bytes inside each zip member (raw: checksums stale; rebuilt: checksums rewritten
 match, so only the interpreting code can notice), damaged headers and central
 directory, members truncated, replaced with garbage, swapped or dropped.
 
-``freezeview explain`` runs on each with a 20 s limit. Every run must end by itself with
+```freezeview explain`` runs on each with a 20 s limit (and ``freezeview freeze`` on
+160 more, since only freezing reaches some damage). Every run must end by itself with
 exit 0, 1 or 2, say exactly one ``error:`` line on failure and print no traceback.
 Most variants run through ``bad_inputs/driver.py`` (one torch import per batch); a
 smaller set runs through the real console script, one process each. Crashes found are
@@ -86,6 +87,25 @@ def test_fuzz_explain_in_batches(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_fuzz_freeze_in_batches(tmp_path: Path) -> None:
+    """160 more damaged archives through `freezeview freeze`, which runs torch's freezing
+    (where an archive that loads cleanly can still crash the process)."""
+    if "freeze" not in available_commands():
+        pytest.skip("freezeview freeze is not in `freezeview --help` yet")
+    files = _write_variants(tmp_path, range(20_000, 20_160))
+    jobs = [
+        Job(
+            str(seed),
+            ("freeze", str(path), "-o", str(tmp_path / f"out-{seed}.pt")),
+            timeout=TIME_LIMIT,
+        )
+        for seed, (path, _label, _digest) in files.items()
+    ]
+    outcomes = run_batch(jobs, cwd=tmp_path)
+    _check(files, outcomes)
+
+
+@pytest.mark.slow
 def test_fuzz_explain_console_script(tmp_path: Path) -> None:
     """A smaller set, one real `freezeview explain` process each (crash signals visible)."""
     _need_explain()
@@ -104,24 +124,39 @@ def _regressions() -> list[dict[str, object]]:
     return json.loads(REGRESSIONS.read_text())["cases"]
 
 
+# explain reads the model; freeze and export also run torch's freezing, which is where
+# the empty tensor records crashed the process. Each case is replayed through all three.
+REGRESSION_COMMANDS = ("explain", "freeze", "export")
+
+
 @pytest.fixture(scope="module")
 def regression_outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
-    """Replay every regression case through `freezeview explain` (one batch)."""
-    _need_explain()
+    """Replay every regression case through each subcommand (one batch)."""
     tmp = tmp_path_factory.mktemp("regressions")
     valid = save_tiny(tmp / "valid.pt").read_bytes()
     jobs = []
     for case in _regressions():
         path = tmp / f"{case['name']}.pt"
         path.write_bytes(replay(valid, case["replay"]).data)  # type: ignore[arg-type]
-        jobs.append(Job(str(case["name"]), ("explain", str(path)), timeout=TIME_LIMIT))
+        for command in REGRESSION_COMMANDS:
+            if command not in available_commands():
+                continue
+            argv: tuple[str, ...] = (command, str(path))
+            if command != "explain":
+                argv += ("-o", str(tmp / f"{case['name']}-{command}-out"))
+            jobs.append(Job(f"{case['name']}:{command}", argv, timeout=TIME_LIMIT))
     return run_batch(jobs, cwd=tmp)
 
 
+@pytest.mark.parametrize("command", REGRESSION_COMMANDS)
 @pytest.mark.parametrize("case", _regressions(), ids=lambda c: str(c["name"]))
-def test_regression(case: dict[str, object], regression_outcomes: dict[str, Outcome]) -> None:
+def test_regression(
+    case: dict[str, object], command: str, regression_outcomes: dict[str, Outcome]
+) -> None:
     """Each damaged archive that once crashed or tracebacked now gets its sentence."""
-    outcome = regression_outcomes[str(case["name"])]
+    if command not in available_commands():
+        pytest.skip(f"freezeview {command} is not in `freezeview --help` yet")
+    outcome = regression_outcomes[f"{case['name']}:{command}"]
     assert not outcome.problems(), outcome.describe()
     expect = case["expect"]
     assert isinstance(expect, dict)

@@ -23,3 +23,16 @@ def test_engine_does_not_import_the_ui() -> None:
     count, _, bad = proc.stdout.strip().partition(" ")
     assert int(count) >= 6
     assert bad == "", f"freezeview.engine pulled in: {bad}"
+
+
+def test_public_explain_is_the_function_whatever_was_imported_first() -> None:
+    # `freezeview.engine.explain` once named both a module and the function; importing
+    # the module first then shadowed the function in the package.
+    code = (
+        "import freezeview.cli.explain, freezeview.engine.verdicts\n"
+        "import freezeview\n"
+        "from freezeview.engine import explain\n"
+        "assert callable(explain) and callable(freezeview.explain), (explain, freezeview.explain)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

@@ -11,6 +11,8 @@ only under ``--debug``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -18,18 +20,21 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from ..engine.errors import FreezeviewError
-from . import explain as explain_cmd
 from .options import quiet_torch_warnings
 
 __all__ = ["build_parser", "main"]
 
 SUBCOMMANDS: dict[str, str] = {}
+COMMANDS = ("explain", "freeze", "export", "passes", "app")
 
 
-def _register_all(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _register_all(
+    sub: argparse._SubParsersAction,  # type: ignore[type-arg]
+    commands: Sequence[str],
+) -> None:
     # Imported lazily so that a missing optional piece never breaks the others.
-    modules = [explain_cmd]
-    for name in ("freeze", "export", "passes", "app"):
+    modules = []
+    for name in commands:
         try:
             modules.append(__import__(f"{__name__}.{name}", fromlist=["register"]))
         except ImportError as exc:
@@ -40,8 +45,13 @@ def _register_all(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
         module.register(sub)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (subcommands included)."""
+def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The argument parser with the given subcommands (all of them by default).
+
+    The app's module imports no torch; the others load it when imported, so
+    ``freezeview MODEL.pt`` builds a parser with ``app`` only and its first screen appears
+    before torch has loaded.
+    """
     parser = argparse.ArgumentParser(
         prog="freezeview",
         description=(
@@ -51,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _register_all(sub)
+    _register_all(sub, commands)
     SUBCOMMANDS.clear()
     SUBCOMMANDS.update({name: name for name in sub.choices})
     return parser
@@ -69,7 +79,12 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``freezeview`` console script; returns the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    app_only = (
+        bool(args_list)
+        and args_list[0] not in COMMANDS[:-1]
+        and (args_list[0] == "app" or not args_list[0].startswith("-"))
+    )
+    parser = build_parser(("app",) if app_only else COMMANDS)
     if not args_list:
         parser.print_usage(sys.stderr)
         print(
@@ -103,6 +118,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("[bold red]interrupted:[/] nothing was written.")
         return 130
+    except BrokenPipeError:
+        # The reader went away (`freezeview passes | head`): stop quietly, as Unix tools do.
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - swallow the final flush
+        return 0
     except Exception as exc:
         if getattr(args, "debug", False):
             traceback.print_exc()

@@ -13,8 +13,14 @@ from ..engine.collapse import CONSTANT_MODES
 from ..engine.errors import BadInputError
 from ..engine.export import ExportResult, export
 from ..engine.render import FORMATS, RenderOptions
-from .freeze import _plan as plan_from_args  # the same plan flags as `freeze`
-from .options import add_model_options, add_plan_options, load_from_args, split_names
+from .options import (
+    add_model_options,
+    add_pass_options,
+    add_plan_options,
+    load_from_args,
+    plan_from_args,
+    split_names,
+)
 
 __all__ = ["register", "run"]
 
@@ -37,23 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "-o", "--output", metavar="DIR", required=True, help="directory to write into"
     )
     parser.add_argument("--force", action="store_true", help="overwrite existing output files")
-    passes = parser.add_mutually_exclusive_group()
-    passes.add_argument(
-        "--passes",
-        action="append",
-        metavar="A,B",
-        help="run only these passes, in this order (see `freezeview passes`)",
-    )
-    passes.add_argument(
-        "--no-optimize",
-        action="store_true",
-        help="as torch.jit.freeze(optimize_numerics=False): no folds that recompute weights",
-    )
-    parser.add_argument(
-        "--optimize-for-inference",
-        action="store_true",
-        help="also run torch.jit.optimize_for_inference's passes",
-    )
+    add_pass_options(parser)
     parser.add_argument(
         "--format",
         choices=FORMATS,

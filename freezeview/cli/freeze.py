@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import torch
 from rich.console import Console
@@ -14,16 +13,16 @@ from rich.console import Console
 from ..engine.atomic import atomic_path, check_output_path
 from ..engine.errors import OutputError, PlanError
 from ..engine.loading import check_eval
-from ..engine.numerics import load_inputs, random_inputs
-from ..engine.passes import default_passes
-from ..engine.pipeline import Pipeline, Plan, Step
+from ..engine.pipeline import Pipeline, Step
 from ..engine.report import result_json, step_json, steps_table
 from .options import (
+    add_input_options,
     add_model_options,
+    add_pass_options,
     add_plan_options,
+    inputs_from_args,
     load_from_args,
-    preserved_from_args,
-    split_names,
+    plan_from_args,
 )
 
 __all__ = ["register", "run"]
@@ -50,36 +49,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="where to write the frozen model (torch.jit.save)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite OUT.pt if it exists")
-    passes = parser.add_mutually_exclusive_group()
-    passes.add_argument(
-        "--passes",
-        action="append",
-        metavar="A,B",
-        help="run only these passes, in this order (see `freezeview passes`)",
+    add_pass_options(
+        parser,
+        inference_help="also run torch.jit.optimize_for_inference's passes "
+        "(MKLDNN results cannot be saved)",
     )
-    passes.add_argument(
-        "--no-optimize",
-        action="store_true",
-        help="as torch.jit.freeze(optimize_numerics=False): no folds that recompute weights",
-    )
-    parser.add_argument(
-        "--optimize-for-inference",
-        action="store_true",
-        help="also run torch.jit.optimize_for_inference's passes (MKLDNN results cannot be saved)",
-    )
-    inputs = parser.add_mutually_exclusive_group()
-    inputs.add_argument(
-        "--inputs",
-        metavar="FILE.pt",
-        help="sample inputs (torch.save of a tensor or tuple of tensors)",
-    )
-    inputs.add_argument(
-        "--input-shape",
-        action="append",
-        metavar="1,3,224,224",
-        help="random float32 input of this shape (repeatable, one per forward argument; "
-        "append :float16 etc. for another dtype)",
-    )
+    add_input_options(parser)
     parser.add_argument(
         "--json",
         action="store_true",
@@ -88,45 +63,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(func=run)
 
 
-def _plan(args: argparse.Namespace) -> Plan:
-    preserved = tuple(preserved_from_args(args))
-    if args.passes:
-        chosen = split_names(args.passes)
-        if args.optimize_for_inference and not any(
-            p in chosen for p in default_passes(True, True) if p not in default_passes(True, False)
-        ):
-            chosen += [
-                p for p in default_passes(True, True) if p not in default_passes(True, False)
-            ]
-        return Plan(
-            preserved_attrs=preserved,
-            passes=tuple(chosen),
-            optimize_numerics=True,
-            optimize_for_inference=args.optimize_for_inference,
-        ).validate()
-    return Plan.default(
-        preserved,
-        optimize_numerics=not args.no_optimize,
-        optimize_for_inference=args.optimize_for_inference,
-    )
-
-
-def _inputs(args: argparse.Namespace) -> tuple[Any, ...] | None:
-    if args.inputs:
-        return load_inputs(args.inputs)
-    if args.input_shape:
-        return random_inputs(args.input_shape)
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview freeze``; returns the exit code."""
     model_path = Path(args.model)
     out = check_output_path(args.output, force=args.force)
     if model_path.exists() and out.exists() and out.resolve() == model_path.resolve():
         raise OutputError(f"{out} is the input model; freezeview never overwrites its input.")
-    plan = _plan(args)
-    inputs = _inputs(args)
+    plan = plan_from_args(args)
+    inputs = inputs_from_args(args)
     loaded = load_from_args(args)
     check_eval(loaded)
     pipe = Pipeline(loaded, plan, inputs)

@@ -6,13 +6,20 @@ import argparse
 import contextlib
 import warnings
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from ..engine.loading import LoadedModel, load_model
+if TYPE_CHECKING:
+    from ..engine.loading import LoadedModel
+    from ..engine.pipeline import Plan
 
 __all__ = [
+    "add_input_options",
     "add_model_options",
+    "add_pass_options",
     "add_plan_options",
+    "inputs_from_args",
     "load_from_args",
+    "plan_from_args",
     "preserved_from_args",
     "quiet_torch_warnings",
     "split_names",
@@ -69,6 +76,9 @@ def preserved_from_args(args: argparse.Namespace) -> list[str]:
 
 def load_from_args(args: argparse.Namespace) -> LoadedModel:
     """Load ``args.model`` with the loading flags."""
+    # Imported here: loading imports torch, which `freezeview MODEL.pt` must not wait for.
+    from ..engine.loading import load_model
+
     return load_model(args.model, map_location=args.map_location, eval_mode=args.eval)
 
 
@@ -83,3 +93,77 @@ def quiet_torch_warnings() -> Iterator[None]:
         warnings.filterwarnings("ignore", message=".*NumPy.*")
         warnings.filterwarnings("ignore", category=FutureWarning, module="torch")
         yield
+
+
+def add_pass_options(parser: argparse.ArgumentParser, *, inference_help: str = "") -> None:
+    """Which passes run: ``--passes``, ``--no-optimize``, ``--optimize-for-inference``."""
+    passes = parser.add_mutually_exclusive_group()
+    passes.add_argument(
+        "--passes",
+        action="append",
+        metavar="A,B",
+        help="run only these passes, in this order (see `freezeview passes`)",
+    )
+    passes.add_argument(
+        "--no-optimize",
+        action="store_true",
+        help="as torch.jit.freeze(optimize_numerics=False): no folds that recompute weights",
+    )
+    parser.add_argument(
+        "--optimize-for-inference",
+        action="store_true",
+        help=inference_help or "also run torch.jit.optimize_for_inference's passes",
+    )
+
+
+def add_input_options(parser: argparse.ArgumentParser) -> None:
+    """Sample inputs for the per-step numerics: ``--inputs`` or ``--input-shape``."""
+    inputs = parser.add_mutually_exclusive_group()
+    inputs.add_argument(
+        "--inputs",
+        metavar="FILE.pt",
+        help="sample inputs (torch.save of a tensor or tuple of tensors)",
+    )
+    inputs.add_argument(
+        "--input-shape",
+        action="append",
+        metavar="1,3,224,224",
+        help="random float32 input of this shape (repeatable, one per forward argument; "
+        "append :float16 etc. for another dtype)",
+    )
+
+
+def plan_from_args(args: argparse.Namespace) -> Plan:
+    """The freeze plan from the preserve and pass options."""
+    from ..engine.passes import default_passes
+    from ..engine.pipeline import Plan
+
+    preserved = tuple(preserved_from_args(args))
+    inference = bool(getattr(args, "optimize_for_inference", False))
+    if getattr(args, "passes", None):
+        chosen = split_names(args.passes)
+        extras = [p for p in default_passes(True, True) if p not in default_passes(True, False)]
+        if inference and not any(p in chosen for p in extras):
+            chosen += extras
+        return Plan(
+            preserved_attrs=preserved,
+            passes=tuple(chosen),
+            optimize_numerics=True,
+            optimize_for_inference=inference,
+        ).validate()
+    return Plan.default(
+        preserved,
+        optimize_numerics=not getattr(args, "no_optimize", False),
+        optimize_for_inference=inference,
+    )
+
+
+def inputs_from_args(args: argparse.Namespace) -> tuple[Any, ...] | None:
+    """Sample inputs from ``--inputs`` or ``--input-shape`` (None when neither is given)."""
+    from ..engine.numerics import load_inputs, random_inputs
+
+    if getattr(args, "inputs", None):
+        return load_inputs(args.inputs)
+    if getattr(args, "input_shape", None):
+        return random_inputs(args.input_shape)
+    return None

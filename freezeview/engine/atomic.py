@@ -19,17 +19,55 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import OutputError
 
-__all__ = ["atomic_path", "check_output_path", "save_module", "write_bytes", "write_text"]
+__all__ = [
+    "Terminated",
+    "atomic_path",
+    "check_output_path",
+    "protect_input",
+    "save_module",
+    "write_bytes",
+    "write_text",
+]
 
 # Hidden temporary names next to the target: a crash (SIGKILL, power cut) can leave one
 # behind, and a dotfile with this suffix is easy to recognise and delete.
 _TMP_SUFFIX = ".freezeview-tmp"
+
+
+# (st_dev, st_ino) of every model file this process has loaded. freezeview never
+# modifies its input, so no output may land on one of these — whatever name (symlink,
+# hard link, ``./x.pt`` vs ``x.pt``) the user gives it.
+_PROTECTED: set[tuple[int, int]] = set()
+
+
+def protect_input(path: str | os.PathLike[str]) -> None:
+    """Record ``path`` as an input: :func:`atomic_path` will refuse to write onto it.
+
+    ``load_model`` calls this for every model it loads.
+    """
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        _PROTECTED.add((st.st_dev, st.st_ino))
+
+
+def _refuse_input(target: Path) -> None:
+    try:
+        st = os.stat(target)
+    except OSError:
+        return
+    if (st.st_dev, st.st_ino) in _PROTECTED:
+        raise OutputError(
+            f"{target} is the model freezeview is reading, and freezeview never overwrites "
+            "its input: choose another output path."
+        )
 
 
 def _parent(p: Path) -> Path:
@@ -72,8 +110,9 @@ def check_output_path(path: str | os.PathLike[str], *, force: bool = False) -> P
 
     Raises:
         OutputError: the directory is missing, is a file, or cannot be written to; the
-            path is a directory; or the file exists and ``force`` is False. The message
-            is one sentence naming the path and what to do.
+            path is a directory or a model this process loaded; or the file exists and
+            ``force`` is False. The message is one sentence naming the path and what to
+            do.
     """
     p = Path(path)
     parent = _parent(p)
@@ -92,6 +131,7 @@ def check_output_path(path: str | os.PathLike[str], *, force: bool = False) -> P
             f"cannot write {p}: directory {parent} does not exist; create it first "
             f"(mkdir -p {parent}) or choose another output path."
         )
+    _refuse_input(p)
     if p.exists() and not force:
         raise OutputError(f"{p} already exists: pass --force to overwrite it.")
     try:
@@ -119,6 +159,37 @@ def _fsync_file(path: Path) -> None:
         os.fsync(fh.fileno())
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM/SIGHUP arrived while a file was being written (handled like Ctrl-C)."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def _termination_as_interrupt() -> Iterator[None]:
+    """While a temporary file exists, let SIGTERM/SIGHUP unwind like Ctrl-C.
+
+    Their default action kills the process on the spot, which would leave the hidden
+    temporary file behind. Python can only install handlers from the main thread, and
+    a handler someone else installed is left alone.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) == signal.SIG_DFL:
+            saved[signum] = signal.signal(signum, _raise_terminated)
+    try:
+        yield
+    finally:
+        for signum, previous in saved.items():
+            signal.signal(signum, previous)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], *, fsync: bool = True) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success rename it onto ``path``.
@@ -127,7 +198,8 @@ def atomic_path(path: str | os.PathLike[str], *, fsync: bool = True) -> Iterator
     ``torch.jit.save`` work). When the block ends normally the temporary file is flushed
     to disk and renamed onto ``path`` in one step. On any exception — a failing pass,
     Ctrl-C (KeyboardInterrupt), a full disk — the temporary file is removed and
-    ``path`` is left exactly as it was.
+    ``path`` is left exactly as it was. In the main thread, SIGTERM and SIGHUP raise
+    :class:`Terminated` (a KeyboardInterrupt) during the block, for the same clean-up.
 
     Args:
         path: the final file.
@@ -138,35 +210,40 @@ def atomic_path(path: str | os.PathLike[str], *, fsync: bool = True) -> Iterator
         The temporary path to write.
 
     Raises:
-        OutputError: the temporary file cannot be created or the rename fails; an
-            OSError raised while writing (disk full, permission) also becomes an
-            OutputError naming ``path``.
+        OutputError: ``path`` is a model this process loaded (see
+            :func:`protect_input`); the temporary file cannot be created or the rename
+            fails; an OSError raised while writing (disk full, permission) also becomes
+            an OutputError naming ``path``.
     """
     target = Path(path)
     parent = _parent(target)
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=_TMP_SUFFIX, dir=parent)
-    except OSError as exc:
-        raise OutputError(f"cannot write {target}: {_why(exc)}.") from exc
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        _set_mode(tmp, target)
-        yield tmp
-        if fsync:
-            _fsync_file(tmp)
-        os.replace(tmp, target)
-        if fsync:
-            _fsync_dir(parent)
-    except OSError as exc:
-        _remove(tmp)
-        raise OutputError(
-            f"cannot write {target}: {_why(exc)}; nothing was written (any previous file is "
-            "unchanged)."
-        ) from exc
-    except BaseException:
-        _remove(tmp)
-        raise
+    _refuse_input(target)
+    with _termination_as_interrupt():
+        try:
+            fd, tmp_name = tempfile.mkstemp(
+                prefix=f".{target.name}.", suffix=_TMP_SUFFIX, dir=parent
+            )
+        except OSError as exc:
+            raise OutputError(f"cannot write {target}: {_why(exc)}.") from exc
+        tmp = Path(tmp_name)
+        try:
+            os.close(fd)
+            _set_mode(tmp, target)
+            yield tmp
+            if fsync:
+                _fsync_file(tmp)
+            os.replace(tmp, target)
+            if fsync:
+                _fsync_dir(parent)
+        except OSError as exc:
+            _remove(tmp)
+            raise OutputError(
+                f"cannot write {target}: {_why(exc)}; nothing was written (any previous "
+                "file is unchanged)."
+            ) from exc
+        except BaseException:
+            _remove(tmp)
+            raise
 
 
 def _remove(tmp: Path) -> None:

@@ -157,7 +157,7 @@ def _kept_reasons(loaded: LoadedModel, plan: Plan, steps: Sequence[Step]) -> dic
         kept.update(step.kept)
     reasons = {path: "kept as a module attribute by torch.jit.freeze" for path in kept}
     try:
-        from .explain import explain
+        from .verdicts import explain
 
         explanation = explain(loaded, preserved_attrs=plan.preserved_attrs)
     except Exception:

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import torch
 
+from .atomic import protect_input
 from .errors import BadInputError, PlanError
 
 __all__ = [
@@ -790,6 +791,33 @@ def _check_archive_pickles(p: Path, archive: zipfile.ZipFile, infos: list[zipfil
                 f"{', '.join(foreign[:3])}, which is not a TorchScript type; save the "
                 "model again with torch.jit.save."
             )
+        if info.file_size <= _PICKLE_SCAN_LIMIT:
+            problem = _pickle_damage(raw)
+            if problem:
+                # torch reads code/*.debug_pkl lazily, when freezing first asks for a
+                # source line: unchecked, the damage surfaced as "cannot be frozen".
+                raise BadInputError(
+                    f"{p} is damaged: archive member {short!r} is not a valid pickle "
+                    f"({problem}); copy or save the model again."
+                )
+
+
+def _pickle_damage(raw: bytes) -> str | None:
+    """Why ``raw`` is not one complete pickle as torch writes them, or None if it is."""
+    if raw[:1] != bytes([_PICKLE_PROTO]):
+        return "it does not start with a pickle protocol header"
+    stream = io.BytesIO(raw)
+    try:
+        last = None
+        for opcode, _arg, _pos in pickletools.genops(stream):
+            last = opcode.name
+    except Exception as exc:
+        return _first_line(exc)
+    if last != "STOP":
+        return "it ends before its STOP opcode"
+    if stream.tell() != len(raw):
+        return f"{len(raw) - stream.tell()} stray bytes follow its end"
+    return None
 
 
 def check_model_file(path: str | os.PathLike[str]) -> Path:
@@ -940,6 +968,7 @@ def load_model(
         except Exception as exc:
             raise BadInputError(_torch_error_sentence(p, exc)) from exc
     elapsed = time.perf_counter() - start
+    protect_input(p)  # no output of this process may overwrite the model it read
     if not isinstance(module, torch.jit.ScriptModule):
         raise BadInputError(
             f"{p} loaded as {type(module).__name__}, not a TorchScript module: save a "

@@ -854,7 +854,7 @@ class _RunContext:
         """One note per kept attribute, with explain's reason when explain is there."""
         reasons: dict[str, str] = {}
         try:
-            from .explain import explain as run_explain
+            from .verdicts import explain as run_explain
 
             verdicts = run_explain(
                 self.pipe.module, preserved_attrs=list(self.plan.preserved_attrs)

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from ..engine.snapshot import GraphSnapshot
+    pass
 from .views import AttrView, PassView, StepView
 
 __all__ = [
@@ -31,10 +31,11 @@ __all__ = [
 
 @dataclass
 class ModelLoaded(Message):
-    """The model is loaded and its inlined forward graph snapshotted."""
+    """The model is loaded; ``text`` is its inlined forward graph's IR."""
 
     name: str
-    snapshot: GraphSnapshot
+    text: str
+    node_count: int
     code: str
     load_seconds: float
     warnings: list[str]
@@ -74,6 +75,8 @@ class Highlighted(Message):
     key: tuple[Any, ...]
     lines: list[Text]
     text: str = ""
+    #: Prefetched in the background: cache it, do not show it.
+    prefetch: bool = False
 
 
 @dataclass

@@ -93,6 +93,13 @@ class Session:
         with _quiet():
             return snapshot_graph(standin.inlined_graph(module), "forward")
 
+    def first_text(self) -> tuple[str, int]:
+        """IR text and node count of the inlined forward graph (torch prints it in C++,
+        much faster than taking a snapshot: the app shows this first)."""
+        graph = standin.inlined_graph(self._module())
+        count = sum(1 for _ in _walk_nodes(graph.block()))
+        return str(graph), count
+
     def build_inventory(self) -> Any:
         """The module tree and every attribute (``engine.inventory``)."""
         from ..engine.inventory import build_inventory
@@ -119,7 +126,7 @@ class Session:
                 f"{self.name} holds a module in training mode; freezing needs eval mode: "
                 "start freezeview with --eval."
             )
-        real = engine_module("explain")
+        real = engine_module("verdicts")
         with _quiet():
             if real is not None and hasattr(real, "explain"):
                 explanation = real.explain(self.loaded, preserved_attrs=names)
@@ -280,6 +287,13 @@ class Session:
             written.append(standin.standin_render(first, out_dir / "before.svg"))
             written.append(standin.standin_render(last, out_dir / "after.svg"))
         return written
+
+
+def _walk_nodes(block: Any) -> Iterator[Any]:
+    for node in block.nodes():
+        yield node
+        for sub in node.blocks():
+            yield from _walk_nodes(sub)
 
 
 def _is_preserved(path: str, names: Sequence[str]) -> bool:

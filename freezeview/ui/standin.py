@@ -1,7 +1,7 @@
 """Minimal stand-ins for engine pieces the app needs but the engine may not provide yet.
 
 The app talks to the engine only through :mod:`freezeview.ui.session`, which uses the
-real ``freezeview.engine.explain`` / ``pipeline`` / ``diff`` / ``render`` / ``export``
+real ``freezeview.engine.verdicts`` / ``pipeline`` / ``diff`` / ``render`` / ``export``
 modules whenever they import. When one is missing (the engine is growing in
 parallel with the app), the session falls back to the small, deliberately simple
 versions here so the app stays usable: explain by comparing the frozen module with the

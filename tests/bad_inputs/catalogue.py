@@ -457,6 +457,13 @@ def _out_is_input(tmp: Path) -> Built:
     return Built(model=p, outputs={"freeze": p}, guarded=(p,))
 
 
+def _out_is_input_forced(tmp: Path) -> Built:
+    p = _valid(tmp)
+    link = tmp / "same-model.pt"
+    link.symlink_to(p)  # another name for the same file
+    return Built(model=p, outputs={"freeze": link}, args={"freeze": ["--force"]}, guarded=(p,))
+
+
 def _no_dot(tmp: Path) -> Built:
     p = _valid(tmp)
     bin_dir = tmp / "bin-without-dot"
@@ -537,14 +544,14 @@ CATALOGUE: tuple[BadInput, ...] = (
         "garbled-constants",
         "constants.pkl replaced by garbage (checksums rewritten to match)",
         _garbled_constants,
-        r"could not be loaded by torch\.jit\.load \(.+\)",
+        r"is damaged: archive member 'constants\.pkl' is not a valid pickle",
         2,
     ),
     BadInput(
         "garbled-data-pkl",
         "data.pkl cut in half (checksums rewritten to match)",
         _garbled_data_pkl,
-        r"could not be loaded by torch\.jit\.load \(.+\)",
+        r"is damaged: archive member 'data\.pkl' is not a valid pickle",
         2,
     ),
     BadInput(
@@ -757,6 +764,16 @@ CATALOGUE: tuple[BadInput, ...] = (
         "-o naming the input model itself, without --force",
         _out_is_input,
         r"already exists.*--force|is the input",
+        2,
+        commands=("freeze",),
+        names_file=False,
+        stage="output",
+    ),
+    BadInput(
+        "output-is-input-forced",
+        "-o naming the input model (through a symlink), with --force",
+        _out_is_input_forced,
+        r"is the (input model|model freezeview is reading).*never overwrites its input",
         2,
         commands=("freeze",),
         names_file=False,

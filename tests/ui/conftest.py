@@ -42,9 +42,16 @@ async def wait_ready(pilot, timeout: float = 30.0) -> None:  # type: ignore[no-u
     while time.monotonic() < deadline:
         await pilot.pause(0.02)
         failed = screen.has_class("-failed")
-        if failed or (
-            screen.steps and not screen.stepping and screen.views and not screen._explaining
-        ):
+        settled = (
+            not screen.loading_model
+            and screen.run_id > 0
+            and not screen.stepping
+            and not screen._explaining
+        )
+        if failed or settled:
             await pilot.pause()
             return
-    raise AssertionError("the app did not finish loading in time")
+    raise AssertionError(
+        "the app did not settle in time: "
+        f"{screen.loading_model=} {screen.run_id=} {screen.stepping=} {screen._explaining=}"
+    )

@@ -48,7 +48,7 @@ __all__ = ["MainScreen"]
 VIEW_MODES = ("ir", "code", "diff")
 # Documents up to this many lines are highlighted on the spot; longer ones in a worker
 # so that stepping through a big graph never holds the event loop.
-_SYNC_HIGHLIGHT_LINES = 600
+_SYNC_HIGHLIGHT_LINES = 120
 
 
 class MainScreen(Screen[None]):
@@ -100,7 +100,8 @@ class MainScreen(Screen[None]):
         self.steps: list[StepView] = []
         self.views: list[AttrView] = []
         self.passes: list[PassView] = []
-        self.first_snapshot: GraphSnapshot | None = None
+        #: IR text of the loaded model, shown until the first step arrives.
+        self.first_text = ""
         self.loaded_code = ""
         self.run_id = 0
         self._cancel = threading.Event()
@@ -198,12 +199,13 @@ class MainScreen(Screen[None]):
         )
         self.session = session
         loaded = session.load()
-        snapshot = session.first_snapshot()
+        text, node_count = session.first_text()
         passes = session.available_passes()
         self.post_message(
             ModelLoaded(
                 name=session.name,
-                snapshot=snapshot,
+                text=text,
+                node_count=node_count,
                 code=str(loaded.module.code) if hasattr(loaded.module, "code") else "",
                 load_seconds=loaded.load_seconds,
                 warnings=list(loaded.warnings),
@@ -256,6 +258,21 @@ class MainScreen(Screen[None]):
         if not get_current_worker().is_cancelled:
             self.post_message(Highlighted(key, lines, text))
 
+    @work(
+        thread=True, exclusive=True, exit_on_error=False, group="prefetch", description="prefetch"
+    )
+    def prefetch(self, run_id: int, steps: list[StepView]) -> None:
+        """Highlight every step's IR ahead of time, so stepping only swaps lines."""
+        worker = get_current_worker()
+        for i, step in enumerate(steps):
+            if worker.is_cancelled or run_id != self.run_id:
+                return
+            key = (run_id, i, "ir")
+            if key in self._doc_cache:
+                continue
+            text = step.snapshot.text
+            self.post_message(Highlighted(key, highlight_lines(text, "ir"), text, prefetch=True))
+
     @work(thread=True, exclusive=True, exit_on_error=False, group="render", description="rendering")
     def render_step(self, step: StepView, before: GraphSnapshot | None, out_dir: Path) -> None:
         """Render the step's graph and its diff to SVG."""
@@ -288,7 +305,7 @@ class MainScreen(Screen[None]):
 
     # -- messages from workers -------------------------------------------------------
     def on_model_loaded(self, message: ModelLoaded) -> None:
-        self.first_snapshot = message.snapshot
+        self.first_text = message.text
         self.loaded_code = message.code
         self.passes = message.passes
         app = self.fv_app
@@ -299,7 +316,7 @@ class MainScreen(Screen[None]):
         took = f" in {message.load_seconds:.2f} s" if self.fv_app.show_timings else ""
         self.set_status(
             f"loaded {message.name}{took} — "
-            f"{message.snapshot.node_count} nodes after inlining; explaining and freezing…"
+            f"{message.node_count} nodes after inlining; explaining and freezing…"
         )
         for warning in message.warnings:
             self.fv_app.record_warning(warning)
@@ -342,6 +359,7 @@ class MainScreen(Screen[None]):
         if message.run_id != self.run_id:
             return
         self.stepping = False
+        self.prefetch(self.run_id, list(self.steps))
         self._pending_next = 0
         if not any(s.error for s in self.steps):
             final = self.steps[-1].snapshot.node_count if self.steps else 0
@@ -355,7 +373,9 @@ class MainScreen(Screen[None]):
     def on_highlighted(self, message: Highlighted) -> None:
         text = message.text
         self._doc_cache[message.key] = (text, message.lines)
-        if message.key == self.document_key():
+        if message.key == self.document_key() and not (
+            message.prefetch and self.ir.document == text and self.ir.highlighted
+        ):
             self.ir.set_document(text, self.view_mode, message.lines)
             self.refresh_marks()
 
@@ -430,9 +450,11 @@ class MainScreen(Screen[None]):
             self.tree.show(self.session.name if self.session else "model", self.views, value)
 
     def watch_loading_model(self, value: bool) -> None:
+        # A static loading state rather than Textual's animated LoadingIndicator: the
+        # animation would compete for the GIL with the worker importing torch.
         self.set_class(value, "-loading")
-        for widget_id in ("#ir", "#tree"):
-            self.query_one(widget_id).loading = value
+        if value:
+            self.ir.set_document(f"loading {self.fv_app.model_label} …\n", "text")
 
     def watch_stepping(self, value: bool) -> None:
         self.set_class(value, "-stepping")
@@ -456,7 +478,7 @@ class MainScreen(Screen[None]):
     def current_snapshot(self) -> GraphSnapshot | None:
         """The graph shown in the IR pane."""
         step = self.current()
-        return step.snapshot if step is not None else self.first_snapshot
+        return step.snapshot if step is not None else None
 
     def document_key(self) -> tuple[Any, ...]:
         """Identifies what the IR pane should show now."""
@@ -468,7 +490,8 @@ class MainScreen(Screen[None]):
         mode = self.view_mode
         snap = self.current_snapshot()
         if snap is None:
-            return lambda: ""
+            preview = self.first_text if mode != "code" else self.loaded_code
+            return lambda: preview
         if mode == "ir":
             return lambda: snap.text
         if mode == "code":
@@ -506,7 +529,7 @@ class MainScreen(Screen[None]):
         else:
             build = self._document_text()
             snap = self.current_snapshot()
-            cheap = self.view_mode != "diff" or (snap is not None and snap.node_count < 400)
+            cheap = self.view_mode != "diff" or (snap is not None and snap.node_count < 200)
             text = build() if cheap else ""
             if cheap and text.count("\n") < _SYNC_HIGHLIGHT_LINES:
                 lines = highlight_lines(text, self.view_mode)

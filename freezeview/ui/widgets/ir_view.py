@@ -94,8 +94,13 @@ class IRView(ScrollView, can_focus=True):
         self._marked: frozenset[int] = frozenset()
         self._matches: list[int] = []
         self._cache: dict[tuple[int, int, int, bool, bool, bool], Strip] = {}
+        # Whole-line strips, rendered once per document (rendering a long IR line through
+        # rich costs about a millisecond); cropping and overlays are per frame.
+        self._full: dict[int, Strip] = {}
         self.mode = "ir"
         self.document = ""
+        #: True when the lines carry syntax colours (not the plain first draft).
+        self.highlighted = False
 
     # -- content -------------------------------------------------------------------
     @property
@@ -113,7 +118,9 @@ class IRView(ScrollView, can_focus=True):
         self.document = text
         self.mode = mode
         self._lines = lines if lines is not None else [Text(s) for s in text.splitlines()]
+        self.highlighted = lines is not None
         self._cache.clear()
+        self._full.clear()
         width = max((line.cell_len for line in self._lines), default=0)
         self.virtual_size = Size(width + 1, len(self._lines))
         if not same:
@@ -212,9 +219,14 @@ class IRView(ScrollView, can_focus=True):
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        text = self._lines[index]
-        segments = list(text.render(self.app.console, end=""))
-        strip = Strip(segments, text.cell_len).crop_extend(scroll_x, scroll_x + width, base)
+        full = self._full.get(index)
+        if full is None:
+            text = self._lines[index]
+            full = Strip(list(text.render(self.app.console, end="")), text.cell_len)
+            if len(self._full) > 4000:
+                self._full.clear()
+            self._full[index] = full
+        strip = full.crop_extend(scroll_x, scroll_x + width, base)
         overlay = None
         if key[5]:
             overlay = self.get_component_rich_style("irview--match")

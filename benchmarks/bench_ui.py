@@ -1,0 +1,211 @@
+"""How responsive freezeview's app is on a ResNet-50-sized scripted model.
+
+Measures, in one run, on the same model file:
+
+1. first screen: from launching the real ``freezeview MODEL.pt`` console script in a
+   tmux pseudo-terminal (160x48) to the loading state being on screen (target < 1 s);
+2. IR shown: from launch to the loaded model's IR in the IR pane, compared with
+   ``torch.jit.load`` of the same file in a fresh interpreter (target: load + 1 s);
+3. stepping: the longest time the app's event loop is blocked (so key handling waits)
+   while stepping through every step with ``n`` (target < 100 ms), measured headless
+   with a 5 ms ticker whose lateness is the blocking time.
+
+Run: ``.venv/bin/python benchmarks/bench_ui.py`` (needs tmux for parts 1-2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = Path(sys.executable).with_name("freezeview")
+
+
+class Bottleneck(nn.Module):
+    """ResNet-50's bottleneck block (1x1, 3x3, 1x1 convs with batch norms)."""
+
+    def __init__(self, cin: int, width: int, stride: int) -> None:
+        super().__init__()
+        cout = width * 4
+        self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU()
+        self.downsample = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + self.downsample(x))
+
+
+class ResNet50Like(nn.Module):
+    """Stem + bottleneck stages [3, 4, 6, 3] + pooling + fc, as ResNet-50."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU()
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        layers = []
+        cin = 64
+        for i, (blocks, width) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512), strict=True)):
+            stage = []
+            for b in range(blocks):
+                stage.append(Bottleneck(cin, width, 2 if b == 0 and i > 0 else 1))
+                cin = width * 4
+            layers.append(nn.Sequential(*stage))
+        self.layer1, self.layer2, self.layer3, self.layer4 = layers
+        self.fc = nn.Linear(2048, 1000)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(torch.mean(x, dim=(2, 3), keepdim=True), 1))
+
+
+def torch_load_seconds(path: Path, repeats: int = 3) -> float:
+    """Median wall time of torch.jit.load in a fresh interpreter (torch import excluded)."""
+    code = (
+        "import time, torch; t = time.perf_counter(); "
+        f"torch.jit.load({str(path)!r}); print(time.perf_counter() - t)"
+    )
+    runs = [
+        float(
+            subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+            .stdout.strip()
+            .splitlines()[-1]
+        )
+        for _ in range(repeats)
+    ]
+    return statistics.median(runs)
+
+
+def tmux_launch(path: Path) -> tuple[float, float]:
+    """Seconds from launch to the loading screen, and to the IR of the loaded model."""
+    session = "fv-bench-ui"
+    subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    start = time.perf_counter()
+    subprocess.run(
+        [
+            "tmux",
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            "160",
+            "-y",
+            "48",
+            f"cd {path.parent} && {SCRIPT} {path.name} -o out",
+        ],
+        check=True,
+    )
+    first = ir = None
+    try:
+        while time.perf_counter() - start < 60:
+            screen = subprocess.run(
+                ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True
+            ).stdout
+            now = time.perf_counter() - start
+            if first is None and "loading" in screen:
+                first = now
+            if "graph(%self" in screen:
+                ir = now
+                first = first if first is not None else now
+                break
+            time.sleep(0.01)
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], capture_output=True)
+        time.sleep(0.5)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    if first is None or ir is None:
+        raise RuntimeError("the app did not show its screens in 60 s")
+    return first, ir
+
+
+async def stepping_stalls(path: Path) -> tuple[float, int, float]:
+    """Largest event-loop stall while stepping through every step; steps; median n latency."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from ui.conftest import wait_ready
+
+    from freezeview.ui import FreezeviewApp
+
+    app = FreezeviewApp(path, output_dir=path.parent / "out")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_ready(pilot, timeout=300)
+        screen = app.main_screen
+        lateness: list[float] = []
+        tick = 0.005
+        last = time.perf_counter()
+
+        def ticker() -> None:
+            nonlocal last
+            now = time.perf_counter()
+            lateness.append(now - last - tick)
+            last = now
+
+        timer = app.set_interval(tick, ticker)
+        latencies = []
+        for _ in range(len(screen.steps) - 1):
+            t = time.perf_counter()
+            await pilot.press("n")
+            latencies.append(time.perf_counter() - t)
+            await pilot.pause(0.15)
+        await pilot.pause(0.5)  # let background highlighting finish
+        timer.stop()
+        return max(lateness), len(screen.steps), statistics.median(latencies)
+
+
+def main() -> int:
+    folder = Path(tempfile.mkdtemp(prefix="fv-bench-ui-"))
+    try:
+        path = folder / "resnet50.pt"
+        torch.jit.save(torch.jit.script(ResNet50Like().eval()), str(path))
+        size_mb = path.stat().st_size / 1e6
+        load = torch_load_seconds(path)
+        print(f"model: scripted ResNet-50-sized net, {size_mb:.0f} MB; torch.jit.load {load:.2f} s")
+        ok = True
+        if shutil.which("tmux") and SCRIPT.exists():
+            first, ir = tmux_launch(path)
+            print(f"first screen (loading state) after launch: {first:.2f} s   (target < 1 s)")
+            print(
+                f"IR of the loaded model after launch:       {ir:.2f} s   "
+                f"(target < torch.jit.load + 1 s = {load + 1:.2f} s)"
+            )
+            ok &= first < 1.0 and ir < load + 1.0
+        else:
+            print("tmux or the freezeview script is missing: launch timings skipped")
+        stall, steps, latency = asyncio.run(stepping_stalls(path))
+        print(
+            f"stepping through {steps} steps: longest event-loop stall {stall * 1000:.0f} ms "
+            f"(target < 100 ms); median n handled in {latency * 1000:.0f} ms"
+        )
+        ok &= stall < 0.1
+        print("PASS" if ok else "FAIL")
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

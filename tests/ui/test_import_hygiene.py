@@ -1,0 +1,36 @@
+"""The app's first screen must not wait for torch: importing the app (and the CLI's
+path into it) must not import torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _imports_torch(statement: str) -> bool:
+    code = f"import sys; {statement}; print('torch' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
+    )
+    return out.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_importing_the_app_does_not_import_torch() -> None:
+    assert not _imports_torch("import freezeview.ui.app")
+
+
+def test_the_app_command_line_does_not_import_torch() -> None:
+    assert not _imports_torch(
+        "import freezeview.cli as c; c._app_only = True; c.build_parser()"
+    )
+
+
+def test_engine_never_imports_textual() -> None:
+    code = (
+        "import sys, freezeview.engine.pipeline, freezeview.engine.verdicts; "
+        "print('textual' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.strip().splitlines()[-1] == "False"

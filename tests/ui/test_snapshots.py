@@ -1,0 +1,70 @@
+"""Snapshot tests of the app's main states (pytest-textual-snapshot).
+
+Each test's docstring says what a reviewer should see in the SVG. Regenerate after an
+intended change with ``pytest tests/ui/test_snapshots.py --snapshot-update`` and look
+at the report. Wall times are hidden (``show_timings=False``) so pictures are stable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from freezeview.ui import FreezeviewApp
+
+from .conftest import wait_ready
+
+
+@pytest.fixture
+def small_here(small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The small model copied into the working directory, opened by a relative path
+    (so no temporary path appears on screen)."""
+    monkeypatch.chdir(tmp_path)
+    target = Path("small.pt")
+    target.write_bytes(small_pt.read_bytes())
+    return target
+
+
+def make_app(path: Path) -> FreezeviewApp:
+    return FreezeviewApp(path, output_dir="out", show_timings=False)
+
+
+def test_main_screen_wide(snap_compare, small_here: Path) -> None:  # type: ignore[no-untyped-def]
+    """Model tree with badges (calls kept: in-place-write), the inlined IR of step 1,
+    the inspector prompt, the passes with checkboxes and all 13 steps."""
+    assert snap_compare(make_app(small_here), terminal_size=(160, 48), run_before=wait_ready)
+
+
+def test_main_screen_narrow(snap_compare, small_here: Path) -> None:  # type: ignore[no-untyped-def]
+    """80x24: tabs (Model, IR n/N, Inspector, Steps) and only the IR pane below them."""
+    assert snap_compare(make_app(small_here), terminal_size=(80, 24), run_before=wait_ready)
+
+
+def test_diff_view(snap_compare, small_here: Path) -> None:  # type: ignore[no-untyped-def]
+    """Step 2 (fold_attributes) in diff view: removed GetAttr lines red, constants green."""
+
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await wait_ready(pilot)
+        await pilot.press("n", "d", "d")
+        await wait_ready(pilot)
+
+    assert snap_compare(make_app(small_here), terminal_size=(160, 48), run_before=run_before)
+
+
+def test_help_screen(snap_compare, small_here: Path) -> None:  # type: ignore[no-untyped-def]
+    """The help screen over the main screen: every key, its action and what it does."""
+
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await wait_ready(pilot)
+        await pilot.press("question_mark")
+
+    assert snap_compare(make_app(small_here), terminal_size=(160, 48), run_before=run_before)
+
+
+def test_error_state(snap_compare, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A file that is not a model: the IR pane says why in one sentence, the status line
+    is red, an error notification shows; footer keys remain."""
+    monkeypatch.chdir(tmp_path)
+    Path("broken.pt").write_bytes(b"this is not a TorchScript archive")
+    assert snap_compare(make_app(Path("broken.pt")), terminal_size=(160, 48), run_before=wait_ready)
