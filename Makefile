@@ -9,7 +9,7 @@ STAMP := $(VENV)/.freezeview-installed
 TORCH_PIN ?= torch==2.13.0
 EXAMPLE := examples/example.pt
 
-.PHONY: demo explain-demo test test-fast test-slow check screenshots bench clean graphviz
+.PHONY: demo explain-demo test test-fast test-slow test-tools check screenshots bench clean graphviz
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,18 @@ graphviz:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq graphviz >/dev/null; }
 
+# The slow tests also drive the app in tmux and render index.html in headless Chromium.
+test-tools:
+	@missing=""; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing$$missing from Debian's packages (used by the slow tests)..."; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; } \
+	    || echo "Could not install$$missing: the tests that need them will be skipped."; \
+	fi
+
 $(EXAMPLE): examples/build_example.py $(STAMP)
 	$(PY) examples/build_example.py $(EXAMPLE)
 
@@ -35,13 +47,13 @@ demo: $(STAMP) $(EXAMPLE)
 explain-demo: $(STAMP) $(EXAMPLE)
 	$(VENV)/bin/freezeview explain $(EXAMPLE)
 
-test: $(STAMP) $(EXAMPLE)
+test: $(STAMP) $(EXAMPLE) test-tools
 	$(PY) -m pytest -q -p no:cacheprovider
 
 test-fast: $(STAMP) $(EXAMPLE)
 	$(PY) -m pytest -q -m "not slow"
 
-test-slow: $(STAMP) $(EXAMPLE)
+test-slow: $(STAMP) $(EXAMPLE) test-tools
 	$(PY) -m pytest -q -m slow
 
 check: $(STAMP)

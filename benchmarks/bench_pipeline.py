@@ -1,8 +1,9 @@
 """Time and memory of a full stepwise freezeview run against ``torch.jit.freeze``.
 
-Two large scripted models -- a ResNet-50-sized convolutional net (bottleneck blocks
-[3, 4, 6, 3], written here so torchvision is not needed) and a 12-layer
-``nn.TransformerEncoder`` -- are frozen side by side in one run: by
+Two large scripted models from ``benchmarks/models.py`` -- ``resnet50()`` (a
+torchvision-style ResNet-50, bottleneck blocks [3, 4, 6, 3]) and
+``transformer_encoder()`` (a 12-layer ``nn.TransformerEncoder``) -- are frozen side by
+side in one run: by
 ``torch.jit.freeze`` and by ``freezeview.engine.pipeline.Pipeline(...).run_all()``
 (every step snapshotted and diffed, as the app and ``freezeview freeze`` do).
 
@@ -25,71 +26,22 @@ import sys
 from pathlib import Path
 
 import torch
-from torch import nn
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    # Run as a script (``python benchmarks/bench_pipeline.py``): make ``benchmarks`` importable.
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import models  # noqa: E402
 
 RUNS = 5
-ROOT = Path(__file__).resolve().parent.parent
-
-
-class Bottleneck(nn.Module):
-    """ResNet-50's bottleneck block: 1x1 -> 3x3 -> 1x1 convolutions with batch norms."""
-
-    def __init__(self, inplanes: int, planes: int, stride: int = 1) -> None:
-        super().__init__()
-        width = planes
-        self.conv1 = nn.Conv2d(inplanes, width, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(width)
-        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(width)
-        self.conv3 = nn.Conv2d(width, planes * 4, 1, bias=False)
-        self.bn3 = nn.BatchNorm2d(planes * 4)
-        self.relu = nn.ReLU(inplace=True)
-        self.downsample = nn.Sequential()
-        if stride != 1 or inplanes != planes * 4:
-            self.downsample = nn.Sequential(
-                nn.Conv2d(inplanes, planes * 4, 1, stride=stride, bias=False),
-                nn.BatchNorm2d(planes * 4),
-            )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        return self.relu(out + self.downsample(x))
-
-
-class ResNet50Like(nn.Module):
-    """Stem + bottleneck stages [3, 4, 6, 3] + classifier: ResNet-50's shape (25.6M params)."""
-
-    def __init__(self, layers: tuple[int, ...] = (3, 4, 6, 3), classes: int = 1000) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        blocks: list[nn.Module] = []
-        inplanes = 64
-        for i, (planes, count) in enumerate(zip((64, 128, 256, 512), layers, strict=True)):
-            for j in range(count):
-                blocks.append(Bottleneck(inplanes, planes, stride=2 if (j == 0 and i > 0) else 1))
-                inplanes = planes * 4
-        self.layers = nn.Sequential(*blocks)
-        self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(2048, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layers(x)
-        return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
 def build(name: str) -> torch.jit.ScriptModule:
-    """A fresh eval-mode scripted model by name."""
-    torch.manual_seed(0)
+    """A fresh eval-mode scripted model by name, from ``benchmarks/models.py``."""
     if name == "resnet50":
-        return torch.jit.script(ResNet50Like().eval())
-    layer = nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True)
-    return torch.jit.script(nn.TransformerEncoder(layer, 12, enable_nested_tensor=False).eval())
+        return models.resnet50()
+    return models.transformer_encoder()
 
 
 def _rss_kb() -> int:

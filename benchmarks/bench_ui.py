@@ -83,21 +83,20 @@ class ResNet50Like(nn.Module):
         return self.fc(torch.flatten(torch.mean(x, dim=(2, 3), keepdim=True), 1))
 
 
-def torch_load_seconds(path: Path, repeats: int = 3) -> float:
-    """Median wall time of torch.jit.load in a fresh interpreter (torch import excluded)."""
+def torch_load_seconds(path: Path, repeats: int = 3) -> tuple[float, float]:
+    """Median wall times, in a fresh interpreter, of ``import torch; torch.jit.load(path)``
+    (what a user's own script waits for) and of ``torch.jit.load`` alone."""
     code = (
-        "import time, torch; t = time.perf_counter(); "
-        f"torch.jit.load({str(path)!r}); print(time.perf_counter() - t)"
+        "import time; t0 = time.perf_counter(); import torch; t = time.perf_counter(); "
+        f"torch.jit.load({str(path)!r}); e = time.perf_counter(); print(e - t0, e - t)"
     )
-    runs = [
-        float(
-            subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-            .stdout.strip()
-            .splitlines()[-1]
-        )
-        for _ in range(repeats)
-    ]
-    return statistics.median(runs)
+    runs = []
+    for _ in range(repeats):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+        runs.append([float(x) for x in out.strip().splitlines()[-1].split()])
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
 def tmux_launch(path: Path) -> tuple[float, float]:
@@ -182,15 +181,18 @@ def main() -> int:
         path = folder / "resnet50.pt"
         torch.jit.save(torch.jit.script(ResNet50Like().eval()), str(path))
         size_mb = path.stat().st_size / 1e6
-        load = torch_load_seconds(path)
-        print(f"model: scripted ResNet-50-sized net, {size_mb:.0f} MB; torch.jit.load {load:.2f} s")
+        load, load_only = torch_load_seconds(path)
+        print(
+            f"model: scripted ResNet-50-sized net, {size_mb:.0f} MB; in a fresh interpreter "
+            f"import torch + torch.jit.load {load:.2f} s (torch.jit.load alone {load_only:.2f} s)"
+        )
         ok = True
         if shutil.which("tmux") and SCRIPT.exists():
             first, ir = tmux_launch(path)
             print(f"first screen (loading state) after launch: {first:.2f} s   (target < 1 s)")
             print(
                 f"IR of the loaded model after launch:       {ir:.2f} s   "
-                f"(target < torch.jit.load + 1 s = {load + 1:.2f} s)"
+                f"(target < import torch + torch.jit.load + 1 s = {load + 1:.2f} s)"
             )
             ok &= first < 1.0 and ir < load + 1.0
         else:

@@ -101,6 +101,11 @@ def _reason_text(v: AttributeVerdict) -> Text:
     return text
 
 
+def _type_text(v: AttributeVerdict) -> str:
+    # `__torch__.torch.nn.modules.conv.Conv2d` says no more than `Conv2d` here.
+    return v.type.rsplit(".", 1)[-1] if v.type.startswith("__torch__.") else v.type
+
+
 def _value_text(v: AttributeVerdict) -> str:
     info = v.info
     if info.shape is not None:
@@ -116,7 +121,7 @@ def _print_compact(console: Console, title: str, rows: list[AttributeVerdict]) -
         line = Text()
         line.append(f"{v.status:<8}", style=STATUS_STYLE[v.status])
         line.append(f"{v.info.name}", style="bold")
-        line.append(f"  {v.kind} {v.type} {_value_text(v)}", style="dim")
+        line.append(f"  {v.kind} {_type_text(v)} {_value_text(v)}".rstrip(), style="dim")
         console.print(line)
         console.print(_indent(_reason_text(v)))
 
@@ -169,7 +174,7 @@ def render_explanation(
         table.add_column("why", ratio=1, min_width=32, overflow="fold")
         for v in rows:
             value = _value_text(v)
-            type_text = v.type if not value else f"{v.type}\n{value}"
+            type_text = _type_text(v) if not value else f"{_type_text(v)}\n{value}"
             table.add_row(
                 v.info.name,
                 v.kind,

@@ -1,0 +1,79 @@
+"""The catalogue's bad models, opened in the app: an error on screen, and the app goes on.
+
+For every input ``bad_inputs.catalogue.app_catalogue()`` lists (files that cannot be
+loaded, and models torch refuses to freeze), the app started on it with Textual's Pilot
+must show the catalogue's sentence in its status line, no traceback anywhere on
+screen, still answer keys, quit on ``q``, never run a hostile pickle and never touch
+the file. A handful run in the fast set; the rest are marked slow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from pathlib import Path
+
+import pytest
+from bad_inputs.catalogue import MARKER_NAME, app_catalogue
+
+pytest.importorskip("freezeview.ui", reason="the app (freezeview.ui) is not present")
+
+from freezeview.ui import FreezeviewApp
+
+pytestmark = pytest.mark.asyncio
+
+SIZE = (160, 48)
+FAST = {"hostile-pickle", "hostile-torchscript", "truncated", "training-mode", "returns-self"}
+
+
+def _params() -> list[object]:
+    return [
+        pytest.param(
+            name, build, message, id=name, marks=[] if name in FAST else [pytest.mark.slow]
+        )
+        for name, build, message in app_catalogue()
+    ]
+
+
+async def _settle(pilot, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the app has failed to load, or loaded and finished its workers."""
+    from textual.worker import WorkerState
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        busy = [
+            w for w in pilot.app.workers if w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+        ]
+        if not busy and "loading" not in _status(pilot.app).lower():
+            await pilot.pause()
+            return
+    raise AssertionError(f"the app did not settle: {_status(pilot.app)!r}")
+
+
+def _status(app: FreezeviewApp) -> str:
+    return str(app.main_screen.query_one("#status").render())
+
+
+@pytest.mark.parametrize(("name", "build", "message"), _params())
+async def test_app_shows_the_sentence_and_goes_on(
+    name: str, build: object, message: str, tmp_path: Path
+) -> None:
+    model = build(tmp_path)  # type: ignore[operator]
+    digest = hashlib.sha256(model.read_bytes()).hexdigest() if model.is_file() else None
+    app = FreezeviewApp(model, output_dir=tmp_path / "out")  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot)
+        status = _status(app)
+        assert "failed" in status, status
+        assert re.search(message, status, re.IGNORECASE | re.DOTALL), status
+        screen_text = "\n".join(app.main_screen.ir.plain_lines())
+        assert "Traceback" not in screen_text and "Traceback" not in status
+        await pilot.press("n", "d", "r")  # keys still work after the error
+        await _settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+    assert not (tmp_path / MARKER_NAME).exists(), "the hostile pickle ran"
+    if digest is not None:
+        assert hashlib.sha256(model.read_bytes()).hexdigest() == digest
