@@ -209,8 +209,8 @@ def _digest(path: Path) -> str:
     ("mode", "sig"),
     [
         ("mid-write", signal.SIGINT),
-        ("before-rename", signal.SIGINT),
-        ("mid-write", signal.SIGTERM),
+        pytest.param("before-rename", signal.SIGINT, marks=pytest.mark.slow),
+        pytest.param("mid-write", signal.SIGTERM, marks=pytest.mark.slow),
     ],
     ids=["SIGINT-mid-write", "SIGINT-before-rename", "SIGTERM-mid-write"],
 )
@@ -230,7 +230,9 @@ def test_sigint_during_freeze_keeps_the_previous_file(mode: str, sig: int, tmp_p
     assert _leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("mode", ["mid-write", "before-rename"])
+@pytest.mark.parametrize(
+    "mode", ["mid-write", pytest.param("before-rename", marks=pytest.mark.slow)]
+)
 def test_sigint_during_export_leaves_no_partial_file(mode: str, tmp_path: Path) -> None:
     if "export" not in available_commands():
         pytest.skip("freezeview export is not in `freezeview --help` yet")

@@ -230,3 +230,45 @@ def test_preserving_an_exported_method_is_fine(tmp_path: Path) -> None:
     ours = torch.jit.load(str(out))
     assert hasattr(theirs, "describe")
     assert ours.describe() == theirs.describe()
+
+
+@pytest.mark.parametrize("command", ["freeze", "export"])
+def test_a_pass_that_raises_is_reported_on_its_step(
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 6, item 2: a failing pass names its step, and nothing is written."""
+    if command not in available_commands():
+        pytest.skip(f"freezeview {command} is not in `freezeview --help` yet")
+    import dataclasses
+
+    from freezeview.cli import main
+    from freezeview.engine import passes
+
+    def explode(*args: object, **kwargs: object) -> bool:
+        raise RuntimeError("injected failure in conv -> batchnorm folding")
+
+    broken = dataclasses.replace(passes.REGISTRY["fold_conv_bn"], apply=explode)
+    monkeypatch.setitem(passes.REGISTRY, "fold_conv_bn", broken)
+    model = save_tiny(tmp_path / "model.pt")
+    model_digest = _digest(model)
+    out = tmp_path / ("frozen.pt" if command == "freeze" else "export-out")
+    if command == "freeze":
+        out.write_bytes(b"previous frozen model")
+    previous = _digest(out) if out.is_file() else None
+    code = main([command, str(model), "-o", str(out), "--force"])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 1, err
+    assert len(lines) == 1 and lines[0].startswith("error:"), err
+    assert "fold_conv_bn" in lines[0] or "conv -> batchnorm" in lines[0], err
+    assert "injected failure" in lines[0], err
+    assert "Traceback" not in err
+    assert _digest(model) == model_digest
+    if command == "freeze":
+        assert _digest(out) == previous  # the previous frozen model is untouched
+    else:  # no picture of a frozen graph that was never finished
+        assert not out.exists() or not list(out.glob("after.*"))
+    assert not list(tmp_path.rglob("*freezeview-tmp*"))

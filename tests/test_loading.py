@@ -84,6 +84,25 @@ def test_from_module_refuses_plain_modules() -> None:
     assert wrapped.name == "TinyNet" and wrapped.path is None
 
 
+def test_cuda_tensors_load_on_cpu(tmp_path: Path) -> None:
+    """A model saved on a GPU machine opens here (map_location defaults to cpu)."""
+    from bad_inputs.catalogue import _edit_member
+
+    path = save_tiny(tmp_path / "gpu.pt")
+    # Rewrite the storages' device as a GPU machine would have written it.
+    _edit_member(
+        path,
+        lambda m: m == "data.pkl",
+        lambda c: c.replace(b"X\x03\x00\x00\x00cpu", b"X\x04\x00\x00\x00cuda"),
+    )
+    with pytest.raises(RuntimeError):
+        torch.jit.load(str(path))  # torch's default keeps the device, and fails here
+    loaded = load_model(path)
+    reference = torch.jit.load(str(path), map_location="cpu")
+    x = torch.randn(1, 3, 8, 8)
+    torch.testing.assert_close(loaded.module(x), reference(x))
+
+
 def test_traced_model_loads(tmp_path: Path) -> None:
     traced = torch.jit.trace(TinyNet().eval(), torch.randn(1, 3, 8, 8))
     path = tmp_path / "traced.pt"
@@ -298,3 +317,12 @@ def test_every_corpus_module_loads_like_torch(case: object, tmp_path: Path) -> N
         assert isinstance(ours, modules)  # forward returns self
         return
     torch.testing.assert_close(ours, theirs)
+
+
+def test_error_messages_are_one_line() -> None:
+    """Torch's text quoted in a message can hold newlines; the sentence stays one line."""
+    err = BadInputError("model.pt could not be loaded (line one\n  line two\n):  fix it.")
+    assert err.message == "model.pt could not be loaded (line one line two ): fix it."
+    assert str(err) == err.message
+    assert "\n" in err.detail
+    assert err.exit_code == 2 and PlanError("x").exit_code == 1

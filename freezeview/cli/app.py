@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import os
 import sys
-import threading
 from pathlib import Path
 
 from ..engine.errors import BadInputError
@@ -74,9 +72,6 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError(f"{path}: no such file.")
     if path.is_dir():
         raise BadInputError(f"{path} is a directory, not a TorchScript file.")
-    # Start importing torch now, in the background: it takes a second or two, and the
-    # app's first screen (with its loading state) does not need it.
-    threading.Thread(target=importlib.import_module, args=("torch",), daemon=True).start()
     from ..ui.app import FreezeviewApp
 
     app = FreezeviewApp(

@@ -265,7 +265,7 @@ def _set_mode(tmp: Path, target: Path) -> None:
     os.chmod(tmp, mode)
 
 
-def _write(path: str | os.PathLike[str], writer: Callable[[Path], None]) -> Path:
+def _write(path: str | os.PathLike[str], writer: Callable[[Path], object]) -> Path:
     target = Path(path)
     with atomic_path(target) as tmp:
         writer(tmp)

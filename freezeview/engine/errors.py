@@ -16,14 +16,24 @@ __all__ = [
 
 
 class FreezeviewError(Exception):
-    """Base class: a failure with a one-sentence message for the user."""
+    """Base class: a failure with a one-sentence message for the user.
+
+    Args:
+        message: the sentence (newlines and runs of spaces are folded to one line).
+        hint: an optional second line the CLI prints after the sentence.
+    """
 
     #: Process exit code the CLI uses (DESIGN.md: 1 bad plan, 2 bad usage or input).
     exit_code: int = 1
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
+        # One line, always: the CLI prints the message as its whole answer and the app
+        # shows it in a one-line status bar. Text quoted from torch can carry newlines
+        # (and a TorchScript traceback); the full text stays in ``detail`` for --debug.
+        self.detail = message
+        flat = " ".join(message.split())
+        super().__init__(flat)
+        self.message = flat
         self.hint = hint
 
     def __str__(self) -> str:

@@ -885,10 +885,16 @@ def _torch_error_sentence(p: Path, exc: BaseException) -> str:
             f"{p} uses the operator {op.group(1)}, which torch {ver} here does not have: "
             "load the extension that defines it, or inspect the model where it is installed."
         )
-    if re.search(r"version_? <= kMaxSupportedFileFormatVersion|file format version", text):
+    newer = re.search(
+        r"file with version (\d+), but the maximum supported version for reading is (\d+)", text
+    )
+    if newer or re.search(r"version_? <= kMaxSupportedFileFormatVersion", text):
+        detail = (
+            f" (format {newer.group(1)}; this torch reads up to {newer.group(2)})" if newer else ""
+        )
         return (
-            f"{p} was saved by a newer torch than {ver} (its file format is too new): "
-            "inspect it with the torch version that saved it."
+            f"{p} was saved by a newer torch than {ver}{detail}: inspect it with the torch "
+            "version that saved it, or a newer one."
         )
     typ = re.search(r"Unknown type name '([^']+)'", text)
     if typ:
@@ -902,7 +908,7 @@ def _torch_error_sentence(p: Path, exc: BaseException) -> str:
             f"{p} is damaged or incomplete: archive member {missing.group(1)!r} is "
             "missing; copy or save the model again."
         )
-    if "CUDA" in text and "is_available" in text:
+    if ("CUDA" in text and "is_available" in text) or "support for cuda" in text:
         return f"{p} holds CUDA tensors and this machine has no CUDA: pass --map-location cpu."
     return (
         f"{p} could not be loaded by torch.jit.load ({first}): check that the file is "

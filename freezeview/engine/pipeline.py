@@ -27,6 +27,7 @@ import re
 import threading
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,7 @@ __all__ = [
     "Pipeline",
     "Plan",
     "Progress",
+    "SnapshotMap",
     "Step",
     "freeze",
 ]
@@ -182,52 +184,285 @@ class Plan:
         }
 
 
+class _Once:
+    """A value computed on first use, exactly once, even when threads ask together.
+
+    The app reads steps from a worker thread while the pipeline may still be running, so
+    a lazily built snapshot or note list must never be built twice or half-seen.
+    """
+
+    __slots__ = ("_fn", "_lock", "_value")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._fn: Callable[[], Any] | None = fn
+        self._lock = threading.Lock()
+        self._value: Any = None
+
+    @property
+    def done(self) -> bool:
+        """True once the value exists."""
+        return self._fn is None
+
+    def get(self) -> Any:
+        """The value (computed now if this is the first call)."""
+        if self._fn is None:
+            return self._value
+        with self._lock:
+            fn = self._fn
+            if fn is not None:
+                self._value = fn()
+                # Drop the closure: it holds graphs and modules the value no longer needs.
+                self._fn = None
+        return self._value
+
+
+# One node per printed line "  %out : T = ns::kind..." (or "   = ns::kind" without
+# outputs); continuation lines of multi-line constants never look like that.
+_NODE_LINE_RE = re.compile(r"^ +(?:%[^=]*)?= ([A-Za-z_]\w*::[A-Za-z_][\w.]*)", re.MULTILINE)
+# torch prints a node that owns a subgraph as "prim::fork_0" (the subgraph's label).
+_SUBGRAPH_LABEL_RE = re.compile(r"^(prim::\w+?)_\d+$")
+
+
+def _text_kinds(text: str) -> Counter[str]:
+    """Node kinds counted from torch's IR printout, nested blocks included.
+
+    A full :class:`GraphSnapshot` of a 17k-node inlined graph takes a second; counting
+    kinds from the printout takes milliseconds and is all the by-kind step counts need.
+    Subgraphs torch prints after the graph's ``return`` are not part of it (the snapshot
+    does not walk them either).
+    """
+    end = text.find("\n  return (")
+    body = text if end < 0 else text[:end]
+    kinds: Counter[str] = Counter(_NODE_LINE_RE.findall(body))
+    for kind in [k for k in kinds if _SUBGRAPH_LABEL_RE.match(k)]:
+        match = _SUBGRAPH_LABEL_RE.match(kind)
+        assert match is not None
+        kinds[match.group(1)] += kinds.pop(kind)
+    return kinds
+
+
+class _LazyGraph:
+    """One method graph at one moment; its :class:`GraphSnapshot` is built on first use.
+
+    It holds a torch graph nothing changes any more: a private copy, or the pipeline's
+    working graph up to the moment the pipeline is about to run a pass on it -- then
+    :meth:`detach` swaps in a copy -- or a function that builds the graph when it is
+    first needed. Graph copies share constant tensors with the module (no storage is
+    copied). Once the snapshot exists the graph is let go.
+    """
+
+    __slots__ = ("_build", "_graph", "_kinds", "_live", "_lock", "_snapshot", "_text", "method")
+
+    def __init__(
+        self,
+        method: str,
+        graph: torch._C.Graph | None = None,
+        *,
+        build: Callable[[], torch._C.Graph] | None = None,
+        live: bool = False,
+        text: str | None = None,
+    ) -> None:
+        if (graph is None) == (build is None):
+            raise ValueError("a lazy graph needs exactly one of graph and build")
+        self.method = method
+        self._graph = graph
+        self._build = build
+        self._live = live
+        self._text = text
+        self._snapshot: GraphSnapshot | None = None
+        self._kinds: Counter[str] | None = None
+        # Re-entrant: text and kinds call each other while holding it.
+        self._lock = threading.RLock()
+
+    @property
+    def built(self) -> bool:
+        """True once the snapshot has been taken."""
+        return self._snapshot is not None
+
+    def graph(self) -> torch._C.Graph | None:
+        """The torch graph (built now if needed); None once the snapshot has replaced it.
+
+        Callers must not change it.
+        """
+        with self._lock:
+            if self._graph is None and self._build is not None:
+                self._graph = self._build()
+                self._build = None
+            return self._graph
+
+    def detach(self) -> None:
+        """Keep a private copy before the pipeline changes the graph this one shows.
+
+        The printout is taken first: a copy renumbers unnamed values, and the picture
+        must show the names the working graph had (the ones torch's result prints).
+        """
+        with self._lock:
+            if self._live and self._graph is not None:
+                if self._text is None:
+                    self._text = str(self._graph)
+                self._graph = self._graph.copy()
+            self._live = False
+
+    @property
+    def text(self) -> str:
+        """torch's IR printout of the graph."""
+        with self._lock:
+            if self._text is None:
+                graph = self.graph()
+                assert graph is not None
+                self._text = str(graph)
+            return self._text
+
+    def kinds(self) -> Counter[str]:
+        """How many nodes of each kind (from the snapshot if taken, else the printout)."""
+        with self._lock:
+            if self._snapshot is not None:
+                return self._snapshot.kinds()
+            if self._kinds is None:
+                self._kinds = _text_kinds(self.text)
+            return Counter(self._kinds)
+
+    @property
+    def node_count(self) -> int:
+        """Number of nodes, nested blocks included."""
+        with self._lock:
+            if self._snapshot is not None:
+                return self._snapshot.node_count
+            return sum(self.kinds().values())
+
+    def snapshot(self) -> GraphSnapshot:
+        """The snapshot (taken now if this is the first call)."""
+        with self._lock:
+            if self._snapshot is None:
+                graph = self.graph()
+                assert graph is not None
+                self._snapshot = snapshot_graph(graph, self.method, text=self._text)
+                if self._text is None:
+                    self._text = self._snapshot.text
+                self._graph = None
+                self._live = False
+                self._kinds = None
+            return self._snapshot
+
+
+class SnapshotMap(Mapping[str, GraphSnapshot]):
+    """Method name -> :class:`GraphSnapshot`, each taken on first access.
+
+    ``step.snapshots["forward"]`` snapshots ``forward`` only; listing the methods
+    (``sorted(step.snapshots)``) snapshots nothing.
+    """
+
+    __slots__ = ("_graphs",)
+
+    def __init__(self, graphs: Mapping[str, _LazyGraph]) -> None:
+        self._graphs = graphs
+
+    def __getitem__(self, method: str) -> GraphSnapshot:
+        return self._graphs[method].snapshot()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._graphs)
+
+    def __len__(self) -> int:
+        return len(self._graphs)
+
+    def __repr__(self) -> str:
+        return f"SnapshotMap({list(self._graphs)})"
+
+
+#: What a step's lazy part computes: nodes added, removed, changed, and the notes.
+_Details = tuple[int, int, int, tuple[str, ...]]
+
+
 @dataclass(frozen=True, eq=False)
 class Step:
     """One step of the pipeline, as a value.
+
+    The graph pictures, node counts and notes are computed on first access (and then
+    kept): a run of a 17k-node model costs about what ``torch.jit.freeze`` costs, and
+    the app or the CLI pays for the pictures of the steps it shows. Reading them is
+    safe from any thread.
 
     Attributes:
         index: position in the pipeline (0 = inline).
         name: ``inline``, ``fold_attributes``, ``cleanup`` or a pass id.
         title: a short label for people (``conv -> batchnorm (round 2)``).
         kind: ``freeze``, ``optimize`` or ``inference``.
-        snapshot: the ``forward`` graph after the step (None if there is no forward).
-        snapshots: every method graph shown after the step, by method name.
         changed: True if the step changed any graph.
-        nodes_added, nodes_removed, nodes_changed: node counts from the diff with the
-            previous step (summed over methods).
         seconds: wall time of the step's torch work.
-        notes: sentences for people: what changed, or why nothing did.
         numerics: output difference versus the unfrozen module, or None when no sample
             inputs were given ("numerics not checked").
         error: the failure of this step (the pipeline stopped here), or None.
         round: the loop round, for loop passes.
         folded: attribute paths folded into constants (``fold_attributes`` only).
         kept: attribute paths that stayed module attributes (``fold_attributes`` only).
+        snapshot: the ``forward`` graph after the step (None if there is no forward).
+        snapshots: every method graph shown after the step, by method name.
+        node_count: nodes of the ``forward`` graph after the step (no snapshot needed).
+        nodes_added, nodes_removed, nodes_changed: node counts from the diff with the
+            previous step (summed over methods).
+        notes: sentences for people: what changed, or why nothing did.
     """
 
     index: int
     name: str
     title: str
     kind: str
-    snapshot: GraphSnapshot | None
-    snapshots: Mapping[str, GraphSnapshot]
     changed: bool
-    nodes_added: int = 0
-    nodes_removed: int = 0
-    nodes_changed: int = 0
     seconds: float = 0.0
-    notes: tuple[str, ...] = ()
     numerics: Numerics | None = None
     error: str | None = None
     round: int | None = None
     folded: tuple[str, ...] = ()
     kept: tuple[str, ...] = ()
+    # What the step shows, taken lazily: method -> graph, and (counts, notes).
+    _graphs: Mapping[str, _LazyGraph] = field(default_factory=dict, repr=False)
+    _lazy: _Once = field(default_factory=lambda: _Once(lambda: (0, 0, 0, ())), repr=False)
 
     @property
     def ok(self) -> bool:
         """True unless the step failed."""
         return self.error is None
+
+    @property
+    def snapshots(self) -> Mapping[str, GraphSnapshot]:
+        """Every method graph after the step (each snapshotted on first access)."""
+        return SnapshotMap(self._graphs)
+
+    @property
+    def snapshot(self) -> GraphSnapshot | None:
+        """The ``forward`` graph after the step, or None if there is no forward."""
+        graph = self._graphs.get("forward")
+        return graph.snapshot() if graph is not None else None
+
+    @property
+    def node_count(self) -> int | None:
+        """Nodes of the ``forward`` graph after the step, without taking a snapshot."""
+        graph = self._graphs.get("forward")
+        return graph.node_count if graph is not None else None
+
+    def _resolved(self) -> _Details:
+        return self._lazy.get()  # type: ignore[no-any-return]
+
+    @property
+    def nodes_added(self) -> int:
+        """Nodes added by the step (summed over methods)."""
+        return self._resolved()[0]
+
+    @property
+    def nodes_removed(self) -> int:
+        """Nodes removed by the step (summed over methods)."""
+        return self._resolved()[1]
+
+    @property
+    def nodes_changed(self) -> int:
+        """Nodes changed in place by the step (summed over methods)."""
+        return self._resolved()[2]
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Sentences for people: what changed, or why nothing did."""
+        return self._resolved()[3]
 
 
 @dataclass(frozen=True)
@@ -276,14 +511,15 @@ class FreezeResult:
 FULL_DIFF_LIMIT = 4000
 
 
-def _graph_counts(before: GraphSnapshot | None, after: GraphSnapshot) -> tuple[int, int, int, str]:
+def _graph_counts(before: _LazyGraph | None, after: _LazyGraph) -> tuple[int, int, int, str]:
     """Added, removed, changed node counts and a one-line summary."""
     if before is None:
-        return after.node_count, 0, 0, f"+{after.node_count} added"
+        count = after.node_count
+        return count, 0, 0, f"+{count} added"
     if max(before.node_count, after.node_count) <= FULL_DIFF_LIMIT:
         from .diff import diff_snapshots
 
-        d = diff_snapshots(before, after)
+        d = diff_snapshots(before.snapshot(), after.snapshot())
         c = d.counts()
         return c["added"], c["removed"], c["changed"], d.summary()
     delta = after.kinds()
@@ -299,6 +535,47 @@ def _graph_counts(before: GraphSnapshot | None, after: GraphSnapshot) -> tuple[i
     return added, removed, 0, f"{text} ({', '.join(notable)})" if notable else text
 
 
+def _counts(
+    before: Mapping[str, _LazyGraph], after: Mapping[str, _LazyGraph]
+) -> tuple[int, int, int, list[str]]:
+    """Node counts summed over methods, and one summary note per changed method."""
+    added = removed = changed = 0
+    notes = []
+    for method, graph in after.items():
+        prev = before.get(method)
+        if prev is graph:
+            continue
+        if prev is not None and _ir_key(prev.text) == _ir_key(graph.text):
+            continue
+        a, r, c, summary = _graph_counts(prev, graph)
+        added, removed, changed = added + a, removed + r, changed + c
+        notes.append(summary if method == "forward" else f"{method}: {summary}")
+    return added, removed, changed, notes
+
+
+def _details(compute: Callable[[], _Details], fallback: Sequence[str] = ()) -> _Once:
+    """A step's lazy counts and notes; a failure becomes a note, never an exception.
+
+    They are computed when someone first reads them (the app's worker, the CLI's table),
+    long after the step ran: an error there must not break the reader.
+    """
+
+    def run() -> _Details:
+        try:
+            return compute()
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            return 0, 0, 0, (*fallback, f"could not count this step's changes: {first}")
+
+    return _Once(run)
+
+
+def _ready(notes: Sequence[str] = (), counts: tuple[int, int, int] = (0, 0, 0)) -> _Once:
+    """Details known already (a failed step)."""
+    value: _Details = (*counts, tuple(notes))
+    return _Once(lambda: value)
+
+
 _MANGLE_RE = re.compile(r"___torch_mangle_\d+\.")
 
 
@@ -310,13 +587,6 @@ def _ir_key(text: str) -> str:
     time; whether a step changed anything is judged without that.
     """
     return _MANGLE_RE.sub("", text)
-
-
-def _walk(block: torch._C.Block) -> Iterator[torch._C.Node]:
-    for node in block.nodes():
-        yield node
-        for sub in node.blocks():
-            yield from _walk(sub)
 
 
 def _resolve(cmod: torch._C.ScriptModule, dotted: str) -> tuple[Any, str] | None:
@@ -334,6 +604,26 @@ def _is_module(value: Any) -> bool:
     return isinstance(value, torch._C.ScriptModule)
 
 
+def _module_paths(module: Any) -> tuple[set[str], set[str]]:
+    """``(attribute paths, all paths)`` of a module tree, from one torch call.
+
+    ``all paths`` includes submodules. torch walks the whole tree in C++ once; asking
+    per attribute would walk it once per attribute.
+    """
+    cmod = getattr(module, "_c", module)
+    named = torch._C._jit_debug_module_iterators(cmod)["named_attributes_r"]  # type: ignore[attr-defined]
+    every = {path for path, _ in named}
+    return {path for path, value in named if not _is_module(value)}, every
+
+
+_CALL_KINDS = ("prim::CallMethod", "prim::CallFunction")
+
+
+def _call_count(graph: torch._C.Graph) -> int:
+    """Calls left in a graph (nested blocks included), counted by torch in C++."""
+    return sum(len(graph.findAllNodes(kind)) for kind in _CALL_KINDS)
+
+
 class Pipeline:
     """The stepwise freeze of one module with one plan.
 
@@ -345,6 +635,8 @@ class Pipeline:
 
     The input module is never modified: freezing works on a clone that shares tensor
     storage with it, and running sample inputs restores any state a run changes.
+    Steps hold their graph pictures, counts and notes lazily: a step's snapshot is
+    taken the first time someone reads ``step.snapshot``.
 
     Example::
 
@@ -381,7 +673,9 @@ class Pipeline:
         self._reference_error: str | None = None
         self._guards: list[StateGuard] = []
         self._working: torch.jit.ScriptModule | None = None
-        self._initial: dict[str, GraphSnapshot] | None = None
+        # Per pipeline, not per run: the input module never changes.
+        self._initial: dict[str, _LazyGraph] = {}
+        self._paths: tuple[set[str], set[str]] | None = None
 
     # --- public API -------------------------------------------------------------------
 
@@ -487,6 +781,12 @@ class Pipeline:
         names += [n for n in plan.preserved_attrs if cmod._has_method(n) and n not in names]
         return names
 
+    def _module_paths(self) -> tuple[set[str], set[str]]:
+        """The input module's attribute paths and all paths (computed once)."""
+        if self._paths is None:
+            self._paths = _module_paths(self.module)
+        return self._paths
+
     def _execute(
         self,
         old: list[Step],
@@ -502,22 +802,29 @@ class Pipeline:
         self.failed = False
         plan = self.plan
         ctx = _RunContext(self, plan, old[:keep], progress, cancel)
-        for step in ctx.freeze_phase():
-            yield step
-        if ctx.stopped:
-            return
-        for step in ctx.optimize_phase():
-            yield step
-        if ctx.stopped:
-            return
-        self.frozen_module = self._working
+        try:
+            for step in ctx.freeze_phase():
+                yield step
+            if ctx.stopped:
+                return
+            for step in ctx.optimize_phase():
+                yield step
+            if ctx.stopped:
+                return
+            self.frozen_module = self._working
+        finally:
+            # The last step may still show the working module's own graphs; from now on
+            # they belong to the caller (who may run optimize_for_inference on them).
+            ctx.detach_all()
 
     # --- numerics ---------------------------------------------------------------------
 
     def _prepare_numerics(self, kept_paths: set[str], frozen: torch.jit.ScriptModule) -> None:
         """Guard state and compute the reference outputs (once per pipeline)."""
+        if self.inputs is None:
+            return  # nothing will run: no state to guard
         self._guards = [StateGuard(self.module, kept_paths), StateGuard(frozen, kept_paths)]
-        if self.inputs is None or self._reference_ready or self._reference_error:
+        if self._reference_ready or self._reference_error:
             return
         if not self.module._c._has_method("forward"):
             self._reference_error = "the model has no forward method"
@@ -539,13 +846,19 @@ class Pipeline:
             guard.restore()
 
     def _numerics(
-        self, graph: torch._C.Graph | None, self_module: Any
+        self, graph: Callable[[], torch._C.Graph | None] | torch._C.Graph | None, self_module: Any
     ) -> tuple[Numerics | None, str]:
-        """Numerics of a forward graph on the sample inputs, and a note if impossible."""
+        """Numerics of a forward graph on the sample inputs, and a note if impossible.
+
+        ``graph`` may be a function giving the graph, so a graph freezeview builds only
+        for display is built here only when there are inputs to run.
+        """
         if self.inputs is None:
             return None, ""
         if self._reference_error:
             return None, f"numerics not checked: {self._reference_error}"
+        if callable(graph):
+            graph = graph()
         if graph is None:
             return None, "numerics not checked: no forward graph"
         try:
@@ -576,7 +889,9 @@ class _RunContext:
         self.cancel = cancel
         self.stopped = False
         self.methods = pipe._methods(plan)
-        self.current: dict[str, GraphSnapshot] = {}
+        self.current: dict[str, _LazyGraph] = {}
+        # Whether the last pass step reported a rewrite (drives the fold loop).
+        self.fired = False
 
     # --- helpers ----------------------------------------------------------------------
 
@@ -600,37 +915,34 @@ class _RunContext:
 
     def _add(self, step: Step) -> Step:
         self.pipe.steps.append(step)
-        if step.snapshots:
-            self.current = dict(step.snapshots)
+        if step._graphs:
+            self.current = dict(step._graphs)
         if step.error is not None:
             self.pipe.failed = True
             self.stopped = True
         return step
 
-    def _counts(
-        self, before: Mapping[str, GraphSnapshot], after: Mapping[str, GraphSnapshot]
-    ) -> tuple[int, int, int, list[str]]:
-        added = removed = changed = 0
-        notes = []
-        for method, snap in after.items():
-            prev = before.get(method)
-            if prev is not None and _ir_key(prev.text) == _ir_key(snap.text):
-                continue
-            a, r, c, summary = _graph_counts(prev, snap)
-            added, removed, changed = added + a, removed + r, changed + c
-            notes.append(summary if method == "forward" else f"{method}: {summary}")
-        return added, removed, changed, notes
+    def detach_all(self) -> None:
+        """Give every picture still showing a working graph a private copy."""
+        for graph in self.current.values():
+            graph.detach()
+
+    @staticmethod
+    def _method_graph(cmod: torch._C.ScriptModule, method: str) -> torch._C.Graph:
+        return cmod._get_method(method).graph
 
     # --- freeze phase -----------------------------------------------------------------
 
     def freeze_phase(self) -> Iterator[Step]:
         pipe, plan = self.pipe, self.plan
         cmod = pipe.module._c
-        if pipe._initial is None:
-            pipe._initial = {
-                m: snapshot_graph(self._method_graph(cmod, m), m) for m in self.methods
-            }
-        initial = pipe._initial
+        for m in self.methods:
+            if m not in pipe._initial:
+                picture = _LazyGraph(m, self._method_graph(cmod, m), live=True)
+                # A copy: a picture must not follow later edits of the caller's module.
+                picture.detach()
+                pipe._initial[m] = picture
+        initial = {m: pipe._initial[m] for m in self.methods}
 
         # 1. inline
         if not self._announce("inline", _FREEZE_TITLES["inline"], "freeze"):
@@ -643,28 +955,10 @@ class _RunContext:
             inlined[m] = g
         seconds = time.perf_counter() - start
         old = self._reuse("inline", None)
-        if old is not None:
-            step = old
-        else:
-            snaps = {m: snapshot_graph(g, m) for m, g in inlined.items()}
-            a, r, c, notes = self._counts(initial, snaps)
-            changed = any(initial[m].text != snaps[m].text for m in snaps)
-            if not changed:
-                notes = ["nothing to inline: the methods call no other methods or functions"]
-            step = Step(
-                0,
-                "inline",
-                _FREEZE_TITLES["inline"],
-                "freeze",
-                snaps.get("forward"),
-                snaps,
-                changed,
-                a,
-                r,
-                c,
-                seconds,
-                tuple(notes),
-            )
+        inline_graphs = {m: _LazyGraph(m, g) for m, g in inlined.items()}
+        changed = False
+        if old is None:
+            changed = any(self._inlined_something(initial[m], inlined[m]) for m in inlined)
         # freeze itself (torch's work) happens now: the fold step needs to know what
         # torch kept, and the guard for numerics needs it before any run.
         start = time.perf_counter()
@@ -681,17 +975,40 @@ class _RunContext:
         except Exception as exc:
             freeze_error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         freeze_seconds = time.perf_counter() - start
-        kept_paths = self._kept_paths(frozen) if frozen is not None else set()
+        kept_paths: set[str] = set()
+        frozen_all: set[str] = set()
         if frozen is not None:
+            kept_paths, frozen_all = _module_paths(frozen)
             pipe._prepare_numerics(kept_paths, frozen)
         if old is None:
             num, note = pipe._numerics(inlined.get("forward"), pipe.module)
-            step = dataclasses.replace(
-                step, numerics=num, notes=step.notes + ((note,) if note else ())
+            tail = (note,) if note else ()
+
+            def inline_details(
+                before: Mapping[str, _LazyGraph] = initial,
+                after: Mapping[str, _LazyGraph] = inline_graphs,
+                changed: bool = changed,
+            ) -> _Details:
+                a, r, c, notes = _counts(before, after)
+                if not changed:
+                    notes = ["nothing to inline: the methods call no other methods or functions"]
+                return a, r, c, (*notes, *tail)
+
+            yield self._add(
+                Step(
+                    0,
+                    "inline",
+                    _FREEZE_TITLES["inline"],
+                    "freeze",
+                    changed,
+                    seconds,
+                    num,
+                    _graphs=inline_graphs,
+                    _lazy=_details(inline_details, tail),
+                )
             )
-            yield self._add(step)
         else:
-            self._add(step)
+            self._add(old)
 
         # 2. fold attributes
         if not self._announce("fold_attributes", _FREEZE_TITLES["fold_attributes"], "freeze"):
@@ -717,156 +1034,140 @@ class _RunContext:
                     "cleanup",
                     _FREEZE_TITLES["cleanup"],
                     "freeze",
-                    None,
-                    {},
                     False,
-                    seconds=freeze_seconds,
+                    freeze_seconds,
                     error=f"torch refused to freeze the model: {freeze_error}",
                 )
             )
             return
         else:
             before = dict(self.current)
-            snaps = {
-                m: snapshot_graph(self._method_graph(frozen._c, m), m)
+            # The working module's own graphs, until a pass is about to change them.
+            after = {
+                m: _LazyGraph(m, self._method_graph(frozen._c, m), live=True)
                 for m in self.methods
                 if frozen._c._has_method(m)
             }
-            a, r, c, notes = self._counts(before, snaps)
-            dropped = sorted(
-                p for p in self._attribute_paths(pipe.module) if p not in self._all_paths(frozen)
-            )
-            notes.append(
+            dropped = pipe._module_paths()[0] - frozen_all
+            kept_note = (
                 f"{len(kept_paths)} attribute(s) kept on the frozen module; "
                 f"{len(dropped)} attribute or submodule path(s) removed"
             )
             num, note = pipe._numerics(
-                self._method_graph(frozen._c, "forward") if "forward" in snaps else None, frozen
+                self._method_graph(frozen._c, "forward") if "forward" in after else None, frozen
             )
-            if note:
-                notes.append(note)
+            tail = (kept_note, note) if note else (kept_note,)
+
+            def cleanup_details(
+                before: Mapping[str, _LazyGraph] = before,
+                after: Mapping[str, _LazyGraph] = after,
+            ) -> _Details:
+                a, r, c, notes = _counts(before, after)
+                return a, r, c, (*notes, *tail)
+
             yield self._add(
                 Step(
                     2,
                     "cleanup",
                     _FREEZE_TITLES["cleanup"],
                     "freeze",
-                    snaps.get("forward"),
-                    snaps,
                     True,
-                    a,
-                    r,
-                    c,
                     freeze_seconds,
-                    tuple(notes),
                     num,
+                    _graphs=after,
+                    _lazy=_details(cleanup_details, tail),
                 )
             )
         pipe._working = frozen
 
     @staticmethod
-    def _method_graph(cmod: torch._C.ScriptModule, method: str) -> torch._C.Graph:
-        return cmod._get_method(method).graph
-
-    @staticmethod
-    def _all_paths(module: Any) -> set[str]:
-        cmod = getattr(module, "_c", module)
-        return set(dict(torch._C._jit_debug_module_iterators(cmod)["named_attributes_r"]))  # type: ignore[attr-defined]
-
-    @classmethod
-    def _attribute_paths(cls, module: Any) -> set[str]:
-        cmod = getattr(module, "_c", module)
-        return {
-            path
-            for path, value in torch._C._jit_debug_module_iterators(cmod)[  # type: ignore[attr-defined]
-                "named_attributes_r"
-            ]
-            if not _is_module(value)
-        }
-
-    def _kept_paths(self, frozen: torch.jit.ScriptModule) -> set[str]:
-        return self._attribute_paths(frozen)
+    def _inlined_something(initial: _LazyGraph, inlined: torch._C.Graph) -> bool:
+        """Whether inlining changed a graph, without printing 17k-node graphs."""
+        graph = initial._graph
+        if graph is None:  # already snapshotted: compare printouts
+            return initial.text != str(inlined)
+        calls = _call_count(graph)
+        if calls == 0:
+            return False  # inlining only ever replaces calls
+        if _call_count(inlined) < calls:
+            return True
+        # Only calls torch cannot inline (module interfaces) -- or calls that inlined
+        # into more such calls: the printouts tell.
+        return initial.text != str(inlined)
 
     def _fold_step(
         self, inlined: dict[str, torch._C.Graph], kept_paths: set[str], freeze_error: str | None
     ) -> Step:
-        """The inlined graphs with every attribute torch folded replaced by a constant."""
+        """The inlined graphs with every attribute torch folded replaced by a constant.
+
+        Which attributes torch folded and which it kept comes from torch's own result
+        (the attributes left on the frozen module are the kept ones). The folded graph
+        itself is only a picture: it is built when someone looks at it (or runs sample
+        inputs through it).
+        """
         pipe = self.pipe
-        start = time.perf_counter()
-        folded: set[str] = set()
-        kept: set[str] = set()
-        unshown: set[str] = set()
-        graphs: dict[str, torch._C.Graph] = {}
-        cmod = pipe.module._c
-        for m, g in inlined.items():
-            g2 = g.copy()
-            if freeze_error is None:
-                f, k, u = _fold_graph(g2, cmod, kept_paths)
-                folded |= f
-                kept |= k
-                unshown |= u
-            graphs[m] = g2
-        snaps = {m: snapshot_graph(g, m) for m, g in graphs.items()}
-        seconds = time.perf_counter() - start
-        a, r, c, notes = self._counts(self.current, snaps)
+        before = dict(self.current)
         if freeze_error is not None:
             return Step(
                 1,
                 "fold_attributes",
                 _FREEZE_TITLES["fold_attributes"],
                 "freeze",
-                snaps.get("forward"),
-                snaps,
                 False,
-                seconds=seconds,
+                _graphs=before,
                 error=f"torch refused to freeze the model: {freeze_error}",
             )
-        notes.insert(0, f"{len(folded)} attribute(s) folded into constants, {len(kept)} kept")
-        if kept:
-            notes.extend(self._kept_reasons(sorted(kept)))
-        if unshown:
-            notes.append(
-                "folded by torch but shown as attribute reads here (no constant form in "
-                "Python): " + ", ".join(sorted(unshown)[:8])
-            )
-        num, note = pipe._numerics(graphs.get("forward"), pipe.module)
-        if note:
-            notes.append(note)
+        start = time.perf_counter()
+        cmod = pipe.module._c
+        folded: set[str] = set()
+        kept: set[str] = set()
+        for g in inlined.values():
+            f, k = _attribute_reads(g, cmod, kept_paths)
+            folded |= f
+            kept |= k
+        seconds = time.perf_counter() - start
+        unshown: set[str] = set()
+
+        def builder(graph: torch._C.Graph) -> Callable[[], torch._C.Graph]:
+            def build() -> torch._C.Graph:
+                copy = graph.copy()
+                unshown.update(_fold_graph(copy, cmod, kept_paths))
+                return copy
+
+            return build
+
+        after = {m: _LazyGraph(m, build=builder(g)) for m, g in inlined.items()}
+        forward = after.get("forward")
+        num, note = pipe._numerics(forward.graph if forward is not None else None, pipe.module)
+        head = f"{len(folded)} attribute(s) folded into constants, {len(kept)} kept"
+        module, preserved = pipe.module, self.plan.preserved_attrs
+        kept_sorted = sorted(kept)
+
+        def fold_details() -> _Details:
+            a, r, c, notes = _counts(before, after)
+            # The folded graphs exist now (the counts needed them), so ``unshown`` is known.
+            tail = list(_kept_reasons(module, preserved, kept_sorted)) if kept_sorted else []
+            if unshown:
+                tail.append(
+                    "folded by torch but shown as attribute reads here (no constant form in "
+                    "Python): " + ", ".join(sorted(unshown)[:8])
+                )
+            if note:
+                tail.append(note)
+            return a, r, c, (head, *notes, *tail)
+
         return Step(
             1,
             "fold_attributes",
             _FREEZE_TITLES["fold_attributes"],
             "freeze",
-            snaps.get("forward"),
-            snaps,
             bool(folded),
-            a,
-            r,
-            c,
             seconds,
-            tuple(notes),
             num,
             folded=tuple(sorted(folded)),
-            kept=tuple(sorted(kept)),
-        )
-
-    def _kept_reasons(self, kept: list[str]) -> list[str]:
-        """One note per kept attribute, with explain's reason when explain is there."""
-        reasons: dict[str, str] = {}
-        try:
-            from .verdicts import explain as run_explain
-
-            verdicts = run_explain(
-                self.pipe.module, preserved_attrs=list(self.plan.preserved_attrs)
-            )
-            for path in kept:
-                verdict = verdicts.by_path(path)
-                if verdict is not None and verdict.reasons:
-                    reasons[path] = verdict.reasons[0].message
-        except Exception:
-            reasons = {}
-        return [f"kept {p}: {reasons[p]}" if p in reasons else f"kept {p}" for p in kept[:20]] + (
-            [f"... and {len(kept) - 20} more kept"] if len(kept) > 20 else []
+            kept=tuple(kept_sorted),
+            _graphs=after,
+            _lazy=_details(fold_details, (head,)),
         )
 
     # --- optimization phase -----------------------------------------------------------
@@ -895,13 +1196,13 @@ class _RunContext:
                     return
                 continue
             for round_ in range(1, _MAX_ROUNDS + 1):
-                any_change = False
+                any_fold = False
                 for pid in ids:
                     yield from self._pass_step(reg[pid], round_)
                     if self.stopped:
                         return
-                    any_change |= self.pipe.steps[-1].changed
-                if not any_change:
+                    any_fold |= self.fired
+                if not any_fold:
                     break
             else:
                 self.pipe.warnings.append(
@@ -934,6 +1235,8 @@ class _RunContext:
             m: self._method_graph(working._c, m) for m in self.methods if working._c._has_method(m)
         }
         before = dict(self.current)
+        for graph in before.values():
+            graph.detach()  # the pass rewrites the working graphs in place
         start = time.perf_counter()
         error = None
         reported: list[bool | None] = []
@@ -946,85 +1249,104 @@ class _RunContext:
                 + ((str(exc).strip().splitlines() or [type(exc).__name__])[0][:300])
             )
         seconds = time.perf_counter() - start
-        texts = {m: _ir_key(str(g)) for m, g in graphs.items()}
+        # ``changed`` is judged on the printout, not on what the pass returns: torch's
+        # folds report False yet still run dead-code elimination, which can remove
+        # constants an earlier pass left unused.
+        texts = {m: str(g) for m, g in graphs.items()}
         changed_methods = [
-            m for m in graphs if m not in before or _ir_key(before[m].text) != texts[m]
+            m for m in graphs if m not in before or _ir_key(before[m].text) != _ir_key(texts[m])
         ]
         changed = bool(changed_methods)
+        # Whether the fold loop goes on is torch's own test: did a fold report folding
+        # (``changed |= FoldFrozenConvBatchnorm(graph)`` in frozen_graph_optimizations.cpp),
+        # so the loop runs as many rounds as torch's; a pass that cannot tell counts
+        # by its printout.
+        self.fired = any(r for r in reported) or (changed and None in reported)
         old = self._reuse(info.id, round_)
         if old is not None and old.changed == changed and error is None:
             self._add(old)
             return
-        snaps = dict(before)
+        after = dict(before)
         for m in changed_methods:
-            snaps[m] = snapshot_graph(graphs[m], m)
-        notes: list[str] = []
-        a = r = c = 0
-        if changed:
-            a, r, c, notes = self._counts(before, snaps)
-        elif error is None:
-            why = info.why_not(before.get("forward") or next(iter(before.values()), None))
-            notes.append(f"did not fire: {why}")
+            after[m] = _LazyGraph(m, graphs[m], live=True, text=texts[m])
         num: Numerics | None = None
+        tail: tuple[str, ...] = ()
         if error is None:
             prev = pipe.steps[-1].numerics if pipe.steps else None
             if changed or prev is None:
                 num, note = pipe._numerics(graphs.get("forward"), working)
-                if note:
-                    notes.append(note)
+                tail = (note,) if note else ()
             else:
                 num = prev
-        elif not changed:
-            snaps = before
+        shown = before.get("forward") or next(iter(before.values()), None)
+
+        def pass_details(
+            before: Mapping[str, _LazyGraph] = before,
+            after: Mapping[str, _LazyGraph] = after,
+            shown: _LazyGraph | None = shown,
+        ) -> _Details:
+            if changed:
+                a, r, c, notes = _counts(before, after)
+                return a, r, c, (*notes, *tail)
+            if error is None:
+                why = info.why_not(shown.snapshot() if shown is not None else None)
+                return 0, 0, 0, (f"did not fire: {why}", *tail)
+            return 0, 0, 0, tail
+
         yield self._add(
             Step(
                 len(pipe.steps),
                 info.id,
                 title,
                 info.kind,
-                snaps.get("forward"),
-                snaps,
                 changed,
-                a,
-                r,
-                c,
                 seconds,
-                tuple(notes),
                 num,
                 error,
                 round_,
+                _graphs=after,
+                _lazy=_details(pass_details, tail),
             )
         )
 
 
-def _fold_graph(
-    graph: torch._C.Graph, cmod: torch._C.ScriptModule, kept_paths: set[str]
-) -> tuple[set[str], set[str], set[str]]:
-    """Replace each folded attribute read in ``graph`` by a constant, as torch does.
+def _kept_reasons(
+    module: torch.jit.ScriptModule, preserved: Sequence[str], kept: list[str]
+) -> list[str]:
+    """One note per kept attribute, with explain's reason when explain is there.
 
-    An attribute read is a chain of ``prim::GetAttr`` from ``self``; its dotted path is
-    folded unless it survives on the frozen module (``kept_paths``). The constant is
-    the attribute's current value (tensors detached, never copied), named
-    ``self.<path>`` like torch's; the reads left without users are removed.
-
-    Returns:
-        ``(folded, kept, unshown)`` paths; ``unshown`` were folded by torch but have no
-        constant form freezeview can insert from Python.
+    Runs when someone reads the fold step's notes, never while the pipeline runs: on a
+    large model explain's alias analysis costs about as much as freezing itself.
     """
-    nodes = list(_walk(graph.block()))
-    top = list(graph.block().nodes())
-    if not top:
-        return set(), set(), set()
-    self_value = next(iter(graph.inputs()))
-    paths: dict[torch._C.Value, str] = {self_value: ""}
-    constants: dict[str, torch._C.Value] = {}
-    folded: set[str] = set()
-    kept: set[str] = set()
-    unshown: set[str] = set()
-    touched: set[int] = set()
-    for node in nodes:
-        if node.kind() != "prim::GetAttr":
-            continue
+    reasons: dict[str, str] = {}
+    try:
+        from .verdicts import explain as run_explain
+
+        verdicts = run_explain(module, preserved_attrs=list(preserved))
+        for path in kept:
+            verdict = verdicts.by_path(path)
+            if verdict is not None and verdict.reasons:
+                reasons[path] = verdict.reasons[0].message
+    except Exception:
+        reasons = {}
+    return [f"kept {p}: {reasons[p]}" if p in reasons else f"kept {p}" for p in kept[:20]] + (
+        [f"... and {len(kept) - 20} more kept"] if len(kept) > 20 else []
+    )
+
+
+def _attribute_chains(
+    graph: torch._C.Graph, cmod: torch._C.ScriptModule
+) -> Iterator[tuple[torch._C.Node, str, Any]]:
+    """Every attribute read from ``self`` in ``graph``: ``(node, dotted path, value)``.
+
+    A read is a chain of ``prim::GetAttr`` starting at ``self``; torch finds the nodes
+    in C++ (pre-order, nested blocks included), so a chain's earlier links come first.
+    """
+    inputs = list(graph.inputs())
+    if not inputs:
+        return
+    paths: dict[torch._C.Value, str] = {inputs[0]: ""}
+    for node in graph.findAllNodes("prim::GetAttr"):
         base = paths.get(node.input())
         if base is None:
             continue
@@ -1040,10 +1362,47 @@ def _fold_graph(
             continue
         if _is_module(value):
             paths[node.output()] = path
-            touched.add(id(node))
+        yield node, path, value
+
+
+def _attribute_reads(
+    graph: torch._C.Graph, cmod: torch._C.ScriptModule, kept_paths: set[str]
+) -> tuple[set[str], set[str]]:
+    """``(folded, kept)`` attribute paths read in ``graph``, as torch decided them."""
+    folded: set[str] = set()
+    kept: set[str] = set()
+    for _node, path, value in _attribute_chains(graph, cmod):
+        if _is_module(value):
+            continue
+        (kept if path in kept_paths else folded).add(path)
+    return folded, kept
+
+
+def _fold_graph(
+    graph: torch._C.Graph, cmod: torch._C.ScriptModule, kept_paths: set[str]
+) -> set[str]:
+    """Replace each folded attribute read in ``graph`` by a constant, as torch does.
+
+    An attribute read's dotted path is folded unless it survives on the frozen module
+    (``kept_paths``). The constant is the attribute's current value (tensors detached,
+    never copied), named ``self.<path>`` like torch's; the reads left without users
+    are removed.
+
+    Returns:
+        The paths torch folded that have no constant form freezeview can insert from
+        Python (they stay attribute reads in the picture).
+    """
+    top = list(graph.block().nodes())
+    if not top:
+        return set()
+    constants: dict[str, torch._C.Value] = {}
+    unshown: set[str] = set()
+    touched: list[torch._C.Node] = []
+    for node, path, value in list(_attribute_chains(graph, cmod)):
+        if _is_module(value):
+            touched.append(node)
             continue
         if path in kept_paths:
-            kept.add(path)
             continue
         const = constants.get(path)
         if const is None:
@@ -1058,14 +1417,13 @@ def _fold_graph(
             const.setDebugName(f"self.{path}")
             constants[path] = const
         node.output().replaceAllUsesWith(const)
-        touched.add(id(node))
-        folded.add(path)
+        touched.append(node)
     # Remove the reads this fold left without users (deepest first, so chains unwind);
     # other dead code stays for the clean-up step to remove, as torch does.
-    for node in reversed(nodes):
-        if id(node) in touched and not node.output().uses():
+    for node in reversed(touched):
+        if not node.output().uses():
             node.destroy()
-    return folded, kept, unshown
+    return unshown
 
 
 def freeze(

@@ -46,7 +46,7 @@ def step_json(step: Step) -> dict[str, Any]:
         "kind": step.kind,
         "round": step.round,
         "changed": step.changed,
-        "nodes": step.snapshot.node_count if step.snapshot is not None else None,
+        "nodes": step.node_count,
         "nodes_added": step.nodes_added,
         "nodes_removed": step.nodes_removed,
         "nodes_changed": step.nodes_changed,
@@ -80,7 +80,7 @@ def result_json(
         "plan": plan_json(plan),
         "steps": len(steps),
         "changed_steps": sum(1 for s in steps if s.changed),
-        "nodes": last.snapshot.node_count if last and last.snapshot else None,
+        "nodes": last.node_count if last else None,
         "seconds": round(sum(s.seconds for s in steps), 6),
         "warnings": list(warnings),
     }
@@ -126,7 +126,7 @@ def steps_table(steps: Sequence[Step], *, show_numerics: bool = True) -> Table:
         row: list[str | Text] = [
             str(step.index),
             status,
-            str(step.snapshot.node_count) if step.snapshot is not None else "-",
+            str(step.node_count) if step.node_count is not None else "-",
             delta,
             f"{step.seconds * 1000:.1f}",
         ]

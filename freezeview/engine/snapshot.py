@@ -783,20 +783,20 @@ class _TextParser:
         return bool(_LINE_RE.match(line) or _BLOCK_RE.match(line) or _RETURN_RE.match(line))
 
 
-def _fast_snapshot(graph: torch._C.Graph, method: str) -> GraphSnapshot:
+def _fast_snapshot(graph: torch._C.Graph, method: str, text: str | None = None) -> GraphSnapshot:
     # Tens of thousands of small frozen objects, none cyclic: the cyclic garbage
     # collector would rescan them over and over while they are built.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse_snapshot(graph, method)
+        return _parse_snapshot(graph, method, text)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _parse_snapshot(graph: torch._C.Graph, method: str) -> GraphSnapshot:
-    text = str(graph)
+def _parse_snapshot(graph: torch._C.Graph, method: str, text: str | None = None) -> GraphSnapshot:
+    text = str(graph) if text is None else text
     walked = _Walked(graph)
     parser = _TextParser(text, walked)
     block = parser.parse()
@@ -807,12 +807,19 @@ def _parse_snapshot(graph: torch._C.Graph, method: str) -> GraphSnapshot:
     )
 
 
-def snapshot_graph(graph: torch._C.Graph, method: str = "forward") -> GraphSnapshot:
+def snapshot_graph(
+    graph: torch._C.Graph, method: str = "forward", *, text: str | None = None
+) -> GraphSnapshot:
     """Take an immutable, tensor-free snapshot of ``graph``.
 
     Args:
         graph: a TorchScript graph (``module.forward.graph`` or a copy).
         method: the method name the graph belongs to, kept for display.
+        text: torch's printout of the graph ``graph`` was copied from, taken before that
+            graph changed (the stepwise pipeline keeps a copy and builds the snapshot
+            later). A copy renumbers unnamed values (``%7`` becomes ``%11``); with the
+            original printout the picture keeps the names the user's graph had.
+            Default: ``str(graph)``.
 
     Returns:
         A :class:`GraphSnapshot` that stays valid however the graph changes later.
@@ -823,7 +830,7 @@ def snapshot_graph(graph: torch._C.Graph, method: str = "forward") -> GraphSnaps
         assert snap.kinds()["aten::relu"] == 1
     """
     try:
-        return _fast_snapshot(graph, method)
+        return _fast_snapshot(graph, method, text)
     except (ValueError, IndexError):
         pass  # an IR printout this parser does not know: take the careful path
     builder = _Builder()

@@ -64,6 +64,8 @@ class Session:
     _pipeline: Any = field(default=None, repr=False)
     _inputs: tuple[Any, ...] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: ``.code`` of the frozen module at the end of the last run (None before).
+    final_code: str | None = None
     #: Sentences from the last render or export (Graphviz fallbacks, ...).
     last_notes: list[str] = field(default_factory=list)
 
@@ -224,12 +226,16 @@ class Session:
                 plan = standin.StandinPlan(tuple(preserved), tuple(passes))
                 steps = standin.standin_steps(module, plan, inputs, cancel, progress)
             previous: GraphSnapshot | None = None
+            self.final_code = None
             for step in steps:
                 if step.snapshot is None and previous is None:
                     continue  # no forward graph to show yet
                 view = _step_view(step, previous)
                 previous = view.snapshot
                 yield view
+            frozen = getattr(self._pipeline, "frozen_module", None) if real else None
+            if frozen is not None and hasattr(frozen, "code"):
+                self.final_code = str(frozen.code)
 
     # -- text, pictures, files -------------------------------------------------------
     def diff_text(self, before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
@@ -364,11 +370,13 @@ def _step_view(step: Any, previous: GraphSnapshot | None) -> StepView:
         added = counts.get("added", added)
         removed = counts.get("removed", removed)
         changed_nodes = counts.get("changed", changed_nodes)
+    snapshot = step.snapshot if step.snapshot is not None else previous
+    assert snapshot is not None  # run_steps skips steps with nothing to show
     return StepView(
         index=int(step.index),
         name=str(step.name),
         title=str(getattr(step, "title", step.name)),
-        snapshot=step.snapshot if step.snapshot is not None else previous,
+        snapshot=snapshot,
         changed=bool(getattr(step, "changed", True)),
         added=int(added or 0)
         if not isinstance(added, (list, tuple, set, frozenset))
@@ -384,6 +392,7 @@ def _step_view(step: Any, previous: GraphSnapshot | None) -> StepView:
         numerics=_numerics_text(getattr(step, "numerics", None)),
         error=str(getattr(step, "error", "") or ""),
         code=getattr(step, "code", None),
+        kind=str(getattr(step, "kind", "")),
     )
 
 

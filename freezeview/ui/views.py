@@ -76,3 +76,4 @@ class StepView:
     numerics: str = ""
     error: str = ""
     code: str | None = None
+    kind: str = ""

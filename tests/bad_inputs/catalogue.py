@@ -308,6 +308,12 @@ def _unknown_op(tmp: Path) -> Built:
     return Built(model=p, guarded=(p,))
 
 
+def _newer_format(tmp: Path) -> Built:
+    p = _valid(tmp, "from_the_future.pt")
+    _edit_member(p, lambda m: m == "version", lambda c: b"99\n")
+    return Built(model=p, guarded=(p,))
+
+
 def _state_dict(tmp: Path) -> Built:
     p = tmp / "weights.pt"
     torch.save(TinyNet().state_dict(), p)
@@ -461,7 +467,7 @@ def _out_is_input_forced(tmp: Path) -> Built:
     p = _valid(tmp)
     link = tmp / "same-model.pt"
     link.symlink_to(p)  # another name for the same file
-    return Built(model=p, outputs={"freeze": link}, args={"freeze": ["--force"]}, guarded=(p,))
+    return Built(model=p, outputs={"freeze": link}, args={"freeze": ["--force"]}, guarded=(p, link))
 
 
 def _no_dot(tmp: Path) -> Built:
@@ -566,6 +572,13 @@ CATALOGUE: tuple[BadInput, ...] = (
         "code calling an operator from an extension that is not installed",
         _unknown_op,
         r"uses the operator acme_ext::fused_relu.*load the extension",
+        2,
+    ),
+    BadInput(
+        "newer-format",
+        "a file format version newer than this torch reads",
+        _newer_format,
+        r"was saved by a newer torch than [\d.]+ \(format 99; this torch reads up to \d+\)",
         2,
     ),
     BadInput(

@@ -108,24 +108,24 @@ async def test_space_toggles_preserve_and_the_verdict(small_pt: Path, tmp_path: 
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         screen = app.main_screen
-        assert screen.tree.view_of("scale").status == "inlined"  # type: ignore[union-attr]
-        screen.tree.focus()
-        assert screen.tree.select_path("scale")
+        assert screen.model_tree.view_of("scale").status == "inlined"  # type: ignore[union-attr]
+        screen.model_tree.focus()
+        assert screen.model_tree.select_path("scale")
         await pilot.pause()
         await pilot.press("space")
         await wait_ready(pilot)
-        view = screen.tree.view_of("scale")
+        view = screen.model_tree.view_of("scale")
         assert view is not None
         # torch agrees: preserving `scale` keeps it on the frozen module.
         frozen = torch.jit.freeze(torch.jit.load(str(small_pt)), preserved_attrs=["scale"])
         assert hasattr(frozen, "scale")
         assert view.status == "kept" and view.preserved
         assert view.reasons[0].code == "preserved"
-        assert "preserved" in str(screen.tree.cursor_node.label)  # type: ignore[union-attr]
+        assert "preserved" in str(screen.model_tree.cursor_node.label)  # type: ignore[union-attr]
         assert screen.stale
         await pilot.press("space")
         await wait_ready(pilot)
-        assert screen.tree.view_of("scale").status == "inlined"  # type: ignore[union-attr]
+        assert screen.model_tree.view_of("scale").status == "inlined"  # type: ignore[union-attr]
         assert not screen.stale
 
 
@@ -187,8 +187,8 @@ async def test_selecting_an_attribute_marks_its_lines(small_pt: Path, tmp_path: 
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         screen = app.main_screen
-        screen.tree.focus()
-        assert screen.tree.select_path("calls")
+        screen.model_tree.focus()
+        assert screen.model_tree.select_path("calls")
         await pilot.pause()
         await pilot.pause()
         lines = screen.ir.plain_lines()
@@ -273,7 +273,7 @@ async def test_f_filters_the_tree(small_pt: Path, tmp_path: Path) -> None:
                     leaves.append(child.data)
                 visit(child)
 
-        visit(screen.tree.root)
+        visit(screen.model_tree.root)
         assert leaves and all(v.status == "kept" for v in leaves)
 
 
@@ -367,3 +367,8 @@ async def test_narrow_terminal_uses_tabs(small_pt: Path, tmp_path: Path) -> None
         screen.query_one("#narrow-tabs").active = "tab-model"  # type: ignore[attr-defined]
         await pilot.pause()
         assert screen.query_one("#model-pane").display and not screen.query_one("#ir-pane").display
+        assert screen.model_tree.has_focus
+        await pilot.press("w", "w", "w")  # model -> IR -> inspector -> steps
+        await pilot.pause()
+        assert screen.narrow_pane == "steps" and screen.steps_bar.passes.has_focus
+        assert screen.query_one("#steps-bar").display and not screen.query_one("#main").display

@@ -40,8 +40,9 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,question_mark,q", "dismiss", "Close help", tooltip="Back to the model"),
     ]
 
-    def __init__(self, bindings: list[Binding]) -> None:
+    def __init__(self, bindings: list[Binding], warnings: Iterable[str] = ()) -> None:
         super().__init__()
+        self._warnings = list(warnings)
         self._keys = bindings
         #: The keys table shown (tests read it).
         self.table = bindings_table(bindings)
@@ -51,6 +52,13 @@ class HelpScreen(ModalScreen[None]):
             yield Static(Text("freezeview — keys", style="bold"), id="help-title")
             yield Static(Text(_INTRO), id="help-intro")
             yield Static(self.table, id="help-keys")
+            if self._warnings:
+                # torch's own warnings (deprecations on freeze, jit.load...) are kept
+                # here as information instead of being printed over the screen.
+                yield Static(
+                    Text("torch warned: " + " | ".join(self._warnings), style="dim"),
+                    id="help-warnings",
+                )
             yield Static(
                 Text(
                     "Ctrl+P opens the command palette with the same commands. "

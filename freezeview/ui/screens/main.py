@@ -8,6 +8,7 @@ loop never waits on torch, so keys keep working while a model loads or freezes.
 from __future__ import annotations
 
 import gc
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -56,6 +57,8 @@ class MainScreen(Screen[None]):
     """The one screen users work in."""
 
     BINDINGS = [
+        # First, so a narrow footer still shows it (it only appears when narrow).
+        Binding("w", "next_pane", "Pane", tooltip="Narrow terminals: show the next pane (tabs)"),
         Binding("n", "next_step", "Next", tooltip="Show the next freezing step"),
         Binding("p", "previous_step", "Prev", tooltip="Show the previous freezing step"),
         Binding("r", "rerun", "Re-run", tooltip="Run freezing again from the start with the plan"),
@@ -157,7 +160,7 @@ class MainScreen(Screen[None]):
 
     # -- widgets -------------------------------------------------------------------
     @property
-    def tree(self) -> ModelTree:
+    def model_tree(self) -> ModelTree:
         """The model tree."""
         return self.query_one(ModelTree)
 
@@ -330,7 +333,7 @@ class MainScreen(Screen[None]):
             return  # an older request; a newer one is on its way
         self._explaining = False
         self.views = message.views
-        self.tree.show(
+        self.model_tree.show(
             self.session.name if self.session else "model", self.views, self.status_filter
         )
         self.refresh_inspector_for_attribute()
@@ -404,8 +407,10 @@ class MainScreen(Screen[None]):
         self.notify(message.message, title=f"{message.task} failed", severity="error", timeout=8)
         if message.task == "load":
             self.loading_model = False
-            self.ir.set_document(f"could not open the model:\n\n{message.message}\n", "text")
             self.add_class("-failed")
+            wrapped = textwrap.fill(message.message, width=max(40, self.ir.size.width - 2))
+            self.ir.set_document(f"could not open the model:\n\n{wrapped}\n", "text")
+            self.update_titles()
         elif message.task == "explain":
             self._explaining = False
         elif message.task == "steps":
@@ -453,7 +458,7 @@ class MainScreen(Screen[None]):
 
     def watch_status_filter(self, value: str) -> None:
         if self.views:
-            self.tree.show(self.session.name if self.session else "model", self.views, value)
+            self.model_tree.show(self.session.name if self.session else "model", self.views, value)
 
     def watch_loading_model(self, value: bool) -> None:
         # A static loading state rather than Textual's animated LoadingIndicator: the
@@ -473,6 +478,26 @@ class MainScreen(Screen[None]):
     def watch_narrow_pane(self, pane: str) -> None:
         for name in ("model", "ir", "inspector", "steps"):
             self.set_class(name == pane, f"-show-{name}")
+        if self.has_class("-narrow"):
+            # The pane's own widget takes the keys (space on the tree, t on the passes).
+            target = {"model": "#tree", "ir": "#ir", "inspector": "#inspector", "steps": "#passes"}
+            self.call_after_refresh(self.query_one(target[pane]).focus)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The pane switcher only matters (and only shows in the footer) when narrow.
+        if action == "next_pane":
+            return self.has_class("-narrow")
+        return True
+
+    def on_resize(self) -> None:
+        # Crossing the 120-column breakpoint shows or hides the pane switcher.
+        self.call_after_refresh(self.refresh_bindings)
+
+    def action_next_pane(self) -> None:
+        """Show the next pane on a narrow terminal."""
+        order = ("model", "ir", "inspector", "steps")
+        nxt = order[(order.index(self.narrow_pane) + 1) % len(order)]
+        self.query_one(Tabs).active = f"tab-{nxt}"
 
     # -- the IR pane ---------------------------------------------------------------
     def current(self) -> StepView | None:
@@ -518,12 +543,17 @@ class MainScreen(Screen[None]):
         return build
 
     def _code_for(self, index: int) -> str:
-        # A step that did not change the graph has no code of its own: show the code
-        # of the closest earlier step that has one.
+        # The pipeline keeps graphs, not modules, per step: a step's own code is shown
+        # when the engine gives it; otherwise the loaded module's code up to the
+        # attribute folding, and the final frozen module's from the clean-up on.
         for i in range(min(index, len(self.steps) - 1), -1, -1):
             code = self.steps[i].code
             if code:
                 return code
+        step = self.current()
+        final = self.session.final_code if self.session else None
+        if step is not None and step.name not in ("inline", "fold_attributes") and final:
+            return "# .code of the final frozen module\n" + final
         return self.loaded_code
 
     def show_current(self) -> None:
@@ -553,7 +583,9 @@ class MainScreen(Screen[None]):
         step = self.current()
         mode = {"ir": "IR", "code": ".code", "diff": "diff"}[self.view_mode]
         title = Text()
-        if step is None:
+        if self.has_class("-failed"):
+            title.append("no model", "bold red")
+        elif step is None:
             title.append("loaded model (inlined forward)", "bold")
         else:
             title.append(f"step {self.current_step + 1}/{len(self.steps)}", "bold")
@@ -596,7 +628,7 @@ class MainScreen(Screen[None]):
     def refresh_marks(self) -> None:
         """Mark the IR lines that read or write the selected attribute."""
         snap = self.current_snapshot()
-        path = self.tree.selected_path if self.views else None
+        path = self.model_tree.selected_path if self.views else None
         if snap is None or path is None or self.view_mode != "ir":
             self.ir.mark_lines(())
             return
@@ -608,7 +640,7 @@ class MainScreen(Screen[None]):
 
     def refresh_inspector_for_attribute(self) -> None:
         """Show the selected attribute in the inspector."""
-        view = self.tree.selected_view
+        view = self.model_tree.selected_view
         if view is None:
             return
         info = (
@@ -709,7 +741,7 @@ class MainScreen(Screen[None]):
 
     def action_toggle_preserve(self) -> None:
         """Add or remove the selected attribute from ``preserved_attrs``."""
-        path = self.tree.selected_path
+        path = self.model_tree.selected_path
         if not path:
             self.notify("select an attribute or module in the model tree first", timeout=3)
             return
@@ -778,4 +810,5 @@ class MainScreen(Screen[None]):
         """Show every key."""
         from .help import HelpScreen
 
-        self.app.push_screen(HelpScreen(self.fv_app.all_bindings()))
+        app = self.fv_app
+        self.app.push_screen(HelpScreen(app.all_bindings(), app.captured_warnings))

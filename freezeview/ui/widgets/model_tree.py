@@ -34,7 +34,12 @@ class ModelTree(Tree[AttrView | str]):
     BINDINGS = [
         # Space toggles preserve on the selected attribute (the app's binding), not
         # the tree's expand/collapse: enter and the mouse still expand nodes.
-        Binding("space", "screen.toggle_preserve", "Preserve", show=False),
+        Binding(
+            "space",
+            "screen.toggle_preserve",
+            "Preserve",
+            tooltip="Add/remove the selected attribute to preserved_attrs",
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:

@@ -1,0 +1,82 @@
+"""Regenerate ``screenshots/*.svg`` by driving freezeview's app on the bundled example.
+
+Each screenshot is the app's own ``save_screenshot`` output (SVG), taken headless at a
+fixed terminal size, so README pictures always match the current app:
+
+- ``main.svg``: the main screen at 160x48 (model tree, IR, inspector, steps);
+- ``attribute.svg``: the kept buffer selected: its reason in the inspector and the IR
+  lines that read or write it marked;
+- ``diff.svg``: a folding step in diff view;
+- ``final.svg``: the last step (the frozen graph);
+- ``help.svg``: the help screen with every key;
+- ``narrow.svg``: the 80x24 layout (tabs).
+
+Run: ``.venv/bin/python scripts/export_screenshots.py [MODEL.pt]`` (default: the bundled
+``examples/example.pt``; ``make screenshots`` builds it first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from ui.conftest import wait_ready  # noqa: E402
+
+from freezeview.ui import FreezeviewApp  # noqa: E402
+
+OUT = ROOT / "screenshots"
+
+
+async def _shoot(
+    model: Path,
+    name: str,
+    size: tuple[int, int],
+    keys: tuple[str, ...] = (),
+    select: str | None = None,
+    to_end: bool = False,
+) -> Path:
+    with tempfile.TemporaryDirectory() as tmp:
+        app = FreezeviewApp(model, output_dir=tmp, show_timings=False)
+        async with app.run_test(size=size) as pilot:
+            await wait_ready(pilot)
+            screen = app.main_screen
+            if select is not None:
+                screen.model_tree.focus()
+                screen.model_tree.select_path(select)
+                await pilot.pause()
+            while to_end and screen.current_step < len(screen.steps) - 1:
+                await pilot.press("n")
+            for key in keys:
+                await pilot.press(key)
+                await wait_ready(pilot)
+            await pilot.pause(0.3)
+            app.save_screenshot(filename=f"{name}.svg", path=str(OUT))
+    return OUT / f"{name}.svg"
+
+
+async def main(model: Path) -> list[Path]:
+    """Write every screenshot; return their paths."""
+    OUT.mkdir(exist_ok=True)
+    wide = (160, 48)
+    shots = [
+        await _shoot(model, "main", wide),
+        await _shoot(model, "attribute", wide, select="steps"),
+        await _shoot(model, "diff", wide, keys=("n", "d", "d")),
+        await _shoot(model, "final", wide, to_end=True),
+        await _shoot(model, "help", wide, keys=("question_mark",)),
+        await _shoot(model, "narrow", (80, 24)),
+    ]
+    return shots
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "examples" / "example.pt"
+    if not target.exists():
+        sys.exit(f"{target}: no such file; build it with `make examples/example.pt`.")
+    for path in asyncio.run(main(target)):
+        print(f"wrote {path.relative_to(ROOT)}")
