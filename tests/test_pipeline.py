@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 
@@ -21,7 +22,15 @@ from oracle import frozen_attribute_paths
 from freezeview.engine.errors import BadInputError, PlanError
 from freezeview.engine.loading import LoadedModel
 from freezeview.engine.passes import REGISTRY, PassInfo, default_passes
-from freezeview.engine.pipeline import FREEZE_STEPS, Pipeline, Plan, Step, freeze
+from freezeview.engine.pipeline import (
+    FREEZE_STEPS,
+    FULL_DIFF_LIMIT,
+    Pipeline,
+    Plan,
+    Step,
+    freeze,
+)
+from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
 
 # --- module shapes used here (module level: torch.jit.script needs their source) ---------
 
@@ -417,3 +426,204 @@ def test_default_order_equals_optimize_frozen_graph() -> None:
             assert pipe.frozen_module is not None
             assert _text(pipe.frozen_module.graph) == _text(a._get_method("forward").graph)
             assert b is not None
+
+
+# --- lazy pictures: stepping costs about what torch.jit.freeze costs ----------------------
+
+
+def _small_encoder() -> torch.jit.ScriptModule:
+    """A 3-layer scripted TransformerEncoder: ~4.6k inlined nodes, above FULL_DIFF_LIMIT."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    encoder = torch.nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)
+    return torch.jit.script(encoder.eval())
+
+
+@pytest.fixture(scope="module")
+def encoder() -> torch.jit.ScriptModule:
+    return _small_encoder()
+
+
+class _Counter:
+    """Wraps a function and counts its calls (optionally slowly, to make threads overlap)."""
+
+    def __init__(self, fn: object, delay: float = 0.0) -> None:
+        self.fn = fn
+        self.calls = 0
+        self.delay = delay
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        self.calls += 1
+        if self.delay:
+            time.sleep(self.delay)
+        return self.fn(*args, **kwargs)  # type: ignore[operator]
+
+
+def test_stepping_takes_no_snapshot_until_asked(
+    encoder: torch.jit.ScriptModule, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run snapshots nothing and runs neither explain nor why-not diagnostics.
+
+    Each picture is taken the first time a step's snapshot is read, once; counts, node
+    counts and notes come on demand too.
+    """
+    import freezeview.engine.pipeline as pipeline_module
+    import freezeview.engine.verdicts as verdicts_module
+
+    snaps = _Counter(pipeline_module.snapshot_graph)
+    explains = _Counter(verdicts_module.explain)
+    whys = _Counter(PassInfo.why_not)
+    monkeypatch.setattr(pipeline_module, "snapshot_graph", snaps)
+    monkeypatch.setattr(verdicts_module, "explain", explains)
+    monkeypatch.setattr(PassInfo, "why_not", lambda self, snap: whys(self, snap))
+    pipe = Pipeline(encoder)
+    steps = pipe.run_all()
+    assert pipe.frozen_module is not None and len(steps) > 5
+    assert (snaps.calls, explains.calls, whys.calls) == (0, 0, 0)
+    # Node counts and the method list need no snapshot either.
+    assert steps[0].node_count is not None and steps[0].node_count > FULL_DIFF_LIMIT
+    assert sorted(steps[-1].snapshots) == ["forward"]
+    assert snaps.calls == 0
+    # Reading one step's picture takes exactly one snapshot, once.
+    first = steps[2].snapshot
+    assert snaps.calls == 1 and steps[2].snapshot is first
+    # Steps that changed nothing share the picture of the step before them.
+    quiet = next(s for s in steps[3:] if not s.changed)
+    assert quiet.snapshot is steps[quiet.index - 1].snapshot
+    # The fold step's notes run explain (once, for the kept reasons) ...
+    fold = steps[1]
+    assert fold.notes[0].startswith(f"{len(fold.folded)} attribute(s) folded")
+    assert explains.calls == (1 if fold.kept else 0)
+    # ... and a quiet pass's notes run its diagnosis.
+    assert quiet.notes[0].startswith("did not fire: ") and whys.calls == 1
+
+
+def test_lazy_snapshots_equal_eager_ones(encoder: torch.jit.ScriptModule) -> None:
+    """Pictures taken after the run (and after a rerun) equal ones taken as each step ran.
+
+    The pipeline keeps the working graph's state by copying it before a pass rewrites
+    it; a copy renumbers unnamed values, so this also checks that the names shown are
+    those of the graph torch produced.
+    """
+    for module in (encoder, ConvBnNet.scripted(), TwoMethods.scripted()):
+        preserved = ("embed",) if module._c._has_method("embed") else ()
+        pipe = Pipeline(module, Plan.default(preserved))
+        eager: dict[int, dict[str, GraphSnapshot]] = {}
+        for step in pipe.run():
+            if step.kind != "freeze":
+                assert pipe._working is not None
+                eager[step.index] = {
+                    m: snapshot_graph(pipe._working._c._get_method(m).graph, m)
+                    for m in step.snapshots
+                }
+            elif step.name == "inline":
+                eager[0] = {}
+                for m in step.snapshots:
+                    graph = module._c._get_method(m).graph.copy()
+                    torch._C._jit_pass_inline(graph)
+                    eager[0][m] = snapshot_graph(graph, m)
+        first = list(pipe.steps)
+        cleanup = first[2]
+        raw = torch._C._freeze_module(module._c, list(preserved))
+        for m, snap in cleanup.snapshots.items():
+            assert _MANGLE.sub("", snap.text) == _text(raw._get_method(m).graph)
+        # A rerun re-freezes; the first run's pictures must not move.
+        if len(first) > 4:
+            list(pipe.rerun_from(4, pipe.plan.replace(passes=("remove_dropout",))))
+        for index, snaps in eager.items():
+            for m, snap in snaps.items():
+                lazy = first[index].snapshots[m]
+                if lazy.text != snap.text:  # DEBUG
+                    import difflib
+
+                    with open("/tmp/pipeperf/fail.txt", "a") as fh:
+                        fh.write(f"step {index} {m} {first[index].title} {type(module)}\n")
+                        fh.write("".join(list(difflib.unified_diff(snap.text.splitlines(True), lazy.text.splitlines(True)))[:30]))
+                assert lazy.text == snap.text, f"step {index} {m} {first[index].title}"
+                assert lazy == snap, (index, m)
+                assert (
+                    first[index].node_count is None
+                    or m != "forward"
+                    or (first[index].node_count == snap.node_count)
+                )
+
+
+def test_pictures_survive_changes_to_the_frozen_module() -> None:
+    """The last step's picture is the graph as freezing left it, whatever the caller does next."""
+    result = freeze(DropoutNet.scripted())
+    assert result.module is not None
+    expected = str(result.module.graph)
+    assert torch._C._jit_pass_transpose_frozen_linear(result.module.graph)
+    assert str(result.module.graph) != expected
+    assert result.steps[-1].snapshot is not None
+    assert result.steps[-1].snapshot.text == expected
+
+
+def test_snapshot_is_taken_once_across_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app reads steps from a worker thread: concurrent readers share one snapshot."""
+    import freezeview.engine.pipeline as pipeline_module
+
+    snaps = _Counter(pipeline_module.snapshot_graph, delay=0.05)
+    monkeypatch.setattr(pipeline_module, "snapshot_graph", snaps)
+    steps = freeze(ConvBnNet.scripted()).steps
+    barrier = threading.Barrier(4)
+    pictures: list[object] = []
+    notes: list[object] = []
+
+    def read() -> None:
+        barrier.wait()
+        pictures.append(steps[2].snapshot)
+        notes.append(steps[2].notes)
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(pictures) == 4 and all(p is pictures[0] for p in pictures)
+    assert len(notes) == 4 and all(n is notes[0] for n in notes)
+    # The clean-up's counts need its own picture and the fold step's (full diff below
+    # FULL_DIFF_LIMIT): two snapshots in all, however many threads asked.
+    assert snaps.calls == 2
+
+
+def test_counts_by_kind_on_big_graphs_match_snapshots(encoder: torch.jit.ScriptModule) -> None:
+    """Above FULL_DIFF_LIMIT the counts come from the printout; they equal the snapshots'."""
+    steps = Pipeline(encoder).run_all()
+    for step in steps:
+        if step.index == 0 or not step.changed:
+            continue
+        before, after = steps[step.index - 1].snapshot, step.snapshot
+        assert before is not None and after is not None
+        if max(before.node_count, after.node_count) <= FULL_DIFF_LIMIT:
+            continue
+        delta = after.kinds()
+        delta.subtract(before.kinds())
+        assert step.nodes_added == sum(n for n in delta.values() if n > 0), step.title
+        assert step.nodes_removed == -sum(n for n in delta.values() if n < 0), step.title
+
+
+@pytest.mark.parametrize("case", FREEZABLE, ids=[c.name for c in FREEZABLE])
+def test_node_counts_without_snapshots_are_exact(case: Case) -> None:
+    """Every step's node count (read from torch's printout) equals its snapshot's."""
+    steps = Pipeline(case.build(), Plan.default(case.preserved_attrs)).run_all()
+    for step in steps:
+        counts = {m: g.node_count for m, g in step._graphs.items()}
+        kinds = {m: g.kinds() for m, g in step._graphs.items()}
+        for m, snap in step.snapshots.items():
+            assert counts[m] == snap.node_count, (step.title, m)
+            assert kinds[m] == snap.kinds(), (step.title, m)
+
+
+def test_fold_loop_runs_as_many_rounds_as_torch() -> None:
+    """The loop stops when no fold reports folding, as torch's do-while does.
+
+    After dropout removal, fold_conv_bn's dead-code elimination drops the dropout's
+    unused constants: the step shows that change, but no fold happened, so (like
+    torch) no second round runs.
+    """
+    steps = freeze(DropoutNet.scripted()).steps
+    rounds = {s.round for s in steps if s.round is not None}
+    assert rounds == {1}
+    conv_bn = next(s for s in steps if s.name == "fold_conv_bn")
+    assert conv_bn.changed and conv_bn.nodes_removed > 0

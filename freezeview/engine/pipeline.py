@@ -217,8 +217,9 @@ class _Once:
 
 
 # One node per printed line "  %out : T = ns::kind..." (or "   = ns::kind" without
-# outputs); continuation lines of multi-line constants never look like that.
-_NODE_LINE_RE = re.compile(r"^ +(?:%[^=]*)?= ([A-Za-z_]\w*::[A-Za-z_][\w.]*)", re.MULTILINE)
+# outputs). Types may hold "=" ("strides=[4, 1]") but never " = "; continuation lines of
+# multi-line constants never look like that.
+_NODE_LINE_RE = re.compile(r"^ +(?:%.*? )?= ([A-Za-z_]\w*::[A-Za-z_][\w.]*)", re.MULTILINE)
 # torch prints a node that owns a subgraph as "prim::fork_0" (the subgraph's label).
 _SUBGRAPH_LABEL_RE = re.compile(r"^(prim::\w+?)_\d+$")
 
@@ -1057,6 +1058,8 @@ class _RunContext:
                 self._method_graph(frozen._c, "forward") if "forward" in after else None, frozen
             )
             tail = (kept_note, note) if note else (kept_note,)
+            # The working module from now on (readers of the step see its graphs).
+            pipe._working = frozen
 
             def cleanup_details(
                 before: Mapping[str, _LazyGraph] = before,

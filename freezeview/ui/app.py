@@ -8,6 +8,7 @@ while torch and the model are still loading in a worker.
 
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 from collections.abc import Iterable, Sequence
@@ -87,6 +88,7 @@ class FreezeviewApp(App[int]):
         self.captured_warnings: list[str] = []
         self._warnings_lock = threading.Lock()
         self._old_showwarning: Any = None
+        self._old_switch = sys.getswitchinterval()
         #: Names of the workers still running when the user quit (the CLI then leaves
         #: without waiting for torch to return).
         self.busy_at_exit: list[str] = []
@@ -124,12 +126,17 @@ class FreezeviewApp(App[int]):
         # releases) from worker threads; a warning printed there would land on top of the
         # app's screen. They are kept as information instead (help screen lists them).
         warnings.simplefilter("default")
+        # Torch work runs in threads; a shorter GIL switch interval lets the event loop
+        # (keys, painting) get the GIL back sooner from a busy Python worker.
+        self._old_switch = sys.getswitchinterval()
+        sys.setswitchinterval(0.001)
         self._old_showwarning = warnings.showwarning
         warnings.showwarning = self._showwarning  # type: ignore[assignment]
 
     def on_unmount(self) -> None:
         if self._old_showwarning is not None:
             warnings.showwarning = self._old_showwarning
+        sys.setswitchinterval(self._old_switch)
 
     def _showwarning(
         self, message: Any, category: type[Warning], *args: Any, **kwargs: Any

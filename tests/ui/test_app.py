@@ -372,3 +372,15 @@ async def test_narrow_terminal_uses_tabs(small_pt: Path, tmp_path: Path) -> None
         await pilot.pause()
         assert screen.narrow_pane == "steps" and screen.steps_bar.passes.has_focus
         assert screen.query_one("#steps-bar").display and not screen.query_one("#main").display
+
+
+async def test_command_line_plan_is_applied(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path, preserved=["scale"], passes=["remove_dropout", "nope"])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        assert screen.enabled_passes() == ["remove_dropout"]
+        names = [s.name for s in screen.steps]
+        assert "remove_dropout" in names and "fold_conv_bn" not in names
+        assert screen.model_tree.view_of("scale").status == "kept"  # type: ignore[union-attr]
+        assert any("unknown pass nope" in str(n.message) for n in app._notifications)

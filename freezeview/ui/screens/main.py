@@ -114,6 +114,7 @@ class MainScreen(Screen[None]):
         self._line_index: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
         self._explaining = False
         self._search_anchor = 0
+        self._run_after_explain = False
         self._run_plan: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     @property
@@ -314,6 +315,15 @@ class MainScreen(Screen[None]):
         self.passes = message.passes
         app = self.fv_app
         enabled = app.passes if app.passes is not None else [p.id for p in self.passes if p.default]
+        unknown = [p for p in enabled if p not in {v.id for v in self.passes}]
+        if unknown:
+            valid = ", ".join(v.id for v in self.passes)
+            self.notify(
+                f"unknown pass {', '.join(unknown)}; valid passes are: {valid}.",
+                title="--passes",
+                severity="error",
+                timeout=10,
+            )
         self.steps_bar.set_passes(self.passes, enabled)
         self.loading_model = False
         self.sub_title = message.name
@@ -325,14 +335,19 @@ class MainScreen(Screen[None]):
         for warning in message.warnings:
             self.fv_app.record_warning(warning)
         self.show_current()
-        self.start_explain()
-        self.start_run()
+        # Paint the IR first: the explain and freeze workers keep the GIL busy, and the
+        # user should not wait for them to see the model.
+        # Then explain, then freeze: one torch worker at a time leaves the event loop
+        # a bigger share of the GIL than two competing ones.
+        self._run_after_explain = True
+        self.call_after_refresh(self.start_explain)
 
     def on_explanation_ready(self, message: ExplanationReady) -> None:
         if tuple(self.fv_app.preserved) != message.preserved:
             return  # an older request; a newer one is on its way
         self._explaining = False
         self.views = message.views
+        self._start_pending_run()
         self.model_tree.show(
             self.session.name if self.session else "model", self.views, self.status_filter
         )
@@ -413,6 +428,7 @@ class MainScreen(Screen[None]):
             self.update_titles()
         elif message.task == "explain":
             self._explaining = False
+            self._start_pending_run()
         elif message.task == "steps":
             self.stepping = False
 
@@ -438,6 +454,11 @@ class MainScreen(Screen[None]):
         self.run_steps(
             self.run_id, tuple(self.fv_app.preserved), tuple(self.enabled_passes()), self._cancel
         )
+
+    def _start_pending_run(self) -> None:
+        if self._run_after_explain:
+            self._run_after_explain = False
+            self.start_run()
 
     def cancel_run(self) -> None:
         """Ask a running pipeline to stop before its next step."""
