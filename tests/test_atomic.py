@@ -292,13 +292,6 @@ def test_sigint_at_random_moments_of_a_real_freeze(delay: float, tmp_path: Path)
     assert _leftovers(tmp_path) == []
 
 
-@pytest.mark.xfail(
-    reason=(
-        "cli/__init__.py (lead) imports torch at module level, before main() can catch "
-        "KeyboardInterrupt: Ctrl-C in the first seconds prints Python's traceback"
-    ),
-    strict=False,
-)
 def test_ctrl_c_during_start_up_is_quiet(tmp_path: Path) -> None:
     model = save_tiny(tmp_path / "model.pt")
     proc = subprocess.Popen(

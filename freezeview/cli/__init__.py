@@ -79,6 +79,17 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``freezeview`` console script; returns the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(args_list)
+    except KeyboardInterrupt:
+        # Also while torch is still importing (subcommand modules load it).
+        Console(stderr=True, highlight=False).print(
+            "[bold red]interrupted:[/] no partial file was left behind."
+        )
+        return 130
+
+
+def _main(args_list: list[str]) -> int:
     app_only = (
         bool(args_list)
         and args_list[0] not in COMMANDS[:-1]
@@ -115,9 +126,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.hint:
             err.print(exc.hint)
         return exc.exit_code
-    except KeyboardInterrupt:
-        err.print("[bold red]interrupted:[/] nothing was written.")
-        return 130
     except BrokenPipeError:
         # The reader went away (`freezeview passes | head`): stop quietly, as Unix tools do.
         with contextlib.suppress(OSError):

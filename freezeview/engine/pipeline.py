@@ -1,8 +1,9 @@
 """Run ``torch.jit.freeze`` as a sequence of visible steps.
 
 ``torch.jit.freeze`` is one opaque call. freezeview runs the same work one step at a
-time and takes a snapshot after each, so a user sees what every step did to the graph
-and to the numbers, can choose which passes run, and still gets exactly torch's result:
+time and keeps a picture of the graphs after each, so a user sees what every step did to
+the graph and to the numbers, can choose which passes run, and still gets exactly
+torch's result:
 
 1. **freeze phase** (kind ``freeze``): *inline* (a copy of each preserved method with
    ``torch._C._jit_pass_inline`` applied), *fold attributes* (that inlined copy with
@@ -12,9 +13,15 @@ and to the numbers, can choose which passes run, and still gets exactly torch's 
    dead-code elimination, unused attributes and methods removed).
 2. **optimization phase** (kind ``optimize``): every pass of the plan on the frozen
    module's graphs, in torch's order; consecutive loop passes repeat until a whole
-   round changes nothing, each call its own step.
+   round reports no fold (torch's own test), each call its own step.
 3. **inference phase** (kind ``inference``): the ``optimize_for_inference`` passes,
    when asked.
+
+A run costs about what ``torch.jit.freeze`` costs: a step keeps a graph (a private
+copy, or the working graph until the next pass is about to rewrite it), and its
+:class:`~freezeview.engine.snapshot.GraphSnapshot`, node counts and notes (explain's
+reasons for kept attributes, why a pass did not fire) are computed the first time
+someone reads them, once, from any thread.
 
 The engine knows nothing about who watches: :meth:`Pipeline.run` is an iterator of
 :class:`Step` and takes a progress callback and a ``threading.Event`` to cancel.

@@ -403,7 +403,8 @@ class FreezeReplay:
                 if isinstance(t, torch._C.ClassType) and t.qualified_name() == root_type:
                     raise PlanError(
                         f"{self.display}: forward returns the module itself (self), which "
-                        "torch cannot freeze."
+                        "torch cannot freeze; return tensors (or preserve the method that "
+                        "needs the module) instead."
                     )
 
     # -- GetAttr chains ----------------------------------------------------------------------

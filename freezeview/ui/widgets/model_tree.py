@@ -14,6 +14,9 @@ from ..views import AttrView
 
 __all__ = ["STATUS_STYLES", "ModelTree", "badge"]
 
+#: Attributes every scripted module carries; listed only when kept.
+HOUSEKEEPING = frozenset({"training", "_is_full_backward_hook"})
+
 #: Badge colours per status (kept stands out: it is what users came to understand).
 STATUS_STYLES = {
     "inlined": "bold green",
@@ -67,7 +70,14 @@ class ModelTree(Tree[AttrView | str]):
         self.root.set_label(Text.assemble((name, "bold"), "  ", self._summary()))
         self.root.data = ""
         modules: dict[str, TreeNode[AttrView | str]] = {"": self.root}
-        shown = [v for v in self._views if status_filter in ("all", v.status)]
+        # Every module carries `training` and a hook placeholder; hundreds of those rows
+        # would hide what matters, so they show only when kept (as in `freezeview explain`).
+        shown = [
+            v
+            for v in self._views
+            if status_filter in ("all", v.status)
+            and (v.path.rsplit(".", 1)[-1] not in HOUSEKEEPING or v.status == "kept")
+        ]
         # Module nodes first (submodules carry verdicts too), then their attributes.
         wanted = set()
         for v in shown:
@@ -107,10 +117,10 @@ class ModelTree(Tree[AttrView | str]):
             parent = parent.parent
 
     def _summary(self) -> Text:
+        # The same counts as `freezeview explain`'s summary line: every attribute path.
         counts = {s: 0 for s in ("inlined", "kept", "dropped")}
         for v in self._views:
-            if v.kind != "submodule":
-                counts[v.status] = counts.get(v.status, 0) + 1
+            counts[v.status] = counts.get(v.status, 0) + 1
         text = Text()
         for status, n in counts.items():
             text.append(f"{n} {status}", STATUS_STYLES[status] if status != "kept" else "yellow")
