@@ -153,3 +153,24 @@ def test_explain_leaves_the_module_untouched() -> None:
     explain(module)
     assert str(module.forward.graph) == graph_before
     assert torch.equal(module.count, count_before)
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("attempted to freeze a module that return itself", "returns the module itself"),
+        (
+            "Freezing modules containing prim::ModuleContainerIndex is not supported",
+            "prim::ModuleContainerIndex",
+        ),
+        ("failed to freeze interface attribute 'transform'", "interface attribute 'transform'"),
+        ("module contains attributes values that overlaps [1, 2]", "overlapping values"),
+        ("Unknown name: bogus", "unknown name 'bogus'"),
+        ("something new\n  with detail", "torch refused to freeze m.pt: something new"),
+    ],
+)
+def test_torch_refusals_become_freezeviews_sentences(message: str, expected: str) -> None:
+    from freezeview.engine.replay import torch_refusal
+
+    sentence = torch_refusal(message, "m.pt")
+    assert expected in sentence and "m.pt" in sentence and "\n" not in sentence

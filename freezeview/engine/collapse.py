@@ -23,10 +23,12 @@ DOT and runs Graphviz.
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from typing import Any
 
 from .diff import GraphDiff, NodeInfo, index_nodes
 from .snapshot import GraphSnapshot, NodeSnapshot
@@ -43,6 +45,9 @@ __all__ = [
     "drawn_scopes",
     "effective_scopes",
     "levels",
+    "module_paths",
+    "opened_scopes",
+    "resolve_scope",
     "scope_depth",
 ]
 
@@ -168,7 +173,11 @@ class ViewGraph:
         return None
 
 
-def effective_scopes(snapshot: GraphSnapshot, info: Mapping[int, NodeInfo]) -> dict[int, str]:
+def effective_scopes(
+    snapshot: GraphSnapshot,
+    info: Mapping[int, NodeInfo],
+    modules: frozenset[str] | None = None,
+) -> dict[int, str]:
     """The module scope each node is drawn in.
 
     torch's inliner leaves the module hierarchy of ``prim::If``/``prim::Loop`` nodes and
@@ -176,6 +185,19 @@ def effective_scopes(snapshot: GraphSnapshot, info: Mapping[int, NodeInfo]) -> d
     land in the root scope), which would pile hundreds of nodes into the root of every
     picture. Such nodes take the scope of the block owner they are nested in, and a
     control-flow node the scope of the values it tests.
+
+    torch also names a module reached by iterating an ``nn.ModuleList`` (``for layer in
+    self.layers``) by its index alone: the ops of ``layers.0.self_attn`` carry the scope
+    ``0.self_attn``. Given ``modules`` (:func:`module_paths` of the model), such scopes
+    are drawn under the module's real path (see :func:`resolve_scope`).
+
+    Args:
+        snapshot: the graph.
+        info: :func:`~freezeview.engine.diff.index_nodes` of it.
+        modules: dotted paths of the model's submodules, or None to keep torch's names.
+
+    Returns:
+        Node id -> dotted scope.
     """
     producer: dict[str, int] = {}
     scopes: dict[int, str] = {}
@@ -193,7 +215,83 @@ def effective_scopes(snapshot: GraphSnapshot, info: Mapping[int, NodeInfo]) -> d
         scopes[node_id] = scope
         for out in node.outputs:
             producer[out.name] = node_id
+    if modules:
+        resolve = _resolver(modules)
+        scopes = {node_id: resolve(scope) for node_id, scope in scopes.items()}
     return scopes
+
+
+def module_paths(module: Any) -> frozenset[str]:
+    """Dotted paths of every submodule of ``module`` (from ``named_modules``).
+
+    Args:
+        module: an ``nn.Module`` or ``torch.jit.ScriptModule``.
+
+    Returns:
+        The paths (``layers``, ``layers.0``, ``layers.0.self_attn``, ...), for
+        :func:`effective_scopes` and :class:`~freezeview.engine.render.RenderOptions`.
+    """
+    return frozenset(name for name, _ in module.named_modules() if name)
+
+
+class _ScopeResolver:
+    """Maps torch's scope names onto the model's module paths (see :func:`resolve_scope`)."""
+
+    def __init__(self, modules: frozenset[str]) -> None:
+        self.modules = modules
+        # ancestor path -> last name -> the ancestor's descendants with that last name.
+        self.below: dict[str, dict[str, list[str]]] = {}
+        for path in modules:
+            parts = path.split(".")
+            for k in range(len(parts) - 1):
+                ancestor = ".".join(parts[:k])
+                self.below.setdefault(ancestor, {}).setdefault(parts[-1], []).append(path)
+        self.cache: dict[str, str] = {"": ""}
+
+    def __call__(self, scope: str) -> str:
+        hit = self.cache.get(scope)
+        if hit is not None:
+            return hit
+        current = ""
+        for name in scope.split("."):
+            direct = f"{current}.{name}" if current else name
+            if direct not in self.modules:
+                # Not a child: an item of a container the module iterates (a ModuleList
+                # or ModuleDict is never called, so it is not in torch's hierarchy).
+                # Only an unambiguous, shallowest match is taken.
+                found = self.below.get(current, {}).get(name, [])
+                if found:
+                    depth = min(p.count(".") for p in found)
+                    shallow = [p for p in found if p.count(".") == depth]
+                    if len(shallow) == 1:
+                        direct = shallow[0]
+            current = direct
+        self.cache[scope] = current
+        return current
+
+
+@lru_cache(maxsize=8)
+def _resolver(modules: frozenset[str]) -> _ScopeResolver:
+    return _ScopeResolver(modules)
+
+
+def resolve_scope(scope: str, modules: frozenset[str]) -> str:
+    """The module path torch's dotted ``scope`` stands for.
+
+    ``0.self_attn`` becomes ``layers.0.self_attn`` when the model has ``layers.0`` (an
+    ``nn.ModuleList`` item) and no child called ``0``. A name that is a child of the
+    module before it is kept; one that several containers hold (two ModuleLists
+    iterated in one ``forward``) is kept as torch wrote it, since the scope alone cannot
+    tell them apart.
+
+    Args:
+        scope: dotted scope from a snapshot (``NodeSnapshot.scope``).
+        modules: :func:`module_paths` of the model.
+
+    Returns:
+        The resolved dotted path.
+    """
+    return _resolver(modules)(scope)
 
 
 def scope_depth(scope: str) -> int:
@@ -240,22 +338,48 @@ def box_prefix(
     return None
 
 
-def levels(snapshot: GraphSnapshot) -> list[int | None]:
-    """Collapse levels that make a difference for ``snapshot``, coarsest first, then None."""
-    depth = max((scope_depth(n.scope) for n in snapshot.walk()), default=0)
-    return [*range(1, depth + 1), None]
+def levels(
+    snapshot: GraphSnapshot, constants: str = "fold", modules: frozenset[str] | None = None
+) -> list[int | None]:
+    """Collapse levels that make a difference for ``snapshot``, coarsest first, then None.
+
+    Args:
+        snapshot: the graph.
+        constants: one of :data:`CONSTANT_MODES`.
+        modules: :func:`module_paths` of the model, to count depth on real module paths.
+    """
+    return list(_prepared(snapshot, constants, modules).levels)
 
 
-def count_at_level(scopes: Sequence[str], level: int | None, expand: Sequence[str] = ()) -> int:
+def opened_scopes(expand: Sequence[str] = (), split: Iterable[str] = ()) -> set[str]:
+    """Scopes whose boxes are opened: ancestors of ``expand``, plus ``split``."""
+    return _opened(expand) | set(split)
+
+
+def count_at_level(
+    scopes: Iterable[str] | Mapping[str, int],
+    level: int | None,
+    expand: Sequence[str] = (),
+    split: Iterable[str] = (),
+) -> int:
     """How many boxes the drawn nodes with ``scopes`` make at ``level`` (single-member boxes
-    are drawn as the op itself and count once either way)."""
-    opened = _opened(expand)
+    are drawn as the op itself and count once either way).
+
+    Args:
+        scopes: the scope of every drawn node (repeats count), or scope -> node count.
+        level: box depth, or None for every op.
+        expand: scopes opened down to their ops.
+        split: scopes drawn one level finer (see :func:`build_view`).
+    """
+    opened = opened_scopes(expand, split)
     boxes: set[str] = set()
     ops = 0
-    for scope in scopes:
+    # Real graphs have tens of thousands of nodes in a few hundred scopes.
+    counts = scopes if isinstance(scopes, Mapping) else Counter(scopes)
+    for scope, n in counts.items():
         prefix = box_prefix(scope, level, expand, opened)
         if prefix is None:
-            ops += 1
+            ops += n
         else:
             boxes.add(prefix)
     return ops + len(boxes)
@@ -370,38 +494,121 @@ class _Folder:
         return rows
 
 
-@dataclass
 class _Side:
-    snapshot: GraphSnapshot
-    info: dict[int, NodeInfo]
-    folder: _Folder
-    scopes: dict[int, str] = field(default_factory=dict)
+    """One snapshot prepared for drawing: folding, scopes and edges, computed once."""
 
-    def __post_init__(self) -> None:
-        self.scopes = effective_scopes(self.snapshot, self.info)
+    def __init__(
+        self,
+        snapshot: GraphSnapshot,
+        info: dict[int, NodeInfo],
+        folder: _Folder,
+        modules: frozenset[str] | None = None,
+    ) -> None:
+        self.snapshot = snapshot
+        self.info = info
+        self.folder = folder
+        self.scopes = effective_scopes(snapshot, info, modules)
+
+    @cached_property
+    def levels(self) -> list[int | None]:
+        """Collapse levels that make a difference, coarsest first, then None."""
+        depth = max((scope_depth(s) for s in set(self.scopes.values())), default=0)
+        return [*range(1, depth + 1), None]
+
+    @cached_property
+    def edges(self) -> list[tuple[int, int | str, str, str]]:
+        """Every edge between drawn nodes, as ``(head id, tail, value, style)``.
+
+        ``tail`` is a node id, or ``"i<k>"`` for graph input ``k``. What a view draws
+        only depends on where each id ends up (its own box or a module box), so the
+        walk over the graph is done once per snapshot, not once per picture.
+        """
+        info, folder = self.info, self.folder
+        inputs = {v.name: f"i{k}" for k, v in enumerate(self.snapshot.inputs)}
+        owner_of: dict[str, int] = {}
+        users: Counter[str] = Counter()
+        for node_id, i in info.items():
+            users.update(i.node.inputs)
+            for block in i.node.blocks:
+                users.update(block.outputs)
+                for v in block.inputs:
+                    owner_of[v.name] = node_id
+        users.update(self.snapshot.outputs)
+
+        def tail_of(value: str) -> int | str | None:
+            pid = folder.producer.get(value)
+            if pid is not None:
+                return None if pid in folder.folded else pid
+            if value in inputs:
+                return inputs[value]
+            return owner_of.get(value)
+
+        out: list[tuple[int, int | str, str, str]] = []
+        for node_id, i in info.items():
+            if node_id in folder.folded:
+                continue
+            for value in i.node.inputs:
+                tail = tail_of(value)
+                if tail is not None:
+                    out.append((node_id, tail, value, ""))
+            # Values returned by a block flow into the If/Loop that owns it.
+            for block in i.node.blocks:
+                for value in block.outputs:
+                    tail = tail_of(value)
+                    if tail is not None:
+                        out.append((node_id, tail, value, "dashed"))
+            # Ops that end a block without returning anything (prim::RaiseException)
+            # get a dotted edge to the owner so the branch sits next to its If.
+            if i.parent is not None and not any(users[o.name] for o in i.node.outputs):
+                out.append((i.parent, node_id, "", "dotted"))
+        return out
+
+    @cached_property
+    def output_tails(self) -> list[tuple[int | str, str]]:
+        """``(tail, value)`` for each graph output, as in :attr:`edges`."""
+        inputs = {v.name: f"i{k}" for k, v in enumerate(self.snapshot.inputs)}
+        out: list[tuple[int | str, str]] = []
+        for value in self.snapshot.outputs:
+            pid = self.folder.producer.get(value)
+            if pid is not None and pid not in self.folder.folded:
+                out.append((pid, value))
+            elif pid is None and value in inputs:
+                out.append((inputs[value], value))
+        return out
 
 
-# Snapshots are immutable: folding decisions and scopes are reused across the several
-# pictures an export draws of one snapshot (a reference keeps each id unique).
-_prepared_cache: OrderedDict[tuple[int, str], tuple[GraphSnapshot, _Side]] = OrderedDict()
+# Snapshots are immutable: folding decisions, scopes and edges are reused across the
+# several pictures an export draws of one snapshot (a reference keeps each id unique;
+# the lock because the app draws from worker threads).
+_prepared_cache: OrderedDict[
+    tuple[int, str, frozenset[str] | None], tuple[GraphSnapshot, _Side]
+] = OrderedDict()
+_prepared_lock = threading.Lock()
 
 
-def _prepared(snapshot: GraphSnapshot, constants: str) -> _Side:
-    key = (id(snapshot), constants)
-    hit = _prepared_cache.get(key)
-    if hit is not None and hit[0] is snapshot:
-        _prepared_cache.move_to_end(key)
-        return hit[1]
+def _prepared(
+    snapshot: GraphSnapshot, constants: str, modules: frozenset[str] | None = None
+) -> _Side:
+    key = (id(snapshot), constants, modules)
+    with _prepared_lock:
+        hit = _prepared_cache.get(key)
+        if hit is not None and hit[0] is snapshot:
+            _prepared_cache.move_to_end(key)
+            return hit[1]
     info = index_nodes(snapshot)
-    side = _Side(snapshot, info, _Folder(snapshot, info, constants))
-    _prepared_cache[key] = (snapshot, side)
-    while len(_prepared_cache) > 8:
-        _prepared_cache.popitem(last=False)
+    side = _Side(snapshot, info, _Folder(snapshot, info, constants), modules)
+    with _prepared_lock:
+        _prepared_cache[key] = (snapshot, side)
+        while len(_prepared_cache) > 16:
+            _prepared_cache.popitem(last=False)
     return side
 
 
 def drawn_scopes(
-    snapshot: GraphSnapshot, constants: str = "fold", ids: Iterable[int] | None = None
+    snapshot: GraphSnapshot,
+    constants: str = "fold",
+    ids: Iterable[int] | None = None,
+    modules: frozenset[str] | None = None,
 ) -> list[str]:
     """The scope each drawn op of ``snapshot`` is placed in (for counting boxes per level).
 
@@ -409,8 +616,9 @@ def drawn_scopes(
         snapshot: the graph.
         constants: one of :data:`CONSTANT_MODES` (what is folded).
         ids: only these node ids (e.g. a diff's removed nodes); default: all.
+        modules: :func:`module_paths` of the model (real paths for ModuleList items).
     """
-    side = _prepared(snapshot, constants)
+    side = _prepared(snapshot, constants, modules)
     chosen = side.info if ids is None else ids
     return [side.scopes[i] for i in chosen if i not in side.folder.folded]
 
@@ -431,6 +639,8 @@ def build_view(
     reasons: Mapping[str, str] | None = None,
     key_prefix: str = "",
     edge_labels: bool = True,
+    split: Sequence[str] = (),
+    modules: frozenset[str] | None = None,
 ) -> ViewGraph:
     """Build the drawn graph for ``snapshot``.
 
@@ -447,6 +657,12 @@ def build_view(
             those paths are drawn as kept attributes with the reason as tooltip.
         key_prefix: prefix for every node key (side-by-side pictures hold two graphs).
         edge_labels: label edges whose type carries a shape.
+        split: module boxes drawn one level finer: each of these scopes is opened into
+            its submodules' boxes and its own ops (how a diff picture opens the boxes
+            where freezing acted, within its budget).
+        modules: :func:`module_paths` of the model, so that ModuleList items are drawn
+            under their real path (``layers.0``, not ``0``); scopes in ``expand`` and
+            ``split`` use the same names.
 
     Returns:
         The :class:`ViewGraph`.
@@ -461,11 +677,23 @@ def build_view(
         reasons=reasons or {},
         prefix=key_prefix,
         edge_labels=edge_labels,
+        split=tuple(split),
     )
-    builder.add_graph(_prepared(snapshot, constants))
+    builder.add_graph(_prepared(snapshot, constants, modules))
     if diff is not None and side == "after" and ghosts:
-        builder.add_ghosts(_prepared(diff.before, constants))
+        builder.add_ghosts(_prepared(diff.before, constants, modules))
     return builder.finish()
+
+
+@dataclass(slots=True)
+class _Member:
+    """An op counted in a module box (only its kind and status are shown)."""
+
+    role: str
+    title: str
+    status: str
+    node_id: int
+    kept: bool = False
 
 
 class _ViewBuilder:
@@ -479,10 +707,11 @@ class _ViewBuilder:
         reasons: Mapping[str, str],
         prefix: str,
         edge_labels: bool,
+        split: tuple[str, ...] = (),
     ) -> None:
         self.level = level
         self.expand = expand
-        self.opened = _opened(expand)
+        self.opened = _opened(expand) | set(split)
         self.diff = diff
         self.side = side
         self.reasons = reasons
@@ -496,7 +725,7 @@ class _ViewBuilder:
         # snapshot id -> drawn key, for the drawn graph and for ghosts.
         self.key: dict[int, str] = {}
         self.ghost_key: dict[int, str] = {}
-        self.box_members: dict[str, list[ViewNode]] = {}
+        self.box_members: dict[str, list[_Member]] = {}
         self.scopes: dict[int, str] = {}
         self.ghost_scopes: dict[int, str] = {}
         self.box_cache: dict[str, str | None] = {}
@@ -566,10 +795,7 @@ class _ViewBuilder:
                 # Only counts and kinds of absorbed ops are shown; the full label is
                 # made later if the box turns out to hold this op alone.
                 role, title, kept = self._role(i)
-                view = ViewNode(
-                    f"{p}n{node_id}", role, title, status=status, node_ids=[node_id], kept=kept
-                )
-                self._absorb(box, view, status)
+                self._absorb(box, _Member(role, title, status, node_id, kept))
                 continue
             view = self._full_view(side, node_id, "n", status)
             view.cluster = self._cluster_path(side, node_id, drawn)
@@ -613,11 +839,10 @@ class _ViewBuilder:
             return "constant", node.kind, False
         return "op", node.kind.removeprefix("aten::"), False
 
-    def _absorb(self, box: str, view: ViewNode, status: str) -> None:
+    def _absorb(self, box: str, member: _Member) -> None:
         key = f"{self.prefix}s_{box}"
-        self.box_members.setdefault(key, []).append(view)
-        for node_id in view.node_ids:
-            self.key[node_id] = key
+        self.box_members.setdefault(key, []).append(member)
+        self.key[member.node_id] = key
 
     def _status(self, node_id: int) -> str:
         if self.diff is None:
@@ -658,59 +883,27 @@ class _ViewBuilder:
         return "op", title, False, tip
 
     def _edges_for(self, side: _Side, keys: dict[int, str], out_key: str) -> None:
-        info, folder = side.info, side.folder
         p = self.prefix
-        params = {v.name: f"{p}i{i}" for i, v in enumerate(side.snapshot.inputs)}
-        owner_of: dict[str, int] = {}
-        for node_id, i in info.items():
-            for block in i.node.blocks:
-                for v in block.inputs:
-                    owner_of[v.name] = node_id
+        nodes = self.nodes
 
-        def source_key(value: str) -> str | None:
-            pid = folder.producer.get(value)
-            if pid is not None:
-                return None if pid in folder.folded else keys.get(pid)
-            if value in params:
-                return params[value] if params[value] in self.nodes else None
-            owner = owner_of.get(value)
-            return keys.get(owner) if owner is not None else None
+        def where(tail: int | str) -> str | None:
+            if isinstance(tail, str):  # a graph input, drawn unless it is `self`
+                key = p + tail
+                return key if key in nodes else None
+            return keys.get(tail)
 
-        users: dict[str, int] = {}
-        for i in info.values():
-            for value in i.node.inputs:
-                users[value] = users.get(value, 0) + 1
-            for block in i.node.blocks:
-                for value in block.outputs:
-                    users[value] = users.get(value, 0) + 1
-        for value in side.snapshot.outputs:
-            users[value] = users.get(value, 0) + 1
-        for node_id, i in info.items():
-            if node_id in folder.folded:
-                continue
-            head = keys.get(node_id)
+        edge = self._edge
+        for head_id, tail, value, style in side.edges:
+            head = keys.get(head_id)
             if head is None:
                 continue
-            for value in i.node.inputs:
-                tail = source_key(value)
-                if tail is not None:
-                    self._edge(tail, head, side, value)
-            # Values returned by a block flow into the If/Loop that owns it.
-            for block in i.node.blocks:
-                for value in block.outputs:
-                    tail = source_key(value)
-                    if tail is not None:
-                        self._edge(tail, head, side, value, style="dashed")
-            # Ops that end a block without returning anything (prim::RaiseException)
-            # get a dotted edge to the owner so the branch sits next to its If.
-            if i.parent is not None and not any(users.get(out.name) for out in i.node.outputs):
-                owner = keys.get(i.parent)
-                if owner is not None and owner != head:
-                    self._edge(head, owner, side, "", style="dotted")
-        for value in side.snapshot.outputs:
-            tail = source_key(value)
-            if tail is not None:
-                self._edge(tail, out_key, side, value)
+            drawn_tail = where(tail)
+            if drawn_tail is not None and drawn_tail != head:
+                edge(drawn_tail, head, side, value, style=style)
+        for tail, value in side.output_tails:
+            drawn_tail = where(tail)
+            if drawn_tail is not None:
+                edge(drawn_tail, out_key, side, value)
 
     def _edge(
         self,
@@ -755,15 +948,9 @@ class _ViewBuilder:
             self.ghost_scopes[node_id] = scope
             box = self._box(scope)
             if box is not None:
-                view = ViewNode(
-                    f"{p}g{node_id}",
-                    "ghost",
-                    self._role(i)[1],
-                    status="removed",
-                    node_ids=[node_id],
-                )
                 key = f"{p}s_{box}"
-                self.box_members.setdefault(key, []).append(view)
+                member = _Member("ghost", self._role(i)[1], "removed", node_id)
+                self.box_members.setdefault(key, []).append(member)
                 ghost_keys[node_id] = key
                 continue
             view = self._full_view(side, node_id, "g", "removed")
@@ -831,7 +1018,7 @@ class _ViewBuilder:
                 # A box around one op says less than the op itself.
                 letter = "g" if members[0].role == "ghost" else "n"
                 only = self._full_view(
-                    self.sides[letter], members[0].node_ids[0], letter, members[0].status
+                    self.sides[letter], members[0].node_id, letter, members[0].status
                 )
                 only.cluster = self._scope_path(scope)[:-1]
                 only.rows = [*only.rows, f"in {scope}"][-_MAX_ROWS:]
@@ -843,7 +1030,7 @@ class _ViewBuilder:
             ids: list[int] = []
             ghost_ids: list[int] = []
             for m in members:
-                (ghost_ids if m.role == "ghost" else ids).extend(m.node_ids)
+                (ghost_ids if m.role == "ghost" else ids).append(m.node_id)
                 if m.status != "same":
                     counts[m.status] += 1
                 if m.kept:

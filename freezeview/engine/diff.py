@@ -24,13 +24,21 @@ the batch_norm between them was folded) is not a change of the node.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
+import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .snapshot import GraphSnapshot, NodeSnapshot
+
+try:  # a minimal line diff in C; difflib (pure Python) does the same job more slowly
+    from rapidfuzz.distance import Indel as _Indel
+except ImportError:  # pragma: no cover - rapidfuzz is a declared dependency
+    _Indel = None
 
 __all__ = [
     "GraphDiff",
@@ -38,7 +46,9 @@ __all__ = [
     "attribute_paths",
     "diff_snapshots",
     "index_nodes",
+    "line_opcodes",
     "unified_ir_diff",
+    "unified_text_diff",
 ]
 
 # Kinds whose value freezeview draws inside the node that reads it rather than as a
@@ -78,21 +88,33 @@ class NodeInfo:
 # Snapshots are immutable, so what is computed from one can be reused while it lives.
 # An export diffs every step against the next and draws each snapshot several times;
 # keeping the last few prepared snapshots (with a reference, so ids stay unique)
-# avoids redoing that work for 10k-node graphs.
-_CACHE_SIZE = 8
+# avoids redoing that work for 10k-node graphs. The app reads them from worker
+# threads, hence the lock.
+_CACHE_SIZE = 16
 _side_cache: OrderedDict[int, tuple[GraphSnapshot, _Side]] = OrderedDict()
+_cache_lock = threading.Lock()
 
 
 def _side_for(snapshot: GraphSnapshot) -> _Side:
-    hit = _side_cache.get(id(snapshot))
-    if hit is not None and hit[0] is snapshot:
-        _side_cache.move_to_end(id(snapshot))
-        return hit[1]
+    with _cache_lock:
+        hit = _side_cache.get(id(snapshot))
+        if hit is not None and hit[0] is snapshot:
+            _side_cache.move_to_end(id(snapshot))
+            return hit[1]
     side = _Side(snapshot)
-    _side_cache[id(snapshot)] = (snapshot, side)
-    while len(_side_cache) > _CACHE_SIZE:
-        _side_cache.popitem(last=False)
+    with _cache_lock:
+        _side_cache[id(snapshot)] = (snapshot, side)
+        while len(_side_cache) > _CACHE_SIZE:
+            _side_cache.popitem(last=False)
     return side
+
+
+# Diffs of the same two snapshots are asked for more than once in an export (its
+# pictures, then the pipeline's step notes), so recent results are kept too.
+_DIFF_CACHE_SIZE = 32
+_diff_cache: OrderedDict[tuple[int, int], tuple[GraphSnapshot, GraphSnapshot, GraphDiff]] = (
+    OrderedDict()
+)
 
 
 def index_nodes(snapshot: GraphSnapshot) -> dict[int, NodeInfo]:
@@ -279,8 +301,18 @@ class _Side:
             for b, block in enumerate(info.node.blocks):
                 for i, v in enumerate(block.inputs):
                     self.params[v.name] = f"p{node_id}.{b}.{i}"
-        self.loose = {i: self._loose_key(info) for i, info in self.info.items()}
-        self.strict = self._strict_hashes()
+
+    # The matching keys are only needed when the snapshot is diffed, not when it is
+    # merely drawn (collapse.py indexes every snapshot it draws through this class).
+    @cached_property
+    def loose(self) -> dict[int, tuple[object, ...]]:
+        """Node id -> the loose grouping key (kind, scope, source line, nesting...)."""
+        return {i: self._loose_key(info) for i, info in self.info.items()}
+
+    @cached_property
+    def strict(self) -> dict[int, int]:
+        """Node id -> hash of the node and everything upstream of it."""
+        return self._strict_hashes()
 
     def _loose_key(self, info: NodeInfo) -> tuple[object, ...]:
         node = info.node
@@ -332,15 +364,46 @@ def diff_snapshots(before: GraphSnapshot, after: GraphSnapshot) -> GraphDiff:
         after: the graph after it.
 
     Returns:
-        A :class:`GraphDiff`. Diffing a snapshot against itself (or against a snapshot of
-        an identical graph) reports nothing added, removed or changed.
+        A :class:`GraphDiff`, shared with later calls for the same two snapshots (do not
+        modify it). Diffing a snapshot against itself (or against a snapshot of an
+        identical graph) reports nothing added, removed or changed.
 
     Example::
 
         d = diff_snapshots(snapshot_graph(g1), snapshot_graph(g2))
         print(d.summary())  # +0 added, -1 removed, ~1 changed (aten::batch_norm -1)
     """
+    key = (id(before), id(after))
+    with _cache_lock:
+        hit = _diff_cache.get(key)
+        if hit is not None and hit[0] is before and hit[1] is after:
+            _diff_cache.move_to_end(key)
+            return hit[2]
+    result = _diff(before, after)
+    with _cache_lock:
+        _diff_cache[key] = (before, after, result)
+        while len(_diff_cache) > _DIFF_CACHE_SIZE:
+            _diff_cache.popitem(last=False)
+    return result
+
+
+def _diff(before: GraphSnapshot, after: GraphSnapshot) -> GraphDiff:
     b, a = _side_for(before), _side_for(after)
+    if before is after or (before.node_count == after.node_count and before.text == after.text):
+        # The same printout is the same graph, node for node in walk order (a pass that
+        # did nothing). Constants print as `<Tensor>`, so their summaries are still
+        # compared below; the same object cannot differ from itself at all.
+        same = dict(zip(b.order, a.order, strict=True))
+        return GraphDiff(
+            before=before,
+            after=after,
+            matched=same,
+            added=frozenset(),
+            removed=frozenset(),
+            changed={} if before is after else _changes(b, a, same),
+            _before_info=b.info,
+            _after_info=a.info,
+        )
     matched: dict[int, int] = {}
     rev: dict[int, int] = {}
 
@@ -558,7 +621,12 @@ def unified_ir_diff(
     after_label: str = "after",
     context: int = 3,
 ) -> str:
-    """A unified text diff of the two graphs' IR printouts (``difflib``).
+    """A unified text diff of the two graphs' IR printouts.
+
+    The printouts of real models run to tens of thousands of lines (a scripted
+    12-layer ``nn.TransformerEncoder`` prints 27k inlined), and an export diffs every
+    step, so the line matching is done by :func:`line_opcodes` (a minimal line diff in
+    C through rapidfuzz) rather than :mod:`difflib`, which took seconds per step there.
 
     Args:
         before: the earlier snapshot.
@@ -568,14 +636,222 @@ def unified_ir_diff(
         context: lines of context around each change.
 
     Returns:
-        The diff text; empty when the printouts are identical.
+        The diff text in ``diff -u`` format; empty when the printouts are identical.
     """
-    lines = difflib.unified_diff(
-        before.text.splitlines(keepends=True),
-        after.text.splitlines(keepends=True),
-        fromfile=before_label,
-        tofile=after_label,
-        n=context,
+    # A step that changed nothing shares its snapshot with the step before it.
+    if before is after or before.text == after.text:
+        return ""
+    return unified_text_diff(
+        before.text.splitlines(),
+        after.text.splitlines(),
+        before_label=before_label,
+        after_label=after_label,
+        context=context,
     )
-    out = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def unified_text_diff(
+    old: Sequence[str],
+    new: Sequence[str],
+    *,
+    before_label: str = "before",
+    after_label: str = "after",
+    context: int = 3,
+) -> str:
+    """Unified diff of two lists of lines (without line ends), as ``diff -u`` prints it.
+
+    Args:
+        old: lines before.
+        new: lines after.
+        before_label: name on the ``---`` line.
+        after_label: name on the ``+++`` line.
+        context: lines of context around each change.
+
+    Returns:
+        The diff text; empty when the lines are equal.
+    """
+    hunks = _hunks(line_opcodes(old, new), context)
+    if not hunks:
+        return ""
+    out = [f"--- {before_label}\n", f"+++ {after_label}\n"]
+    for hunk in hunks:
+        i1, i2, j1, j2 = hunk[0][1], hunk[-1][2], hunk[0][3], hunk[-1][4]
+        out.append(f"@@ -{_hunk_range(i1, i2)} +{_hunk_range(j1, j2)} @@\n")
+        minus: list[str] = []
+        plus: list[str] = []
+        for tag, a1, a2, b1, b2 in hunk:
+            if tag == "equal":
+                # A run of deletions and insertions reads best as all "-" then all "+".
+                out.extend(minus)
+                out.extend(plus)
+                minus, plus = [], []
+                out.extend(f" {line}\n" for line in old[a1:a2])
+            else:
+                minus.extend(f"-{line}\n" for line in old[a1:a2])
+                plus.extend(f"+{line}\n" for line in new[b1:b2])
+        out.extend(minus)
+        out.extend(plus)
+    return "".join(out)
+
+
+def _hunk_range(start: int, stop: int) -> str:
+    # The same convention as difflib and GNU diff: 1-based start, ",length" unless 1,
+    # and an empty range names the line before it.
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start if length == 0 else start + 1},{length}"
+
+
+Opcode = tuple[str, int, int, int, int]
+
+
+def _hunks(opcodes: list[Opcode], context: int) -> list[list[Opcode]]:
+    """Group opcodes into hunks with ``context`` equal lines around each change."""
+    if not any(op[0] != "equal" for op in opcodes):
+        return []
+    ops = list(opcodes)
+    # Trim the leading and trailing equal runs to the context shown.
+    if ops[0][0] == "equal":
+        _tag, i1, i2, j1, j2 = ops[0]
+        ops[0] = ("equal", max(i1, i2 - context), i2, max(j1, j2 - context), j2)
+    if ops[-1][0] == "equal":
+        _tag, i1, i2, j1, j2 = ops[-1]
+        ops[-1] = ("equal", i1, min(i2, i1 + context), j1, min(j2, j1 + context))
+    hunks: list[list[Opcode]] = []
+    current: list[Opcode] = []
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "equal" and i2 - i1 > 2 * context and current:
+            # A long equal run ends this hunk and starts the next one.
+            current.append(("equal", i1, i1 + context, j1, j1 + context))
+            hunks.append(current)
+            current = [("equal", i2 - context, i2, j2 - context, j2)]
+            continue
+        current.append((tag, i1, i2, j1, j2))
+    if current and not (len(current) == 1 and current[0][0] == "equal"):
+        hunks.append(current)
+    return hunks
+
+
+# Above this many cells (lines before x lines after, once the common head and tail are
+# cut off) the minimal diff's bit matrix would need hundreds of megabytes, so the
+# texts are first split at lines found exactly once in each (patience diff anchors).
+_DIRECT_CELLS = 400_000_000
+
+
+def line_opcodes(old: Sequence[str], new: Sequence[str]) -> list[Opcode]:
+    """difflib-style opcodes (``equal``/``delete``/``insert``) turning ``old`` into ``new``.
+
+    Common leading and trailing lines are matched first; the rest is a minimal line
+    diff (rapidfuzz's LCS, in C), split at unique common lines when it is very large.
+    Without rapidfuzz, :class:`difflib.SequenceMatcher` is used.
+
+    Args:
+        old: lines before.
+        new: lines after.
+
+    Returns:
+        ``(tag, i1, i2, j1, j2)`` tuples covering both sequences in order.
+    """
+    n, m = len(old), len(new)
+    head = 0
+    while head < min(n, m) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(n, m) - head and old[n - 1 - tail] == new[m - 1 - tail]:
+        tail += 1
+    # Lines become small ints: the matcher then compares numbers, not strings.
+    codes: dict[str, int] = {}
+    a = [codes.setdefault(line, len(codes)) for line in old[head : n - tail]]
+    b = [codes.setdefault(line, len(codes)) for line in new[head : m - tail]]
+    ops: list[Opcode] = []
+    if head:
+        ops.append(("equal", 0, head, 0, head))
+    for tag, i1, i2, j1, j2 in _middle_opcodes(a, b):
+        ops.append((tag, i1 + head, i2 + head, j1 + head, j2 + head))
+    if tail:
+        ops.append(("equal", n - tail, n, m - tail, m))
+    return _merge(ops)
+
+
+def _middle_opcodes(a: list[int], b: list[int]) -> list[Opcode]:
+    if not a or not b:
+        out: list[Opcode] = []
+        if a:
+            out.append(("delete", 0, len(a), 0, 0))
+        if b:
+            out.append(("insert", 0, 0, 0, len(b)))
+        return out
+    if len(a) * len(b) <= _DIRECT_CELLS:
+        return _lcs_opcodes(a, b)
+    anchors = _unique_anchors(a, b)
+    if not anchors:
+        # Nothing in common that is unique: one block replaced (a valid, coarse diff).
+        return [("delete", 0, len(a), 0, 0), ("insert", len(a), len(a), 0, len(b))]
+    out = []
+    i = j = 0
+    for x, y in [*anchors, (len(a), len(b))]:
+        for tag, i1, i2, j1, j2 in _middle_opcodes(a[i:x], b[j:y]):
+            out.append((tag, i1 + i, i2 + i, j1 + j, j2 + j))
+        if x < len(a):
+            out.append(("equal", x, x + 1, y, y + 1))
+        i, j = x + 1, y + 1
+    return out
+
+
+def _lcs_opcodes(a: list[int], b: list[int]) -> list[Opcode]:
+    if _Indel is None:
+        matcher = difflib.SequenceMatcher(None, a, b)
+        out: list[Opcode] = []
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "replace":
+                out += [("delete", i1, i2, j1, j1), ("insert", i2, i2, j1, j2)]
+            else:
+                out.append((tag, i1, i2, j1, j2))
+        return out
+    return [
+        (op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end)
+        for op in _Indel.opcodes(a, b)
+    ]
+
+
+def _unique_anchors(a: list[int], b: list[int]) -> list[tuple[int, int]]:
+    """Lines found exactly once in both, in an order both sequences agree on (the
+    longest increasing run of their positions, as in patience diff)."""
+    count_a = Counter(a)
+    count_b = Counter(b)
+    where_b = {x: j for j, x in enumerate(b) if count_b[x] == 1}
+    pairs = [(i, where_b[x]) for i, x in enumerate(a) if count_a[x] == 1 and x in where_b]
+    # Longest increasing subsequence of the b positions (patience sorting).
+    tails: list[int] = []
+    tail_index: list[int] = []
+    previous: list[int] = [-1] * len(pairs)
+    for k, (_i, j) in enumerate(pairs):
+        pos = bisect.bisect_left(tails, j)
+        if pos == len(tails):
+            tails.append(j)
+            tail_index.append(k)
+        else:
+            tails[pos] = j
+            tail_index[pos] = k
+        previous[k] = tail_index[pos - 1] if pos else -1
+    chain: list[tuple[int, int]] = []
+    k = tail_index[-1] if tail_index else -1
+    while k != -1:
+        chain.append(pairs[k])
+        k = previous[k]
+    return chain[::-1]
+
+
+def _merge(ops: list[Opcode]) -> list[Opcode]:
+    """Join neighbouring opcodes of the same tag; drop empty ones."""
+    out: list[Opcode] = []
+    for op in ops:
+        if op[1] == op[2] and op[3] == op[4]:
+            continue
+        if out and out[-1][0] == op[0] and out[-1][2] == op[1] and out[-1][4] == op[3]:
+            last = out[-1]
+            out[-1] = (op[0], last[1], op[2], last[3], op[4])
+        else:
+            out.append(op)
     return out

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from . import atomic
+from .collapse import module_paths
 from .diff import GraphDiff, diff_snapshots, unified_ir_diff
 from .errors import OutputError, PlanError
 from .loading import LoadedModel, load_model
@@ -83,8 +84,14 @@ class ExportResult:
         steps: per-step entries (empty without ``per_step``).
         index: the ``index.html`` path.
         notes: sentences for the user (Graphviz fallbacks, missing Graphviz).
-        freeze_seconds: time running the pipeline (torch's work and snapshots).
+        freeze_seconds: time running the pipeline (torch's own work).
+        snapshot_seconds: time the pipeline took to snapshot the graphs drawn (it
+            snapshots lazily, when export first reads them).
+        notes_seconds: time the pipeline took to summarise its steps for the page.
+        reasons_seconds: time finding why kept attributes were kept (explain).
         diff_seconds: time diffing snapshots.
+        ir_diff_seconds: time writing the IR diffs.
+        index_seconds: time writing ``index.html``.
         graphviz_missing: True when only text outputs could be written.
     """
 
@@ -95,7 +102,12 @@ class ExportResult:
     index: Path | None = None
     notes: list[str] = field(default_factory=list)
     freeze_seconds: float = 0.0
+    snapshot_seconds: float = 0.0
+    notes_seconds: float = 0.0
+    reasons_seconds: float = 0.0
     diff_seconds: float = 0.0
+    ir_diff_seconds: float = 0.0
+    index_seconds: float = 0.0
     graphviz_missing: bool = False
 
     def all_renders(self) -> list[RenderResult]:
@@ -156,6 +168,8 @@ def _kept_reasons(loaded: LoadedModel, plan: Plan, steps: Sequence[Step]) -> dic
     for step in steps:
         kept.update(step.kept)
     reasons = {path: "kept as a module attribute by torch.jit.freeze" for path in kept}
+    if not kept:
+        return reasons  # nothing to explain: skip explain's alias analysis
     try:
         from .verdicts import explain
 
@@ -236,7 +250,8 @@ def export(
     failed = next((s for s in steps if s.error is not None), None)
     if failed is not None:
         raise PlanError(f"step {failed.index} ({failed.title}) failed: {failed.error}")
-    shown = [s for s in steps if s.snapshot is not None]
+    # Listing a step's methods takes no snapshot; only the graphs drawn are snapshotted.
+    shown = [s for s in steps if any(m == "forward" for m in s.snapshots)]
     if not shown:
         raise PlanError("the model has no forward method to draw; preserve a method to export it.")
 
@@ -255,8 +270,18 @@ def export(
             names += [f"{step_stem(step)}.diff", f"{step_stem(step)}.{pic_fmt}"]
     _check_directory(directory, names, force)
 
+    # The pipeline takes its snapshots lazily; taking them is the pipeline's work, timed
+    # apart from freezeview's drawing.
+    start = time.perf_counter()
+    for step in shown if per_step else (shown[0], shown[-1]):
+        _ = step.snapshot
+    result.snapshot_seconds = time.perf_counter() - start
+
+    start = time.perf_counter()
     reasons = _kept_reasons(loaded, pipe.plan, steps)
-    opts = replace(options, reasons=reasons)
+    result.reasons_seconds = time.perf_counter() - start
+    modules = options.modules if options.modules is not None else module_paths(loaded.module)
+    opts = replace(options, reasons=reasons, modules=modules)
     before, after = shown[0].snapshot, shown[-1].snapshot
     assert before is not None and after is not None
     start = time.perf_counter()
@@ -329,8 +354,10 @@ def export(
                 ),
             )
         )
+    start = time.perf_counter()
     ir_text = unified_ir_diff(before, after, before_label="before", after_label="after")
     result.files.append(atomic.write_text(directory / "ir.diff", ir_text))
+    result.ir_diff_seconds += time.perf_counter() - start
 
     if per_step:
         # The method as saved (one call per submodule) is what step 00 inlines.
@@ -348,6 +375,7 @@ def export(
                 diff_snapshots(previous, snap) if previous is not None else None
             )
             result.diff_seconds += time.perf_counter() - start
+            start = time.perf_counter()
             text = (
                 unified_ir_diff(
                     previous,
@@ -360,6 +388,7 @@ def export(
             )
             diff_file = atomic.write_text(directory / f"{stem}.diff", text)
             result.files.append(diff_file)
+            result.ir_diff_seconds += time.perf_counter() - start
             summary = step_diff.summary() if step_diff is not None else "first graph"
             picture = None
             step_opts = before_opts if step.index == 0 else opts
@@ -396,11 +425,18 @@ def export(
             result.steps.append(StepEntry(step, summary, diff_file, picture))
             previous = snap
 
+    # Each step's notes are the pipeline's own lazy summary (counts, explain's reasons).
+    start = time.perf_counter()
+    for step in steps:
+        _ = step.notes
+    result.notes_seconds = time.perf_counter() - start
+    start = time.perf_counter()
     result.index = atomic.write_text(
         directory / "index.html",
         _index_html(result, loaded, pipe.plan, overall, steps, pic_fmt, ir_text),
     )
     result.files.append(result.index)
+    result.index_seconds = time.perf_counter() - start
     if gv_missing:
         result.graphviz_missing = True
         raise GraphvizMissingError(

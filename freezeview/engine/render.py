@@ -30,12 +30,21 @@ import os
 import shutil
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import atomic
-from .collapse import ViewGraph, build_view, count_at_level, drawn_scopes, levels
+from .collapse import (
+    ViewGraph,
+    box_prefix,
+    build_view,
+    count_at_level,
+    drawn_scopes,
+    levels,
+    opened_scopes,
+)
 from .diff import GraphDiff
 from .errors import FreezeviewError, OutputError
 from .render_dot import GraphAttrs, dot_source
@@ -49,6 +58,7 @@ __all__ = [
     "RenderOptions",
     "RenderResult",
     "auto_level",
+    "changed_splits",
     "diff_picture",
     "find_dot",
     "level_name",
@@ -99,6 +109,13 @@ class RenderOptions:
         timeout: seconds one Graphviz run may take before freezeview falls back.
         dot_command: path of the Graphviz executable; default: ``engine`` on PATH.
         graph: graph-wide layout settings.
+        modules: dotted paths of the model's submodules
+            (:func:`~freezeview.engine.collapse.module_paths`); with them, modules torch
+            names by a ModuleList index alone (``0.self_attn``) are drawn under their
+            real path (``layers.0.self_attn``), which is also what ``expand`` takes.
+        open_changed: at the automatic level, a diff picture opens the module boxes
+            where something changed, one level at a time and most changes first, for
+            as long as the picture stays within ``budget``.
     """
 
     level: int | str | None = "auto"
@@ -111,6 +128,8 @@ class RenderOptions:
     timeout: float = 30.0
     dot_command: str | None = None
     graph: GraphAttrs = field(default_factory=GraphAttrs)
+    modules: frozenset[str] | None = None
+    open_changed: bool = True
 
 
 @dataclass
@@ -150,6 +169,7 @@ class RenderResult:
         write_seconds: time writing the file.
         size: bytes written.
         notes: sentences for the user (fallbacks taken).
+        split: module boxes opened one level because something in them changed.
     """
 
     path: Path
@@ -163,6 +183,7 @@ class RenderResult:
     write_seconds: float
     size: int
     notes: list[str] = field(default_factory=list)
+    split: tuple[str, ...] = ()
 
     @property
     def total_seconds(self) -> float:
@@ -231,8 +252,9 @@ def auto_level(
     Explicitly expanded scopes are drawn in full and do not count against the budget.
     """
     fitting = candidates[0] if candidates else None
+    counts = Counter(scopes)
     for level in candidates:
-        if count_at_level(scopes, level, options.expand) <= options.budget:
+        if count_at_level(counts, level, options.expand) <= options.budget:
             fitting = level
         else:
             break
@@ -240,7 +262,7 @@ def auto_level(
 
 
 def _drawn_scopes(snapshot: GraphSnapshot, options: RenderOptions) -> list[str]:
-    return drawn_scopes(snapshot, options.constants)
+    return drawn_scopes(snapshot, options.constants, modules=options.modules)
 
 
 def _coarser(
@@ -270,6 +292,7 @@ def snapshot_picture(
         constants=options.constants,
         reasons=options.reasons,
         edge_labels=options.edge_labels,
+        modules=options.modules,
     )
     source = dot_source(
         [("", view)], title=title, legend=bool(options.reasons), attrs=options.graph
@@ -280,9 +303,17 @@ def snapshot_picture(
 
 
 def diff_picture(
-    diff: GraphDiff, options: RenderOptions, level: int | None, *, title: str = ""
+    diff: GraphDiff,
+    options: RenderOptions,
+    level: int | None,
+    *,
+    title: str = "",
+    split: Sequence[str] = (),
 ) -> Picture:
-    """DOT for the after-graph of ``diff`` coloured by status, removed ops as ghosts."""
+    """DOT for the after-graph of ``diff`` coloured by status, removed ops as ghosts.
+
+    ``split`` names module boxes drawn one level finer (see :func:`changed_splits`).
+    """
     start = time.perf_counter()
     view = build_view(
         diff.after,
@@ -293,6 +324,8 @@ def diff_picture(
         side="after",
         reasons=options.reasons,
         edge_labels=options.edge_labels,
+        split=split,
+        modules=options.modules,
     )
     source = dot_source([("", view)], title=title, legend=True, attrs=options.graph)
     return Picture(
@@ -314,6 +347,7 @@ def side_by_side_picture(
         side="before",
         key_prefix="b_",
         edge_labels=options.edge_labels,
+        modules=options.modules,
     )
     after = build_view(
         diff.after,
@@ -326,6 +360,7 @@ def side_by_side_picture(
         reasons=options.reasons,
         key_prefix="a_",
         edge_labels=options.edge_labels,
+        modules=options.modules,
     )
     graph = GraphAttrs(**{**options.graph.__dict__, "rankdir": options.graph.rankdir})
     source = dot_source(
@@ -345,6 +380,7 @@ def render_picture(
     level: int | None,
     candidates: list[int | None],
     scopes: list[str],
+    split: tuple[str, ...] = (),
 ) -> RenderResult:
     """Draw ``make(level)`` into ``path``, falling back to coarser levels on overrun.
 
@@ -356,6 +392,8 @@ def render_picture(
         level: the level to try first.
         candidates: the levels that exist for this graph, coarsest first.
         scopes: scopes of the drawn nodes (to pick fallback levels that are really smaller).
+        split: the boxes ``make`` opens at ``level`` (recorded in the result; a fallback
+            level opens none).
 
     Returns:
         A :class:`RenderResult`.
@@ -411,6 +449,7 @@ def render_picture(
         write_seconds=write,
         size=len(data),
         notes=notes,
+        split=split if current == level else (),
     )
 
 
@@ -418,7 +457,7 @@ def _plan(
     snapshot: GraphSnapshot, options: RenderOptions
 ) -> tuple[int | None, list[int | None], list[str]]:
     start_scopes = _drawn_scopes(snapshot, options)
-    candidates = levels(snapshot)
+    candidates = levels(snapshot, options.constants, options.modules)
     if options.level == "auto":
         level = auto_level(start_scopes, candidates, options)
     elif isinstance(options.level, str):
@@ -426,6 +465,56 @@ def _plan(
     else:
         level = options.level
     return level, candidates, start_scopes
+
+
+def changed_splits(
+    diff: GraphDiff, scopes: Sequence[str], level: int | None, options: RenderOptions
+) -> tuple[str, ...]:
+    """Module boxes of a diff picture worth opening one level, within the budget.
+
+    At ``level`` every module box where something was added, removed or changed is a
+    candidate; the boxes with the most changes are opened first, and each opened box's
+    changed sub-boxes become candidates in turn, as long as the whole picture stays
+    within ``options.budget`` boxes. A reviewer thus sees, at the default level, how
+    far down freezing acted, not only that it did.
+
+    Args:
+        diff: the diff drawn.
+        scopes: the scope of every drawn op (after-graph and ghosts), as the level was
+            chosen from.
+        level: the collapse level drawn.
+        options: budget, expanded scopes, constants mode and module paths.
+
+    Returns:
+        The scopes to open (``build_view(split=...)``), in the order they were opened.
+    """
+    if level is None:
+        return ()
+    changed_ids = set(diff.added) | set(diff.changed)
+    changed = drawn_scopes(diff.after, options.constants, changed_ids, options.modules)
+    changed += drawn_scopes(diff.before, options.constants, diff.removed, options.modules)
+    if not changed:
+        return ()
+    per_scope = Counter(changed)
+    all_scopes = Counter(scopes)
+    expand = options.expand
+    opened: list[str] = []
+    tried: set[str] = set()
+    while True:
+        # Changes per box at the current opening; the busiest untried box goes first.
+        split = tuple(opened)
+        now_open = opened_scopes(expand, split)
+        boxes: Counter[str] = Counter()
+        for scope, n in per_scope.items():
+            box = box_prefix(scope, level, expand, now_open)
+            if box is not None and box not in tried:
+                boxes[box] += n
+        if not boxes:
+            return split
+        box = min(boxes, key=lambda b: (-boxes[b], b))
+        tried.add(box)
+        if count_at_level(all_scopes, level, expand, (*split, box)) <= options.budget:
+            opened.append(box)
 
 
 def render_snapshot(
@@ -476,23 +565,37 @@ def render_diff(
     """Draw the after-graph of ``diff`` with added ops green, changed amber, removed as ghosts.
 
     The level is chosen on the after-graph plus the ghosts, so a step that removed most
-    of the graph still fits the budget.
+    of the graph still fits the budget; at the automatic level, the boxes where things
+    changed are then opened while the budget allows (:func:`changed_splits`).
     """
     options = options or RenderOptions()
-    level, candidates, scopes = _plan(diff.after, options)
-    ghost_scopes = _ghost_scopes(diff, options)
+    scopes = _drawn_scopes(diff.after, options) + _ghost_scopes(diff, options)
+    candidates = _merge_levels(
+        levels(diff.after, options.constants, options.modules),
+        levels(diff.before, options.constants, options.modules),
+    )
     if options.level == "auto":
-        level = auto_level(
-            scopes + ghost_scopes, _merge_levels(candidates, levels(diff.before)), options
-        )
+        level = auto_level(scopes, candidates, options)
+    elif isinstance(options.level, str):
+        raise ValueError(f"unknown level {options.level!r}")
+    else:
+        level = options.level
+    split: tuple[str, ...] = ()
+    if options.level == "auto" and options.open_changed:
+        split = changed_splits(diff, scopes, level, options)
+
+    def make(lv: int | None) -> Picture:
+        return diff_picture(diff, options, lv, title=title, split=split if lv == level else ())
+
     return render_picture(
-        lambda lv: diff_picture(diff, options, lv, title=title),
+        make,
         path,
         fmt=fmt,
         options=options,
         level=level,
-        candidates=_merge_levels(candidates, levels(diff.before)),
-        scopes=scopes + ghost_scopes,
+        candidates=candidates,
+        scopes=scopes,
+        split=split,
     )
 
 
@@ -527,7 +630,7 @@ def render_side_by_side(
 
 
 def _ghost_scopes(diff: GraphDiff, options: RenderOptions) -> list[str]:
-    return drawn_scopes(diff.before, options.constants, diff.removed)
+    return drawn_scopes(diff.before, options.constants, diff.removed, options.modules)
 
 
 def _merge_levels(a: list[int | None], b: list[int | None]) -> list[int | None]:

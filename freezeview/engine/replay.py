@@ -10,6 +10,7 @@ what could not be a constant, which slots a class type keeps) for
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,87 @@ __all__ = [
     "is_object",
     "join_path",
     "materializable",
+    "refusal",
+    "torch_refusal",
 ]
+
+# Why torch refuses to freeze a model, in one sentence with the fix. The replay raises
+# these itself; `torch_refusal` maps torch's own messages (from `_freeze_module`) onto
+# them, so every command says the same thing whichever code path met the problem first.
+_REFUSALS: dict[str, str] = {
+    "returns-self": (
+        "{model}: forward returns the module itself (self), which torch cannot freeze; "
+        "return tensors (or preserve the method that needs the module) instead."
+    ),
+    "container-index": (
+        "{model}: {method} indexes a ModuleList/ModuleDict with a value known only at run "
+        "time (prim::ModuleContainerIndex), which torch cannot freeze; index it with a "
+        "constant or unroll the loop."
+    ),
+    "interface-setattr": (
+        "{model} assigns the module interface attribute {name} (SetAttr on an interface "
+        "type), which torch cannot freeze: keep one implementation per attribute."
+    ),
+    "interface-preserved": (
+        "{model}: freezing cannot fold the module interface attribute {name} because it is "
+        "preserved or assigned; do not preserve interface attributes."
+    ),
+    "interfaces-off": (
+        "{model} uses module interface attributes and interface freezing is off; torch "
+        "refuses to freeze it that way."
+    ),
+    "overlapping": (
+        "{model}: attributes {name} hold overlapping values (one contains the other), "
+        "which torch refuses to freeze."
+    ),
+    "training": (
+        "{model} holds a module in training mode, and freezing needs eval mode: pass --eval "
+        "(or call .eval() on the module before saving it)."
+    ),
+    "unknown-name": (
+        "unknown name {name} in preserved attributes: {model} has no attribute, submodule "
+        "or method of that name."
+    ),
+}
+
+# torch's own wording (freeze_module.cpp, torch/jit/_freeze.py) -> refusal key.
+_TORCH_MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"freeze a module that returns? itself"), "returns-self"),
+    (re.compile(r"ModuleContainerIndex"), "container-index"),
+    (re.compile(r"SetAttr on an interface type.*?'(?P<name>[^']+)'", re.S), "interface-setattr"),
+    (re.compile(r"failed to freeze interface attribute '(?P<name>[^']+)'"), "interface-preserved"),
+    (re.compile(r"module that uses interface attributes"), "interfaces-off"),
+    (re.compile(r"attributes values that overlaps"), "overlapping"),
+    (re.compile(r"only implemented for modules in eval mode"), "training"),
+    (re.compile(r"Unknown name: (?P<name>\S+)"), "unknown-name"),
+)
+
+
+def refusal(key: str, model: str, *, method: str = "forward", name: str = "") -> str:
+    """The one-sentence reason torch cannot freeze ``model`` (see ``_REFUSALS``)."""
+    return _REFUSALS[key].format(model=model, method=method, name=name)
+
+
+def torch_refusal(message: str, model: str) -> str:
+    """Turn torch's refusal to freeze into freezeview's sentence for it.
+
+    Args:
+        message: the text of the RuntimeError torch raised (``_freeze_module``,
+            ``torch.jit.freeze``).
+        model: how to name the model (its file).
+
+    Returns:
+        The matching sentence from freezeview's table, or ``torch refused to freeze
+        MODEL: <torch's first line>`` for a refusal freezeview does not know yet.
+    """
+    for pattern, key in _TORCH_MESSAGES:
+        found = pattern.search(message)
+        if found is not None:
+            name = found.groupdict().get("name") or ""
+            return refusal(key, model, name=repr(name) if name else "")
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    first = lines[0] if lines else "no reason given"
+    return f"torch refused to freeze {model}: {first[:200]}"
 
 
 class ModuleObject:
@@ -339,9 +420,7 @@ class FreezeReplay:
         for node in graph.findAllNodes("prim::SetAttr", True):
             if (_type_name(node.inputsAt(0).type()), node.s("name")) in interface_slots:
                 raise PlanError(
-                    f"{self.display} assigns the module interface attribute "
-                    f"{node.s('name')!r} (SetAttr on an interface type), which torch cannot "
-                    "freeze: keep one implementation per attribute."
+                    refusal("interface-setattr", self.display, name=repr(node.s("name")))
                 )
         for _ in range(32):
             changed = False
@@ -349,10 +428,7 @@ class FreezeReplay:
                 if not isinstance(node.output().type(), torch._C.InterfaceType):
                     continue
                 if not self.freeze_interfaces:
-                    raise PlanError(
-                        f"{self.display} uses module interface attributes and interface "
-                        "freezing is off; torch refuses to freeze it that way."
-                    )
+                    raise PlanError(refusal("interfaces-off", self.display))
                 resolved = self._resolve_module_path(node.inputsAt(0))
                 if resolved is None:
                     raise PlanError(
@@ -365,9 +441,7 @@ class FreezeReplay:
                     continue
                 if self.find_constant_attr(node.inputsAt(0), node.s("name")) is None:
                     raise PlanError(
-                        f"{self.display}: freezing cannot fold the module interface attribute "
-                        f"{node.s('name')!r} because it is preserved or assigned; do not "
-                        "preserve interface attributes."
+                        refusal("interface-preserved", self.display, name=repr(node.s("name")))
                     )
                 self.interface_paths.update(concrete.paths)
                 node.output().setType(concrete.cmod._type())
@@ -384,28 +458,19 @@ class FreezeReplay:
         for node in suspicious:
             kind = node.kind()
             if kind == "prim::ModuleContainerIndex":
-                raise PlanError(
-                    f"{self.display}: {method} indexes a ModuleList/ModuleDict with a value "
-                    "known only at run time (prim::ModuleContainerIndex), which torch cannot "
-                    "freeze; index it with a constant or unroll the loop."
-                )
+                raise PlanError(refusal("container-index", self.display, method=method))
             if kind == "prim::SetAttr" and isinstance(
                 node.inputsAt(0).type(), torch._C.InterfaceType
             ):
                 raise PlanError(
-                    f"{self.display}: {method} assigns an attribute of a module interface, "
-                    "which torch cannot freeze."
+                    refusal("interface-setattr", self.display, name=repr(node.s("name")))
                 )
         if method == "forward":
             root_type = self.root.type_name
             for out in graph.outputs():
                 t = out.type()
                 if isinstance(t, torch._C.ClassType) and t.qualified_name() == root_type:
-                    raise PlanError(
-                        f"{self.display}: forward returns the module itself (self), which "
-                        "torch cannot freeze; return tensors (or preserve the method that "
-                        "needs the module) instead."
-                    )
+                    raise PlanError(refusal("returns-self", self.display))
 
     # -- GetAttr chains ----------------------------------------------------------------------
 
@@ -576,9 +641,7 @@ class FreezeReplay:
             for sub in subs:
                 if sub in seen:
                     raise PlanError(
-                        f"{self.display}: attributes {seen[sub]!r} and {path!r} hold "
-                        "overlapping values (one contains the other), which torch refuses "
-                        "to freeze."
+                        refusal("overlapping", self.display, name=f"{seen[sub]!r} and {path!r}")
                     )
             for sub in subs:
                 seen[sub] = path

@@ -34,7 +34,15 @@ from .errors import BadInputError, PlanError
 from .inventory import AttributeInfo, Inventory, build_inventory, raw_module
 from .loading import LoadedModel, check_eval, load_model
 from .mutation import Writer
-from .replay import FreezeReplay, ModuleObject, ModuleView, WriteFact, is_object, join_path
+from .replay import (
+    FreezeReplay,
+    ModuleObject,
+    ModuleView,
+    WriteFact,
+    is_object,
+    join_path,
+    torch_refusal,
+)
 
 __all__ = [
     "REASON_CODES",
@@ -561,8 +569,7 @@ def explain(
         prop.propagate()
         prop.cleanup()
     except RuntimeError as exc:
-        first = (str(exc).strip().splitlines() or ["unknown error"])[0]
-        raise PlanError(f"{display} cannot be frozen: torch says {first[:200]}") from exc
+        raise PlanError(torch_refusal(str(exc), display)) from exc
     verdicts = _Verdicts(prop, inventory).build()
     return Explanation(
         model=display,
