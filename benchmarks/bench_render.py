@@ -1,14 +1,24 @@
-"""Time freezeview's pictures on real-size graph shapes, with no downloads.
+"""Time freezeview's pictures on real-size models, with no downloads.
 
-For each model (a DenseNet-style dense-block stack, a wav2vec2-style speech encoder with
-wide fan-out, a ResNet-50-style net, a 12-layer ``nn.TransformerEncoder``) it freezes the
-model once with torch and then times what ``freezeview export`` draws: before, after
-and diff pictures, at the default level and with every op drawn. It reports per picture
-freezeview's time (view + DOT building, diffing, writing), Graphviz's time, the boxes and
-edges drawn and the SVG size; then the layout settings compared for the choice in
-render.py. Usage::
+Models come from ``benchmarks/models.py`` (a scripted ResNet-50, a 12-layer
+``nn.TransformerEncoder``, a DenseNet-style dense-block stack, a wav2vec2-style speech
+encoder). Three parts:
 
-    .venv/bin/python benchmarks/bench_render.py [--quick] [--full-timeout 60]
+1. ``export --per-step`` (issue 4): the whole export of each model, at the default
+   level and with every op drawn. Total wall time is split into the pipeline's work
+   (torch's freezing and passes, the lazy snapshots, the steps' notes), Graphviz's time
+   and freezeview's own drawing work (diffs, IR diffs, views and DOT, writing files,
+   explain's reasons for kept attributes, index.html), with each share.
+2. ``before / after / diff`` (issue 7): per model and picture, freezeview's time,
+   Graphviz's time, boxes and edges drawn, SVG size.
+3. ``--layouts``: layout settings compared on every op of the ResNet-50 graphs (the
+   choice documented in render.py).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_render.py [--quick] [--models resnet50,transformer12]
+        [--picture-models resnet50,transformer12,densenet,speech] [--full-timeout 30]
+        [--layouts]
 """
 
 from __future__ import annotations
@@ -21,17 +31,12 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from render_models import (
-    DenseNetLike,
-    ResNet50Like,
-    SpeechEncoderLike,
-    scripted,
-    transformer_encoder,
-)
-
+from benchmarks.models import MODELS, resnet50
+from freezeview.engine.collapse import module_paths
 from freezeview.engine.diff import diff_snapshots
+from freezeview.engine.export import export
 from freezeview.engine.render import (
     DotTimeoutError,
     RenderOptions,
@@ -42,16 +47,45 @@ from freezeview.engine.render import (
 from freezeview.engine.render_dot import GraphAttrs
 from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
 
-MODELS = {
-    "densenet-like": lambda: DenseNetLike(blocks=(6, 12, 32, 32)),
-    "speech-like": lambda: SpeechEncoderLike(layers=20),
-    "resnet50-like": ResNet50Like,
-    "transformer-12": lambda: transformer_encoder(12),
-}
+
+def bench_export(
+    name: str, module: torch.jit.ScriptModule, label: str, options: RenderOptions
+) -> None:
+    """One ``export --per-step`` run, reported as total / pipeline / dot / ours."""
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        r = export(module, Path(tmp) / "out", per_step=True, options=options)
+        wall = time.perf_counter() - start
+    renders = r.all_renders()
+    pipeline = r.freeze_seconds + r.snapshot_seconds + r.notes_seconds
+    dot = r.dot_seconds
+    ours = wall - pipeline - dot
+    drawing = ours + dot
+    other = ours - (
+        r.diff_seconds
+        + r.ir_diff_seconds
+        + r.build_seconds
+        + r.write_seconds
+        + r.reasons_seconds
+        + r.index_seconds
+    )
+    boxes = max((x.nodes for x in renders), default=0)
+    print(
+        f"  {name:13s} {label:8s} total {wall:6.2f}s | pipeline {pipeline:5.2f}s "
+        f"({pipeline / wall:4.0%}) | dot {dot:6.2f}s ({dot / wall:4.0%}) | ours {ours:5.2f}s "
+        f"({ours / wall:4.0%}) | outside dot while drawing {ours / drawing:4.0%}"
+    )
+    print(
+        f"  {'':13s} {'':8s} pipeline: torch {r.freeze_seconds:.2f}s, snapshots "
+        f"{r.snapshot_seconds:.2f}s, step notes {r.notes_seconds:.2f}s; ours: diff "
+        f"{r.diff_seconds:.2f}s, IR diff {r.ir_diff_seconds:.2f}s, views+DOT "
+        f"{r.build_seconds:.2f}s, write {r.write_seconds:.2f}s, kept reasons "
+        f"{r.reasons_seconds:.2f}s, index {r.index_seconds:.2f}s, other {other:.2f}s; "
+        f"{len(renders)} pictures, largest {boxes} boxes, {len(r.notes)} fallback(s)"
+    )
 
 
-def snapshots(make: object) -> tuple[GraphSnapshot, GraphSnapshot]:
-    module = scripted(make())  # type: ignore[operator]
+def snapshots(module: torch.jit.ScriptModule) -> tuple[GraphSnapshot, GraphSnapshot]:
     graph = module.forward.graph.copy()
     torch._C._jit_pass_inline(graph)
     return snapshot_graph(graph), snapshot_graph(torch.jit.freeze(module).forward.graph)
@@ -62,9 +96,8 @@ def draw_all(
 ) -> tuple[list[tuple[str, RenderResult]], float, float]:
     """before/after/diff pictures; returns results, diff seconds and wall seconds."""
     start = time.perf_counter()
-    d0 = time.perf_counter()
     diff = diff_snapshots(before, after)
-    diff_seconds = time.perf_counter() - d0
+    diff_seconds = time.perf_counter() - start
     results = [
         ("before", render_snapshot(before, out / "before.svg", options=options)),
         ("after", render_snapshot(after, out / "after.svg", options=options)),
@@ -82,18 +115,18 @@ def report(
         level = "ops" if r.level is None else f"d{r.level}"
         note = f"  ({r.notes[0]})" if r.notes else ""
         print(
-            f"  {name:15s} {label:8s} {pic:6s} level={level:4s} boxes={r.nodes:5d} "
+            f"  {name:13s} {label:8s} {pic:6s} level={level:4s} boxes={r.nodes:5d} "
             f"edges={r.edges:5d} ours={r.build_seconds + r.write_seconds:6.2f}s "
             f"dot={r.dot_seconds:6.2f}s svg={r.size / 1024:7.0f} KB{note}"
         )
     share = ours / (ours + dot) if ours + dot else 0.0
     print(
-        f"  {name:15s} {label:8s} TOTAL  wall={wall:6.2f}s ours={ours:6.2f}s "
+        f"  {name:13s} {label:8s} TOTAL  wall={wall:6.2f}s ours={ours:6.2f}s "
         f"(diff {diff_s:.2f}s) dot={dot:6.2f}s outside-dot={share:.0%}"
     )
 
 
-def layouts(before: GraphSnapshot, out: Path, timeout: float) -> None:
+def layouts(snap: GraphSnapshot, out: Path, timeout: float) -> None:
     """Compare layout settings on the fully expanded picture of one graph."""
     settings = {
         "dot clusters": GraphAttrs(newrank=False),
@@ -103,13 +136,13 @@ def layouts(before: GraphSnapshot, out: Path, timeout: float) -> None:
     for label, attrs in settings.items():
         opts = RenderOptions(level=None, timeout=timeout, graph=attrs)
         try:
-            r = render_snapshot(before, out / "layout.svg", options=opts)
+            r = render_snapshot(snap, out / "layout.svg", options=opts)
             print(f"  {label:26s} dot={r.dot_seconds:6.2f}s boxes={r.nodes} level={r.level}")
         except DotTimeoutError:
             print(f"  {label:26s} did not finish in {timeout:g} s")
     opts = RenderOptions(level=None, timeout=timeout, engine="sfdp")
     try:
-        r = render_snapshot(before, out / "layout.svg", options=opts)
+        r = render_snapshot(snap, out / "layout.svg", options=opts)
         print(f"  {'sfdp (no ranks)':26s} dot={r.dot_seconds:6.2f}s boxes={r.nodes}")
     except DotTimeoutError:
         print(f"  {'sfdp (no ranks)':26s} did not finish in {timeout:g} s")
@@ -119,27 +152,51 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="default level only")
     parser.add_argument(
-        "--full-timeout", type=float, default=60.0, help="seconds per picture, fully expanded"
+        "--full-timeout",
+        type=float,
+        default=30.0,
+        help="seconds Graphviz may take per picture with every op drawn (then it falls back)",
     )
-    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated subset")
+    parser.add_argument(
+        "--models", default="resnet50,transformer12", help="models for export --per-step"
+    )
+    parser.add_argument(
+        "--picture-models",
+        default=",".join(MODELS),
+        help="models for before/after/diff ('' to skip)",
+    )
+    parser.add_argument("--layouts", action="store_true", help="compare layout settings too")
     args = parser.parse_args()
+    levels = [("default", RenderOptions())]
+    if not args.quick:
+        levels.append(("expanded", RenderOptions(level=None, timeout=args.full_timeout)))
+    built: dict[str, torch.jit.ScriptModule] = {}
+
+    def model(name: str) -> torch.jit.ScriptModule:
+        if name not in built:
+            built[name] = MODELS[name][0]()
+        return built[name]
+
+    print("export --per-step (total = pipeline + dot + ours):")
+    for name in filter(None, args.models.split(",")):
+        for label, options in levels:
+            bench_export(name, model(name), label, options)
+    print("before / after / diff pictures:")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        for name in args.models.split(","):
-            before, after = snapshots(MODELS[name])
+        for name in filter(None, args.picture_models.split(",")):
+            module = model(name)
+            before, after = snapshots(module)
             print(f"{name}: {before.node_count} inlined nodes, {after.node_count} frozen")
-            results, diff_s, wall = draw_all(before, after, out, RenderOptions())
-            report(name, "default", results, diff_s, wall)
-            if not args.quick:
-                full = RenderOptions(level=None, timeout=args.full_timeout)
-                results, diff_s, wall = draw_all(before, after, out, full)
-                report(name, "expanded", results, diff_s, wall)
-        if not args.quick:
-            print("layout settings, every op of the frozen ResNet-50-like graph:")
-            _before, after = snapshots(ResNet50Like)
+            for label, options in levels:
+                options = RenderOptions(**{**options.__dict__, "modules": module_paths(module)})
+                results, diff_s, wall = draw_all(before, after, out, options)
+                report(name, label, results, diff_s, wall)
+        if args.layouts:
+            before, after = snapshots(resnet50())
+            print("layout settings, every op of the frozen ResNet-50 graph:")
             layouts(after, out, args.full_timeout)
-            print("layout settings, every op of the inlined ResNet-50-like graph (1.8k nodes):")
-            before, _after = snapshots(ResNet50Like)
+            print("layout settings, every op of the inlined ResNet-50 graph:")
             layouts(before, out, args.full_timeout)
     return 0
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from render_models import ConvBnRelu, ResNet50Like, scripted
+from render_models import ConvBnRelu, Stacked, resnet50_scripted, scripted
 
 from freezeview.cli import main
 
@@ -105,7 +105,7 @@ def test_unreadable_model_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
 @needs_dot
 def test_expand_and_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "resnet.pt"
-    torch.jit.save(scripted(ResNet50Like()), str(path))
+    torch.jit.save(resnet50_scripted(), str(path))
     out = tmp_path / "o"
     rc = main(
         ["export", str(path), "-o", str(out), "--level", "1", "--expand", "layer3.1", "--json"]
@@ -118,3 +118,21 @@ def test_expand_and_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     text = "".join(root.itertext())
     assert "layer3.0" in text and "layer1" in text  # boxes
     assert "in layer3.1.conv1" in text or "layer3.1.conv1" in text  # expanded down to ops
+
+
+@needs_dot
+def test_no_open_changed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "stacked.pt"
+    torch.jit.save(scripted(Stacked(6)), str(path))
+    reports = []
+    for extra in ([], ["--no-open-changed"]):
+        out = tmp_path / f"o{len(extra)}"
+        rc = main(["export", str(path), "-o", str(out), "--budget", "12", "--json", *extra])
+        assert rc == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    opened = {p["name"]: p["opened"] for p in reports[0]["pictures"]}
+    assert any(opened.values())
+    assert all(
+        set(names) <= {"layers", *(f"layers.{i}" for i in range(6))} for names in opened.values()
+    )
+    assert not any(p["opened"] for p in reports[1]["pictures"])

@@ -6,13 +6,16 @@ disappear, which attributes torch turned into constants), never copied from a pa
 
 from __future__ import annotations
 
+import difflib
+import re
 import time
 from collections import Counter
 
 import pytest
 import torch
-from render_models import ConvBnRelu, KeepsBuffer, ResNet50Like, scripted
+from render_models import ConvBnRelu, KeepsBuffer, resnet50_scripted, scripted
 
+from freezeview.engine import diff as diff_module
 from freezeview.engine.diff import attribute_paths, diff_snapshots, unified_ir_diff
 from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
 
@@ -28,7 +31,7 @@ def frozen_graph(module: torch.jit.ScriptModule) -> torch._C.Graph:
     return torch._C._freeze_module(module._c)._get_method("forward").graph
 
 
-@pytest.mark.parametrize("make", [ConvBnRelu, KeepsBuffer, ResNet50Like])
+@pytest.mark.parametrize("make", [ConvBnRelu, KeepsBuffer, resnet50_scripted])
 def test_graph_against_itself_reports_nothing(make: type[torch.nn.Module]) -> None:
     module = scripted(make())
     for snap in (inlined(module), snapshot_graph(torch.jit.freeze(module).forward.graph)):
@@ -40,7 +43,7 @@ def test_graph_against_itself_reports_nothing(make: type[torch.nn.Module]) -> No
 
 
 def test_two_snapshots_of_an_identical_graph_match() -> None:
-    module = scripted(ResNet50Like())
+    module = resnet50_scripted()
     a, b = inlined(module), inlined(module)
     assert a is not b
     assert diff_snapshots(a, b).is_empty
@@ -113,7 +116,7 @@ def test_getattr_replaced_by_constant() -> None:
 
 
 def test_scope_counts_add_up() -> None:
-    module = scripted(ResNet50Like())
+    module = resnet50_scripted()
     d = diff_snapshots(inlined(module), snapshot_graph(torch.jit.freeze(module).forward.graph))
     totals: Counter[str] = Counter()
     for counts in d.scope_counts().values():
@@ -134,7 +137,7 @@ def test_unified_ir_diff() -> None:
 
 
 def test_diff_is_fast_on_resnet50_sized_graphs() -> None:
-    module = scripted(ResNet50Like())
+    module = resnet50_scripted()
     before = inlined(module)
     after = snapshot_graph(torch.jit.freeze(module).forward.graph)
     assert before.node_count > 1700
@@ -143,3 +146,88 @@ def test_diff_is_fast_on_resnet50_sized_graphs() -> None:
     diff_snapshots(before, before)
     elapsed = time.perf_counter() - start
     assert elapsed < 1.0, f"two diffs took {elapsed:.2f} s"
+
+
+def apply_unified(old: list[str], text: str) -> list[str]:
+    """Apply a unified diff to ``old`` (checking every context and removed line)."""
+    if not text:
+        return list(old)
+    lines = text.splitlines()
+    assert lines[0].startswith("--- ") and lines[1].startswith("+++ ")
+    out: list[str] = []
+    pos, k = 0, 2
+    while k < len(lines):
+        m = re.match(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$", lines[k])
+        assert m, lines[k]
+        old_len = int(m.group(2) or 1)
+        start = int(m.group(1)) - 1 if old_len else int(m.group(1))
+        out += old[pos:start]
+        pos, k = start, k + 1
+        seen_old = seen_new = 0
+        while k < len(lines) and not lines[k].startswith("@@"):
+            tag, body = lines[k][0], lines[k][1:]
+            if tag in " -":
+                assert old[pos] == body
+                pos, seen_old = pos + 1, seen_old + 1
+            if tag in " +":
+                out.append(body)
+                seen_new += 1
+            k += 1
+        assert (seen_old, seen_new) == (old_len, int(m.group(4) or 1))
+    return out + old[pos:]
+
+
+def changed_lines(text: str) -> int:
+    return sum(1 for line in text.splitlines()[2:] if line[:1] in "+-")
+
+
+def step_pairs() -> list[tuple[GraphSnapshot, GraphSnapshot]]:
+    """Before/after snapshots of real rewrites: freezing, then torch's optimizations."""
+    pairs = []
+    for module in (scripted(ConvBnRelu()), resnet50_scripted()):
+        mid = snapshot_graph(frozen_graph(module))
+        final = snapshot_graph(torch.jit.freeze(module).forward.graph)
+        pairs += [(inlined(module), mid), (mid, final)]
+    return pairs
+
+
+def test_unified_ir_diff_rebuilds_the_after_printout() -> None:
+    for before, after in step_pairs():
+        old, new = before.text.splitlines(), after.text.splitlines()
+        text = unified_ir_diff(before, after)
+        assert text and apply_unified(old, text) == new
+        # A minimal line diff: never more changed lines than difflib's.
+        reference = "\n".join(difflib.unified_diff(old, new, lineterm=""))
+        assert changed_lines(text) <= changed_lines(reference)
+
+
+def test_unified_text_diff_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    before, after = step_pairs()[-1]
+    old, new = before.text.splitlines(), after.text.splitlines()
+    expected = diff_module.unified_text_diff(old, new)
+    # Very large inputs are split at unique common lines first (patience anchors).
+    monkeypatch.setattr(diff_module, "_DIRECT_CELLS", 1000)
+    split = diff_module.unified_text_diff(old, new)
+    assert apply_unified(old, split) == new
+    # Without rapidfuzz, difflib does the matching.
+    monkeypatch.setattr(diff_module, "_Indel", None)
+    monkeypatch.setattr(diff_module, "_DIRECT_CELLS", 10**12)
+    plain = diff_module.unified_text_diff(old, new)
+    assert apply_unified(old, plain) == new
+    assert apply_unified(old, expected) == new
+    assert diff_module.unified_text_diff(old, old) == ""
+    assert apply_unified([], diff_module.unified_text_diff([], ["a", "b"])) == ["a", "b"]
+    assert apply_unified(["a"], diff_module.unified_text_diff(["a"], [])) == []
+
+
+def test_equal_printouts_and_repeated_diffs_are_cheap() -> None:
+    module = scripted(KeepsBuffer())
+    a, b = inlined(module), inlined(module)
+    d = diff_snapshots(a, b)
+    assert d.is_empty and list(d.matched.items()) == list(
+        zip(d.before_info, d.after_info, strict=True)
+    )
+    assert diff_snapshots(a, b) is d  # the same two snapshots: the same result
+    frozen = snapshot_graph(torch.jit.freeze(module).forward.graph)
+    assert diff_snapshots(a, frozen) is not d
+    assert unified_ir_diff(a, b) == ""

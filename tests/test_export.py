@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from render_models import ConvBnRelu, KeepsBuffer, ResNet50Like, scripted, transformer_encoder
+from render_models import (
+    ConvBnRelu,
+    KeepsBuffer,
+    Stacked,
+    resnet50_scripted,
+    scripted,
+    transformer_encoder,
+)
 
 from freezeview.engine.errors import OutputError
 from freezeview.engine.export import export, step_stem
@@ -150,7 +157,7 @@ def _export_timed(module: torch.jit.ScriptModule, out: Path) -> float:
 @pytest.mark.slow
 @needs_dot
 def test_per_step_export_of_a_resnet50_sized_model(tmp_path: Path) -> None:
-    module = scripted(ResNet50Like())
+    module = resnet50_scripted()
     _export_timed(module, tmp_path / "resnet")
     assert (tmp_path / "resnet" / "diff.svg").stat().st_size > 10_000
 
@@ -158,7 +165,7 @@ def test_per_step_export_of_a_resnet50_sized_model(tmp_path: Path) -> None:
 @pytest.mark.slow
 @needs_dot
 def test_per_step_export_of_a_12_layer_transformer(tmp_path: Path) -> None:
-    module = scripted(transformer_encoder(12))
+    module = transformer_encoder(12)
     _export_timed(module, tmp_path / "tfm")
 
 
@@ -170,7 +177,7 @@ def _chromium() -> str | None:
 @needs_dot
 @pytest.mark.skipif(_chromium() is None, reason="chromium is not installed")
 def test_index_renders_in_headless_chromium(tmp_path: Path) -> None:
-    module = scripted(ResNet50Like())
+    module = resnet50_scripted()
     out = tmp_path / "export"
     export(module, out, per_step=True)
     shot = tmp_path / "shot.png"
@@ -210,3 +217,26 @@ def test_index_renders_in_headless_chromium(tmp_path: Path) -> None:
     target = REPO / "screenshots" / "export-index.png"
     target.parent.mkdir(exist_ok=True)
     shutil.copyfile(shot, target)
+
+
+@needs_dot
+def test_module_list_items_keep_their_path_and_times_add_up(tmp_path: Path) -> None:
+    module = scripted(Stacked())
+    start = time.perf_counter()
+    result = export(module, tmp_path / "o", per_step=True)
+    wall = time.perf_counter() - start
+    for name in ("before.svg", "after.svg", "diff.svg"):
+        texts = {t.strip() for t in ET.parse(tmp_path / "o" / name).getroot().itertext()}
+        assert any(t.startswith("layers.0") or t == "in layers.0" for t in texts), name
+        assert not texts & {"0", "0.lin", "0.bn", "in 0.lin"}, name
+    parts = (
+        result.freeze_seconds,
+        result.snapshot_seconds,
+        result.notes_seconds,
+        result.reasons_seconds,
+        result.diff_seconds,
+        result.ir_diff_seconds,
+        result.index_seconds,
+        result.build_seconds + result.dot_seconds + result.write_seconds,
+    )
+    assert all(p >= 0 for p in parts) and sum(parts) <= wall

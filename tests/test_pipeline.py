@@ -197,12 +197,13 @@ def test_cleanup_step_is_torch_freeze_module(case: Case) -> None:
 
 @pytest.mark.parametrize("case", REFUSED, ids=[c.name for c in REFUSED])
 def test_refused_modules_fail_on_a_step(case: Case) -> None:
-    """When torch refuses to freeze, the step says torch's reason and nothing is frozen."""
+    """When torch refuses to freeze, the step says why (naming the model) and quotes torch."""
     pipe = Pipeline(case.build(), Plan.default(case.preserved_attrs))
     steps = pipe.run_all()
     assert pipe.failed and pipe.frozen_module is None
     assert steps[-1].error is not None
     assert re.search(case.expect_error or "", steps[-1].error)
+    assert steps[-1].error.startswith(pipe.loaded.name)
     with pytest.raises(PlanError):
         freeze(case.build(), case.preserved_attrs)
 
@@ -618,3 +619,14 @@ def test_fold_loop_runs_as_many_rounds_as_torch() -> None:
     assert rounds == {1}
     conv_bn = next(s for s in steps if s.name == "fold_conv_bn")
     assert conv_bn.changed and conv_bn.nodes_removed > 0
+
+
+@pytest.mark.parametrize("case", FREEZABLE, ids=[c.name for c in FREEZABLE])
+def test_fold_step_folded_and_kept_follow_torch(case: Case) -> None:
+    """The fold step's kept paths are exactly the read ones torch's freeze leaves on the module."""
+    steps = Pipeline(case.build(), Plan.default(case.preserved_attrs)).run_all()
+    fold = steps[1]
+    survivors = frozen_attribute_paths(_torch_freeze(case.build(), case))
+    assert set(fold.kept) <= survivors, case.name
+    assert not set(fold.folded) & survivors, case.name
+    assert fold.changed == bool(fold.folded)

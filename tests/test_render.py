@@ -9,18 +9,33 @@ import os
 import shutil
 import stat
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
-from render_models import ConvBnRelu, KeepsBuffer, ResNet50Like, scripted
+from render_models import ConvBnRelu, KeepsBuffer, Stacked, TwoLists, resnet50_scripted, scripted
 
-from freezeview.engine.collapse import box_prefix, build_view, count_at_level, drawn_scopes, levels
+from freezeview.engine.collapse import (
+    _prepared,
+    box_prefix,
+    build_view,
+    count_at_level,
+    drawn_scopes,
+    levels,
+    module_paths,
+    opened_scopes,
+    resolve_scope,
+)
 from freezeview.engine.diff import GraphDiff, diff_snapshots
+from freezeview.engine.loading import LoadedModel
+from freezeview.engine.pipeline import Pipeline
 from freezeview.engine.render import (
     DotTimeoutError,
     GraphvizMissingError,
     RenderOptions,
+    auto_level,
+    changed_splits,
     render_diff,
     render_side_by_side,
     render_snapshot,
@@ -39,7 +54,7 @@ def inlined(module: torch.jit.ScriptModule) -> GraphSnapshot:
     return snapshot_graph(graph)
 
 
-def optimize_diff(make: type[torch.nn.Module]) -> GraphDiff:
+def optimize_diff(make: Callable[[], torch.nn.Module]) -> GraphDiff:
     """Diff of torch's optimization passes: _freeze_module's graph vs torch.jit.freeze's."""
     module = scripted(make())
     mid = snapshot_graph(torch._C._freeze_module(module._c)._get_method("forward").graph)
@@ -91,7 +106,7 @@ def test_every_picture_is_valid_svg(tmp_path: Path) -> None:
 
 
 @needs_dot
-@pytest.mark.parametrize("make", [ConvBnRelu, ResNet50Like])
+@pytest.mark.parametrize("make", [ConvBnRelu, resnet50_scripted])
 def test_diff_picture_colours_exactly_the_diff(tmp_path: Path, make: type[torch.nn.Module]) -> None:
     d = optimize_diff(make)
     assert d.removed and d.changed  # conv-bn folding fired
@@ -120,7 +135,7 @@ def test_diff_picture_colours_exactly_the_diff(tmp_path: Path, make: type[torch.
 
 
 def test_collapsing_keeps_every_change_reachable() -> None:
-    d = optimize_diff(ResNet50Like)
+    d = optimize_diff(resnet50_scripted)
     assert len(levels(d.after)) >= 3
     for level in levels(d.after):
         view = build_view(d.after, level=level, diff=d)
@@ -152,7 +167,7 @@ def test_collapsing_keeps_every_change_reachable() -> None:
 
 
 def test_expanding_one_scope_shows_its_ops() -> None:
-    module = scripted(ResNet50Like())
+    module = resnet50_scripted()
     snap = snapshot_graph(torch.jit.freeze(module).forward.graph)
     coarse = build_view(snap, level=1)
     assert "s_layer3" in coarse.nodes and not any(
@@ -177,7 +192,7 @@ def test_expanding_one_scope_shows_its_ops() -> None:
 
 @needs_dot
 def test_auto_level_fits_the_budget(tmp_path: Path) -> None:
-    module = scripted(ResNet50Like())
+    module = resnet50_scripted()
     snap = inlined(module)
     opts = RenderOptions(budget=60)
     r = render_snapshot(snap, tmp_path / "b.svg", options=opts)
@@ -189,7 +204,7 @@ def test_auto_level_fits_the_budget(tmp_path: Path) -> None:
 
 
 def test_constants_are_folded_into_their_users() -> None:
-    snap = snapshot_graph(torch.jit.freeze(scripted(ResNet50Like())).forward.graph)
+    snap = snapshot_graph(torch.jit.freeze(resnet50_scripted()).forward.graph)
     n_constants = sum(1 for n in snap.walk() if n.kind == "prim::Constant")
     folded = build_view(snap, level=None)
     assert not [v for v in folded.nodes.values() if v.role == "constant"]
@@ -231,7 +246,7 @@ def _fake_dot(tmp_path: Path, slow_above: int) -> str:
 
 @needs_dot
 def test_timeout_falls_back_to_a_coarser_level(tmp_path: Path) -> None:
-    snap = inlined(scripted(ResNet50Like()))
+    snap = inlined(resnet50_scripted())
     full = len(build_view(snap, level=None).nodes)
     assert full > 300
     opts = RenderOptions(level=None, timeout=2.0, dot_command=_fake_dot(tmp_path, 60_000))
@@ -274,3 +289,89 @@ def test_png_output(tmp_path: Path) -> None:
     snap = snapshot_graph(torch.jit.freeze(scripted(ConvBnRelu())).forward.graph)
     r = render_snapshot(snap, tmp_path / "a.png", fmt="png")
     assert r.path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_module_list_items_are_drawn_under_their_path() -> None:
+    module = scripted(Stacked())
+    snap = inlined(module)
+    raw = {n.scope for n in snap.walk() if n.scope}
+    paths = module_paths(module)
+    assert "layers.0" in paths and "layers.0.lin" in paths
+    # torch names an iterated ModuleList item by its index alone.
+    assert raw & {"0", "0.lin", "0.bn"}
+    view = build_view(snap, level=1, modules=paths)
+    assert set(view.scopes.values()) <= paths | {""}
+    boxes = {v.title for v in view.nodes.values() if v.role == "scope"}
+    assert "layers" in boxes and not boxes & {"0", "1", "2"}
+    finer = build_view(snap, level=2, modules=paths)
+    assert {"layers.0", "layers.1", "layers.2"} <= {
+        v.title for v in finer.nodes.values() if v.role == "scope"
+    }
+    assert levels(snap, modules=paths) == [1, 2, 3, None]
+    # --expand takes the real path.
+    opened = build_view(snap, level=2, expand=("layers.1",), modules=paths)
+    ops = [v for v in opened.nodes.values() if v.role == "op"]
+    assert any(opened.scopes[v.node_ids[0]] == "layers.1.lin" for v in ops)
+    assert "s_layers.0" in opened.nodes and "s_layers.1" not in opened.nodes
+    # The frozen graph keeps torch's hierarchy names: they resolve the same way.
+    frozen = snapshot_graph(torch.jit.freeze(module).forward.graph)
+    assert {s for s in build_view(frozen, level=2, modules=paths).scopes.values() if s} <= paths
+
+
+def test_scope_resolution_keeps_what_it_cannot_tell_apart() -> None:
+    paths = module_paths(scripted(TwoLists()))
+    assert resolve_scope("0.lin", paths) == "0.lin"  # enc.0 or dec.0: torch cannot say
+    stacked = module_paths(scripted(Stacked()))
+    assert resolve_scope("0.lin", stacked) == "layers.0.lin"
+    assert resolve_scope("head", stacked) == "head"
+    assert resolve_scope("", stacked) == ""
+    assert resolve_scope("nothing.here", stacked) == "nothing.here"
+
+
+def test_diff_picture_opens_changed_boxes_within_the_budget() -> None:
+    d = optimize_diff(resnet50_scripted)
+    opts = RenderOptions(budget=40)
+    scopes = drawn_scopes(d.after) + drawn_scopes(d.before, ids=d.removed)
+    level = auto_level(scopes, levels(d.after), opts)
+    assert level is not None
+    split = changed_splits(d, scopes, level, opts)
+    assert split
+    assert count_at_level(scopes, level, (), split) <= opts.budget
+    changed = drawn_scopes(d.after, ids=set(d.added) | set(d.changed))
+    changed += drawn_scopes(d.before, ids=d.removed)
+    for box in split:
+        assert any(s == box or s.startswith(box + ".") for s in changed), box
+    # Greedy and maximal: opening any other changed box would break the budget.
+    now_open = opened_scopes((), split)
+    left = {box_prefix(s, level, (), now_open) for s in changed} - {None, *split}
+    for box in left:
+        assert count_at_level(scopes, level, (), (*split, box)) > opts.budget
+    view = build_view(d.after, level=level, diff=d, split=split)
+    titles = {v.title for v in view.nodes.values() if v.role == "scope"}
+    assert not titles & set(split)  # opened boxes are drawn as their parts
+    assert len(view.nodes) <= count_at_level(scopes, level, (), split) + 2  # + input, return
+
+
+@needs_dot
+def test_render_diff_reports_the_opened_boxes(tmp_path: Path) -> None:
+    d = optimize_diff(resnet50_scripted)
+    opened = render_diff(d, tmp_path / "a.svg", options=RenderOptions(budget=40))
+    plain = render_diff(d, tmp_path / "b.svg", options=RenderOptions(budget=40, open_changed=False))
+    assert opened.split and not plain.split
+    assert opened.level == plain.level and opened.nodes > plain.nodes
+    parse_svg(opened.path)
+
+
+def test_checks_freezing_decided_stay_in_their_module() -> None:
+    module = resnet50_scripted()
+    steps = Pipeline(LoadedModel.from_module(module)).run_all()
+    folded = next(s for s in steps if s.name == "fold_attributes").snapshot
+    assert folded is not None
+    paths = module_paths(module)
+    # torch leaves the scope of these If nodes (and what is nested in them) empty.
+    assert [n for n in folded.walk() if n.kind == "prim::If" and not n.scope]
+    # The root module's own ops, from the inlined graph: top-level, scoped "".
+    side = _prepared(inlined(module), "fold", paths)
+    own = [i for i, s in side.scopes.items() if not s and i not in side.folder.folded]
+    drawn_root = drawn_scopes(folded, modules=paths).count("")
+    assert drawn_root <= len(own)

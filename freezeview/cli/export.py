@@ -88,6 +88,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="time Graphviz may take per picture before a coarser picture is drawn "
         f"(default: {RenderOptions.timeout:g})",
     )
+    parser.add_argument(
+        "--no-open-changed",
+        dest="open_changed",
+        action="store_false",
+        help="at --level auto, do not open the module boxes where something changed "
+        "(by default diff pictures open them while they fit --budget)",
+    )
     parser.add_argument("--json", action="store_true", help="a JSON summary on stdout")
     parser.set_defaults(func=run)
 
@@ -114,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         expand=tuple(split_names(args.expand)),
         constants=args.constants,
         timeout=args.timeout,
+        open_changed=args.open_changed,
     )
     plan = plan_from_args(args)
     loaded = load_from_args(args)
@@ -150,6 +158,7 @@ def _json(result: ExportResult) -> dict[str, object]:
                 "nodes": r.nodes,
                 "edges": r.edges,
                 "bytes": r.size,
+                "opened": list(r.split),
                 "build_seconds": round(r.build_seconds, 4),
                 "dot_seconds": round(r.dot_seconds, 4),
             }
@@ -157,7 +166,10 @@ def _json(result: ExportResult) -> dict[str, object]:
         ],
         "notes": result.notes,
         "freeze_seconds": round(result.freeze_seconds, 4),
+        "snapshot_seconds": round(result.snapshot_seconds, 4),
         "diff_seconds": round(result.diff_seconds, 4),
+        "ir_diff_seconds": round(result.ir_diff_seconds, 4),
+        "dot_seconds": round(result.dot_seconds, 4),
     }
 
 

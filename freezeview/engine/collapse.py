@@ -201,18 +201,30 @@ def effective_scopes(
     """
     producer: dict[str, int] = {}
     scopes: dict[int, str] = {}
+    # Scope of the last op (not a constant) seen in each block, by (owner id, block).
+    last_in_block: dict[tuple[int | None, int], str] = {}
+    constant = "prim::Constant"
     for node_id, i in info.items():
         node = i.node
         scope = node.scope
         if not scope and i.parent is not None:
             scope = scopes.get(i.parent, "")
         if not scope and node.kind in _BLOCK_NAMES:
-            for value in node.inputs:
-                pid = producer.get(value)
-                if pid is not None and scopes.get(pid):
+            tested = [producer.get(value) for value in node.inputs]
+            for pid in tested:
+                # torch pools equal constants into one at the top of the graph, with
+                # the scope of whichever module came first: no clue where an If is.
+                if pid is not None and scopes.get(pid) and info[pid].node.kind != constant:
                     scope = scopes[pid]
                     break
+            else:
+                if tested and all(p is not None and info[p].node.kind == constant for p in tested):
+                    # A check freezing decided (``if self.training`` became
+                    # ``if False``): it sits among the ops of the module it came from.
+                    scope = last_in_block.get((i.parent, i.block), "")
         scopes[node_id] = scope
+        if scope and node.kind != constant:
+            last_in_block[(i.parent, i.block)] = scope
         for out in node.outputs:
             producer[out.name] = node_id
     if modules:

@@ -38,7 +38,7 @@ from .snapshot import GraphSnapshot, NodeSnapshot
 try:  # a minimal line diff in C; difflib (pure Python) does the same job more slowly
     from rapidfuzz.distance import Indel as _Indel
 except ImportError:  # pragma: no cover - rapidfuzz is a declared dependency
-    _Indel = None
+    _Indel = None  # type: ignore[assignment]
 
 __all__ = [
     "GraphDiff",

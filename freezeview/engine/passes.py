@@ -181,7 +181,8 @@ def remove_dropout_in_graph(graph: torch._C.Graph) -> bool:
 def _dropout_count(graph: torch._C.Graph) -> int:
     # Counted by torch in C++ (nested blocks included): printing a 9k-node graph twice
     # to compare would cost more than the pass.
-    return sum(len(graph.findAllNodes(kind)) for kind in _DROPOUT_KINDS)
+    found: list[list[torch._C.Node]] = [graph.findAllNodes(k) for k in _DROPOUT_KINDS]  # type: ignore[attr-defined]
+    return sum(len(nodes) for nodes in found)
 
 
 def _remove_dropout(graph: torch._C.Graph, method: str, module: torch._C.ScriptModule) -> bool:

@@ -629,7 +629,8 @@ _CALL_KINDS = ("prim::CallMethod", "prim::CallFunction")
 
 def _call_count(graph: torch._C.Graph) -> int:
     """Calls left in a graph (nested blocks included), counted by torch in C++."""
-    return sum(len(graph.findAllNodes(kind)) for kind in _CALL_KINDS)
+    found: list[list[torch._C.Node]] = [graph.findAllNodes(k) for k in _CALL_KINDS]  # type: ignore[attr-defined]
+    return sum(len(nodes) for nodes in found)
 
 
 class Pipeline:
@@ -981,7 +982,7 @@ class _RunContext:
             frozen = torch.jit.RecursiveScriptModule(cpp)
             torch.jit.RecursiveScriptModule._finalize_scriptmodule(frozen)
         except Exception as exc:
-            freeze_error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            freeze_error = _refusal(exc, pipe.loaded.name or "the model")
         freeze_seconds = time.perf_counter() - start
         kept_paths: set[str] = set()
         frozen_all: set[str] = set()
@@ -990,7 +991,7 @@ class _RunContext:
             pipe._prepare_numerics(kept_paths, frozen)
         if old is None:
             num, note = pipe._numerics(inlined.get("forward"), pipe.module)
-            tail = (note,) if note else ()
+            tail: tuple[str, ...] = (note,) if note else ()
 
             def inline_details(
                 before: Mapping[str, _LazyGraph] = initial,
@@ -1044,7 +1045,7 @@ class _RunContext:
                     "freeze",
                     False,
                     freeze_seconds,
-                    error=f"torch refused to freeze the model: {freeze_error}",
+                    error=freeze_error,
                 )
             )
             return
@@ -1125,7 +1126,7 @@ class _RunContext:
                 "freeze",
                 False,
                 _graphs=before,
-                error=f"torch refused to freeze the model: {freeze_error}",
+                error=freeze_error,
             )
         start = time.perf_counter()
         cmod = pipe.module._c
@@ -1155,7 +1156,8 @@ class _RunContext:
 
         def fold_details() -> _Details:
             a, r, c, notes = _counts(before, after)
-            # The folded graphs exist now (the counts needed them), so ``unshown`` is known.
+            for graph in after.values():
+                _ = graph.text  # builds the folded graph, which fills ``unshown``
             tail = list(_kept_reasons(module, preserved, kept_sorted)) if kept_sorted else []
             if unshown:
                 tail.append(
@@ -1320,6 +1322,30 @@ class _RunContext:
         )
 
 
+_ASSERT_PREFIX_RE = re.compile(
+    r"^.*INTERNAL ASSERT FAILED at .*?please report a bug to PyTorch\.\s*"
+)
+
+
+def _refusal(exc: Exception, model: str) -> str:
+    """torch's refusal to freeze as freezeview's sentence (file name and fix), quoting torch.
+
+    The sentence is the one ``freezeview explain`` gives for the same model; torch's own
+    first line follows, so a user can search for it.
+    """
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    # torch words some refusals as failed internal asserts; the sentence after the
+    # assert's boilerplate is the part that says something.
+    first = _ASSERT_PREFIX_RE.sub("", lines[0] if lines else type(exc).__name__)[:300]
+    try:
+        from .replay import torch_refusal
+
+        sentence = torch_refusal(str(exc), model)
+    except Exception:
+        return f"torch refused to freeze {model}: {first}"
+    return sentence if first in sentence else f"{sentence} (torch: {first})"
+
+
 def _kept_reasons(
     module: torch.jit.ScriptModule, preserved: Sequence[str], kept: list[str]
 ) -> list[str]:
@@ -1356,7 +1382,7 @@ def _attribute_chains(
     if not inputs:
         return
     paths: dict[torch._C.Value, str] = {inputs[0]: ""}
-    for node in graph.findAllNodes("prim::GetAttr"):
+    for node in graph.findAllNodes("prim::GetAttr"):  # type: ignore[attr-defined]
         base = paths.get(node.input())
         if base is None:
             continue
