@@ -33,6 +33,7 @@ from freezeview.engine.pipeline import Pipeline
 from freezeview.engine.render import (
     DotTimeoutError,
     GraphvizMissingError,
+    Overruns,
     RenderOptions,
     auto_level,
     changed_splits,
@@ -375,3 +376,21 @@ def test_checks_freezing_decided_stay_in_their_module() -> None:
     own = [i for i, s in side.scopes.items() if not s and i not in side.folder.folded]
     drawn_root = drawn_scopes(folded, modules=paths).count("")
     assert drawn_root <= len(own)
+
+
+@needs_dot
+def test_a_known_overrun_is_not_waited_out_twice(tmp_path: Path) -> None:
+    snap = inlined(resnet50_scripted())
+    memo = Overruns()
+    opts = RenderOptions(
+        level=None, timeout=2.0, dot_command=_fake_dot(tmp_path, 60_000), overruns=memo
+    )
+    first = render_snapshot(snap, tmp_path / "a.svg", options=opts)
+    assert first.level is not None and first.dot_seconds >= 2.0
+    assert memo.smallest is not None and memo.smallest > first.nodes
+    second = render_snapshot(snap, tmp_path / "b.svg", options=opts)
+    # The same fallback, without waiting out the 2 s timeout a second time.
+    assert second.level == first.level
+    assert second.dot_seconds < first.dot_seconds - 1.0
+    assert "already overrun" in second.notes[0]
+    parse_svg(second.path)

@@ -40,6 +40,7 @@ from .pipeline import Pipeline, Plan, Step
 from .render import (
     FORMATS,
     GraphvizMissingError,
+    Overruns,
     RenderOptions,
     RenderResult,
     find_dot,
@@ -281,7 +282,8 @@ def export(
     reasons = _kept_reasons(loaded, pipe.plan, steps)
     result.reasons_seconds = time.perf_counter() - start
     modules = options.modules if options.modules is not None else module_paths(loaded.module)
-    opts = replace(options, reasons=reasons, modules=modules)
+    overruns = options.overruns if options.overruns is not None else Overruns()
+    opts = replace(options, reasons=reasons, modules=modules, overruns=overruns)
     before, after = shown[0].snapshot, shown[-1].snapshot
     assert before is not None and after is not None
     start = time.perf_counter()

@@ -553,7 +553,7 @@ def _counts(
         prev = before.get(method)
         if prev is graph:
             continue
-        if prev is not None and _ir_key(prev.text) == _ir_key(graph.text):
+        if prev is not None and _same_ir(prev.text, graph.text):
             continue
         a, r, c, summary = _graph_counts(prev, graph)
         added, removed, changed = added + a, removed + r, changed + c
@@ -595,6 +595,11 @@ def _ir_key(text: str) -> str:
     time; whether a step changed anything is judged without that.
     """
     return _MANGLE_RE.sub("", text)
+
+
+def _same_ir(a: str, b: str) -> bool:
+    """Equal printouts, type mangling aside (the plain comparison settles most cases)."""
+    return a == b or _ir_key(a) == _ir_key(b)
 
 
 def _resolve(cmod: torch._C.ScriptModule, dotted: str) -> tuple[Any, str] | None:
@@ -1266,7 +1271,7 @@ class _RunContext:
         # constants an earlier pass left unused.
         texts = {m: str(g) for m, g in graphs.items()}
         changed_methods = [
-            m for m in graphs if m not in before or _ir_key(before[m].text) != _ir_key(texts[m])
+            m for m in graphs if m not in before or not _same_ir(before[m].text, texts[m])
         ]
         changed = bool(changed_methods)
         # Whether the fold loop goes on is torch's own test: did a fold report folding

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +55,7 @@ __all__ = [
     "FORMATS",
     "DotTimeoutError",
     "GraphvizMissingError",
+    "Overruns",
     "Picture",
     "RenderOptions",
     "RenderResult",
@@ -92,6 +94,29 @@ class DotTimeoutError(FreezeviewError):
     exit_code = 1
 
 
+class Overruns:
+    """What Graphviz could not draw in time, shared by the pictures of one run.
+
+    Layout time grows with the boxes drawn, so once a picture of ``n`` boxes overran,
+    freezeview goes straight to a coarser level for pictures of ``n`` boxes or more
+    (an export of a 17k-node model with every op asked for would otherwise wait out the
+    timeout twice per picture: 18 overruns, ~9 minutes, for nine pictures).
+    """
+
+    def __init__(self) -> None:
+        self.smallest: int | None = None
+        self._lock = threading.Lock()
+
+    def too_big(self, boxes: int) -> bool:
+        """True when a picture with at most ``boxes`` boxes already overran."""
+        return self.smallest is not None and boxes >= self.smallest
+
+    def overran(self, boxes: int) -> None:
+        """Record that a picture of ``boxes`` boxes overran."""
+        with self._lock:
+            self.smallest = boxes if self.smallest is None else min(self.smallest, boxes)
+
+
 @dataclass(frozen=True)
 class RenderOptions:
     """How to draw.
@@ -116,6 +141,8 @@ class RenderOptions:
         open_changed: at the automatic level, a diff picture opens the module boxes
             where something changed, one level at a time and most changes first, for
             as long as the picture stays within ``budget``.
+        overruns: shared by the pictures of one run (an export passes one) so that a
+            picture at least as big as one that overran is drawn coarser at once.
     """
 
     level: int | str | None = "auto"
@@ -130,6 +157,7 @@ class RenderOptions:
     graph: GraphAttrs = field(default_factory=GraphAttrs)
     modules: frozenset[str] | None = None
     open_changed: bool = True
+    overruns: Overruns | None = None
 
 
 @dataclass
@@ -407,33 +435,46 @@ def render_picture(
     notes: list[str] = []
     build = dot_time = 0.0
     current: int | None = level
+    memo = options.overruns if fmt != "dot" else None
+    counts = Counter(scopes)
     while True:
-        picture = make(current)
-        build += picture.build_seconds
-        if fmt == "dot":
-            data = picture.source.encode("utf-8")
-            break
-        start = time.perf_counter()
-        try:
-            data = run_dot(picture.source, fmt, options)
-            dot_time += time.perf_counter() - start
-            break
-        except DotTimeoutError:
-            dot_time += time.perf_counter() - start
-            nxt = _coarser(current, candidates, scopes, options.expand)
-            if nxt is False:
-                raise DotTimeoutError(
-                    f"Graphviz did not finish drawing {Path(path).name} within "
-                    f"{options.timeout:g} s even with {level_name(current)}; nothing was written.",
-                    hint="Raise the timeout or draw fewer scopes expanded.",
-                ) from None
-            assert not isinstance(nxt, bool)
-            notes.append(
-                f"{Path(path).name}: Graphviz did not finish within {options.timeout:g} s "
-                f"with {level_name(current)} ({picture.nodes} boxes); drew "
-                f"{level_name(nxt)} instead."
-            )
-            current = nxt
+        # An earlier picture of this run overran with no more boxes than this one will
+        # have: building it and waiting out the timeout again would only cost the user
+        # time, so the coarser level is taken at once (the count is known beforehand).
+        boxes = count_at_level(counts, current, options.expand)
+        known = memo is not None and memo.too_big(boxes)
+        picture = None if known else make(current)
+        if picture is not None:
+            build += picture.build_seconds
+            if fmt == "dot":
+                data = picture.source.encode("utf-8")
+                break
+            start = time.perf_counter()
+            try:
+                data = run_dot(picture.source, fmt, options)
+                dot_time += time.perf_counter() - start
+                break
+            except DotTimeoutError:
+                dot_time += time.perf_counter() - start
+                boxes = picture.nodes
+                if memo is not None:
+                    memo.overran(boxes)
+        nxt = _coarser(current, candidates, scopes, options.expand)
+        if nxt is False:
+            raise DotTimeoutError(
+                f"Graphviz did not finish drawing {Path(path).name} within "
+                f"{options.timeout:g} s even with {level_name(current)}; nothing was written.",
+                hint="Raise the timeout or draw fewer scopes expanded.",
+            ) from None
+        assert not isinstance(nxt, bool)
+        notes.append(
+            f"{Path(path).name}: Graphviz did not finish within {options.timeout:g} s "
+            f"with {level_name(current)} ({boxes} boxes"
+            + ("; a picture that size had already overrun" if known else "")
+            + f"); drew {level_name(nxt)} instead."
+        )
+        current = nxt
+    assert picture is not None
     start = time.perf_counter()
     atomic.write_bytes(path, data)
     write = time.perf_counter() - start
