@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from .errors import BadInputError, FreezeviewError, OutputError, PlanError
 
 if TYPE_CHECKING:
-    from .verdicts import REASON_CODES, AttributeVerdict, Explanation, Reason, explain
     from .inventory import AttributeInfo, Inventory, ModuleInfo, build_inventory
     from .loading import LoadedModel, check_eval, load_model
     from .snapshot import GraphSnapshot, NodeSnapshot, snapshot_graph
+    from .verdicts import REASON_CODES, AttributeVerdict, Explanation, Reason, explain
 
 # Re-exports are resolved on first use (PEP 562): importing freezeview.engine.errors (or
 # the app, whose first screen must appear before torch has loaded) does not import torch.
