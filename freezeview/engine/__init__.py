@@ -53,6 +53,7 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
+
 __all__ = [
     "REASON_CODES",
     "AttributeInfo",
