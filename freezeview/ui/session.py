@@ -58,6 +58,7 @@ class Session:
     final_code: str | None = None
     #: Sentences from the last render or export (Graphviz fallbacks, ...).
     last_notes: list[str] = field(default_factory=list)
+    _render_options: Any = field(default=None, repr=False)
     _inputs: tuple[Any, ...] | None = field(default=None, repr=False)
 
     # -- loading ---------------------------------------------------------------------
@@ -179,16 +180,25 @@ class Session:
         self, before: GraphSnapshot | None, after: GraphSnapshot, out_dir: Path, stem: str
     ) -> list[Path]:
         """Write the step's graph (and its diff against ``before``) into ``out_dir``."""
-        from ..engine.render import render_diff, render_snapshot
+        from ..engine.collapse import module_paths
+        from ..engine.render import Overruns, RenderOptions, render_diff, render_snapshot
 
         out_dir.mkdir(parents=True, exist_ok=True)
         self.last_notes = []
-        result = render_snapshot(after, out_dir / f"{stem}.svg", title=stem)
+        # The same box names (layers.0.self_attn) and dot-timeout memory as export's.
+        if self._render_options is None:
+            self._render_options = RenderOptions(
+                modules=module_paths(self.module), overruns=Overruns()
+            )
+        options = self._render_options
+        result = render_snapshot(after, out_dir / f"{stem}.svg", title=stem, options=options)
         written = [Path(result.path)]
         self.last_notes.extend(result.notes)
         if before is not None:
             diff = diff_snapshots(before, after)
-            result = render_diff(diff, out_dir / f"{stem}-diff.svg", title=f"{stem} (diff)")
+            result = render_diff(
+                diff, out_dir / f"{stem}-diff.svg", title=f"{stem} (diff)", options=options
+            )
             written.append(Path(result.path))
             self.last_notes.extend(result.notes)
             text = self.diff_text(before, after, "before", stem)
