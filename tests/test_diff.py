@@ -16,7 +16,7 @@ import torch
 from render_models import ConvBnRelu, KeepsBuffer, resnet50_scripted, scripted
 
 from freezeview.engine import diff as diff_module
-from freezeview.engine.diff import attribute_paths, diff_snapshots, unified_ir_diff
+from freezeview.engine.diff import diff_snapshots, unified_ir_diff
 from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
 
 
@@ -102,7 +102,7 @@ def test_getattr_replaced_by_constant() -> None:
         if n.kind() == "prim::Constant" and n.output().debugName().startswith("self.")
     }
     assert folded == {"lin.weight", "lin.bias"}
-    paths = attribute_paths(before)
+    paths = before.attribute_paths()
     replaced = {d.before_info[b].attribute for b in d.replaced}
     assert replaced == folded
     for b, a in d.replaced.items():

@@ -43,7 +43,6 @@ except ImportError:  # pragma: no cover - rapidfuzz is a declared dependency
 __all__ = [
     "GraphDiff",
     "NodeInfo",
-    "attribute_paths",
     "diff_snapshots",
     "index_nodes",
     "line_opcodes",
@@ -131,7 +130,7 @@ def index_nodes(snapshot: GraphSnapshot) -> dict[int, NodeInfo]:
 
 def _index_nodes(snapshot: GraphSnapshot) -> dict[int, NodeInfo]:
     infos: dict[int, NodeInfo] = {}
-    paths = attribute_paths(snapshot)
+    paths = snapshot.attribute_paths()
 
     def visit(nodes: Iterable[NodeSnapshot], parent: int | None, block: int, depth: int) -> None:
         for node in nodes:
@@ -144,27 +143,6 @@ def _index_nodes(snapshot: GraphSnapshot) -> dict[int, NodeInfo]:
 
     visit(snapshot.block.nodes, None, 0, 0)
     return infos
-
-
-def attribute_paths(snapshot: GraphSnapshot) -> dict[str, str]:
-    """Dotted attribute path of every value read by a ``prim::GetAttr`` chain from ``self``.
-
-    ``%conv = GetAttr[name="conv"](%self); %w = GetAttr[name="weight"](%conv)`` gives
-    ``{"conv": "conv", "w": "conv.weight"}``. Values not rooted at ``self`` are absent.
-    """
-    self_name = snapshot.inputs[0].name if snapshot.inputs else None
-    roots: dict[str, str] = {self_name: ""} if self_name is not None else {}
-    for node in snapshot.walk():
-        if node.kind != "prim::GetAttr" or not node.inputs or not node.outputs:
-            continue
-        base = roots.get(node.inputs[0])
-        name = node.attribute("name")
-        if base is None or name is None:
-            continue
-        roots[node.outputs[0].name] = f"{base}.{name}" if base else name
-    if self_name is not None:
-        roots.pop(self_name, None)
-    return roots
 
 
 def _constant_identity(node: NodeSnapshot) -> tuple[str, ...]:

@@ -197,6 +197,25 @@ class GraphSnapshot:
         """Map from value name to the node that defines it."""
         return {out.name: node for node in self.walk() for out in node.outputs}
 
+    def attribute_paths(self) -> dict[str, str]:
+        """Dotted attribute path of every value a ``prim::GetAttr`` chain reads from ``self``.
+
+        ``%conv = GetAttr[name="conv"](%self); %w = GetAttr[name="weight"](%conv)`` gives
+        ``{"self": "", "conv": "conv", "w": "conv.weight"}`` (``self`` maps to ``""``, so a
+        ``prim::SetAttr`` on it resolves too). Values not rooted at ``self`` are absent.
+        """
+        self_name = self.inputs[0].name if self.inputs else None
+        roots: dict[str, str] = {self_name: ""} if self_name is not None else {}
+        for node in self.walk():
+            if node.kind != "prim::GetAttr" or not node.inputs or not node.outputs:
+                continue
+            base = roots.get(node.inputs[0])
+            name = node.attribute("name")
+            if base is None or name is None:
+                continue
+            roots[node.outputs[0].name] = f"{base}.{name}" if base else name
+        return roots
+
     def consumers(self) -> dict[str, list[NodeSnapshot]]:
         """Map from value name to the nodes that read it, in walk order."""
         uses: dict[str, list[NodeSnapshot]] = {}

@@ -55,21 +55,6 @@ def line_index(snapshot: GraphSnapshot) -> tuple[dict[int, int], dict[int, int]]
     return by_line, by_node
 
 
-def _attribute_of_values(snapshot: GraphSnapshot) -> dict[str, str]:
-    """Value name -> dotted attribute path, for ``prim::GetAttr`` chains from ``self``."""
-    self_name = snapshot.inputs[0].name if snapshot.inputs else None
-    roots: dict[str, str] = {self_name: ""} if self_name else {}
-    for node in snapshot.walk():
-        if node.kind != "prim::GetAttr" or not node.inputs or not node.outputs:
-            continue
-        base = roots.get(node.inputs[0])
-        name = node.attribute("name")
-        if base is None or name is None:
-            continue
-        roots[node.outputs[0].name] = f"{base}.{name}" if base else name
-    return roots
-
-
 def attribute_node_ids(snapshot: GraphSnapshot, path: str) -> set[int]:
     """Nodes that read or write attribute ``path`` (or anything under it) in ``snapshot``.
 
@@ -77,7 +62,7 @@ def attribute_node_ids(snapshot: GraphSnapshot, path: str) -> set[int]:
     frozen graph, the constants freezing folded from it; writers are ``prim::SetAttr``
     on it and nodes whose schema writes a value read from it (``aten::add_``).
     """
-    values = _attribute_of_values(snapshot)
+    values = snapshot.attribute_paths()
 
     def hit(p: str | None) -> bool:
         return bool(p) and (p == path or p.startswith(path + "."))  # type: ignore[union-attr]
@@ -222,7 +207,7 @@ def node_facts(snapshot: GraphSnapshot, node_id: int) -> NodeFacts:
                 if group == target:
                     writers.append((name, other.line))
     attribute = None
-    values = _attribute_of_values(snapshot)
+    values = snapshot.attribute_paths()
     if node.kind == "prim::GetAttr" and node.outputs:
         attribute = values.get(node.outputs[0].name)
     elif node.kind == "prim::SetAttr" and node.inputs:
