@@ -39,9 +39,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("returns-self", "export"): (
         "pipeline/export: same torch message as freeze, without the file name or a fix"
     ),
-    ("output-file-as-dir", "export"): (
-        "export: says the parent 'does not exist' when it is a file"
-    ),
     ("module-container-index", "freeze"): (
         "pipeline: passes torch's ModuleContainerIndex message through without the file name "
         "or a fix (explain's sentence has both)"

@@ -143,16 +143,15 @@ def _check_directory(directory: Path, names: Sequence[str], force: bool) -> None
     if directory.exists() and not directory.is_dir():
         raise OutputError(f"{directory} is a file; give a directory to write the pictures into.")
     if not directory.exists():
-        parent = directory.parent if str(directory.parent) else Path(".")
-        if not parent.is_dir():
-            raise OutputError(f"cannot create {directory}: directory {parent} does not exist.")
+        # The same sentences as for any output file: a missing parent, a parent that is a
+        # file, a read-only location.
+        atomic.check_output_path(directory)
         try:
             directory.mkdir()
         except OSError as exc:
             raise OutputError(f"cannot create {directory}: {exc.strerror or exc}.") from exc
         return
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise OutputError(f"cannot write into {directory}: it is not writable.")
+    atomic.check_output_path(directory / (names[0] if names else "index.html"), force=True)
     if not force:
         clash = [n for n in names if (directory / n).exists()]
         if clash:
