@@ -21,6 +21,7 @@ interleaved; medians of 5 runs.
 Usage::
 
     .venv/bin/python benchmarks/bench_pipeline.py [--runs 5] [--model resnet50|transformer]
+        [--threads 1]
 """
 
 from __future__ import annotations
@@ -62,13 +63,15 @@ def _rss_kb() -> int:
     return 0
 
 
-def child(name: str, mode: str) -> None:
+def child(name: str, mode: str, threads: int) -> None:
     """Run one measurement in this (fresh) process and print it as JSON."""
     import resource
     import time
     import warnings
 
     warnings.simplefilter("ignore")
+    if threads:
+        torch.set_num_threads(threads)
     module = build(name)
     if mode != "torch":
         # Imported untimed (as torch is), but its memory counts in freezeview's peak.
@@ -105,13 +108,13 @@ def child(name: str, mode: str) -> None:
     )
 
 
-def measure(name: str, mode: str) -> dict[str, float]:
+def measure(name: str, mode: str, threads: int = 0) -> dict[str, float]:
     """One fresh subprocess; returns its JSON line plus the process's wall time."""
     import time
 
     start = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, __file__, "--child", name, mode],
+        [sys.executable, __file__, "--child", name, mode, "--threads", str(threads)],
         check=True,
         capture_output=True,
         text=True,
@@ -126,13 +129,25 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--model", choices=("resnet50", "transformer"), action="append")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch intra-op threads in every run (default: torch's own choice). On a "
+        "shared machine, 1 keeps other processes' load from swinging the timings.",
+    )
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(*args.child)
+        model, mode = args.child
+        child(model, mode, args.threads)
         return 0
     models = args.model or ["resnet50", "transformer"]
-    print(f"torch {torch.__version__}; medians of {args.runs} fresh processes per cell\n")
+    threads = args.threads or "default"
+    print(
+        f"torch {torch.__version__}; medians of {args.runs} fresh processes per cell; "
+        f"torch threads: {threads}\n"
+    )
     header = (
         f"{'model':<12} {'who':<11} {'freeze s':>9} {'process s':>10} {'peak MB':>8} "
         f"{'added MB':>9} {'steps':>6} {'nodes':>6}"
@@ -147,7 +162,7 @@ def main() -> int:
         runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
         for _ in range(args.runs):
             for mode in modes:
-                runs[mode].append(measure(name, mode))
+                runs[mode].append(measure(name, mode, args.threads))
         cells = {}
         for mode in modes:
             cell = {key: statistics.median(r[key] for r in runs[mode]) for key in runs[mode][0]}

@@ -31,22 +31,7 @@ CLI_COMMANDS = ("explain", "freeze", "export")
 
 # Answers owned by other parts of freezeview that do not meet the bar yet; each is a
 # non-strict xfail so the rest of the catalogue stays green while the owner fixes it.
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("returns-self", "freeze"): (
-        "pipeline: freeze passes torch's 'attempted to freeze a module that return itself' "
-        "through without the file name or a fix"
-    ),
-    ("returns-self", "export"): (
-        "pipeline/export: same torch message as freeze, without the file name or a fix"
-    ),
-    ("module-container-index", "freeze"): (
-        "pipeline: passes torch's ModuleContainerIndex message through without the file name "
-        "or a fix (explain's sentence has both)"
-    ),
-    ("module-container-index", "export"): (
-        "pipeline/export: same torch message as freeze, without the file name or a fix"
-    ),
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 
 def _pairs() -> list[tuple[BadInput, str]]:

@@ -466,7 +466,8 @@ def test_stepping_takes_no_snapshot_until_asked(
     """A run snapshots nothing and runs neither explain nor why-not diagnostics.
 
     Each picture is taken the first time a step's snapshot is read, once; counts, node
-    counts and notes come on demand too.
+    counts and notes come on demand too, and so does freezeview's own inlined copy
+    (torch inlines its clone inside _freeze_module, unseen by Python).
     """
     import freezeview.engine.pipeline as pipeline_module
     import freezeview.engine.verdicts as verdicts_module
@@ -477,10 +478,15 @@ def test_stepping_takes_no_snapshot_until_asked(
     monkeypatch.setattr(pipeline_module, "snapshot_graph", snaps)
     monkeypatch.setattr(verdicts_module, "explain", explains)
     monkeypatch.setattr(PassInfo, "why_not", lambda self, snap: whys(self, snap))
+    inlines = _Counter(torch._C._jit_pass_inline)
+    monkeypatch.setattr(torch._C, "_jit_pass_inline", inlines)
     pipe = Pipeline(encoder)
     steps = pipe.run_all()
     assert pipe.frozen_module is not None and len(steps) > 5
-    assert (snaps.calls, explains.calls, whys.calls) == (0, 0, 0)
+    assert (snaps.calls, explains.calls, whys.calls, inlines.calls) == (0, 0, 0, 0)
+    # The freeze steps' facts come on demand, from one inlined copy.
+    assert steps[0].changed and steps[1].changed and "layers.0.linear1.weight" in steps[1].folded
+    assert inlines.calls == 1
     # Node counts and the method list need no snapshot either.
     assert steps[0].node_count is not None and steps[0].node_count > FULL_DIFF_LIMIT
     assert sorted(steps[-1].snapshots) == ["forward"]

@@ -31,7 +31,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from .diff import GraphDiff, NodeInfo, index_nodes
-from .snapshot import GraphSnapshot, NodeSnapshot
+from .snapshot import GraphSnapshot, NodeSnapshot, demangle
 
 __all__ = [
     "CONSTANT_MODES",
@@ -62,7 +62,6 @@ _MAX_ROW_CHARS = 48
 _TYPE_DETAIL_RE = re.compile(r",\s*(strides|requires_grad|device)=.*?(?=\)$|,\s*\w+=)")
 _SCHEMA_ARGS_RE = re.compile(r"\(([^)]*)\)")
 _BRACKETS_RE = re.compile(r"\[[^\]]*\]|\([a-z]+!?(?:\s*->\s*\*)?\)")
-_MANGLE_RE = re.compile(r"___torch_mangle_\d+\.")
 
 
 @dataclass
@@ -417,7 +416,7 @@ def _schema_arg_names(schema: str) -> tuple[str, ...]:
 
 def short_type(type_text: str) -> str:
     """A value type as a label: ``Float(1, 64, 56, 56)``; strides and devices left out."""
-    text = _MANGLE_RE.sub("", type_text)
+    text = demangle(type_text)
     return _TYPE_DETAIL_RE.sub("", text)
 
 

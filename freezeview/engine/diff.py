@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .snapshot import GraphSnapshot, NodeSnapshot
+from .snapshot import GraphSnapshot, NodeSnapshot, demangle
 
 try:  # a minimal line diff in C; difflib (pure Python) does the same job more slowly
     from rapidfuzz.distance import Indel as _Indel
@@ -55,13 +55,11 @@ __all__ = [
 FOLDABLE_KINDS = frozenset({"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct"})
 
 _SUFFIX_RE = re.compile(r"\.\d+$")
-# Freezing clones module types, which TorchScript names `___torch_mangle_N.Foo`; the
-# number says nothing about the node, so types are compared without it.
-_MANGLE_RE = re.compile(r"___torch_mangle_\d+\.")
 
 
 def _type_text(type_text: str) -> str:
-    return _MANGLE_RE.sub("", type_text)
+    # The mangling number of a cloned type says nothing about the node.
+    return demangle(type_text)
 
 
 @dataclass(frozen=True, slots=True)

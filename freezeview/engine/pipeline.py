@@ -52,7 +52,7 @@ from .passes import (
     guard_info,
     needs_guard,
 )
-from .snapshot import GraphSnapshot, snapshot_graph
+from .snapshot import GraphSnapshot, demangle, snapshot_graph
 
 __all__ = [
     "FREEZE_STEPS",
@@ -386,10 +386,11 @@ _Details = tuple[int, int, int, tuple[str, ...]]
 class Step:
     """One step of the pipeline, as a value.
 
-    The graph pictures, node counts and notes are computed on first access (and then
-    kept): a run of a 17k-node model costs about what ``torch.jit.freeze`` costs, and
-    the app or the CLI pays for the pictures of the steps it shows. Reading them is
-    safe from any thread.
+    The graph pictures, node counts and notes -- and, for the two picture-only freeze
+    steps (``inline``, ``fold_attributes``), also ``changed``, ``folded`` and ``kept``
+    -- are computed on first access (and then kept): a run of a 17k-node model costs
+    about what ``torch.jit.freeze`` costs, and the app or the CLI pays for the pictures
+    of the steps it shows. Reading them is safe from any thread.
 
     Attributes:
         index: position in the pipeline (0 = inline).
@@ -397,7 +398,8 @@ class Step:
         title: a short label for people (``conv -> batchnorm (round 2)``).
         kind: ``freeze``, ``optimize`` or ``inference``.
         changed: True if the step changed any graph.
-        seconds: wall time of the step's torch work.
+        seconds: wall time of the step's work while the pipeline ran (for ``inline`` and
+            ``fold_attributes``, whose pictures are built on demand, almost nothing).
         numerics: output difference versus the unfrozen module, or None when no sample
             inputs were given ("numerics not checked").
         error: the failure of this step (the pipeline stopped here), or None.
@@ -416,13 +418,13 @@ class Step:
     name: str
     title: str
     kind: str
-    changed: bool
+    _changed: bool | _Once
     seconds: float = 0.0
     numerics: Numerics | None = None
     error: str | None = None
     round: int | None = None
-    folded: tuple[str, ...] = ()
-    kept: tuple[str, ...] = ()
+    # (folded, kept), or how to find them.
+    _attributes: tuple[tuple[str, ...], tuple[str, ...]] | _Once = ((), ())
     # What the step shows, taken lazily: method -> graph, and (counts, notes).
     _graphs: Mapping[str, _LazyGraph] = field(default_factory=dict, repr=False)
     _lazy: _Once = field(default_factory=lambda: _Once(lambda: (0, 0, 0, ())), repr=False)
@@ -431,6 +433,24 @@ class Step:
     def ok(self) -> bool:
         """True unless the step failed."""
         return self.error is None
+
+    @property
+    def changed(self) -> bool:
+        """True if the step changed any graph."""
+        value = self._changed
+        return bool(value.get() if isinstance(value, _Once) else value)
+
+    @property
+    def folded(self) -> tuple[str, ...]:
+        """Attribute paths folded into constants (``fold_attributes`` only)."""
+        value = self._attributes
+        return (value.get() if isinstance(value, _Once) else value)[0]  # type: ignore[no-any-return]
+
+    @property
+    def kept(self) -> tuple[str, ...]:
+        """Attribute paths that stayed module attributes (``fold_attributes`` only)."""
+        value = self._attributes
+        return (value.get() if isinstance(value, _Once) else value)[1]  # type: ignore[no-any-return]
 
     @property
     def snapshots(self) -> Mapping[str, GraphSnapshot]:
@@ -584,9 +604,6 @@ def _ready(notes: Sequence[str] = (), counts: tuple[int, int, int] = (0, 0, 0)) 
     return _Once(lambda: value)
 
 
-_MANGLE_RE = re.compile(r"___torch_mangle_\d+\.")
-
-
 def _ir_key(text: str) -> str:
     """IR text without torch's per-clone type mangling.
 
@@ -594,7 +611,7 @@ def _ir_key(text: str) -> str:
     graph frozen twice (a rerun) prints ``___torch_mangle_4`` once and ``_7`` the next
     time; whether a step changed anything is judged without that.
     """
-    return _MANGLE_RE.sub("", text)
+    return demangle(text)
 
 
 def _same_ir(a: str, b: str) -> bool:
@@ -627,6 +644,15 @@ def _module_paths(module: Any) -> tuple[set[str], set[str]]:
     named = torch._C._jit_debug_module_iterators(cmod)["named_attributes_r"]  # type: ignore[attr-defined]
     every = {path for path, _ in named}
     return {path for path, value in named if not _is_module(value)}, every
+
+
+def _pick(graphs: _Once, method: str) -> Callable[[], torch._C.Graph]:
+    """A builder for one method's graph out of a lazily built ``{method: graph}``."""
+
+    def build() -> torch._C.Graph:
+        return graphs.get()[method]  # type: ignore[no-any-return]
+
+    return build
 
 
 _CALL_KINDS = ("prim::CallMethod", "prim::CallFunction")
@@ -962,17 +988,28 @@ class _RunContext:
         if not self._announce("inline", _FREEZE_TITLES["inline"], "freeze"):
             return
         start = time.perf_counter()
-        inlined: dict[str, torch._C.Graph] = {}
-        for m in self.methods:
-            g = self._method_graph(cmod, m).copy()
-            torch._C._jit_pass_inline(g)
-            inlined[m] = g
-        seconds = time.perf_counter() - start
+        methods = list(self.methods)
+
+        def inline_all() -> dict[str, torch._C.Graph]:
+            graphs = {}
+            for m in methods:
+                graph = self._method_graph(cmod, m).copy()
+                torch._C._jit_pass_inline(graph)
+                graphs[m] = graph
+            return graphs
+
+        # The inlined copies are freezeview's pictures, built when first needed: torch
+        # inlines its own clone inside _freeze_module, and inlining the caller's module
+        # a second time (compiling each callee's optimized graph again) would cost a
+        # third of torch's whole freeze.
+        inlined = _Once(inline_all)
+        inline_graphs = {m: _LazyGraph(m, build=_pick(inlined, m)) for m in methods}
         old = self._reuse("inline", None)
-        inline_graphs = {m: _LazyGraph(m, g) for m, g in inlined.items()}
-        changed = False
+        changed: bool | _Once = False
         if old is None:
-            changed = any(self._inlined_something(initial[m], inlined[m]) for m in inlined)
+            sources = {m: self._method_graph(cmod, m) for m in methods}
+            changed = self._inline_changed(sources, initial, inlined)
+        seconds = time.perf_counter() - start
         # freeze itself (torch's work) happens now: the fold step needs to know what
         # torch kept, and the guard for numerics needs it before any run.
         start = time.perf_counter()
@@ -995,16 +1032,17 @@ class _RunContext:
             kept_paths, frozen_all = _module_paths(frozen)
             pipe._prepare_numerics(kept_paths, frozen)
         if old is None:
-            num, note = pipe._numerics(inlined.get("forward"), pipe.module)
+            forward = inline_graphs.get("forward")
+            num, note = pipe._numerics(forward.graph if forward is not None else None, pipe.module)
             tail: tuple[str, ...] = (note,) if note else ()
 
             def inline_details(
                 before: Mapping[str, _LazyGraph] = initial,
                 after: Mapping[str, _LazyGraph] = inline_graphs,
-                changed: bool = changed,
+                changed: bool | _Once = changed,
             ) -> _Details:
                 a, r, c, notes = _counts(before, after)
-                if not changed:
+                if not (changed.get() if isinstance(changed, _Once) else changed):
                     notes = ["nothing to inline: the methods call no other methods or functions"]
                 return a, r, c, (*notes, *tail)
 
@@ -1097,29 +1135,34 @@ class _RunContext:
         pipe._working = frozen
 
     @staticmethod
-    def _inlined_something(initial: _LazyGraph, inlined: torch._C.Graph) -> bool:
-        """Whether inlining changed a graph, without printing 17k-node graphs."""
-        graph = initial._graph
-        if graph is None:  # already snapshotted: compare printouts
-            return initial.text != str(inlined)
-        calls = _call_count(graph)
-        if calls == 0:
-            return False  # inlining only ever replaces calls
-        if _call_count(inlined) < calls:
-            return True
-        # Only calls torch cannot inline (module interfaces) -- or calls that inlined
-        # into more such calls: the printouts tell.
-        return initial.text != str(inlined)
+    def _inline_changed(
+        sources: Mapping[str, torch._C.Graph], initial: Mapping[str, _LazyGraph], inlined: _Once
+    ) -> bool | _Once:
+        """Whether inlining changes any graph: False at once when there is no call.
 
-    def _fold_step(
-        self, inlined: dict[str, torch._C.Graph], kept_paths: set[str], freeze_error: str | None
-    ) -> Step:
+        Otherwise the answer waits for the inlined pictures (inlining only ever
+        replaces calls, but torch leaves calls through module interfaces in place).
+        """
+        calls = {m: _call_count(g) for m, g in sources.items()}
+        if not any(calls.values()):
+            return False
+
+        def compare() -> bool:
+            graphs: dict[str, torch._C.Graph] = inlined.get()
+            for m, count in calls.items():
+                if count and (_call_count(graphs[m]) < count or initial[m].text != str(graphs[m])):
+                    return True
+            return False
+
+        return _Once(compare)
+
+    def _fold_step(self, inlined: _Once, kept_paths: set[str], freeze_error: str | None) -> Step:
         """The inlined graphs with every attribute torch folded replaced by a constant.
 
         Which attributes torch folded and which it kept comes from torch's own result
-        (the attributes left on the frozen module are the kept ones). The folded graph
-        itself is only a picture: it is built when someone looks at it (or runs sample
-        inputs through it).
+        (the attributes left on the frozen module are the kept ones), read off the
+        inlined graphs. Like the picture itself, that is worked out when someone first
+        asks (or when sample inputs run through the picture).
         """
         pipe = self.pipe
         before = dict(self.current)
@@ -1135,35 +1178,40 @@ class _RunContext:
             )
         start = time.perf_counter()
         cmod = pipe.module._c
-        folded: set[str] = set()
-        kept: set[str] = set()
-        for g in inlined.values():
-            f, k = _attribute_reads(g, cmod, kept_paths)
-            folded |= f
-            kept |= k
-        seconds = time.perf_counter() - start
+
+        def classify() -> tuple[tuple[str, ...], tuple[str, ...]]:
+            folded: set[str] = set()
+            kept: set[str] = set()
+            graphs: dict[str, torch._C.Graph] = inlined.get()
+            for g in graphs.values():
+                f, k = _attribute_reads(g, cmod, kept_paths)
+                folded |= f
+                kept |= k
+            return tuple(sorted(folded)), tuple(sorted(kept))
+
+        attributes = _Once(classify)
         unshown: set[str] = set()
 
-        def builder(graph: torch._C.Graph) -> Callable[[], torch._C.Graph]:
+        def builder(method: str) -> Callable[[], torch._C.Graph]:
             def build() -> torch._C.Graph:
-                copy = graph.copy()
+                copy = inlined.get()[method].copy()
                 unshown.update(_fold_graph(copy, cmod, kept_paths))
                 return copy
 
             return build
 
-        after = {m: _LazyGraph(m, build=builder(g)) for m, g in inlined.items()}
+        after = {m: _LazyGraph(m, build=builder(m)) for m in before}
         forward = after.get("forward")
         num, note = pipe._numerics(forward.graph if forward is not None else None, pipe.module)
-        head = f"{len(folded)} attribute(s) folded into constants, {len(kept)} kept"
         module, preserved = pipe.module, self.plan.preserved_attrs
-        kept_sorted = sorted(kept)
 
         def fold_details() -> _Details:
+            folded, kept = attributes.get()
+            head = f"{len(folded)} attribute(s) folded into constants, {len(kept)} kept"
             a, r, c, notes = _counts(before, after)
             for graph in after.values():
                 _ = graph.text  # builds the folded graph, which fills ``unshown``
-            tail = list(_kept_reasons(module, preserved, kept_sorted)) if kept_sorted else []
+            tail = list(_kept_reasons(module, preserved, list(kept))) if kept else []
             if unshown:
                 tail.append(
                     "folded by torch but shown as attribute reads here (no constant form in "
@@ -1178,13 +1226,12 @@ class _RunContext:
             "fold_attributes",
             _FREEZE_TITLES["fold_attributes"],
             "freeze",
-            bool(folded),
-            seconds,
+            _Once(lambda: bool(attributes.get()[0])),
+            time.perf_counter() - start,
             num,
-            folded=tuple(sorted(folded)),
-            kept=tuple(kept_sorted),
+            _attributes=attributes,
             _graphs=after,
-            _lazy=_details(fold_details, (head,)),
+            _lazy=_details(fold_details),
         )
 
     # --- optimization phase -----------------------------------------------------------

@@ -61,8 +61,8 @@ _REFUSALS: dict[str, str] = {
         "refuses to freeze it that way."
     ),
     "overlapping": (
-        "{model}: attributes {name} hold overlapping values (one contains the other), "
-        "which torch refuses to freeze."
+        "{model}: two attributes {name}hold overlapping values (one contains the other), "
+        "which torch refuses to freeze; keep each tensor in one attribute."
     ),
     "training": (
         "{model} holds a module in training mode, and freezing needs eval mode: pass --eval "
@@ -641,7 +641,7 @@ class FreezeReplay:
             for sub in subs:
                 if sub in seen:
                     raise PlanError(
-                        refusal("overlapping", self.display, name=f"{seen[sub]!r} and {path!r}")
+                        refusal("overlapping", self.display, name=f"({seen[sub]!r} and {path!r}) ")
                     )
             for sub in subs:
                 seen[sub] = path

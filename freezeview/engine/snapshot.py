@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from .naming import demangle
+
 __all__ = [
     "BlockSnapshot",
     "ConstantSummary",
@@ -27,6 +29,7 @@ __all__ = [
     "NodeSnapshot",
     "SourceLocation",
     "ValueInfo",
+    "demangle",
     "module_scope",
     "parse_source_range",
     "snapshot_graph",

@@ -26,6 +26,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ...engine.naming import demangle
 from ..lexer import TorchScriptIRLexer
 
 __all__ = ["IRView", "highlight_lines", "lexer_for"]
@@ -47,6 +48,7 @@ def highlight_lines(text: str, mode: str) -> list[Text]:
 
     Blocking: the app calls it from a thread worker for large documents.
     """
+    text = demangle(text)
     lines: list[Text] = [Text()]
     for token, value in lexer_for(mode).get_tokens(text):
         style = _THEME.get_style_for_token(token)
@@ -113,7 +115,12 @@ class IRView(ScrollView, can_focus=True):
         return [line.plain for line in self._lines]
 
     def set_document(self, text: str, mode: str, lines: list[Text] | None = None) -> None:
-        """Show ``text`` (``lines`` when already highlighted; plain lines otherwise)."""
+        """Show ``text`` (``lines`` when already highlighted; plain lines otherwise).
+
+        TorchScript's per-clone type mangling (``___torch_mangle_4.``) is left out: it
+        changes with what the process did before and means nothing to the reader.
+        """
+        text = demangle(text)
         same = text == self.document and mode == self.mode
         self.document = text
         self.mode = mode
