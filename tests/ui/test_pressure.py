@@ -57,7 +57,8 @@ async def test_toggles_and_reruns_during_a_run(small_pt: Path, tmp_path: Path) -
         assert not screen.stale
         enabled = set(screen.enabled_passes())
         ran = {s.name for s in screen.steps}
-        assert {p for p in ran if p in enabled or p in ("inline", "fold_attributes", "cleanup")} == ran
+        freeze_phase = {"inline", "fold_attributes", "cleanup"}
+        assert {p for p in ran if p in enabled or p in freeze_phase} == ran
 
 
 async def test_q_during_load_quits(small_pt: Path, tmp_path: Path) -> None:
