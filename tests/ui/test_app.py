@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from freezeview.engine.naming import demangle
 from freezeview.ui import FreezeviewApp
 from freezeview.ui.screens.help import HelpScreen
 from freezeview.ui.screens.main import MainScreen
+from freezeview.ui.widgets.ir_view import display_text
 
 from .conftest import wait_ready
 
@@ -26,8 +26,8 @@ def torch_inlined_text(path: Path) -> str:
     module = torch.jit.load(str(path))
     graph = module.forward.graph.copy()
     torch._C._jit_pass_inline(graph)
-    # The app leaves out TorchScript's per-clone type mangling (___torch_mangle_N.).
-    return demangle(str(graph))
+    # The app shows it without per-clone type mangling and with short source comments.
+    return display_text(str(graph))
 
 
 def torch_frozen_kinds(path: Path, **kwargs: object) -> Counter[str]:
@@ -91,7 +91,7 @@ async def test_n_and_p_step_through_the_graphs(small_pt: Path, tmp_path: Path) -
             await pilot.pause()
             assert screen.current_step == i
             assert screen.steps_bar.timeline.cursor_row == i
-            assert ir_text(screen) == demangle(screen.steps[i].snapshot.text).rstrip("\n")
+            assert ir_text(screen) == display_text(screen.steps[i].snapshot.text).rstrip("\n")
             texts.append(ir_text(screen))
         # The last step is torch.jit.freeze's graph.
         final = Counter(node.kind for node in screen.steps[-1].snapshot.walk())
@@ -179,7 +179,7 @@ async def test_d_cycles_ir_code_and_diff(small_pt: Path, tmp_path: Path) -> None
             for line in text.splitlines()
             if line.startswith("-") and not line.startswith("---")
         }
-        assert removed <= set(screen.steps[0].snapshot.text.splitlines())
+        assert removed <= set(display_text(screen.steps[0].snapshot.text).splitlines())
         await pilot.press("d")
         assert screen.view_mode == "ir"
 

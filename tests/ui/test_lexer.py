@@ -5,9 +5,8 @@ from __future__ import annotations
 import torch
 from pygments.token import Comment, Error, Keyword, Name, Number, String
 
-from freezeview.engine.naming import demangle
 from freezeview.ui.lexer import TorchScriptIRLexer
-from freezeview.ui.widgets.ir_view import highlight_lines
+from freezeview.ui.widgets.ir_view import display_text, highlight_lines
 
 from .models import Small
 
@@ -51,4 +50,4 @@ def test_highlight_lines_keeps_every_line() -> None:
     for text in _graphs():
         lines = highlight_lines(text, "ir")
         # Every line, in order; only the per-clone type mangling is left out.
-        assert [line.plain for line in lines] == demangle(text).splitlines()
+        assert [line.plain for line in lines] == display_text(text).splitlines()

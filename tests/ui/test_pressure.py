@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from freezeview.engine.naming import demangle
+from freezeview.ui.widgets.ir_view import display_text
 
 from .conftest import wait_ready
 from .test_app import SIZE, app_for, ir_text
@@ -22,7 +22,7 @@ def _assert_consistent(screen) -> None:  # type: ignore[no-untyped-def]
     assert 0 <= current < len(screen.steps)
     assert screen.steps_bar.timeline.cursor_row == current
     if screen.view_mode == "ir":
-        assert ir_text(screen) == demangle(screen.steps[current].snapshot.text).rstrip("\n")
+        assert ir_text(screen) == display_text(screen.steps[current].snapshot.text).rstrip("\n")
 
 
 async def test_n_n_n_while_loading_lands_on_a_real_step(small_pt: Path, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ and only the visible lines are turned into strips, with a small cache.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from pygments.lexer import Lexer
@@ -43,12 +44,26 @@ def lexer_for(mode: str) -> Lexer:
     return TorchScriptIRLexer(stripnl=False, ensurenl=False)
 
 
+# `# /home/builder/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py:560:15`
+# at the end of IR lines: the directories belong to the machine that built the model and
+# push the code out of view; the inspector shows the full location of the selected line.
+_SOURCE_COMMENT_RE = re.compile(r"# [^#\n]*/(?P<file>[^/#\n]+:\d+:\d+)$", re.MULTILINE)
+
+
+def display_text(text: str) -> str:
+    """The IR pane's version of ``text``: no type mangling, source comments as ``file:line``.
+
+    Lines are neither added nor removed, so line numbers still match the graph's nodes.
+    """
+    return _SOURCE_COMMENT_RE.sub(r"# \g<file>", demangle(text))
+
+
 def highlight_lines(text: str, mode: str) -> list[Text]:
     """Lex ``text`` once and split it into one rich ``Text`` per line.
 
     Blocking: the app calls it from a thread worker for large documents.
     """
-    text = demangle(text)
+    text = display_text(text)
     lines: list[Text] = [Text()]
     for token, value in lexer_for(mode).get_tokens(text):
         style = _THEME.get_style_for_token(token)
@@ -117,10 +132,10 @@ class IRView(ScrollView, can_focus=True):
     def set_document(self, text: str, mode: str, lines: list[Text] | None = None) -> None:
         """Show ``text`` (``lines`` when already highlighted; plain lines otherwise).
 
-        TorchScript's per-clone type mangling (``___torch_mangle_4.``) is left out: it
-        changes with what the process did before and means nothing to the reader.
+        Shown as :func:`display_text` gives it (no per-clone type mangling, short
+        source comments).
         """
-        text = demangle(text)
+        text = display_text(text)
         same = text == self.document and mode == self.mode
         self.document = text
         self.mode = mode
