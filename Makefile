@@ -42,10 +42,10 @@ $(EXAMPLE): examples/build_example.py $(STAMP)
 	$(PY) examples/build_example.py $(EXAMPLE)
 
 demo: $(STAMP) $(EXAMPLE)
-	$(VENV)/bin/freezeview $(EXAMPLE)
+	$(VENV)/bin/freezeview $(EXAMPLE) --preserve temperature
 
 explain-demo: $(STAMP) $(EXAMPLE)
-	$(VENV)/bin/freezeview explain $(EXAMPLE)
+	$(VENV)/bin/freezeview explain $(EXAMPLE) --preserve temperature
 
 test: $(STAMP) $(EXAMPLE) test-tools
 	$(PY) -m pytest -q -p no:cacheprovider
