@@ -25,62 +25,13 @@ import time
 from pathlib import Path
 
 import torch
-from torch import nn
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.models import resnet50  # noqa: E402
+
 SCRIPT = Path(sys.executable).with_name("freezeview")
-
-
-class Bottleneck(nn.Module):
-    """ResNet-50's bottleneck block (1x1, 3x3, 1x1 convs with batch norms)."""
-
-    def __init__(self, cin: int, width: int, stride: int) -> None:
-        super().__init__()
-        cout = width * 4
-        self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(width)
-        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(width)
-        self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
-        self.bn3 = nn.BatchNorm2d(cout)
-        self.relu = nn.ReLU()
-        self.downsample = nn.Sequential()
-        if stride != 1 or cin != cout:
-            self.downsample = nn.Sequential(
-                nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout)
-            )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        return self.relu(out + self.downsample(x))
-
-
-class ResNet50Like(nn.Module):
-    """Stem + bottleneck stages [3, 4, 6, 3] + pooling + fc, as ResNet-50."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU()
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        layers = []
-        cin = 64
-        for i, (blocks, width) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512), strict=True)):
-            stage = []
-            for b in range(blocks):
-                stage.append(Bottleneck(cin, width, 2 if b == 0 and i > 0 else 1))
-                cin = width * 4
-            layers.append(nn.Sequential(*stage))
-        self.layer1, self.layer2, self.layer3, self.layer4 = layers
-        self.fc = nn.Linear(2048, 1000)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(torch.mean(x, dim=(2, 3), keepdim=True), 1))
 
 
 def torch_load_seconds(path: Path, repeats: int = 3) -> tuple[float, float]:
@@ -179,7 +130,7 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="fv-bench-ui-"))
     try:
         path = folder / "resnet50.pt"
-        torch.jit.save(torch.jit.script(ResNet50Like().eval()), str(path))
+        torch.jit.save(resnet50(), str(path))
         size_mb = path.stat().st_size / 1e6
         load, load_only = torch_load_seconds(path)
         print(
