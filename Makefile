@@ -57,8 +57,8 @@ test-slow: $(STAMP) $(EXAMPLE) test-tools
 	$(PY) -m pytest -q -m slow
 
 check: $(STAMP)
-	$(VENV)/bin/ruff check freezeview tests benchmarks examples
-	$(VENV)/bin/ruff format --check freezeview tests benchmarks examples
+	$(VENV)/bin/ruff check freezeview tests benchmarks examples scripts
+	$(VENV)/bin/ruff format --check freezeview tests benchmarks examples scripts
 
 screenshots: $(STAMP) $(EXAMPLE)
 	$(PY) scripts/export_screenshots.py
