@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..engine.errors import BadInputError
+from .options import add_input_options, split_names
 
 __all__ = ["register", "run"]
 
@@ -35,14 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="A,B",
         help="comma-separated pass ids to run (default: what torch.jit.freeze runs)",
     )
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--inputs", metavar="FILE.pt", help="sample inputs saved with torch.save")
-    group.add_argument(
-        "--input-shape",
-        action="append",
-        metavar="S",
-        help="shape of a random sample input, e.g. 1,3,224,224 (repeatable)",
-    )
+    add_input_options(parser)
     parser.add_argument(
         "--eval", action="store_true", help="switch a training-mode module to eval mode"
     )
@@ -56,28 +49,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.set_defaults(func=run)
 
 
-def _split(values: list[str] | None) -> list[str]:
-    names: list[str] = []
-    for value in values or []:
-        names.extend(part.strip() for part in value.split(",") if part.strip())
-    return list(dict.fromkeys(names))
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the app until the user quits; returns the exit code."""
     path = Path(args.model)
     # Cheap checks before the screen takes over the terminal, so a typo gets the usual
     # one-line error; everything else (damaged files, torch errors) shows in the app.
-    if not path.exists():
-        raise BadInputError(f"{path}: no such file.")
-    if path.is_dir():
-        raise BadInputError(f"{path} is a directory, not a TorchScript file.")
+    if not path.is_file():
+        # torch is imported only on this error path (the first screen must not wait for
+        # it); the sentence is the same as every other subcommand's.
+        from ..engine.loading import check_model_file
+
+        check_model_file(path)
     from ..ui.app import FreezeviewApp
 
     app = FreezeviewApp(
         path,
-        preserved=_split(args.preserve),
-        passes=_split([args.passes]) if args.passes else None,
+        preserved=split_names(args.preserve),
+        passes=split_names([args.passes]) if args.passes else None,
         inputs_file=args.inputs,
         input_shapes=args.input_shape or (),
         eval_mode=args.eval,

@@ -637,7 +637,7 @@ class MainScreen(Screen[None]):
 
     def line_index(self, snap: GraphSnapshot) -> tuple[dict[int, int], dict[int, int]]:
         """Cached IR line <-> node map for a snapshot."""
-        from ..facts import line_index
+        from ...engine.facts import line_index
 
         key = id(snap)
         if key not in self._line_index:
@@ -653,7 +653,7 @@ class MainScreen(Screen[None]):
         if snap is None or path is None or self.view_mode != "ir":
             self.ir.mark_lines(())
             return
-        from ..facts import attribute_node_ids
+        from ...engine.facts import attribute_node_ids
 
         _by_line, by_node = self.line_index(snap)
         ids = attribute_node_ids(snap, path)
@@ -689,7 +689,7 @@ class MainScreen(Screen[None]):
         snap = self.current_snapshot()
         if snap is None or self.view_mode != "ir" or not event.view.has_focus:
             return
-        from ..facts import node_facts
+        from ...engine.facts import node_facts
 
         by_line, _ = self.line_index(snap)
         node_id = by_line.get(event.line)

@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 if TYPE_CHECKING:
-    from ..facts import NodeFacts
+    from ...engine.facts import NodeFacts
 from ..views import AttrView
 from .model_tree import badge
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import torch
+from ui.models import Small
 
+from freezeview.engine.facts import attribute_node_ids, line_index, node_facts, schema_effects
 from freezeview.engine.snapshot import snapshot_graph
-from freezeview.ui.facts import attribute_node_ids, line_index, node_facts, schema_effects
-
-from .models import Small
 
 
 def _inlined() -> torch._C.Graph:

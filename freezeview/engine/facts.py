@@ -1,5 +1,6 @@
-"""Facts the app reads off a graph snapshot: which IR line is which node, which lines
-touch an attribute, and what an operator's schema says about writes and aliases.
+"""Facts read off a graph snapshot for the app's IR pane and inspector: which IR line is
+which node, which lines touch an attribute, and what an operator's schema says about
+writes and aliases.
 
 Everything here works on :class:`~freezeview.engine.snapshot.GraphSnapshot` values (no
 torch graph needed), so the app can answer for any step, long after torch rewrote the
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..engine.snapshot import GraphSnapshot, NodeSnapshot
+    from .snapshot import GraphSnapshot, NodeSnapshot
 
 __all__ = [
     "NodeFacts",
