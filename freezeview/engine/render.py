@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import atomic
 from .collapse import (
@@ -330,6 +331,23 @@ def snapshot_picture(
     )
 
 
+def _diff_view(
+    diff: GraphDiff, options: RenderOptions, level: int | None, side: str, **extra: Any
+) -> ViewGraph:
+    """One side of ``diff`` as a drawable view, with the picture options every view shares."""
+    return build_view(
+        diff.after if side == "after" else diff.before,
+        level=level,
+        expand=options.expand,
+        constants=options.constants,
+        diff=diff,
+        side=side,
+        edge_labels=options.edge_labels,
+        modules=options.modules,
+        **extra,
+    )
+
+
 def diff_picture(
     diff: GraphDiff,
     options: RenderOptions,
@@ -343,18 +361,7 @@ def diff_picture(
     ``split`` names module boxes drawn one level finer (see :func:`changed_splits`).
     """
     start = time.perf_counter()
-    view = build_view(
-        diff.after,
-        level=level,
-        expand=options.expand,
-        constants=options.constants,
-        diff=diff,
-        side="after",
-        reasons=options.reasons,
-        edge_labels=options.edge_labels,
-        split=split,
-        modules=options.modules,
-    )
+    view = _diff_view(diff, options, level, "after", reasons=options.reasons, split=split)
     source = dot_source([("", view)], title=title, legend=True, attrs=options.graph)
     return Picture(
         source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view]
@@ -366,33 +373,12 @@ def side_by_side_picture(
 ) -> Picture:
     """DOT with the before-graph and the after-graph next to each other, both coloured."""
     start = time.perf_counter()
-    before = build_view(
-        diff.before,
-        level=level,
-        expand=options.expand,
-        constants=options.constants,
-        diff=diff,
-        side="before",
-        key_prefix="b_",
-        edge_labels=options.edge_labels,
-        modules=options.modules,
+    before = _diff_view(diff, options, level, "before", key_prefix="b_")
+    after = _diff_view(
+        diff, options, level, "after", ghosts=False, reasons=options.reasons, key_prefix="a_"
     )
-    after = build_view(
-        diff.after,
-        level=level,
-        expand=options.expand,
-        constants=options.constants,
-        diff=diff,
-        side="after",
-        ghosts=False,
-        reasons=options.reasons,
-        key_prefix="a_",
-        edge_labels=options.edge_labels,
-        modules=options.modules,
-    )
-    graph = GraphAttrs(**{**options.graph.__dict__, "rankdir": options.graph.rankdir})
     source = dot_source(
-        [("before", before), ("after", after)], title=title, legend=True, attrs=graph
+        [("before", before), ("after", after)], title=title, legend=True, attrs=options.graph
     )
     nodes = len(before.nodes) + len(after.nodes)
     edges = len(before.edges) + len(after.edges)
