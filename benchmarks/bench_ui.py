@@ -6,7 +6,10 @@ Measures, in one run, on the same model file:
    tmux pseudo-terminal (160x48) to the loading state being on screen (target < 1 s);
 2. IR shown: from launch to the loaded model's IR in the IR pane, compared with
    ``torch.jit.load`` of the same file in a fresh interpreter (target: load + 1 s);
-3. stepping: the longest time the app's event loop is blocked (so key handling waits)
+3. quitting: from pressing ``q`` while the model loads, and while it freezes, to the
+   console script having exited (target: at once; torch work runs in the app's engine
+   process, which is stopped, so the screen never waits for torch to return);
+4. stepping: the longest time the app's event loop is blocked (so key handling waits)
    while stepping through every step with ``n`` (target < 100 ms), measured headless
    with a 5 ms ticker whose lateness is the blocking time.
 
@@ -93,6 +96,39 @@ def tmux_launch(path: Path) -> tuple[float, float]:
     return first, ir
 
 
+def tmux_quit(path: Path, during: str) -> float:
+    """Seconds from pressing ``q`` (while ``during`` shows on screen) to the app's exit."""
+    session = "fv-bench-quit"
+    subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    command = f"cd {path.parent} && {SCRIPT} {path.name} -o out"
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48", command],
+        check=True,
+    )
+    try:
+        start = time.perf_counter()
+        while time.perf_counter() - start < 60:
+            screen = subprocess.run(
+                ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True
+            ).stdout
+            if during in screen:
+                break
+            time.sleep(0.005)
+        else:
+            raise RuntimeError(f"{during!r} never showed")
+        pressed = time.perf_counter()
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        # The session ends when its only command (the console script) has exited.
+        while time.perf_counter() - pressed < 30:
+            alive = subprocess.run(["tmux", "has-session", "-t", session], capture_output=True)
+            if alive.returncode != 0:
+                return time.perf_counter() - pressed
+            time.sleep(0.005)
+        raise RuntimeError("the app did not quit in 30 s")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
 async def stepping_stalls(path: Path) -> tuple[float, int, float]:
     """Largest event-loop stall while stepping through every step; steps; median n latency."""
     sys.path.insert(0, str(ROOT / "tests"))
@@ -146,6 +182,16 @@ def main() -> int:
                 f"(target < import torch + torch.jit.load + 1 s = {load + 1:.2f} s)"
             )
             ok &= first < 1.0 and ir < load + 1.0
+            # "loading …" is the IR pane's loading state; "running…" is the steps title
+            # while freezing runs.
+            for during in ("loading resnet50.pt", "running…"):
+                runs = [tmux_quit(path, during) for _ in range(3)]
+                quit_s = statistics.median(runs)
+                print(
+                    f"q while {during!r} shows: exited after {quit_s * 1000:.0f} ms "
+                    f"(median of 3; target: at once, < 500 ms)"
+                )
+                ok &= quit_s < 0.5
         else:
             print("tmux or the freezeview script is missing: launch timings skipped")
         stall, steps, latency = asyncio.run(stepping_stalls(path))

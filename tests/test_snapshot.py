@@ -96,6 +96,7 @@ def test_producers_and_consumers_agree() -> None:
 def test_fast_path_agrees_with_the_per_node_path() -> None:
     """The IR-printout parser gives what asking torch node by node gives."""
     from freezeview.engine import snapshot as snap_mod
+    from freezeview.engine.snapshot_values import _walk_block
 
     for module in (scripted(Branchy), scripted(Counter), torch.jit.freeze(scripted(Counter))):
         graph = module.forward.graph.copy()
@@ -103,7 +104,7 @@ def test_fast_path_agrees_with_the_per_node_path() -> None:
         fast = snap_mod._fast_snapshot(graph, "forward")
         builder = snap_mod._Builder()
         slow_block = builder.block(graph.block(), list(graph.inputs()))
-        slow = list(snap_mod._walk_block(slow_block))
+        slow = list(_walk_block(slow_block))
         assert fast.node_count == len(slow)
         for a, b in zip(fast.walk(), slow, strict=True):
             assert (a.kind, a.inputs, a.output_names, a.scope) == (

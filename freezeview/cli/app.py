@@ -60,25 +60,46 @@ def run(args: argparse.Namespace) -> int:
         from ..engine.loading import check_model_file
 
         check_model_file(path)
-    from ..ui.app import FreezeviewApp
+    preserved = split_names(args.preserve)
+    passes = split_names([args.passes]) if args.passes else None
+    # The engine process first: it imports torch and loads the model on the other core
+    # while this process imports Textual and draws the first screen.
+    from ..ui.remote_session import RemoteSession
 
-    app = FreezeviewApp(
+    session = RemoteSession(
         path,
-        preserved=split_names(args.preserve),
-        passes=split_names([args.passes]) if args.passes else None,
+        preserved=preserved,
+        passes=passes,
         inputs_file=args.inputs,
         input_shapes=args.input_shape or (),
         eval_mode=args.eval,
-        output_dir=args.output_dir,
     )
+    try:
+        from ..ui.app import FreezeviewApp
+
+        app = FreezeviewApp(
+            path,
+            preserved=preserved,
+            passes=passes,
+            inputs_file=args.inputs,
+            input_shapes=args.input_shape or (),
+            eval_mode=args.eval,
+            output_dir=args.output_dir,
+            session=session,
+        )
+    except BaseException:
+        session.close()
+        raise
     loop = asyncio.new_event_loop()
     try:
         loop.run_until_complete(app.run_async())
     finally:
+        session.close()
         if app.busy_at_exit:
-            # A worker is still inside torch (a big torch.jit.load cannot be interrupted).
-            # `q` must quit at once, so leave without joining it; nothing is being written
-            # (writes are atomic and the input model is never modified).
+            # A worker was still busy at `q` (highlighting a big graph, unpickling a
+            # step): `q` must quit at once, so leave without joining it. Torch work was
+            # in the engine process, stopped above; its writes are atomic and the input
+            # model is never modified.
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(app.return_code or 0)

@@ -3,7 +3,8 @@
 The app holds the plan (preserved names, passes) and the options it was started with;
 the main screen (:mod:`freezeview.ui.screens.main`) does the work. Importing this
 module does not import torch, so the first screen, with its loading state, appears
-while torch and the model are still loading in a worker.
+while torch and the model are still loading in the engine process
+(:mod:`freezeview.ui.remote_session`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .screens.main import MainScreen
 
 if TYPE_CHECKING:
     from ..engine.loading import LoadedModel
+    from .remote_session import RemoteSession
     from .session import Session
 
 __all__ = ["FreezeviewApp"]
@@ -39,7 +41,10 @@ class FreezeviewApp(App[int]):
         input_shapes: random sample input shapes (``--input-shape``).
         eval_mode: switch a training-mode module to eval mode (``--eval``).
         output_dir: where ``g`` (render) and ``e`` (export) write.
-        loaded: an already loaded model (Python API, tests); skips ``torch.jit.load``.
+        loaded: an already loaded model (Python API, tests); skips ``torch.jit.load``
+            and keeps the torch work in this process (in thread workers).
+        session: an engine process already started for ``model_path`` (the CLI starts
+            it before importing Textual); by default the app starts one itself.
         show_timings: show wall times (off for screenshots that must not change).
     """
 
@@ -60,6 +65,7 @@ class FreezeviewApp(App[int]):
         eval_mode: bool = False,
         output_dir: str | Path | None = None,
         loaded: LoadedModel | None = None,
+        session: RemoteSession | None = None,
         show_timings: bool = True,
     ) -> None:
         super().__init__()
@@ -72,8 +78,12 @@ class FreezeviewApp(App[int]):
         self.show_timings = show_timings
         stem = self.model_path.stem if self.model_path else (loaded.name if loaded else "model")
         self.output_dir = Path(output_dir) if output_dir else Path.cwd() / f"freezeview-{stem}"
-        self.session: Session | None = None
-        if loaded is not None:
+        self.captured_warnings: list[str] = []
+        self._warnings_lock = threading.Lock()
+        self.session: Session | RemoteSession | None = session
+        if session is not None:
+            session.on_warning = self.record_warning
+        elif loaded is not None:
             from .session import Session
 
             self.session = Session(
@@ -85,8 +95,19 @@ class FreezeviewApp(App[int]):
                 eval_mode=eval_mode,
                 loaded=loaded,
             )
-        self.captured_warnings: list[str] = []
-        self._warnings_lock = threading.Lock()
+        elif self.model_path is not None:
+            # torch work in a child process: the screen never waits for the GIL.
+            from .remote_session import RemoteSession
+
+            self.session = RemoteSession(
+                self.model_path,
+                preserved=self.preserved,
+                passes=self.passes,
+                inputs_file=self.inputs_file,
+                input_shapes=self.input_shapes,
+                eval_mode=eval_mode,
+                on_warning=self.record_warning,
+            )
         self._old_showwarning: Any = None
         self._old_switch = sys.getswitchinterval()
         #: Names of the workers still running when the user quit (the CLI then leaves
@@ -110,6 +131,8 @@ class FreezeviewApp(App[int]):
         for screen in self.screen_stack:
             if isinstance(screen, MainScreen):
                 screen.cancel_run()
+        # The engine process goes first: workers waiting on it return at once.
+        self.close_engine()
         self.exit(0)
 
     def get_default_screen(self) -> Screen[Any]:
@@ -126,14 +149,16 @@ class FreezeviewApp(App[int]):
         # releases) from worker threads; a warning printed there would land on top of the
         # app's screen. They are kept as information instead (help screen lists them).
         warnings.simplefilter("default")
-        # Torch work runs in threads; a shorter GIL switch interval lets the event loop
-        # (keys, painting) get the GIL back sooner from a busy Python worker.
+        # Workers run in threads (highlighting, receiving steps; torch itself when the
+        # app was given a loaded module); a shorter GIL switch interval lets the event
+        # loop (keys, painting) get the GIL back sooner from a busy Python worker.
         self._old_switch = sys.getswitchinterval()
         sys.setswitchinterval(0.001)
         self._old_showwarning = warnings.showwarning
         warnings.showwarning = self._showwarning  # type: ignore[assignment]
 
     def on_unmount(self) -> None:
+        self.close_engine()
         if self._old_showwarning is not None:
             warnings.showwarning = self._old_showwarning
         sys.setswitchinterval(self._old_switch)
@@ -148,6 +173,12 @@ class FreezeviewApp(App[int]):
         with self._warnings_lock:
             if text not in self.captured_warnings:
                 self.captured_warnings.append(text)
+
+    def close_engine(self) -> None:
+        """Stop the engine process, if the session has one (safe to call twice)."""
+        close = getattr(self.session, "close", None)
+        if close is not None:
+            close()
 
     # -- commands --------------------------------------------------------------------
     def all_bindings(self) -> list[Binding]:

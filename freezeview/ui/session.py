@@ -4,8 +4,9 @@ Every engine call the app makes goes through :class:`Session`; its methods block
 work) and are called from Textual thread workers, never from the event loop. The
 session turns the engine's objects into the small, stable views the widgets draw
 (:class:`AttrView`, :class:`StepView`, :class:`PassView`), so a widget never depends
-on an engine class. This module imports torch; the app imports it only inside its
-workers, which is what lets the first screen appear before torch has loaded.
+on an engine class. This module imports torch: ``freezeview MODEL.pt`` runs it in its
+engine process (:mod:`freezeview.ui.remote_session`, same methods, torch-free side);
+the app uses it directly only when given an already loaded module (Python API, tests).
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from ..engine.numerics import load_inputs, random_inputs
 from ..engine.passes import REGISTRY, default_passes
 from ..engine.pipeline import Pipeline, Plan
 from ..engine.snapshot import GraphSnapshot, SourceLocation
-from .views import AttrView, PassView, ReasonView, StepView
+from .views import AttrView, OpenedView, PassView, ReasonView, StepView
 
-__all__ = ["AttrView", "PassView", "ReasonView", "Session", "StepView"]
+__all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "Session", "StepView"]
 
 
 @dataclass
@@ -92,6 +93,20 @@ class Session:
         """
         graph = inline_method_graph(self.module.forward.graph)
         return str(graph), sum(1 for _ in _walk_nodes(graph.block()))
+
+    def open(self) -> OpenedView:
+        """Load the model and describe it for the app's first screen."""
+        loaded = self.load()
+        text, node_count = self.first_text()
+        return OpenedView(
+            name=self.name,
+            text=text,
+            node_count=node_count,
+            code=str(loaded.module.code) if hasattr(loaded.module, "code") else "",
+            load_seconds=loaded.load_seconds,
+            warnings=tuple(loaded.warnings),
+            passes=tuple(self.available_passes()),
+        )
 
     def build_inventory(self) -> Inventory:
         """The module tree and every attribute."""

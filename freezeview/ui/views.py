@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..engine.snapshot import GraphSnapshot
+    from ..engine.snapshot_values import GraphSnapshot
 
-__all__ = ["AttrView", "PassView", "ReasonView", "StepView"]
+__all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "StepView"]
 
 
 @dataclass(frozen=True)
@@ -77,3 +77,18 @@ class StepView:
     error: str = ""
     code: str | None = None
     kind: str = ""
+
+
+@dataclass(frozen=True)
+class OpenedView:
+    """A model just opened: what the app shows before any step exists."""
+
+    name: str
+    #: IR of the inlined forward graph (torch's own printout).
+    text: str
+    node_count: int
+    #: ``.code`` of the loaded module.
+    code: str
+    load_seconds: float
+    warnings: tuple[str, ...]
+    passes: tuple[PassView, ...]

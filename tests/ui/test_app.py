@@ -337,7 +337,7 @@ async def test_engine_error_during_steps_keeps_the_session(
     small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from freezeview.engine.errors import PlanError
-    from freezeview.ui import session as session_mod
+    from freezeview.ui.remote_session import RemoteSession
 
     app = app_for(small_pt, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -349,12 +349,44 @@ async def test_engine_error_during_steps_keeps_the_session(
             raise PlanError("the pass blew up on purpose.")
             yield  # pragma: no cover
 
-        monkeypatch.setattr(session_mod.Session, "run_steps", broken)
+        monkeypatch.setattr(RemoteSession, "run_steps", broken)
         await pilot.press("r")
         await wait_ready(pilot)
         assert "the pass blew up on purpose" in str(screen.query_one("#status").render())
         assert screen.has_class("-stepping") is False
         assert good  # what it had before is still in the earlier objects
+        await pilot.press("q")
+
+
+async def test_engine_process_crash_keeps_the_screen_and_restarts(
+    small_pt: Path, tmp_path: Path
+) -> None:
+    """torch crashing (here: the engine process killed) costs the user no shown step."""
+    import os
+    import signal
+
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        shown = ir_text(screen)
+        count = len(screen.steps)
+        session = app.session
+        first_pid = session.pid  # type: ignore[union-attr]
+        assert first_pid is not None and first_pid != os.getpid()
+        os.kill(first_pid, signal.SIGKILL)
+        await pilot.press("e")  # export needs the engine: it says what happened
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if "export failed" in str(screen.query_one("#status").render()):
+                break
+        status = str(screen.query_one("#status").render())
+        assert "engine process was killed by SIGKILL" in status
+        assert ir_text(screen) == shown and len(screen.steps) == count
+        await pilot.press("r")  # the next action starts a new engine process
+        await wait_ready(pilot)
+        assert session.pid not in (None, first_pid)  # type: ignore[union-attr]
+        assert len(screen.steps) == count and ir_text(screen) == shown
         await pilot.press("q")
 
 

@@ -1,8 +1,10 @@
 """The main screen: model tree, IR pane, inspector and steps bar, with every key.
 
-All torch work happens in thread workers (``@work(thread=True, ...)``) that post the
-typed messages of :mod:`freezeview.ui.messages`; handlers here draw them. The event
-loop never waits on torch, so keys keep working while a model loads or freezes.
+Every engine call happens in thread workers (``@work(thread=True, ...)``) that post
+the typed messages of :mod:`freezeview.ui.messages`; handlers here draw them. The
+calls go to the session, whose torch work runs in the engine process
+(:mod:`freezeview.ui.remote_session`), so the event loop never waits on torch and keys
+keep working while a model loads or freezes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, SelectionList, Tab, Tabs, Tree
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from ...engine.errors import BadInputError, FreezeviewError
 from ..messages import (
     EngineFailed,
     ExplanationReady,
@@ -41,8 +44,9 @@ from ..widgets.model_tree import FILTERS, ModelTree
 from ..widgets.steps_bar import StepsBar
 
 if TYPE_CHECKING:
-    from ...engine.snapshot import GraphSnapshot
+    from ...engine.snapshot_values import GraphSnapshot
     from ..app import FreezeviewApp
+    from ..remote_session import RemoteSession
     from ..session import Session
 
 __all__ = ["MainScreen"]
@@ -100,7 +104,7 @@ class MainScreen(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.session: Session | None = None
+        self.session: Session | RemoteSession | None = None
         self.steps: list[StepView] = []
         self.views: list[AttrView] = []
         self.passes: list[PassView] = []
@@ -190,31 +194,21 @@ class MainScreen(Screen[None]):
     # -- workers -------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, group="load", description="loading")
     def load_model(self) -> None:
-        """Load the model, snapshot its inlined graph and list the passes."""
-        from ..session import Session
-
-        app = self.fv_app
-        session = app.session or Session(
-            path=app.model_path,
-            preserved=list(app.preserved),
-            passes=app.passes,
-            inputs_file=app.inputs_file,
-            input_shapes=list(app.input_shapes),
-            eval_mode=app.eval_mode,
-        )
+        """Load the model, take its inlined graph's IR and list the passes."""
+        session = self.fv_app.session
+        if session is None:
+            raise BadInputError("no model given: freezeview MODEL.pt opens one.")
         self.session = session
-        loaded = session.load()
-        text, node_count = session.first_text()
-        passes = session.available_passes()
+        opened = session.open()
         self.post_message(
             ModelLoaded(
-                name=session.name,
-                text=text,
-                node_count=node_count,
-                code=str(loaded.module.code) if hasattr(loaded.module, "code") else "",
-                load_seconds=loaded.load_seconds,
-                warnings=list(loaded.warnings),
-                passes=passes,
+                name=opened.name,
+                text=opened.text,
+                node_count=opened.node_count,
+                code=opened.code,
+                load_seconds=opened.load_seconds,
+                warnings=list(opened.warnings),
+                passes=list(opened.passes),
             )
         )
 
@@ -298,8 +292,6 @@ class MainScreen(Screen[None]):
         if event.state != WorkerState.ERROR:
             return
         error = event.worker.error
-        from ...engine.errors import FreezeviewError
-
         if isinstance(error, FreezeviewError):
             message = error.message
         else:

@@ -84,7 +84,14 @@ class StepsBar(Horizontal):
 
     def add_step(self, step: StepView, timings: bool = True) -> None:
         """Append a step to the timeline."""
-        self.timeline.add_row(*step_row(step, timings), key=str(step.index))
+        table = self.timeline
+        row = step_row(step, timings)
+        # DataTable measures new rows on its next idle, but a frame painted before that
+        # is cached with the old column widths and the step names stay cut off (steps
+        # arrive in bursts from the engine process). Widening the columns first avoids it.
+        for column, cell in zip(table.ordered_columns, row, strict=True):
+            column.content_width = max(column.content_width, cell.cell_len)
+        table.add_row(*row, key=str(step.index))
 
     def set_title(self, text: Text | str) -> None:
         """Text above the timeline (status, staleness)."""

@@ -1,0 +1,580 @@
+"""The app's torch work, in a child process: :class:`RemoteSession`.
+
+``freezeview MODEL.pt`` keeps its screen in one process and every torch call in another.
+torch holds the GIL for up to seconds at a time (``torch.jit.load``, each freezing
+pass), so in a thread of the screen's own process it stalls key handling and ``q``
+cannot quit at once. In a child process the screen's event loop never waits for torch:
+
+- the child imports torch and loads the model on the second core while Textual starts,
+  so the loaded model's IR comes sooner than with a thread;
+- ``q`` quits at once: the child is told to stop and, if torch does not let it, killed;
+- a crash inside torch (a segfault on a damaged model) ends the child, not the app: the
+  steps already shown stay, the app says what happened, and the next action starts a
+  new child.
+
+The screen process never imports torch: what crosses over is small and torch-free
+(snapshots, inventories, the views in :mod:`freezeview.ui.views`).
+
+The protocol is pickled tuples over a socket pair (:mod:`multiprocessing.connection`
+frames and pickles them; nothing else fits better, see :func:`_spawn`):
+
+- screen → engine: ``("init", config)`` once, then ``("call", id, method, args)``,
+  ``("cancel", id)`` and finally ``("close",)``;
+- engine → screen: ``("item", id, value)`` for each streamed value, then
+  ``("done", id, value)`` or ``("error", id, info)``; ``("warning", text)`` at any time.
+
+:class:`RemoteSession` has the methods of :class:`freezeview.ui.session.Session` the
+screen uses, with the same blocking behaviour (the screen calls them from workers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..engine.errors import BadInputError, FreezeviewError, OutputError, PlanError
+
+if TYPE_CHECKING:
+    from ..engine.inventory_values import Inventory
+    from ..engine.snapshot_values import GraphSnapshot
+    from .views import AttrView, OpenedView, StepView
+
+__all__ = ["EngineError", "RemoteSession", "serve"]
+
+_ERRORS: dict[str, type[FreezeviewError]] = {
+    cls.__name__: cls for cls in (FreezeviewError, BadInputError, PlanError, OutputError)
+}
+# How long a closing engine gets to leave by itself before it is killed: torch may hold
+# the GIL so the engine cannot even read the request, and ``q`` must quit at once.
+_CLOSE_GRACE = 0.2
+# Snapshots of this many recent runs stay addressable by key (for ``g`` on a step).
+_KEPT_RUNS = 2
+
+
+class EngineError(FreezeviewError):
+    """The engine process failed in a way freezeview did not foresee, or stopped."""
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        #: The engine's Python traceback, when there was one.
+        self.traceback = detail
+
+
+@dataclasses.dataclass
+class _Call:
+    """One request in flight: where its answers go and which child it went to."""
+
+    answers: queue.SimpleQueue[tuple[Any, ...]]
+    generation: int
+
+
+class RemoteSession:
+    """A :class:`~freezeview.ui.session.Session` living in a child process.
+
+    Creating one starts the child at once, and the child starts loading the model at
+    once, so call this as early as possible (the CLI does, before importing Textual).
+
+    Args:
+        path: the ``.pt`` file.
+        preserved, passes, inputs_file, input_shapes, eval_mode: as for ``Session``.
+        on_warning: called (from a reader thread) with each warning torch raised.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        preserved: Sequence[str] = (),
+        passes: Sequence[str] | None = None,
+        inputs_file: str | Path | None = None,
+        input_shapes: Sequence[str] = (),
+        eval_mode: bool = False,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self._config: dict[str, Any] = {
+            "path": self.path,
+            "preserved": list(preserved),
+            "passes": list(passes) if passes is not None else None,
+            "inputs_file": Path(inputs_file) if inputs_file else None,
+            "input_shapes": list(input_shapes),
+            "eval_mode": eval_mode,
+        }
+        self.on_warning = on_warning
+        #: The inventory from the last explanation (the inspector reads it).
+        self.inventory: Inventory | None = None
+        #: ``.code`` of the frozen module at the end of the last run (None before).
+        self.final_code: str | None = None
+        #: Sentences from the last render or export (Graphviz fallbacks, ...).
+        self.last_notes: list[str] = []
+        self._opened: OpenedView | None = None
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._calls: dict[int, _Call] = {}
+        self._generation = 0
+        self._conn: Connection | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr: Any = None
+        self._closed = False
+        # Snapshot keys the engine gave, by run: id(snapshot) -> (key, snapshot). The
+        # snapshot is held so its id cannot be reused while the key is remembered.
+        self._keys: dict[int, dict[int, tuple[int, GraphSnapshot]]] = {}
+        with self._lock:
+            self._start()
+
+    # -- the child process -------------------------------------------------------------
+    def _start(self) -> None:
+        """Start a child (the lock is held)."""
+        self._generation += 1
+        self._keys.clear()
+        self._opened = None
+        conn, proc, stderr = _spawn()
+        self._conn, self._proc, self._stderr = conn, proc, stderr
+        conn.send(("init", self._config))
+        threading.Thread(
+            target=self._read,
+            args=(conn, proc, stderr, self._generation),
+            name="freezeview-engine-reader",
+            daemon=True,
+        ).start()
+
+    def _read(
+        self, conn: Connection, proc: subprocess.Popen[bytes], stderr: Any, generation: int
+    ) -> None:
+        """Hand each message from one child to the call waiting for it."""
+        try:
+            while True:
+                message = conn.recv()
+                if message[0] == "warning":
+                    if self.on_warning is not None:
+                        self.on_warning(str(message[1]))
+                    continue
+                call = self._calls.get(message[1])
+                if call is not None:
+                    call.answers.put(message)
+        except (EOFError, OSError):
+            pass
+        with self._lock:
+            if self._conn is conn:
+                self._conn = None
+            waiting = [(rid, c) for rid, c in self._calls.items() if c.generation == generation]
+            closing = self._closed
+        if not waiting:
+            return
+        sentence = "freezeview is closing." if closing else _death_sentence(proc, stderr)
+        for rid, call in waiting:
+            call.answers.put(("error", rid, ("EngineError", sentence, None, "")))
+
+    @property
+    def pid(self) -> int | None:
+        """The engine process's id (None once closed)."""
+        return self._proc.pid if self._proc is not None and not self._closed else None
+
+    def close(self) -> None:
+        """Stop the engine process now (torch work in flight is abandoned)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            conn, proc = self._conn, self._proc
+            self._conn = None
+            if conn is not None:
+                with contextlib.suppress(OSError):
+                    conn.send(("close",))
+        if proc is not None:
+            try:
+                proc.wait(timeout=_CLOSE_GRACE)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if conn is not None:
+            conn.close()
+        if self._stderr is not None:
+            self._stderr.close()
+
+    # -- calls ---------------------------------------------------------------------------
+    def _send(self, message: tuple[Any, ...]) -> None:
+        with self._lock:
+            if self._conn is not None:
+                with contextlib.suppress(OSError):
+                    self._conn.send(message)
+
+    def _request(self, method: str, *args: Any) -> tuple[int, _Call]:
+        with self._lock:
+            if self._closed:
+                raise EngineError("freezeview is closing.")
+            if self._conn is None:
+                self._start()  # the last child stopped (a crash): start a new one
+            assert self._conn is not None
+            rid = next(self._ids)
+            call = _Call(queue.SimpleQueue(), self._generation)
+            self._calls[rid] = call
+            # If the child is gone, the reader thread reports its end to this call.
+            with contextlib.suppress(OSError):
+                self._conn.send(("call", rid, method, args))
+        return rid, call
+
+    def _answers(
+        self, rid: int, call: _Call, cancel: threading.Event | None = None
+    ) -> Iterator[Any]:
+        """Values the call streams; its final value is the generator's return value."""
+        done = False
+        try:
+            while True:
+                if cancel is not None and cancel.is_set():
+                    return None  # answers already on their way are dropped
+                try:
+                    message = call.answers.get(timeout=0.05 if cancel is not None else None)
+                except queue.Empty:
+                    continue
+                if message[0] == "item":
+                    yield message[2]
+                elif message[0] == "done":
+                    done = True
+                    return message[2]
+                else:
+                    done = True
+                    raise _rebuild(message[2])
+        finally:
+            self._calls.pop(rid, None)
+            if not done:
+                self._send(("cancel", rid))
+
+    def _call(self, method: str, *args: Any) -> Any:
+        rid, call = self._request(method, *args)
+        stream = self._answers(rid, call)
+        while True:
+            try:
+                next(stream)
+            except StopIteration as end:
+                return end.value
+
+    # -- what the screen calls (the names and meanings of Session's) ---------------------
+    @property
+    def name(self) -> str:
+        """Display name of the model."""
+        return self._opened.name if self._opened is not None else self.path.name
+
+    def open(self) -> OpenedView:
+        """Load the model (the engine began at start-up) and describe it."""
+        opened: OpenedView = self._call("open")
+        self._opened = opened
+        return opened
+
+    def explain(self, preserved: Sequence[str]) -> list[AttrView]:
+        """Every attribute's verdict with ``preserved`` as ``preserved_attrs``."""
+        views, inventory = self._call("explain", list(preserved))
+        self.inventory = inventory
+        return list(views)
+
+    def run_steps(
+        self,
+        preserved: Sequence[str],
+        passes: Sequence[str],
+        cancel: threading.Event | None = None,
+    ) -> Iterator[StepView]:
+        """Freeze with the given plan one step at a time (a blocking generator)."""
+        rid, call = self._request("run_steps", list(preserved), list(passes))
+        self.final_code = None
+        generation = call.generation
+        for run in sorted(self._keys)[:-_KEPT_RUNS]:
+            del self._keys[run]
+        keys = self._keys.setdefault(rid, {})
+        by_key: dict[int, GraphSnapshot] = {}
+        stream = self._answers(rid, call, cancel)
+        while True:
+            try:
+                key, view = next(stream)
+            except StopIteration as end:
+                self.final_code = end.value
+                return
+            if view.snapshot is None:  # the same graph as an earlier step: not resent
+                view = dataclasses.replace(view, snapshot=by_key[key])
+            by_key[key] = view.snapshot
+            if generation == self._generation:
+                keys[id(view.snapshot)] = (key, view.snapshot)
+            yield view
+
+    @staticmethod
+    def diff_text(before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
+        """Unified IR diff between two snapshots (torch-free: computed here)."""
+        from ..engine.diff import unified_ir_diff
+
+        return unified_ir_diff(before, after, before_label=a, after_label=b)
+
+    def _ref(self, snapshot: GraphSnapshot | None) -> tuple[str, Any]:
+        """A snapshot the engine already has goes by key; others go whole."""
+        if snapshot is None:
+            return ("none", None)
+        for keys in self._keys.values():
+            known = keys.get(id(snapshot))
+            if known is not None and known[1] is snapshot:
+                return ("key", known[0])
+        return ("value", snapshot)
+
+    def render_step(
+        self, before: GraphSnapshot | None, after: GraphSnapshot, out_dir: Path, stem: str
+    ) -> list[Path]:
+        """Write the step's graph (and its diff against ``before``) into ``out_dir``."""
+        paths, notes = self._call(
+            "render_step", self._ref(before), self._ref(after), Path(out_dir), stem
+        )
+        self.last_notes = list(notes)
+        return [Path(p) for p in paths]
+
+    def export(self, out_dir: Path, preserved: Sequence[str], passes: Sequence[str]) -> list[Path]:
+        """Write everything ``freezeview export`` writes into ``out_dir``."""
+        paths, notes = self._call("export", Path(out_dir), list(preserved), list(passes))
+        self.last_notes = list(notes)
+        return [Path(p) for p in paths]
+
+
+def _spawn() -> tuple[Connection, subprocess.Popen[bytes], Any]:
+    """Start ``python -m freezeview.ui.remote_session FD`` with one end of a socket pair.
+
+    A plain subprocess rather than :mod:`multiprocessing`: its "spawn" start re-imports
+    the parent's ``__main__`` (the console script, or pytest) in the child, which costs
+    time and runs code nobody asked for; a socket pair plus ``Connection`` gives the same
+    framed, pickled messages.
+    """
+    ours, theirs = socket.socketpair()
+    # Kept open for the child's whole life (its last words explain a crash).
+    stderr = tempfile.TemporaryFile(prefix="freezeview-engine-")  # noqa: SIM115
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "freezeview.ui.remote_session", str(theirs.fileno())],
+        pass_fds=(theirs.fileno(),),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        env=env,
+        # Its own session: Ctrl-C and terminal signals go to the screen, which decides.
+        start_new_session=True,
+    )
+    theirs.close()
+    return Connection(ours.detach()), proc, stderr
+
+
+def _death_sentence(proc: subprocess.Popen[bytes], stderr: Any) -> str:
+    """One sentence on why the engine process ended."""
+    try:
+        code = proc.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        code = None
+    if code is not None and code < 0:
+        try:
+            how = f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"was killed by signal {-code}"
+    elif code is not None:
+        how = f"exited with status {code}"
+    else:
+        how = "stopped answering"
+    last = ""
+    try:
+        stderr.seek(0)
+        lines = [x.strip() for x in stderr.read()[-4000:].decode(errors="replace").splitlines()]
+        last = next((x for x in reversed(lines) if x), "")
+    except (OSError, ValueError):
+        pass
+    said = f" (its last words: {last[:200]})" if last else ""
+    return (
+        f"freezeview's engine process {how}{said}; what is on screen stays, and the next "
+        "action (r re-runs) starts a new one."
+    )
+
+
+def _rebuild(info: tuple[str, str, str | None, str]) -> FreezeviewError:
+    """The engine's error, as the exception the screen handles."""
+    name, message, hint, detail = info
+    cls = _ERRORS.get(name)
+    if cls is not None:
+        return cls(message, hint=hint)
+    if name == "EngineError":
+        return EngineError(message, detail=detail)
+    first = (message.strip().splitlines() or [name])[0]
+    return EngineError(f"{name}: {first[:200]}", detail=detail)
+
+
+# -- the engine's side -------------------------------------------------------------------
+
+
+def _error_info(exc: BaseException) -> tuple[str, str, str | None, str]:
+    if isinstance(exc, FreezeviewError):
+        # Subclasses elsewhere in the engine travel as their nearest known class.
+        name = next(c.__name__ for c in type(exc).__mro__ if c.__name__ in _ERRORS)
+        return (name, exc.detail, exc.hint, "")
+    return (type(exc).__name__, str(exc), None, traceback.format_exc())
+
+
+class _Engine:
+    """Runs the screen's calls on a real Session, each in its own thread."""
+
+    def __init__(self, config: dict[str, Any], send: Callable[[tuple[Any, ...]], None]) -> None:
+        self.session: Any = None
+        self.send = send
+        self.cancels: dict[int, threading.Event] = {}
+        # Snapshots by key, per run, so the screen can name one instead of sending it.
+        self.snapshots: dict[int, dict[int, Any]] = {}
+        self._next_key = itertools.count(1)
+        self._opened: Any = None
+        self._open_error: BaseException | None = None
+        self._have_session = threading.Event()
+        self._open_done = threading.Event()
+        # Off the main thread, which must stay free to read "close" while torch imports.
+        threading.Thread(
+            target=self._open, args=(config,), name="freezeview-open", daemon=True
+        ).start()
+
+    def _open(self, config: dict[str, Any]) -> None:
+        # Loading starts before the screen asks: the screen is still starting Textual.
+        try:
+            from .session import Session  # imports torch: only the engine process does
+
+            self.session = Session(**config)
+            self._have_session.set()
+            self._opened = self.session.open()
+        except BaseException as exc:
+            self._open_error = exc
+        finally:
+            self._have_session.set()
+            self._open_done.set()
+
+    def handle(self, rid: int, method: str, args: tuple[Any, ...]) -> None:
+        """Run one call and send its answer."""
+        try:
+            self._have_session.wait()
+            if self.session is None:  # torch or freezeview's engine failed to import
+                raise self._open_error or EngineError("the engine did not start.")
+            value = getattr(self, f"call_{method}")(rid, *args)
+        except BaseException as exc:
+            self.send(("error", rid, _error_info(exc)))
+        else:
+            self.send(("done", rid, value))
+        finally:
+            self.cancels.pop(rid, None)
+
+    def call_open(self, rid: int) -> Any:
+        self._open_done.wait()
+        if self._open_error is not None:
+            raise self._open_error
+        return self._opened
+
+    def call_explain(self, rid: int, preserved: list[str]) -> Any:
+        views = self.session.explain(preserved)
+        return views, self.session.inventory
+
+    def call_run_steps(self, rid: int, preserved: list[str], passes: list[str]) -> Any:
+        cancel = self.cancels.setdefault(rid, threading.Event())
+        for run in sorted(self.snapshots)[:-_KEPT_RUNS]:
+            del self.snapshots[run]
+        kept = self.snapshots.setdefault(rid, {})
+        keys: dict[int, int] = {}
+        for view in self.session.run_steps(preserved, passes, cancel=cancel):
+            snapshot = view.snapshot
+            key = keys.get(id(snapshot))
+            if key is None:
+                key = next(self._next_key)
+                keys[id(snapshot)] = key
+                kept[key] = snapshot
+                self.send(("item", rid, (key, view)))
+            else:  # an unchanged step: the screen has this graph already
+                self.send(("item", rid, (key, dataclasses.replace(view, snapshot=None))))
+        return self.session.final_code
+
+    def _snapshot(self, ref: tuple[str, Any]) -> Any:
+        how, value = ref
+        if how == "key":
+            for kept in self.snapshots.values():
+                if value in kept:
+                    return kept[value]
+            raise EngineError("that step's graph is no longer kept: press r to re-run.")
+        return value
+
+    def call_render_step(
+        self,
+        rid: int,
+        before: tuple[str, Any],
+        after: tuple[str, Any],
+        out_dir: Path,
+        stem: str,
+    ) -> Any:
+        paths = self.session.render_step(
+            self._snapshot(before), self._snapshot(after), out_dir, stem
+        )
+        return [str(p) for p in paths], list(self.session.last_notes)
+
+    def call_export(self, rid: int, out_dir: Path, preserved: list[str], passes: list[str]) -> Any:
+        paths = self.session.export(out_dir, preserved, passes)
+        return [str(p) for p in paths], list(self.session.last_notes)
+
+    def cancel(self, rid: int) -> None:
+        """Ask a running call to stop at its next step."""
+        event = self.cancels.get(rid)
+        if event is not None:
+            event.set()
+
+
+def serve(fd: int) -> None:
+    """The engine process's main loop (``python -m freezeview.ui.remote_session FD``)."""
+    conn = Connection(fd)
+    send_lock = threading.Lock()
+
+    def send(message: tuple[Any, ...]) -> None:
+        with send_lock:
+            try:
+                conn.send(message)
+            except OSError:
+                os._exit(0)  # the screen is gone: nobody to answer
+
+    try:
+        kind, config = conn.recv()
+    except (EOFError, OSError):
+        return
+    if kind != "init":
+        return
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        send(("warning", f"{category.__name__}: {message}"))
+
+    warnings.simplefilter("default")
+    warnings.showwarning = show  # type: ignore[assignment]
+
+    engine = _Engine(config, send)
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            break
+        if message[0] == "call":
+            rid, method, args = message[1], message[2], message[3]
+            engine.cancels[rid] = threading.Event()
+            threading.Thread(target=engine.handle, args=(rid, method, args), daemon=True).start()
+        elif message[0] == "cancel":
+            engine.cancel(message[1])
+        elif message[0] == "close":
+            break
+    # Leave now, without waiting for torch work in flight: its results have no reader.
+    # Files are written atomically, so an abandoned export leaves no partial file.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))
