@@ -60,33 +60,22 @@ def run(args: argparse.Namespace) -> int:
         from ..engine.loading import check_model_file
 
         check_model_file(path)
-    preserved = split_names(args.preserve)
-    passes = split_names([args.passes]) if args.passes else None
+    plan = {
+        "preserved": split_names(args.preserve),
+        "passes": split_names([args.passes]) if args.passes else None,
+        "inputs_file": args.inputs,
+        "input_shapes": args.input_shape or (),
+        "eval_mode": args.eval,
+    }
     # The engine process first: it imports torch and loads the model on the other core
     # while this process imports Textual and draws the first screen.
     from ..ui.remote_session import RemoteSession
 
-    session = RemoteSession(
-        path,
-        preserved=preserved,
-        passes=passes,
-        inputs_file=args.inputs,
-        input_shapes=args.input_shape or (),
-        eval_mode=args.eval,
-    )
+    session = RemoteSession(path, **plan)
     try:
         from ..ui.app import FreezeviewApp
 
-        app = FreezeviewApp(
-            path,
-            preserved=preserved,
-            passes=passes,
-            inputs_file=args.inputs,
-            input_shapes=args.input_shape or (),
-            eval_mode=args.eval,
-            output_dir=args.output_dir,
-            session=session,
-        )
+        app = FreezeviewApp(path, output_dir=args.output_dir, session=session, **plan)
     except BaseException:
         session.close()
         raise

@@ -23,6 +23,16 @@ def test_the_app_command_line_does_not_import_torch() -> None:
     assert not _imports_torch("import freezeview.cli as c; c.build_parser(('app',))")
 
 
+def test_what_the_screen_receives_from_the_engine_process_is_torch_free() -> None:
+    # The screen unpickles snapshots, inventories and views sent by the engine process,
+    # and diffs snapshots itself; none of that may bring torch into the screen.
+    assert not _imports_torch(
+        "import freezeview.engine.snapshot_values, freezeview.engine.inventory_values, "
+        "freezeview.engine.diff, freezeview.engine.facts, freezeview.ui.views, "
+        "freezeview.ui.remote_session"
+    )
+
+
 def test_engine_never_imports_textual() -> None:
     code = (
         "import sys, freezeview.engine.pipeline, freezeview.engine.verdicts; "
