@@ -61,7 +61,7 @@ _ERRORS: dict[str, type[FreezeviewError]] = {
 }
 # How long a closing engine gets to leave by itself before it is killed: torch may hold
 # the GIL so the engine cannot even read the request, and ``q`` must quit at once.
-_CLOSE_GRACE = 0.2
+_CLOSE_GRACE = 0.05
 # Snapshots of this many recent runs stay addressable by key (for ``g`` on a step).
 _KEPT_RUNS = 2
 
@@ -201,7 +201,11 @@ class RemoteSession:
                 proc.wait(timeout=_CLOSE_GRACE)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.wait()
+                # A killed process holding a big model takes a while to free its memory;
+                # nobody needs to watch that, only to collect its exit status.
+                threading.Thread(
+                    target=proc.wait, name="freezeview-engine-reap", daemon=True
+                ).start()
         if conn is not None:
             conn.close()
         if self._stderr is not None:
