@@ -5,10 +5,11 @@ Models come from ``benchmarks/models.py`` (a scripted ResNet-50, a 12-layer
 encoder). Three parts:
 
 1. ``export --per-step`` (issue 4): the whole export of each model, at the default
-   level and with every op drawn. Total wall time is split into the pipeline's work
-   (torch's freezing and passes, the lazy snapshots, the steps' notes), Graphviz's time
-   and freezeview's own drawing work (diffs, IR diffs, views and DOT, writing files,
-   explain's reasons for kept attributes, index.html), with each share.
+   level and with every op drawn, ``--repeat`` times (medians printed). Total wall time
+   is split into torch's work (the pipeline's run), freezeview's snapshots of the
+   graphs, Graphviz's time and freezeview's own drawing work ("ours": diffs, IR diffs,
+   views and DOT, writing files, explain's reasons for kept attributes, the steps'
+   notes, index.html, garbage collection), with each share (see :func:`bench_export`).
 2. ``before / after / diff`` (issue 7): per model and picture, freezeview's time,
    Graphviz's time, boxes and edges drawn, SVG size.
 3. ``--layouts``: layout settings compared on every op of the ResNet-50 graphs (the
@@ -18,15 +19,17 @@ Usage::
 
     .venv/bin/python benchmarks/bench_render.py [--quick] [--models resnet50,transformer12]
         [--picture-models resnet50,transformer12,densenet,speech] [--full-timeout 30]
-        [--layouts]
+        [--layouts] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -48,40 +51,119 @@ from freezeview.engine.render_dot import GraphAttrs
 from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
 
 
+@dataclass
+class ExportTimes:
+    """One ``export --per-step`` run, split by who spent the time (seconds)."""
+
+    wall: float
+    torch: float  # the pipeline's run: torch's freezing and passes
+    snapshots: float  # freezeview reading torch's graphs (printout + parse), lazily
+    dot: float  # Graphviz
+    ours: float  # everything else: freezeview's diffs, views, DOT, writing, notes, explain
+    detail: str
+    pictures: int
+    boxes: int
+    fallbacks: int
+
+    @property
+    def ours_share(self) -> float:
+        """freezeview's drawing work outside dot, as a share of the export's wall time."""
+        return self.ours / self.wall
+
+    @property
+    def drawing_share(self) -> float:
+        """The same work as a share of drawing (ours + dot) only."""
+        return self.ours / (self.ours + self.dot)
+
+    @property
+    def freezeview_share(self) -> float:
+        """All of freezeview's own work (graph reading included) as a share of wall time."""
+        return (self.ours + self.snapshots) / self.wall
+
+
 def bench_export(
     name: str, module: torch.jit.ScriptModule, label: str, options: RenderOptions
-) -> None:
-    """One ``export --per-step`` run, reported as total / pipeline / dot / ours."""
+) -> ExportTimes:
+    """One ``export --per-step`` run, reported as total = torch + snapshots + dot + ours.
+
+    What counts where, and why:
+
+    - *torch*: ``ExportResult.freeze_seconds``, the pipeline's run (torch's freezing and
+      passes; the pipeline's bookkeeping there is a few printouts).
+    - *snapshots*: ``snapshot_seconds``, freezeview turning torch's graphs into
+      snapshots. It is freezeview's code, not torch's, so it is reported on its own and
+      counted in the "all freezeview" share; it is the pipeline's product (every step
+      holds its snapshots), not DOT building, diffing or writing.
+    - *dot*: Graphviz's subprocesses, all attempts.
+    - *ours*: the rest of the wall time: diffs, IR diffs, views and DOT, writing files,
+      explain's reasons for kept attributes, the steps' notes (the pipeline's summaries
+      of each step: freezeview's diffs and explain, so freezeview's work), index.html,
+      the garbage collector's pass at the end, and anything not timed apart.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         r = export(module, Path(tmp) / "out", per_step=True, options=options)
         wall = time.perf_counter() - start
     renders = r.all_renders()
-    pipeline = r.freeze_seconds + r.snapshot_seconds + r.notes_seconds
     dot = r.dot_seconds
-    ours = wall - pipeline - dot
-    drawing = ours + dot
+    ours = wall - r.freeze_seconds - r.snapshot_seconds - dot
     other = ours - (
         r.diff_seconds
         + r.ir_diff_seconds
         + r.build_seconds
         + r.write_seconds
         + r.reasons_seconds
+        + r.notes_seconds
         + r.index_seconds
+        + r.gc_seconds
     )
-    boxes = max((x.nodes for x in renders), default=0)
-    print(
-        f"  {name:13s} {label:8s} total {wall:6.2f}s | pipeline {pipeline:5.2f}s "
-        f"({pipeline / wall:4.0%}) | dot {dot:6.2f}s ({dot / wall:4.0%}) | ours {ours:5.2f}s "
-        f"({ours / wall:4.0%}) | outside dot while drawing {ours / drawing:4.0%}"
-    )
-    print(
-        f"  {'':13s} {'':8s} pipeline: torch {r.freeze_seconds:.2f}s, snapshots "
-        f"{r.snapshot_seconds:.2f}s, step notes {r.notes_seconds:.2f}s; ours: diff "
-        f"{r.diff_seconds:.2f}s, IR diff {r.ir_diff_seconds:.2f}s, views+DOT "
+    detail = (
+        f"ours: diff {r.diff_seconds:.2f}s, IR diff {r.ir_diff_seconds:.2f}s, views+DOT "
         f"{r.build_seconds:.2f}s, write {r.write_seconds:.2f}s, kept reasons "
-        f"{r.reasons_seconds:.2f}s, index {r.index_seconds:.2f}s, other {other:.2f}s; "
-        f"{len(renders)} pictures, largest {boxes} boxes, {len(r.notes)} fallback(s)"
+        f"{r.reasons_seconds:.2f}s, step notes {r.notes_seconds:.2f}s, index "
+        f"{r.index_seconds:.2f}s, gc {r.gc_seconds:.2f}s, other {other:.2f}s"
+    )
+    return ExportTimes(
+        wall=wall,
+        torch=r.freeze_seconds,
+        snapshots=r.snapshot_seconds,
+        dot=dot,
+        ours=ours,
+        detail=detail,
+        pictures=len(renders),
+        boxes=max((x.nodes for x in renders), default=0),
+        fallbacks=len(r.notes),
+    )
+
+
+def report_export(name: str, label: str, t: ExportTimes, tag: str = "") -> None:
+    """Print one export's split (``tag``: ``median`` for the medians line)."""
+    w = t.wall
+    print(
+        f"  {name:13s} {label:8s} {tag:6s} total {w:6.2f}s | torch {t.torch:5.2f}s "
+        f"({t.torch / w:4.0%}) | snapshots {t.snapshots:5.2f}s ({t.snapshots / w:4.0%}) | "
+        f"dot {t.dot:6.2f}s ({t.dot / w:4.0%}) | ours {t.ours:5.2f}s ({t.ours_share:4.0%}) "
+        f"| ours/(ours+dot) {t.drawing_share:4.0%} | all freezeview {t.freezeview_share:4.0%}"
+    )
+    if tag != "median":
+        print(
+            f"  {'':13s} {'':8s} {'':6s} {t.detail}; {t.pictures} pictures, largest "
+            f"{t.boxes} boxes, {t.fallbacks} fallback(s)"
+        )
+
+
+def median_times(runs: list[ExportTimes]) -> ExportTimes:
+    """Per-field medians (each share is then computed from the medians)."""
+    return ExportTimes(
+        wall=statistics.median(r.wall for r in runs),
+        torch=statistics.median(r.torch for r in runs),
+        snapshots=statistics.median(r.snapshots for r in runs),
+        dot=statistics.median(r.dot for r in runs),
+        ours=statistics.median(r.ours for r in runs),
+        detail="",
+        pictures=runs[0].pictures,
+        boxes=runs[0].boxes,
+        fallbacks=runs[0].fallbacks,
     )
 
 
@@ -166,6 +248,9 @@ def main() -> int:
         help="models for before/after/diff ('' to skip)",
     )
     parser.add_argument("--layouts", action="store_true", help="compare layout settings too")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="export runs per model and level (medians shown)"
+    )
     args = parser.parse_args()
     levels = [("default", RenderOptions())]
     if not args.quick:
@@ -177,10 +262,21 @@ def main() -> int:
             built[name] = MODELS[name][0]()
         return built[name]
 
-    print("export --per-step (total = pipeline + dot + ours):")
+    print(
+        "export --per-step (total = torch + snapshots + dot + ours; shares of the total, "
+        f"{args.repeat} run(s) each, then the medians):"
+    )
     for name in filter(None, args.models.split(",")):
         for label, options in levels:
-            bench_export(name, model(name), label, options)
+            runs = []
+            for _ in range(args.repeat):
+                runs.append(bench_export(name, model(name), label, options))
+                report_export(name, label, runs[-1])
+            shares = ", ".join(
+                f"{r.ours_share:.0%}/{r.drawing_share:.0%}/{r.freezeview_share:.0%}" for r in runs
+            )
+            report_export(name, label, median_times(runs), "median")
+            print(f"  {'':13s} {'':8s} {'':6s} per run ours/(ours+dot)/all: {shares}")
     print("before / after / diff pictures:")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)

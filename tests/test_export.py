@@ -240,3 +240,79 @@ def test_module_list_items_keep_their_path_and_times_add_up(tmp_path: Path) -> N
         result.build_seconds + result.dot_seconds + result.write_seconds,
     )
     assert all(p >= 0 for p in parts) and sum(parts) <= wall
+
+
+# -- what an export does not redo ---------------------------------------------------------
+
+
+def test_export_runs_explain_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kept-attribute tooltips and the fold step's notes share one explain."""
+    from freezeview.engine import verdicts
+
+    calls: list[tuple[str, ...]] = []
+    real = verdicts.explain
+
+    def counting(model: object, preserved_attrs: tuple[str, ...] = (), **kw: object) -> object:
+        calls.append(tuple(preserved_attrs))
+        return real(model, preserved_attrs, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(verdicts, "explain", counting)
+    module = scripted(KeepsBuffer())
+    result = export(module, tmp_path / "o", per_step=True, fmt="dot")
+    assert len(calls) == 1
+    fold = next(e.step for e in result.steps if e.step.name == "fold_attributes")
+    assert "count" in fold.kept
+    # The notes were read for index.html; they carry explain's reason, not a bare name.
+    assert any(n.startswith("kept count: ") for n in fold.notes), fold.notes
+    page = (tmp_path / "o" / "index.html").read_text()
+    assert "kept count: " in page
+    # The same explanation gives the picture's tooltip, with explain's reason code.
+    assert "in-place-write" in (tmp_path / "o" / "after.dot").read_text()
+    assert len(calls) == 1
+
+
+def test_unchanged_steps_are_not_diffed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step that left the graph alone costs an empty .diff and no picture, no diff."""
+    from freezeview.engine import export as export_module
+    from freezeview.engine.diff import diff_snapshots
+
+    pairs: list[tuple[object, object]] = []
+
+    def recording(before: object, after: object) -> object:
+        pairs.append((before, after))
+        return diff_snapshots(before, after)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(export_module, "diff_snapshots", recording)
+    result = export(scripted(ConvBnRelu()), tmp_path / "o", per_step=True, fmt="dot")
+    assert not any(before is after for before, after in pairs)
+    unchanged = [e for e in result.steps if not e.step.changed]
+    assert unchanged, "ConvBnRelu has passes that do not fire"
+    previous = {e.step.index: e for e in result.steps}
+    for entry in unchanged:
+        assert entry.summary == "no change" and entry.picture is None
+        assert entry.diff_file.read_text() == ""
+        assert not (tmp_path / "o" / f"{step_stem(entry.step)}.dot").exists()
+        # What diffing the step would have said: nothing.
+        before = previous[entry.step.index - 1].step.snapshot
+        assert before is entry.step.snapshot
+        assert diff_snapshots(before, entry.step.snapshot).is_empty  # type: ignore[arg-type]
+    # Every step still has its numbered .diff file.
+    for entry in result.steps:
+        assert entry.diff_file.name == f"{step_stem(entry.step)}.diff"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_export_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, enabled: bool) -> None:
+    import gc
+
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        result = export(scripted(KeepsBuffer()), tmp_path / "o", fmt="dot")
+        assert gc.isenabled() is enabled
+        assert (result.gc_seconds > 0) is enabled
+        with pytest.raises(OutputError):
+            export(scripted(KeepsBuffer()), tmp_path / "o", fmt="dot")  # exists: no --force
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()

@@ -394,3 +394,105 @@ def test_a_known_overrun_is_not_waited_out_twice(tmp_path: Path) -> None:
     assert second.dot_seconds < first.dot_seconds - 1.0
     assert "already overrun" in second.notes[0]
     parse_svg(second.path)
+
+
+# -- DOT text and the greedy box opening, against their references ------------------------
+
+
+_AWKWARD = [
+    "",
+    "n12",
+    "node",
+    "Graph",
+    "-4.2",
+    ".42",
+    "4.",
+    "1abc",
+    "s_layers.0.self_attn",
+    "a:b:sw",
+    'say "hi"',
+    'a\\"b',
+    "x\\\\",
+    "<<b>html</b>>",
+    "<Tensor>\n",
+    "line one\nline two",
+    "Float(64, 3, 7, 7) <conv1.weight>",
+    "é → ∅",
+    "weight = [1, 1]",
+]
+
+
+def test_dot_writer_writes_what_the_graphviz_package_writes() -> None:
+    """freezeview's DOT writer is a faster copy of graphviz.Digraph: same text, always."""
+    import random
+    import warnings
+
+    import graphviz
+    from graphviz import quoting
+
+    from freezeview.engine.render_dot import DotWriter, _quote, _quote_edge
+
+    rng = random.Random(4)
+    alphabet = ["a", "Z", "_", "0", ".", "-", " ", '"', "\\", "<", ">", "\n", ":", "é", "="]
+    strings = _AWKWARD + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 7))) for _ in range(3000)
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # graphviz warns on odd trailing backslashes
+        for text in strings * 2:  # the second pass reads freezeview's quoting cache
+            assert _quote(text) == quoting.quote(text), text
+            assert _quote_edge(text) == quoting.quote_edge(text), text
+
+    ours, theirs = DotWriter("freezeview"), graphviz.Digraph(name="freezeview")
+    for graph in (ours, theirs):
+        graph.attr(rankdir="TB", label=_AWKWARD[10], tooltip="t")
+        graph.attr("node", fontname="Helvetica", fontsize="10")
+        for k, text in enumerate(_AWKWARD[1:]):
+            graph.node(f"n{k}", label=text, tooltip=text, id=f"n{k}", **{"class": "fv-op"})
+            graph.edge(f"n{k}", text or "x", label=text, style="dashed")
+    for outer in (ours, theirs):
+        kind = type(outer)
+        sub = kind(name="cluster_1")
+        sub.attr(label="layer1", style="rounded,dashed", id="cluster_1")
+        inner = kind(name="cluster_2")
+        inner.node("n1", label="relu")
+        sub.subgraph(inner)
+        outer.subgraph(sub)
+    assert ours.source == theirs.source
+
+
+def _changed_splits_reference(
+    d: GraphDiff, scopes: list[str], level: int, budget: int
+) -> tuple[str, ...]:
+    """changed_splits as first written: every candidate counted with count_at_level."""
+    changed = drawn_scopes(d.after, ids=set(d.added) | set(d.changed))
+    changed += drawn_scopes(d.before, ids=d.removed)
+    opened: list[str] = []
+    tried: set[str] = set()
+    while True:
+        split = tuple(opened)
+        now_open = opened_scopes((), split)
+        boxes: dict[str, int] = {}
+        for scope in changed:
+            box = box_prefix(scope, level, (), now_open)
+            if box is not None and box not in tried:
+                boxes[box] = boxes.get(box, 0) + 1
+        if not boxes:
+            return split
+        box = min(boxes, key=lambda b: (-boxes[b], b))
+        tried.add(box)
+        if count_at_level(scopes, level, (), (*split, box)) <= budget:
+            opened.append(box)
+
+
+@pytest.mark.parametrize("budget", [12, 40, 90, 300])
+def test_changed_splits_opens_what_counting_every_candidate_opens(budget: int) -> None:
+    d = optimize_diff(resnet50_scripted)
+    scopes = drawn_scopes(d.after) + drawn_scopes(d.before, ids=d.removed)
+    opts = RenderOptions(budget=budget)
+    opened = 0
+    for level in (1, 2, 3):
+        expected = _changed_splits_reference(d, scopes, level, budget)
+        assert changed_splits(d, scopes, level, opts) == expected, (budget, level)
+        opened += len(expected)
+    assert opened  # every budget here opens some boxes (2 to 360 of them)

@@ -575,6 +575,11 @@ class _Side:
         return out
 
     @cached_property
+    def consumers(self) -> dict[str, list[NodeSnapshot]]:
+        """``snapshot.consumers()``, walked once per snapshot rather than once per picture."""
+        return self.snapshot.consumers()
+
+    @cached_property
     def output_tails(self) -> list[tuple[int | str, str]]:
         """``(tail, value)`` for each graph output, as in :attr:`edges`."""
         inputs = {v.name: f"i{k}" for k, v in enumerate(self.snapshot.inputs)}
@@ -797,16 +802,40 @@ class _ViewBuilder:
                 tooltip=f"graph input %{value.name} : {value.type}",
             )
         self.sides["n"] = side
+        # The loop below runs once per node of graphs of up to 17k nodes, for every
+        # picture: the box of each scope, the status and the member of each absorbed
+        # op are worked out inline (the same as _box, _status, _role and _absorb).
+        folded, scopes, keys = folder.folded, side.scopes, self.key
+        box_cache, members_of = self.box_cache, self.box_members
+        diff = self.diff
+        added = diff.added if diff is not None and self.side == "after" else None
+        changed = diff.changed if diff is not None else {}
+        box_key = f"{p}s_"
         for node_id, i in info.items():
-            if node_id in folder.folded:
+            if node_id in folded:
                 continue
-            status = self._status(node_id)
-            box = self._box(side.scopes[node_id])
+            if diff is None:
+                status = "same"
+            elif added is not None:
+                status = (
+                    "added" if node_id in added else "changed" if node_id in changed else "same"
+                )
+            else:
+                status = self._status(node_id)
+            scope = scopes[node_id]
+            box = box_cache[scope] if scope in box_cache else self._box(scope)
             if box is not None:
                 # Only counts and kinds of absorbed ops are shown; the full label is
                 # made later if the box turns out to hold this op alone.
                 role, title, kept = self._role(i)
-                self._absorb(box, _Member(role, title, status, node_id, kept))
+                key = box_key + box
+                member = _Member(role, title, status, node_id, kept)
+                group = members_of.get(key)
+                if group is None:
+                    members_of[key] = [member]
+                else:
+                    group.append(member)
+                keys[node_id] = key
                 continue
             view = self._full_view(side, node_id, "n", status)
             view.cluster = self._cluster_path(side, node_id, drawn)
@@ -898,18 +927,26 @@ class _ViewBuilder:
         nodes = self.nodes
 
         def where(tail: int | str) -> str | None:
-            if isinstance(tail, str):  # a graph input, drawn unless it is `self`
-                key = p + tail
+            if tail.__class__ is str:  # a graph input, drawn unless it is `self`
+                key = p + tail  # type: ignore[operator]
                 return key if key in nodes else None
-            return keys.get(tail)
+            return keys.get(tail)  # type: ignore[arg-type]
 
         edge = self._edge
+        edges = self.edges
         for head_id, tail, value, style in side.edges:
             head = keys.get(head_id)
             if head is None:
                 continue
             drawn_tail = where(tail)
-            if drawn_tail is not None and drawn_tail != head:
+            if drawn_tail is None or drawn_tail == head:
+                continue
+            # Most edges of a collapsed picture repeat one between two boxes: count it
+            # here (what _edge does for an existing pair) without the call.
+            existing = edges.get((drawn_tail, head))
+            if existing is not None:
+                existing.count += 1
+            else:
                 edge(drawn_tail, head, side, value, style=style)
         for tail, value in side.output_tails:
             drawn_tail = where(tail)
@@ -977,7 +1014,7 @@ class _ViewBuilder:
             return self.key.get(after_id) if after_id is not None else None
 
         params = {v.name: f"{p}i{k}" for k, v in enumerate(side.snapshot.inputs)}
-        consumers = side.snapshot.consumers()
+        consumers = side.consumers
         for node_id in ghost_keys:
             head = ghost_keys[node_id]
             node = info[node_id].node

@@ -33,7 +33,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .snapshot import GraphSnapshot, NodeSnapshot, demangle
+from .naming import demangle
+from .snapshot_values import GraphSnapshot, NodeSnapshot
 
 try:  # a minimal line diff in C; difflib (pure Python) does the same job more slowly
     from rapidfuzz.distance import Indel as _Indel
@@ -54,12 +55,17 @@ __all__ = [
 # node of its own (see render.py); a difference in one of them is a change of the user.
 FOLDABLE_KINDS = frozenset({"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct"})
 
+# Inputs freezeview draws inside the node that reads them (render.py, collapse.py).
+_DRAWN_INSIDE = frozenset({"prim::Constant", "prim::GetAttr", *FOLDABLE_KINDS})
+
 _SUFFIX_RE = re.compile(r"\.\d+$")
 
 
 def _type_text(type_text: str) -> str:
-    # The mangling number of a cloned type says nothing about the node.
-    return demangle(type_text)
+    # The mangling number of a cloned type says nothing about the node. Most types
+    # (``Tensor``, ``int``) hold none, and a diff reads every output type of 17k-node
+    # graphs more than once: the regex only runs where it can match.
+    return demangle(type_text) if "___torch_mangle_" in type_text else type_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +292,16 @@ class _Side:
         return {i: self._loose_key(info) for i, info in self.info.items()}
 
     @cached_property
+    def inside_values(self) -> frozenset[str]:
+        """Values produced by nodes drawn inside their users (constants, attribute reads)."""
+        return frozenset(
+            out.name
+            for info in self.info.values()
+            if info.node.kind in _DRAWN_INSIDE
+            for out in info.node.outputs
+        )
+
+    @cached_property
     def strict(self) -> dict[int, int]:
         """Node id -> hash of the node and everything upstream of it."""
         return self._strict_hashes()
@@ -486,6 +502,7 @@ def _changes(b: _Side, a: _Side, matched: dict[int, int]) -> dict[int, tuple[str
     # Walk in after-graph order: producers come before their users, so a changed
     # constant is known before the node that draws it.
     rev = {y: x for x, y in matched.items()}
+    b_inside, a_inside = b.inside_values, a.inside_values
     for after_id in a.order:
         before_id = rev.get(after_id)
         if before_id is None:
@@ -498,14 +515,19 @@ def _changes(b: _Side, a: _Side, matched: dict[int, int]) -> dict[int, tuple[str
         else:
             if old.attributes != new.attributes:
                 reasons.append("attributes " + _attrs(old) + " -> " + _attrs(new))
-            old_types = tuple(_type_text(v.type) for v in old.outputs)
-            new_types = tuple(_type_text(v.type) for v in new.outputs)
-            if old_types != new_types:
-                reasons.append(f"type {', '.join(old_types)} -> {', '.join(new_types)}")
+            # Equal printed types are equal demangled types: demangle only when they differ.
+            if tuple(v.type for v in old.outputs) != tuple(v.type for v in new.outputs):
+                old_types = tuple(_type_text(v.type) for v in old.outputs)
+                new_types = tuple(_type_text(v.type) for v in new.outputs)
+                if old_types != new_types:
+                    reasons.append(f"type {', '.join(old_types)} -> {', '.join(new_types)}")
         if len(old.inputs) != len(new.inputs):
             reasons.append(f"{len(old.inputs)} inputs -> {len(new.inputs)}")
         else:
             for index, (x, y) in enumerate(zip(old.inputs, new.inputs, strict=True)):
+                # Most inputs come from ops on both sides: never a change of this node.
+                if x not in b_inside and y not in a_inside:
+                    continue
                 reason = _input_change(b, a, matched, changed, index, x, y)
                 if reason:
                     reasons.append(reason)
@@ -531,9 +553,8 @@ def _input_change(
     old_src, new_src = b.producer.get(old_value), a.producer.get(new_value)
     old_node = b.info[old_src[0]].node if old_src else None
     new_node = a.info[new_src[0]].node if new_src else None
-    drawn_inside = {"prim::Constant", "prim::GetAttr", *FOLDABLE_KINDS}
-    old_inside = old_node is not None and old_node.kind in drawn_inside
-    new_inside = new_node is not None and new_node.kind in drawn_inside
+    old_inside = old_node is not None and old_node.kind in _DRAWN_INSIDE
+    new_inside = new_node is not None and new_node.kind in _DRAWN_INSIDE
     if not (old_inside or new_inside):
         return None
     assert old_src is None or old_node is not None

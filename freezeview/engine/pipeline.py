@@ -37,8 +37,9 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -53,6 +54,9 @@ from .passes import (
     needs_guard,
 )
 from .snapshot import GraphSnapshot, demangle, snapshot_graph
+
+if TYPE_CHECKING:  # verdicts imports the engine's loading too; only the type is needed here
+    from .verdicts import Explanation
 
 __all__ = [
     "FREEZE_STEPS",
@@ -716,6 +720,11 @@ class Pipeline:
         # Per pipeline, not per run: the input module never changes.
         self._initial: dict[str, _LazyGraph] = {}
         self._paths: tuple[set[str], set[str]] | None = None
+        # explain's verdicts by preserved names: the fold step's notes and an export's
+        # kept-attribute tooltips both need them, and on a large model one explain
+        # costs about as much as freezing itself.
+        self._explained: dict[tuple[str, ...], _Once] = {}
+        self._explained_lock = threading.Lock()
 
     # --- public API -------------------------------------------------------------------
 
@@ -788,6 +797,26 @@ class Pipeline:
     def done(self) -> bool:
         """True when the last run reached the end without failing or being cancelled."""
         return self.frozen_module is not None
+
+    def explanation(self, preserved: Sequence[str] | None = None) -> Explanation | None:
+        """freezeview's explain of the input module with ``preserved`` (default: the plan's).
+
+        Computed on first use and kept for the pipeline's life (the input module never
+        changes), so the fold step's notes and whoever draws the kept attributes share
+        one run. None when explain cannot say (its failure is not the pipeline's).
+
+        Args:
+            preserved: the preserved attribute names (as in ``Plan.preserved_attrs``).
+
+        Returns:
+            The :class:`~freezeview.engine.verdicts.Explanation`, or None.
+        """
+        names = tuple(self.plan.preserved_attrs if preserved is None else preserved)
+        with self._explained_lock:
+            once = self._explained.get(names)
+            if once is None:
+                once = self._explained[names] = _Once(partial(_explain_or_none, self.module, names))
+        return once.get()  # type: ignore[no-any-return]
 
     # --- the run ----------------------------------------------------------------------
 
@@ -1203,7 +1232,7 @@ class _RunContext:
         after = {m: _LazyGraph(m, build=builder(m)) for m in before}
         forward = after.get("forward")
         num, note = pipe._numerics(forward.graph if forward is not None else None, pipe.module)
-        module, preserved = pipe.module, self.plan.preserved_attrs
+        preserved = self.plan.preserved_attrs
 
         def fold_details() -> _Details:
             folded, kept = attributes.get()
@@ -1211,7 +1240,7 @@ class _RunContext:
             a, r, c, notes = _counts(before, after)
             for graph in after.values():
                 _ = graph.text  # builds the folded graph, which fills ``unshown``
-            tail = list(_kept_reasons(module, preserved, list(kept))) if kept else []
+            tail = list(_kept_reasons(pipe, preserved, list(kept))) if kept else []
             if unshown:
                 tail.append(
                     "folded by torch but shown as attribute reads here (no constant form in "
@@ -1398,9 +1427,17 @@ def _refusal(exc: Exception, model: str) -> str:
     return sentence if first in sentence else f"{sentence} (torch: {first})"
 
 
-def _kept_reasons(
-    module: torch.jit.ScriptModule, preserved: Sequence[str], kept: list[str]
-) -> list[str]:
+def _explain_or_none(module: torch.jit.ScriptModule, preserved: Sequence[str]) -> Any:
+    """explain's :class:`~freezeview.engine.verdicts.Explanation`, or None if it fails."""
+    try:
+        from .verdicts import explain as run_explain
+
+        return run_explain(module, preserved_attrs=list(preserved))
+    except Exception:
+        return None
+
+
+def _kept_reasons(pipe: Pipeline, preserved: Sequence[str], kept: list[str]) -> list[str]:
     """One note per kept attribute, with explain's reason when explain is there.
 
     Runs when someone reads the fold step's notes, never while the pipeline runs: on a
@@ -1408,13 +1445,12 @@ def _kept_reasons(
     """
     reasons: dict[str, str] = {}
     try:
-        from .verdicts import explain as run_explain
-
-        verdicts = run_explain(module, preserved_attrs=list(preserved))
-        for path in kept:
-            verdict = verdicts.by_path(path)
-            if verdict is not None and verdict.reasons:
-                reasons[path] = verdict.reasons[0].message
+        verdicts = pipe.explanation(preserved)
+        if verdicts is not None:
+            for path in kept:
+                verdict = verdicts.by_path(path)
+                if verdict is not None and verdict.reasons:
+                    reasons[path] = verdict.reasons[0].message
     except Exception:
         reasons = {}
     return [f"kept {p}: {reasons[p]}" if p in reasons else f"kept {p}" for p in kept[:20]] + (
