@@ -301,18 +301,21 @@ class RemoteSession:
         keys = self._keys.setdefault(rid, {})
         by_key: dict[int, GraphSnapshot] = {}
         stream = self._answers(rid, call, cancel)
-        while True:
-            try:
-                key, view = next(stream)
-            except StopIteration as end:
-                self.final_code = end.value
-                return
-            if view.snapshot is None:  # the same graph as an earlier step: not resent
-                view = dataclasses.replace(view, snapshot=by_key[key])
-            by_key[key] = view.snapshot
-            if generation == self._generation:
-                keys[id(view.snapshot)] = (key, view.snapshot)
-            yield view
+        try:
+            while True:
+                try:
+                    key, view = next(stream)
+                except StopIteration as end:
+                    self.final_code = end.value
+                    return
+                if view.snapshot is None:  # the same graph as an earlier step: not resent
+                    view = dataclasses.replace(view, snapshot=by_key[key])
+                by_key[key] = view.snapshot
+                if generation == self._generation:
+                    keys[id(view.snapshot)] = (key, view.snapshot)
+                yield view
+        finally:
+            stream.close()  # a consumer that stops early cancels the engine's run now
 
     @staticmethod
     def diff_text(before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:

@@ -119,6 +119,12 @@ def test_a_cancelled_run_stops_and_the_session_goes_on(remote: RemoteSession) ->
         cancel.set()
     everything = list(remote.run_steps([], passes))
     assert 1 <= len(seen) < len(everything)
+    # A consumer that simply stops iterating cancels the engine's run too.
+    steps = remote.run_steps([], passes)
+    next(steps)
+    steps.close()
+    assert not remote._calls
+    assert len(list(remote.run_steps([], passes))) == len(everything)
 
 
 def test_a_crashed_engine_says_so_and_the_next_call_starts_a_new_one(
