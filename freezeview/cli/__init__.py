@@ -16,11 +16,13 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from ..engine.errors import FreezeviewError
 from .options import quiet_torch_warnings
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["build_parser", "main"]
 
@@ -76,6 +78,14 @@ def _version() -> str:
         return "freezeview (source)"
 
 
+def _stderr() -> Console:
+    # rich is imported when there is something to say: `freezeview MODEL.pt` starts the
+    # app's engine process before anything else, and that waits for these imports.
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``freezeview`` console script; returns the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -83,9 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(args_list)
     except KeyboardInterrupt:
         # Also while torch is still importing (subcommand modules load it).
-        Console(stderr=True, highlight=False).print(
-            "[bold red]interrupted:[/] no partial file was left behind."
-        )
+        _stderr().print("[bold red]interrupted:[/] no partial file was left behind.")
         return 130
 
 
@@ -115,13 +123,13 @@ def _main(args_list: list[str]) -> int:
     if not getattr(args, "func", None):
         parser.print_usage(sys.stderr)
         return 2
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         with quiet_torch_warnings():
             return int(args.func(args))
     except FreezeviewError as exc:
         if getattr(args, "debug", False):
             traceback.print_exc()
+        err = _stderr()
         err.print(f"[bold red]error:[/] {exc.message}")
         if exc.hint:
             err.print(exc.hint)
@@ -135,7 +143,7 @@ def _main(args_list: list[str]) -> int:
         if getattr(args, "debug", False):
             traceback.print_exc()
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        err.print(
+        _stderr().print(
             f"[bold red]error:[/] freezeview failed unexpectedly ({type(exc).__name__}: "
             f"{first[:200]}); rerun with --debug for the traceback and please report it."
         )

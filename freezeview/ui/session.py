@@ -15,20 +15,20 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..engine import explain as engine_explain
 from ..engine.atomic import write_text
-from ..engine.diff import diff_snapshots, unified_ir_diff
 from ..engine.errors import BadInputError, PlanError
-from ..engine.inventory import Inventory, build_inventory
 from ..engine.loading import LoadedModel, load_model
 from ..engine.mutation import inline_method_graph
-from ..engine.numerics import load_inputs, random_inputs
 from ..engine.passes import REGISTRY, default_passes
-from ..engine.pipeline import Pipeline, Plan
-from ..engine.snapshot import GraphSnapshot, SourceLocation
+from ..engine.snapshot_values import GraphSnapshot, SourceLocation
 from .views import AttrView, OpenedView, PassView, ReasonView, StepView
+
+# Explain, the pipeline, diffs and numerics are imported where they are used: opening a
+# model needs none of them, and the app's engine process answers "open" first.
+if TYPE_CHECKING:
+    from ..engine.inventory_values import Inventory
 
 __all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "Session", "StepView"]
 
@@ -110,6 +110,8 @@ class Session:
 
     def build_inventory(self) -> Inventory:
         """The module tree and every attribute."""
+        from ..engine.inventory import build_inventory
+
         if self.inventory is None:
             self.inventory = build_inventory(self.module)
         return self.inventory
@@ -127,7 +129,9 @@ class Session:
                 f"{self.name} holds a module in training mode; freezing needs eval mode: "
                 "start freezeview with --eval."
             )
-        explanation = engine_explain(self.load(), preserved_attrs=list(preserved))
+        from ..engine.verdicts import explain
+
+        explanation = explain(self.load(), preserved_attrs=list(preserved))
         return [
             AttrView(
                 path=verdict.path,
@@ -154,6 +158,8 @@ class Session:
 
     def sample_inputs(self) -> tuple[Any, ...] | None:
         """Sample inputs from ``--inputs`` or ``--input-shape`` (None if neither)."""
+        from ..engine.numerics import load_inputs, random_inputs
+
         if self._inputs is None and self.inputs_file is not None:
             self._inputs = tuple(load_inputs(self.inputs_file))
         elif self._inputs is None and self.input_shapes:
@@ -168,12 +174,9 @@ class Session:
         progress: Callable[[Any], None] | None = None,
     ) -> Iterator[StepView]:
         """Freeze with the given plan one step at a time (a blocking generator)."""
-        # Ticking an optimize_for_inference pass is asking for optimize_for_inference.
-        inference = any(REGISTRY[p].group == "inference" for p in passes if p in REGISTRY)
-        plan = Plan.default(tuple(preserved), optimize_for_inference=inference).replace(
-            passes=tuple(passes)
-        )
-        pipeline = Pipeline(self.load(), plan, inputs=self.sample_inputs())
+        from ..engine.pipeline import Pipeline
+
+        pipeline = Pipeline(self.load(), _plan(preserved, passes), inputs=self.sample_inputs())
         self.final_code = None
         previous: GraphSnapshot | None = None
         for step in pipeline.run(progress=progress, cancel=cancel):
@@ -189,6 +192,8 @@ class Session:
     @staticmethod
     def diff_text(before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
         """Unified IR diff between two snapshots."""
+        from ..engine.diff import unified_ir_diff
+
         return unified_ir_diff(before, after, before_label=a, after_label=b)
 
     def render_step(
@@ -196,6 +201,7 @@ class Session:
     ) -> list[Path]:
         """Write the step's graph (and its diff against ``before``) into ``out_dir``."""
         from ..engine.collapse import module_paths
+        from ..engine.diff import diff_snapshots
         from ..engine.render import Overruns, RenderOptions, render_diff, render_snapshot
 
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -224,14 +230,21 @@ class Session:
         """Write everything ``freezeview export`` writes into ``out_dir``."""
         from ..engine.export import export
 
-        inference = any(REGISTRY[p].group == "inference" for p in passes if p in REGISTRY)
-        plan = Plan.default(tuple(preserved), optimize_for_inference=inference).replace(
-            passes=tuple(passes)
-        )
         out_dir.parent.mkdir(parents=True, exist_ok=True)
-        result = export(self.load(), out_dir, plan=plan, force=True)
+        result = export(self.load(), out_dir, plan=_plan(preserved, passes), force=True)
         self.last_notes = list(result.notes)
         return [Path(f) for f in result.files]
+
+
+def _plan(preserved: Sequence[str], passes: Sequence[str]) -> Any:
+    """The pipeline plan for the app's preserved names and ticked passes."""
+    from ..engine.pipeline import Plan
+
+    # Ticking an optimize_for_inference pass is asking for optimize_for_inference.
+    inference = any(REGISTRY[p].group == "inference" for p in passes if p in REGISTRY)
+    return Plan.default(tuple(preserved), optimize_for_inference=inference).replace(
+        passes=tuple(passes)
+    )
 
 
 def _walk_nodes(block: Any) -> Iterator[Any]:
