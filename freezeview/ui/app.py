@@ -81,33 +81,24 @@ class FreezeviewApp(App[int]):
         self.captured_warnings: list[str] = []
         self._warnings_lock = threading.Lock()
         self.session: Session | RemoteSession | None = session
+        plan: dict[str, Any] = {
+            "preserved": self.preserved,
+            "passes": self.passes,
+            "inputs_file": self.inputs_file,
+            "input_shapes": self.input_shapes,
+            "eval_mode": eval_mode,
+        }
         if session is not None:
             session.on_warning = self.record_warning
         elif loaded is not None:
             from .session import Session
 
-            self.session = Session(
-                path=self.model_path,
-                preserved=self.preserved,
-                passes=self.passes,
-                inputs_file=self.inputs_file,
-                input_shapes=self.input_shapes,
-                eval_mode=eval_mode,
-                loaded=loaded,
-            )
+            self.session = Session(path=self.model_path, loaded=loaded, **plan)
         elif self.model_path is not None:
             # torch work in a child process: the screen never waits for the GIL.
             from .remote_session import RemoteSession
 
-            self.session = RemoteSession(
-                self.model_path,
-                preserved=self.preserved,
-                passes=self.passes,
-                inputs_file=self.inputs_file,
-                input_shapes=self.input_shapes,
-                eval_mode=eval_mode,
-                on_warning=self.record_warning,
-            )
+            self.session = RemoteSession(self.model_path, on_warning=self.record_warning, **plan)
         self._old_showwarning: Any = None
         self._old_switch = sys.getswitchinterval()
         #: Names of the workers still running when the user quit (the CLI then leaves

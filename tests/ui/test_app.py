@@ -418,3 +418,23 @@ async def test_command_line_plan_is_applied(small_pt: Path, tmp_path: Path) -> N
         assert "remove_dropout" in names and "fold_conv_bn" not in names
         assert screen.model_tree.view_of("scale").status == "kept"  # type: ignore[union-attr]
         assert any("unknown pass nope" in str(n.message) for n in app._notifications)
+
+
+async def test_a_loaded_module_keeps_the_torch_work_in_this_process(
+    small_pt: Path, tmp_path: Path
+) -> None:
+    """The Python API's FreezeviewApp(loaded=...) uses thread workers, no engine process."""
+    from freezeview.engine.loading import LoadedModel
+    from freezeview.ui.session import Session
+
+    loaded = LoadedModel.from_module(torch.jit.load(str(small_pt)), name="small.pt")
+    app = FreezeviewApp(loaded=loaded, output_dir=tmp_path / "out")
+    assert isinstance(app.session, Session)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        assert ir_text(screen) == torch_inlined_text(small_pt).rstrip("\n")
+        assert len(screen.steps) > 3 and screen.views
+        await pilot.press("n")
+        assert screen.current_step == 1
+        await pilot.press("q")
