@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from ..engine.snapshot_values import GraphSnapshot
     from .views import AttrView, OpenedView, StepView
 
-__all__ = ["EngineError", "RemoteSession", "serve"]
+__all__ = ["EngineError", "RemoteSession", "forward_warnings", "serve"]
 
 _ERRORS: dict[str, type[FreezeviewError]] = {
     cls.__name__: cls for cls in (FreezeviewError, BadInputError, PlanError, OutputError)
@@ -539,6 +539,17 @@ class _Engine:
             event.set()
 
 
+def forward_warnings(send: Callable[[tuple[Any, ...]], None]) -> None:
+    """Send every warning raised in this process to the screen (its help screen lists
+    them; printed, they would land on nobody's terminal)."""
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        send(("warning", f"{category.__name__}: {message}"))
+
+    warnings.simplefilter("default")
+    warnings.showwarning = show  # type: ignore[assignment]
+
+
 def serve(fd: int) -> None:
     """The engine process's main loop (``python -m freezeview.ui.remote_session FD``)."""
     conn = Connection(fd)
@@ -558,12 +569,7 @@ def serve(fd: int) -> None:
     if kind != "init":
         return
 
-    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-        send(("warning", f"{category.__name__}: {message}"))
-
-    warnings.simplefilter("default")
-    warnings.showwarning = show  # type: ignore[assignment]
-
+    forward_warnings(send)
     engine = _Engine(config, send)
     while True:
         try:

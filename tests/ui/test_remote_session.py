@@ -202,3 +202,16 @@ asyncio.run(main())
     last = out.stdout.strip().splitlines()[-1]
     assert last.startswith("False"), last
     assert "index.html" in last and "after.svg" in last
+
+
+def test_the_engine_forwards_warnings_to_the_screen(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    from freezeview.ui.remote_session import forward_warnings
+
+    sent: list[tuple[object, ...]] = []
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
+    monkeypatch.setattr(warnings, "filters", list(warnings.filters))
+    forward_warnings(sent.append)
+    warnings.warn("torch.jit.freeze is deprecated", DeprecationWarning, stacklevel=1)
+    assert sent == [("warning", "DeprecationWarning: torch.jit.freeze is deprecated")]
