@@ -14,17 +14,22 @@ encoder). Three parts:
    Graphviz's time, boxes and edges drawn, SVG size.
 3. ``--layouts``: layout settings compared on every op of the ResNet-50 graphs (the
    choice documented in render.py).
+4. ``--ceiling``: Graphviz's time against box count on every-op pictures of growing
+   DenseNet-style stacks (the easiest big graphs measured) and of one- and two-layer
+   ``nn.TransformerEncoder`` stacks (the hardest), and the growth exponent between
+   sizes: the measurements behind ``render.box_ceiling``.
 
 Usage::
 
     .venv/bin/python benchmarks/bench_render.py [--quick] [--models resnet50,transformer12]
         [--picture-models resnet50,transformer12,densenet,speech] [--full-timeout 30]
-        [--layouts] [--repeat 3]
+        [--layouts] [--ceiling] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import tempfile
@@ -36,7 +41,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.models import MODELS, resnet50
+from benchmarks.models import MODELS, DenseNetLike, resnet50, transformer_encoder
 from freezeview.engine.collapse import module_paths
 from freezeview.engine.diff import diff_snapshots
 from freezeview.engine.export import export
@@ -44,8 +49,11 @@ from freezeview.engine.render import (
     DotTimeoutError,
     RenderOptions,
     RenderResult,
+    box_ceiling,
     render_diff,
     render_snapshot,
+    run_dot,
+    snapshot_picture,
 )
 from freezeview.engine.render_dot import GraphAttrs
 from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
@@ -230,6 +238,59 @@ def layouts(snap: GraphSnapshot, out: Path, timeout: float) -> None:
         print(f"  {'sfdp (no ranks)':26s} did not finish in {timeout:g} s")
 
 
+def ceiling_curve(timeout: float) -> None:
+    """dot seconds against boxes for every-op pictures, and the growth exponent.
+
+    DenseNet-style stacks scaled 1x-3x (inlined graphs: long chains, few crossings) show
+    how far the easiest graphs go within a time; the transformer stacks (attention's
+    fan-out and fan-in) how much harder others are at the same size.
+    """
+
+    def dense(scale: float) -> torch.jit.ScriptModule:
+        torch.manual_seed(0)
+        blocks = tuple(max(1, round(b * scale)) for b in (6, 12, 24, 16))
+        return torch.jit.script(DenseNetLike(blocks).eval())
+
+    cases = [(f"densenet x{f:g}", lambda f=f: dense(f), "inlined") for f in (1, 1.5, 2, 2.5, 3)]
+    cases += [
+        (f"transformer x{n}", lambda n=n: transformer_encoder(layers=n), which)
+        for n, which in ((1, "frozen"), (1, "inlined"), (2, "frozen"))
+    ]
+    print(
+        f"every-op pictures, dot timeout {timeout:g} s "
+        f"(box ceiling at that timeout: {box_ceiling(timeout)}):"
+    )
+    opts = RenderOptions(level=None, timeout=timeout)
+    last: dict[str, tuple[int, float]] = {}
+    for label, build, which in cases:
+        module = build()
+        if which == "frozen":
+            graph = torch.jit.freeze(module).forward.graph
+        else:
+            graph = module.forward.graph.copy()
+            torch._C._jit_pass_inline(graph)
+        snap = snapshot_graph(graph)
+        picture = snapshot_picture(snap, opts, None)
+        start = time.perf_counter()
+        try:
+            run_dot(picture.source, "svg", opts)
+        except DotTimeoutError:
+            print(f"  {label:16s} {which:8s} boxes={picture.nodes:6d} dot > {timeout:g} s")
+            continue
+        seconds = time.perf_counter() - start
+        family = label.split()[0] + which
+        growth = ""
+        if family in last:
+            n0, t0 = last[family]
+            k = math.log(seconds / t0) / math.log(picture.nodes / n0)
+            growth = f"  time ~ boxes^{k:.1f} since the previous size"
+        last[family] = (picture.nodes, seconds)
+        print(
+            f"  {label:16s} {which:8s} boxes={picture.nodes:6d} edges={picture.edges:6d} "
+            f"dot={seconds:6.1f}s{growth}"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="default level only")
@@ -249,9 +310,17 @@ def main() -> int:
     )
     parser.add_argument("--layouts", action="store_true", help="compare layout settings too")
     parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="only time dot against box count (every op, --full-timeout), for the box ceiling",
+    )
+    parser.add_argument(
         "--repeat", type=int, default=3, help="export runs per model and level (medians shown)"
     )
     args = parser.parse_args()
+    if args.ceiling:
+        ceiling_curve(args.full_timeout)
+        return 0
     levels = [("default", RenderOptions())]
     if not args.quick:
         levels.append(("expanded", RenderOptions(level=None, timeout=args.full_timeout)))

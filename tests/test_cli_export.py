@@ -78,6 +78,7 @@ def test_missing_graphviz_exit_1(
         (["--level", "deep"], "--level"),
         (["--budget", "0"], "--budget"),
         (["--timeout", "-1"], "--timeout"),
+        (["--max-boxes", "0"], "--max-boxes"),
         (["--passes", "no_such_pass"], "no_such_pass"),
         (["--preserve", "nope"], "nope"),
     ],
@@ -136,3 +137,40 @@ def test_no_open_changed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         set(names) <= {"layers", *(f"layers.{i}" for i in range(6))} for names in opened.values()
     )
     assert not any(p["opened"] for p in reports[1]["pictures"])
+
+
+def test_max_boxes_reaches_the_render_options(
+    model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from freezeview.cli import export as export_cli
+    from freezeview.engine.render import RenderOptions, box_ceiling
+
+    seen: list[RenderOptions] = []
+
+    def recording(*args: object, options: RenderOptions, **kw: object) -> object:
+        seen.append(options)
+        raise KeyboardInterrupt  # stop before any freezing or drawing
+
+    monkeypatch.setattr(export_cli, "export", recording)
+    base = ["export", str(model_path), "-o", str(tmp_path / "o"), "--format", "dot"]
+    for extra in (["--max-boxes", "123"], ["--timeout", "120"]):
+        main([*base, *extra])
+    assert [o.max_boxes for o in seen] == [123, None]
+    assert [o.ceiling for o in seen] == [123, box_ceiling(120)]
+
+
+@needs_dot
+def test_max_boxes_draws_big_pictures_coarser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "stacked.pt"
+    torch.jit.save(scripted(Stacked(6)), str(path))
+    out = tmp_path / "o"
+    rc = main(
+        ["export", str(path), "-o", str(out), "--level", "ops", "--max-boxes", "60", "--json"]
+    )
+    assert rc == 0
+    report = json.loads(capsys.readouterr().out)
+    before = next(p for p in report["pictures"] if p["name"] == "before.svg")
+    assert before["level"] != "ops" and before["nodes"] <= 60
+    assert any("--max-boxes" in note and "before.svg" in note for note in report["notes"])

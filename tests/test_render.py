@@ -16,6 +16,7 @@ import pytest
 import torch
 from render_models import ConvBnRelu, KeepsBuffer, Stacked, TwoLists, resnet50_scripted, scripted
 
+from freezeview.engine import render as render_module
 from freezeview.engine.collapse import (
     _prepared,
     box_prefix,
@@ -31,11 +32,15 @@ from freezeview.engine.diff import GraphDiff, diff_snapshots
 from freezeview.engine.loading import LoadedModel
 from freezeview.engine.pipeline import Pipeline
 from freezeview.engine.render import (
+    CEILING_BOXES,
+    CEILING_EXPONENT,
+    CEILING_TIMEOUT,
     DotTimeoutError,
     GraphvizMissingError,
     Overruns,
     RenderOptions,
     auto_level,
+    box_ceiling,
     changed_splits,
     render_diff,
     render_side_by_side,
@@ -394,6 +399,135 @@ def test_a_known_overrun_is_not_waited_out_twice(tmp_path: Path) -> None:
     assert second.dot_seconds < first.dot_seconds - 1.0
     assert "already overrun" in second.notes[0]
     parse_svg(second.path)
+
+
+# -- the box ceiling: pictures Graphviz could not finish are not started ---------------
+
+
+class RecordingDot:
+    """Stands in for :func:`run_dot`: records the DOT text length of every run, draws nothing."""
+
+    def __init__(self) -> None:
+        self.runs: list[int] = []
+
+    def __call__(self, source: str, fmt: str, options: RenderOptions) -> bytes:
+        self.runs.append(len(source))
+        return b"<svg xmlns='http://www.w3.org/2000/svg'/>"
+
+
+@pytest.fixture
+def recording_dot(monkeypatch: pytest.MonkeyPatch) -> RecordingDot:
+    dot = RecordingDot()
+    monkeypatch.setattr(render_module, "run_dot", dot)
+    return dot
+
+
+def _stacked() -> tuple[GraphSnapshot, int, int]:
+    """A small graph with its every-op box count and its coarsest level's count."""
+    snap = inlined(scripted(Stacked(6)))
+    scopes = drawn_scopes(snap)
+    every_op = count_at_level(scopes, None)
+    coarsest = count_at_level(scopes, levels(snap)[0])
+    assert coarsest < every_op
+    return snap, every_op, coarsest
+
+
+def test_a_picture_above_the_ceiling_never_starts_dot(
+    tmp_path: Path, recording_dot: RecordingDot
+) -> None:
+    snap, every_op, _coarsest = _stacked()
+    ceiling = every_op - 1
+    opts = RenderOptions(level=None, max_boxes=ceiling)
+    r = render_snapshot(snap, tmp_path / "a.svg", options=opts)
+    assert r.requested_level is None and r.level is not None
+    assert len(recording_dot.runs) == 1  # only the coarser picture went to Graphviz
+    assert r.nodes <= ceiling
+    (note,) = r.notes
+    assert f"every op would be {every_op:,} boxes" in note
+    assert f"above the {ceiling:,}-box ceiling" in note
+    assert "--max-boxes" in note and "--timeout" in note
+    assert note.count(". ") == 0 and note.endswith(".")  # one sentence
+
+
+def test_the_coarsest_level_is_tried_even_above_the_ceiling(
+    tmp_path: Path, recording_dot: RecordingDot
+) -> None:
+    snap, _every_op, coarsest = _stacked()
+    r = render_snapshot(snap, tmp_path / "a.svg", options=RenderOptions(level=None, max_boxes=1))
+    assert r.level == levels(snap)[0] and r.nodes >= coarsest
+    assert len(recording_dot.runs) == 1 and r.notes
+
+
+def test_below_the_ceiling_nothing_changes(tmp_path: Path, recording_dot: RecordingDot) -> None:
+    snap, every_op, _coarsest = _stacked()
+    results = [
+        render_snapshot(snap, tmp_path / f"{name}.svg", options=opts)
+        for name, opts in [
+            ("default", RenderOptions(level=None)),
+            ("at", RenderOptions(level=None, max_boxes=every_op)),
+        ]
+    ]
+    assert [r.level for r in results] == [None, None]
+    assert [r.notes for r in results] == [[], []]
+    assert results[0].nodes == results[1].nodes >= every_op
+    assert len(recording_dot.runs) == 2 and recording_dot.runs[0] == recording_dot.runs[1]
+
+
+def test_dot_text_is_never_capped(tmp_path: Path, recording_dot: RecordingDot) -> None:
+    snap, _every_op, _coarsest = _stacked()
+    r = render_snapshot(
+        snap, tmp_path / "a.dot", fmt="dot", options=RenderOptions(level=None, max_boxes=1)
+    )
+    assert r.level is None and not r.notes and not recording_dot.runs
+
+
+def test_the_ceiling_grows_with_the_timeout() -> None:
+    assert box_ceiling(CEILING_TIMEOUT) == CEILING_BOXES
+    # Layout time grows about as boxes cubed: eight times the time, twice the boxes.
+    assert box_ceiling(8 * CEILING_TIMEOUT) == 2 * CEILING_BOXES
+    assert box_ceiling(CEILING_TIMEOUT / 8) == CEILING_BOXES // 2
+    assert box_ceiling(1e-12) == 1
+    assert RenderOptions().ceiling == CEILING_BOXES
+    assert RenderOptions(timeout=120).ceiling == box_ceiling(120) > CEILING_BOXES
+    assert RenderOptions(timeout=120, max_boxes=50).ceiling == 50
+
+
+def test_raising_the_timeout_draws_every_op(tmp_path: Path, recording_dot: RecordingDot) -> None:
+    snap, every_op, _coarsest = _stacked()
+    # The timeout whose ceiling is just under the every-op picture, then eight times it.
+    short = CEILING_TIMEOUT * ((every_op - 1) / CEILING_BOXES) ** (1 / CEILING_EXPONENT)
+    assert box_ceiling(short) < every_op <= box_ceiling(8 * short)
+    capped = render_snapshot(
+        snap, tmp_path / "a.svg", options=RenderOptions(level=None, timeout=short)
+    )
+    assert capped.level is not None and "--timeout" in capped.notes[0]
+    full = render_snapshot(
+        snap, tmp_path / "b.svg", options=RenderOptions(level=None, timeout=8 * short)
+    )
+    assert full.level is None and not full.notes
+
+
+def test_an_overrun_level_is_not_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snap, every_op, _coarsest = _stacked()
+    tries: list[int] = []
+
+    def overrunning(source: str, fmt: str, options: RenderOptions) -> bytes:
+        tries.append(len(source))
+        if len(tries) == 1:  # the first picture tried, every op: Graphviz gives up
+            raise DotTimeoutError("Graphviz did not finish within 30 s.")
+        return b"<svg xmlns='http://www.w3.org/2000/svg'/>"
+
+    monkeypatch.setattr(render_module, "run_dot", overrunning)
+    memo = Overruns()
+    opts = RenderOptions(level=None, overruns=memo)
+    first = render_snapshot(snap, tmp_path / "a.svg", options=opts)
+    assert memo.smallest == every_op and len(tries) == 2
+    # The same picture again: its count is the one remembered, so Graphviz is not retried.
+    second = render_snapshot(snap, tmp_path / "b.svg", options=opts)
+    assert len(tries) == 3 and second.level == first.level
+    assert "already overrun" in second.notes[0]
 
 
 # -- DOT text and the greedy box opening, against their references ------------------------

@@ -12,7 +12,7 @@ from rich.table import Table
 from ..engine.collapse import CONSTANT_MODES
 from ..engine.errors import BadInputError
 from ..engine.export import ExportResult, export
-from ..engine.render import FORMATS, RenderOptions
+from ..engine.render import FORMATS, RenderOptions, box_ceiling
 from .options import (
     add_model_options,
     add_pass_options,
@@ -89,6 +89,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         f"(default: {RenderOptions.timeout:g})",
     )
     parser.add_argument(
+        "--max-boxes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most boxes handed to Graphviz; a bigger picture is drawn coarser without "
+        f"trying (default: {box_ceiling(RenderOptions.timeout)} at a "
+        f"{RenderOptions.timeout:g} s timeout, doubling with every eightfold --timeout)",
+    )
+    parser.add_argument(
         "--no-open-changed",
         dest="open_changed",
         action="store_false",
@@ -115,12 +124,15 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError("--budget must be at least 1.")
     if args.timeout <= 0:
         raise BadInputError("--timeout must be a positive number of seconds.")
+    if args.max_boxes is not None and args.max_boxes < 1:
+        raise BadInputError("--max-boxes must be at least 1.")
     options = RenderOptions(
         level=_level(args.level),
         budget=args.budget,
         expand=tuple(split_names(args.expand)),
         constants=args.constants,
         timeout=args.timeout,
+        max_boxes=args.max_boxes,
         open_changed=args.open_changed,
     )
     plan = plan_from_args(args)

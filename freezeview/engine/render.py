@@ -10,6 +10,9 @@ a naive picture of the same graph minutes), so it is built to stay fast at any s
 - ``dot`` runs in a subprocess with a timeout. If it overruns, freezeview draws the
   next coarser level instead and says so in :attr:`RenderResult.notes`; output files
   are written only from a finished layout, atomically, so nothing partial is left.
+- a picture far above what ``dot`` lays out within the timeout (``RenderOptions.max_boxes``,
+  by default :func:`box_ceiling` of the timeout) is not handed to ``dot`` at all: it
+  goes straight to the coarser level an overrun would have given, with a note.
 
 Layout engine and settings were chosen by measurement (``benchmarks/bench_render.py``,
 figures in docs/notes/render.md): plain ``dot`` with module clusters. On the fully
@@ -61,6 +64,7 @@ __all__ = [
     "RenderOptions",
     "RenderResult",
     "auto_level",
+    "box_ceiling",
     "changed_splits",
     "diff_picture",
     "find_dot",
@@ -118,6 +122,44 @@ class Overruns:
             self.smallest = boxes if self.smallest is None else min(self.smallest, boxes)
 
 
+#: Box ceiling at :data:`CEILING_TIMEOUT` seconds, and how it grows with the timeout
+#: (see :func:`box_ceiling` for the measurements behind the three numbers).
+CEILING_BOXES = 14_000
+CEILING_TIMEOUT = 30.0
+CEILING_EXPONENT = 1 / 3
+
+
+def box_ceiling(timeout: float) -> int:
+    """Most boxes freezeview hands to Graphviz when it may take ``timeout`` seconds.
+
+    A picture above the ceiling is drawn at a coarser level without running ``dot``: it
+    could not finish anyway, and waiting out the timeout first only costs the user time.
+    The ceiling is deliberately generous: it sits where even the easiest big graphs
+    measured would need one and a half to two times the timeout, so every picture that
+    might finish still gets its chance (the timeout still catches the ones that do not;
+    how hard a graph is to lay out varies more than tenfold at the same box count).
+
+    Measured on the 2-core development machine (``benchmarks/bench_render.py --ceiling``,
+    every op drawn, two runs): DenseNet-style chains, the easiest, took 1.1-1.8 s at 3.7k
+    boxes, 11.6-16.0 s at 9.1k and 20.8-26.5 s at 10.9k: time grows about as boxes^3
+    overall (dot is not smooth: boxes^1 to boxes^4.5 between neighbouring sizes), so
+    14k boxes would take 45-55 s. ``nn.TransformerEncoder`` graphs, the hardest, took
+    11-20 s at 1.5k boxes, and the 12-layer model's every-op pictures (8.3k-24k boxes)
+    never finished within 30 s. Hence, with time ~ boxes^3,
+
+        ceiling = CEILING_BOXES * (timeout / CEILING_TIMEOUT) ** CEILING_EXPONENT
+
+    14,000 boxes at the default 30 s; eight times the timeout doubles it (``--timeout
+    240``: 28,000), so a user who raises the timeout gets bigger pictures.
+
+    Example::
+
+        box_ceiling(30.0)   # 14000
+        box_ceiling(240.0)  # 28000
+    """
+    return max(1, round(CEILING_BOXES * (timeout / CEILING_TIMEOUT) ** CEILING_EXPONENT))
+
+
 @dataclass(frozen=True)
 class RenderOptions:
     """How to draw.
@@ -133,6 +175,9 @@ class RenderOptions:
         reasons: attribute path -> why freezing kept it, for the kept-attribute tooltips.
         engine: Graphviz layout program (``dot``; ``sfdp`` for experiments).
         timeout: seconds one Graphviz run may take before freezeview falls back.
+        max_boxes: most boxes handed to Graphviz; a picture above it is drawn at the
+            coarser level an overrun would give, without running Graphviz. None (the
+            default): :func:`box_ceiling` of ``timeout``, so raising the timeout raises it.
         dot_command: path of the Graphviz executable; default: ``engine`` on PATH.
         graph: graph-wide layout settings.
         modules: dotted paths of the model's submodules
@@ -154,11 +199,17 @@ class RenderOptions:
     reasons: Mapping[str, str] | None = None
     engine: str = "dot"
     timeout: float = 30.0
+    max_boxes: int | None = None
     dot_command: str | None = None
     graph: GraphAttrs = field(default_factory=GraphAttrs)
     modules: frozenset[str] | None = None
     open_changed: bool = True
     overruns: Overruns | None = None
+
+    @property
+    def ceiling(self) -> int:
+        """The box ceiling in force: ``max_boxes``, or :func:`box_ceiling` of ``timeout``."""
+        return self.max_boxes if self.max_boxes is not None else box_ceiling(self.timeout)
 
 
 @dataclass
@@ -399,6 +450,10 @@ def render_picture(
 ) -> RenderResult:
     """Draw ``make(level)`` into ``path``, falling back to coarser levels on overrun.
 
+    A level with more boxes than ``options.ceiling`` is not handed to Graphviz: the next
+    coarser level is taken at once, as after an overrun, with a note (the coarsest level
+    is always tried).
+
     Args:
         make: builds the picture for a level.
         path: the file to write (atomically).
@@ -423,6 +478,7 @@ def render_picture(
     build = dot_time = 0.0
     current: int | None = level
     memo = options.overruns if fmt != "dot" else None
+    ceiling = options.ceiling if fmt != "dot" else None
     counts = Counter(scopes)
     while True:
         # An earlier picture of this run overran with no more boxes than this one will
@@ -430,7 +486,15 @@ def render_picture(
         # time, so the coarser level is taken at once (the count is known beforehand).
         boxes = count_at_level(counts, current, options.expand)
         known = memo is not None and memo.too_big(boxes)
-        picture = None if known else make(current)
+        nxt: int | bool | None = None
+        capped = False
+        if not known and ceiling is not None and boxes > ceiling:
+            # Far beyond what Graphviz lays out within the timeout: skip the run it
+            # could not finish. The coarsest level is always tried, since the ceiling
+            # is a forecast and only the timeout is a measurement.
+            nxt = _coarser(current, candidates, scopes, options.expand)
+            capped = nxt is not False
+        picture = None if known or capped else make(current)
         if picture is not None:
             build += picture.build_seconds
             if fmt == "dot":
@@ -443,10 +507,14 @@ def render_picture(
                 break
             except DotTimeoutError:
                 dot_time += time.perf_counter() - start
-                boxes = picture.nodes
+                # Remembered by the same count later pictures are checked with (drawn
+                # pictures hold an input/output box or two more): recording the drawn
+                # count let the very same picture wait out the timeout again.
                 if memo is not None:
                     memo.overran(boxes)
-        nxt = _coarser(current, candidates, scopes, options.expand)
+                boxes = picture.nodes
+        if not capped:
+            nxt = _coarser(current, candidates, scopes, options.expand)
         if nxt is False:
             raise DotTimeoutError(
                 f"Graphviz did not finish drawing {Path(path).name} within "
@@ -454,12 +522,20 @@ def render_picture(
                 hint="Raise the timeout or draw fewer scopes expanded.",
             ) from None
         assert not isinstance(nxt, bool)
-        notes.append(
-            f"{Path(path).name}: Graphviz did not finish within {options.timeout:g} s "
-            f"with {level_name(current)} ({boxes} boxes"
-            + ("; a picture that size had already overrun" if known else "")
-            + f"); drew {level_name(nxt)} instead."
-        )
+        if capped:
+            notes.append(
+                f"{Path(path).name}: {level_name(current)} would be {boxes:,} boxes, above "
+                f"the {ceiling:,}-box ceiling for a {options.timeout:g} s timeout, so freezeview "
+                f"drew {level_name(nxt)} without running Graphviz; raise the timeout or the "
+                "ceiling (--timeout, --max-boxes) to try it anyway."
+            )
+        else:
+            notes.append(
+                f"{Path(path).name}: Graphviz did not finish within {options.timeout:g} s "
+                f"with {level_name(current)} ({boxes} boxes"
+                + ("; a picture that size had already overrun" if known else "")
+                + f"); drew {level_name(nxt)} instead."
+            )
         current = nxt
     assert picture is not None
     start = time.perf_counter()
