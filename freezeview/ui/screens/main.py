@@ -271,6 +271,10 @@ class MainScreen(Screen[None]):
                 continue
             text = step.snapshot.text
             self.post_message(Highlighted(key, highlight_lines(text, "ir"), text, prefetch=True))
+        # Every step's highlighted IR exists now: long-lived, and big. Left in the
+        # collector's reach, each full collection walks it (~30 ms of frozen event loop at
+        # a random key press), so it joins the objects frozen when the steps arrived.
+        gc.freeze()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="render", description="rendering")
     def render_step(self, step: StepView, before: GraphSnapshot | None, out_dir: Path) -> None:
