@@ -19,6 +19,7 @@ how to install Graphviz.
 from __future__ import annotations
 
 import base64
+import functools
 import gc
 import html
 import os
@@ -28,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 import torch
 
@@ -50,6 +51,8 @@ from .render import (
     render_snapshot,
 )
 from .snapshot import GraphSnapshot, snapshot_graph
+
+_P = ParamSpec("_P")
 
 __all__ = ["ExportResult", "PictureEntry", "StepEntry", "export", "step_stem"]
 
@@ -192,6 +195,35 @@ def _kept_reasons(pipe: Pipeline, steps: Sequence[Step]) -> dict[str, str]:
     return reasons
 
 
+def _collector_paused(func: Callable[_P, ExportResult]) -> Callable[_P, ExportResult]:
+    """Run ``func`` with the cyclic garbage collector paused; time the catch-up pass.
+
+    Drawing a 17k-node model builds millions of small objects (snapshots, diffs, views),
+    none of them cyclic garbage; the collector's full passes over them cost more than a
+    second per export of a 12-layer transformer. It is paused for the export (and put
+    back as the caller had it, errors included), and the objects allocated meanwhile are
+    scanned once at the end, timed as :attr:`ExportResult.gc_seconds`.
+    """
+
+    @functools.wraps(func)
+    def paused(*args: _P.args, **kwargs: _P.kwargs) -> ExportResult:
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            result = func(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+        if was_enabled:
+            start = time.perf_counter()
+            gc.collect(0)
+            result.gc_seconds = time.perf_counter() - start
+        return result
+
+    return paused
+
+
+@_collector_paused
 def export(
     model: LoadedModel | torch.jit.ScriptModule | str | os.PathLike[str],
     directory: str | os.PathLike[str],
@@ -232,47 +264,6 @@ def export(
         result = export("model.pt", "out", per_step=True)
         print(result.index)  # out/index.html
     """
-    # Drawing a 17k-node model builds millions of small objects (snapshots, diffs,
-    # views), none of them cyclic garbage; the cyclic collector's full passes over them
-    # cost more than a second per export of a 12-layer transformer. It is paused for
-    # the export and the objects that survive are scanned once at the end, timed here.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        result = _export(
-            model,
-            directory,
-            plan=plan,
-            fmt=fmt,
-            per_step=per_step,
-            options=options,
-            force=force,
-            side_by_side=side_by_side,
-            progress=progress,
-        )
-    finally:
-        if was_enabled:
-            gc.enable()
-    if was_enabled:
-        start = time.perf_counter()
-        gc.collect(0)
-        result.gc_seconds = time.perf_counter() - start
-    return result
-
-
-def _export(
-    model: LoadedModel | torch.jit.ScriptModule | str | os.PathLike[str],
-    directory: str | os.PathLike[str],
-    *,
-    plan: Plan | None = None,
-    fmt: str = "svg",
-    per_step: bool = False,
-    options: RenderOptions | None = None,
-    force: bool = False,
-    side_by_side: bool = True,
-    progress: Callable[[str], None] | None = None,
-) -> ExportResult:
-    """The body of :func:`export` (which pauses the garbage collector around it)."""
     if fmt not in FORMATS:
         raise OutputError(f"unknown picture format {fmt!r}; use one of {', '.join(FORMATS)}.")
     options = options or RenderOptions()
