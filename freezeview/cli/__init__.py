@@ -13,12 +13,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..engine.errors import FreezeviewError
+from ..engine.interrupts import interrupts_deferred
 from .options import quiet_torch_warnings
 
 if TYPE_CHECKING:
@@ -36,13 +39,15 @@ def _register_all(
 ) -> None:
     # Imported lazily so that a missing optional piece never breaks the others.
     modules = []
-    for name in commands:
-        try:
-            modules.append(__import__(f"{__name__}.{name}", fromlist=["register"]))
-        except ImportError as exc:
-            if exc.name and exc.name.startswith(__name__):
-                continue
-            raise
+    # The subcommands import torch; Ctrl-C during that import waits until it is done.
+    with interrupts_deferred():
+        for name in commands:
+            try:
+                modules.append(__import__(f"{__name__}.{name}", fromlist=["register"]))
+            except ImportError as exc:
+                if exc.name and exc.name.startswith(__name__):
+                    continue
+                raise
     for module in modules:
         module.register(sub)
 
@@ -95,6 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Also while torch is still importing (subcommand modules load it).
         _stderr().print("[bold red]interrupted:[/] no partial file was left behind.")
         return 130
+    finally:
+        if argv is None and threading.current_thread() is threading.main_thread():
+            # The command has finished (or said it was interrupted); a Ctrl-C now would
+            # only land in torch's clean-up at interpreter exit and print a traceback.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _main(args_list: list[str]) -> int:

@@ -39,6 +39,7 @@ import torch
 
 from .atomic import protect_input
 from .errors import BadInputError, PlanError
+from .interrupts import interrupts_deferred
 
 __all__ = [
     "LoadedModel",
@@ -970,7 +971,9 @@ def load_model(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            module = torch.jit.load(str(p), map_location=map_location)
+            # torch.jit.load calls back into Python (class resolution): see interrupts.py.
+            with interrupts_deferred():
+                module = torch.jit.load(str(p), map_location=map_location)
         except Exception as exc:
             raise BadInputError(_torch_error_sentence(p, exc)) from exc
     elapsed = time.perf_counter() - start
