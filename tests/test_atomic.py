@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 from bad_inputs.catalogue import save_tiny
-from bad_inputs.run import FREEZEVIEW, available_commands
+from bad_inputs.run import FREEZEVIEW, available_commands, interrupt_after
 
 from freezeview.engine import atomic
 from freezeview.engine.atomic import (
@@ -275,17 +275,9 @@ def test_sigint_at_random_moments_of_a_real_freeze(delay: float, tmp_path: Path)
     model = save_tiny(tmp_path / "model.pt")
     out = tmp_path / "frozen.pt"
     out.write_bytes(b"previous")
-    proc = subprocess.Popen(
-        [str(FREEZEVIEW), "freeze", str(model), "-o", str(out), "--force"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(delay)
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=120)
-    assert proc.returncode in (0, 130, -signal.SIGINT), err
-    if proc.returncode != -signal.SIGINT:
+    code, err = interrupt_after(["freeze", str(model), "-o", str(out), "--force"], delay)
+    assert code in (0, 130, -signal.SIGINT), err
+    if code != -signal.SIGINT:
         assert "Traceback" not in err, err
     if out.read_bytes() != b"previous":
         torch.jit.load(str(out))  # a complete, loadable model

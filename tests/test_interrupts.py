@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from bad_inputs.catalogue import save_tiny
-from bad_inputs.run import FREEZEVIEW
+from bad_inputs.run import interrupt_after
 
 from freezeview.engine.interrupts import interrupts_deferred
 
@@ -62,15 +61,7 @@ def test_ctrl_c_at_any_moment_of_a_real_command_ends_cleanly(tmp_path: Path) -> 
     bad = []
     for step in range(12):
         delay = 0.2 + step * 0.1 + rng.uniform(0.0, 0.1)
-        proc = subprocess.Popen(
-            [str(FREEZEVIEW), "freeze", str(model), "-o", str(out), "--force"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        time.sleep(delay)
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=120)
-        if proc.returncode not in (0, 130) or "Traceback" in err or "terminate" in err:
-            bad.append((round(delay, 3), proc.returncode, err[-300:]))
+        code, err = interrupt_after(["freeze", str(model), "-o", str(out), "--force"], delay)
+        if code not in (0, 130) or "Traceback" in err or "terminate" in err:
+            bad.append((round(delay, 3), code, err[-300:]))
     assert bad == []

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .snapshot import GraphSnapshot, NodeSnapshot
+    from .snapshot_values import GraphSnapshot, NodeSnapshot
 
 __all__ = [
     "NodeFacts",

@@ -173,6 +173,17 @@ def run_cli(
     )
 
 
+def interrupt_after(args: Sequence[str], delay: float) -> tuple[int, str]:
+    """Run ``freezeview ARGS``, send it SIGINT after ``delay`` seconds; (exit code, stderr)."""
+    proc = subprocess.Popen(
+        [str(FREEZEVIEW), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    return proc.returncode, err
+
+
 @functools.cache
 def available_commands() -> frozenset[str]:
     """The subcommands ``freezeview --help`` lists (empty if the script cannot start)."""
