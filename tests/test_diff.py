@@ -16,6 +16,7 @@ import torch
 from render_models import ConvBnRelu, KeepsBuffer, resnet50_scripted, scripted
 
 from freezeview.engine import diff as diff_module
+from freezeview.engine import text_diff
 from freezeview.engine.diff import diff_snapshots, unified_ir_diff
 from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
 
@@ -206,12 +207,12 @@ def test_unified_text_diff_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
     old, new = before.text.splitlines(), after.text.splitlines()
     expected = diff_module.unified_text_diff(old, new)
     # Very large inputs are split at unique common lines first (patience anchors).
-    monkeypatch.setattr(diff_module, "_DIRECT_CELLS", 1000)
+    monkeypatch.setattr(text_diff, "_DIRECT_CELLS", 1000)
     split = diff_module.unified_text_diff(old, new)
     assert apply_unified(old, split) == new
     # Without rapidfuzz, difflib does the matching.
-    monkeypatch.setattr(diff_module, "_Indel", None)
-    monkeypatch.setattr(diff_module, "_DIRECT_CELLS", 10**12)
+    monkeypatch.setattr(text_diff, "_Indel", None)
+    monkeypatch.setattr(text_diff, "_DIRECT_CELLS", 10**12)
     plain = diff_module.unified_text_diff(old, new)
     assert apply_unified(old, plain) == new
     assert apply_unified(old, expected) == new

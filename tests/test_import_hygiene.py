@@ -36,4 +36,3 @@ def test_public_explain_is_the_function_whatever_was_imported_first() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-

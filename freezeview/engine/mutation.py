@@ -194,6 +194,10 @@ class GraphWriters:
         self.module_types = module_types
         self.db = graph.alias_db(isFrozen=frozen)
         self._writer_nodes: list[tuple[torch._C.Node, list[torch._C.Value]]] | None = None
+        # One record per writing node and written values: a weight read in every layer
+        # of a transformer has the same hundred writers each time, and describing a
+        # node (its IR line, its source) costs tens of microseconds.
+        self._records: dict[tuple[int, tuple[int, ...]], Writer] = {}
 
     @property
     def _writers(self) -> list[tuple[torch._C.Node, list[torch._C.Value]]]:
@@ -222,16 +226,19 @@ class GraphWriters:
         value; they are reported by the caller as ``set-attr`` facts.
         """
         found: list[Writer] = []
-        for node, written in self._writers:
+        unique = value.unique()
+        for index, (node, written) in enumerate(self._writers):
             if node.kind() == "prim::SetAttr" and self.is_module_value(node.inputsAt(0)):
                 continue
             hits = [
-                w
-                for w in written
-                if w.unique() == value.unique() or self.db.may_contain_alias(w, value)
+                w for w in written if w.unique() == unique or self.db.may_contain_alias(w, value)
             ]
             if hits:
-                found.append(self._writer(node, hits))
+                key = (index, tuple(w.unique() for w in hits))
+                record = self._records.get(key)
+                if record is None:
+                    record = self._records[key] = self._writer(node, hits)
+                found.append(record)
         return found
 
     def _writer(self, node: torch._C.Node, written: list[torch._C.Value]) -> Writer:

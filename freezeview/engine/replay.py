@@ -620,8 +620,10 @@ class FreezeReplay:
             found = writers.writers_of(node.output())
             if not found:
                 facts.append(WriteFact("in-place-write", None, writers.method))
+            present = {f.writer for f in facts}
             for writer in found:
-                if all(f.writer != writer for f in facts):
+                if writer not in present:
+                    present.add(writer)
                     facts.append(WriteFact("in-place-write", writer))
 
     def _check_overlaps(self, used: list[tuple[int, str]]) -> None:
