@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 from rich.console import Console
 from rich.table import Table
@@ -136,7 +137,9 @@ def run(args: argparse.Namespace) -> int:
         open_changed=args.open_changed,
     )
     plan = plan_from_args(args)
+    start = time.perf_counter()
     loaded = load_from_args(args)
+    load_seconds = time.perf_counter() - start
     err = Console(stderr=True, highlight=False)
     quiet = args.json or not err.is_terminal
     with err.status("freezing…") as status:
@@ -151,14 +154,29 @@ def run(args: argparse.Namespace) -> int:
             progress=None if quiet else (lambda text: status.update(text + "…")),
         )
     if args.json:
-        json.dump(_json(result), sys.stdout, indent=2)
+        json.dump(_json(result, load_seconds), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     _print(Console(highlight=False), result)
     return 0
 
 
-def _json(result: ExportResult) -> dict[str, object]:
+def _json(result: ExportResult, load_seconds: float) -> dict[str, object]:
+    timings = {
+        "load": load_seconds,
+        "freeze": result.freeze_seconds,
+        "snapshot": result.snapshot_seconds,
+        "diff": result.diff_seconds,
+        "ir_diff": result.ir_diff_seconds,
+        "build": result.build_seconds,
+        "dot": result.dot_seconds,
+        "write": result.write_seconds,
+        "reasons": result.reasons_seconds,
+        "notes": result.notes_seconds,
+        "index": result.index_seconds,
+        "gc": result.gc_seconds,
+        "total": result.total_seconds,
+    }
     return {
         "directory": str(result.directory),
         "index": str(result.index) if result.index else None,
@@ -177,11 +195,7 @@ def _json(result: ExportResult) -> dict[str, object]:
             for r in result.all_renders()
         ],
         "notes": result.notes,
-        "freeze_seconds": round(result.freeze_seconds, 4),
-        "snapshot_seconds": round(result.snapshot_seconds, 4),
-        "diff_seconds": round(result.diff_seconds, 4),
-        "ir_diff_seconds": round(result.ir_diff_seconds, 4),
-        "dot_seconds": round(result.dot_seconds, 4),
+        **{f"{name}_seconds": round(seconds, 4) for name, seconds in timings.items()},
     }
 
 

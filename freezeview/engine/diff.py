@@ -268,15 +268,17 @@ class _Side:
         self.info = _index_nodes(snapshot)
         self.order = list(self.info)
         self.producer: dict[str, tuple[int, int]] = {}
-        for node_id, info in self.info.items():
-            for index, out in enumerate(info.node.outputs):
-                self.producer[out.name] = (node_id, index)
         # Graph inputs and block parameters are matched by position.
         self.params: dict[str, str] = {v.name: f"in{i}" for i, v in enumerate(snapshot.inputs)}
+        producer, params = self.producer, self.params
+        self._sources: dict[int, tuple[tuple[str, object], ...]] = {}
         for node_id, info in self.info.items():
-            for b, block in enumerate(info.node.blocks):
+            node = info.node
+            for index, out in enumerate(node.outputs):
+                producer[out.name] = (node_id, index)
+            for b, block in enumerate(node.blocks):
                 for i, v in enumerate(block.inputs):
-                    self.params[v.name] = f"p{node_id}.{b}.{i}"
+                    params[v.name] = f"p{node_id}.{b}.{i}"
 
     # The matching keys are only needed when the snapshot is diffed, not when it is
     # merely drawn (collapse.py indexes every snapshot it draws through this class).
@@ -313,26 +315,43 @@ class _Side:
         return (node.kind, node.scope, _source_key(node), info.depth, parent_kind, info.block, what)
 
     def _strict_hashes(self) -> dict[int, int]:
+        # One pass in walk order (producers before users). This runs once per snapshot
+        # over every node of 17k-node graphs, so the lookups are hoisted out of the loop.
         hashes: dict[int, int] = {}
+        loose, producer, params = self.loose, self.producer, self.params
         for node_id, info in self.info.items():
             node = info.node
-            local: tuple[object, ...] = (
-                self.loose[node_id],
+            outputs = node.outputs
+            if node.kind == "prim::Constant":
+                types: tuple[str, ...] = ()
+            elif len(outputs) == 1:
+                types = (_type_text(outputs[0].type),)
+            else:
+                types = tuple(_type_text(v.type) for v in outputs)
+            local = (
+                loose[node_id],
                 node.attributes,
-                tuple(_type_text(v.type) for v in node.outputs)
-                if node.kind != "prim::Constant"
-                else (),
+                types,
                 _constant_identity(node) if node.constant is not None else (),
             )
-            ins = tuple(self._value_hash(name, hashes) for name in node.inputs)
-            hashes[node_id] = hash((local, ins))
+            ins: list[object] = []
+            for name in node.inputs:
+                produced = producer.get(name)
+                upstream = hashes.get(produced[0]) if produced is not None else None
+                ins.append(
+                    (upstream, produced[1]) if upstream is not None else params.get(name, "?")
+                )  # type: ignore[index]
+            hashes[node_id] = hash((local, tuple(ins)))
         return hashes
 
-    def _value_hash(self, name: str, hashes: dict[int, int]) -> object:
-        produced = self.producer.get(name)
-        if produced is not None and produced[0] in hashes:
-            return (hashes[produced[0]], produced[1])
-        return self.params.get(name, "?")
+    def sources(self, node_id: int) -> tuple[tuple[str, object], ...]:
+        """Where each input of a node comes from (:meth:`input_source`), remembered."""
+        found = self._sources.get(node_id)
+        if found is None:
+            found = self._sources[node_id] = tuple(
+                self.input_source(name) for name in self.info[node_id].node.inputs
+            )
+        return found
 
     def input_source(self, name: str) -> tuple[str, object]:
         """Where a value comes from: ('node', (id, output index)) or ('param', position)."""
@@ -434,8 +453,7 @@ def _diff(before: GraphSnapshot, after: GraphSnapshot) -> GraphDiff:
 
     def signature(side: _Side, node_id: int, mapping: dict[int, int] | None) -> tuple[object, ...]:
         sig: list[object] = []
-        for name in side.info[node_id].node.inputs:
-            kind, where = side.input_source(name)
+        for kind, where in side.sources(node_id):
             if kind == "node":
                 assert isinstance(where, tuple)
                 producer = where[0] if mapping is None else mapping.get(where[0])
@@ -509,15 +527,18 @@ def _changes(b: _Side, a: _Side, matched: dict[int, int]) -> dict[int, tuple[str
         else:
             if old.attributes != new.attributes:
                 reasons.append("attributes " + _attrs(old) + " -> " + _attrs(new))
-            # Equal printed types are equal demangled types: demangle only when they differ.
-            if tuple(v.type for v in old.outputs) != tuple(v.type for v in new.outputs):
+            # Equal printed lines print the same output types, and equal printed types
+            # are equal demangled types: demangle only when they differ.
+            if (old.line != new.line or not old.line) and tuple(
+                v.type for v in old.outputs
+            ) != tuple(v.type for v in new.outputs):
                 old_types = tuple(_type_text(v.type) for v in old.outputs)
                 new_types = tuple(_type_text(v.type) for v in new.outputs)
                 if old_types != new_types:
                     reasons.append(f"type {', '.join(old_types)} -> {', '.join(new_types)}")
         if len(old.inputs) != len(new.inputs):
             reasons.append(f"{len(old.inputs)} inputs -> {len(new.inputs)}")
-        else:
+        elif not (b_inside.isdisjoint(old.inputs) and a_inside.isdisjoint(new.inputs)):
             for index, (x, y) in enumerate(zip(old.inputs, new.inputs, strict=True)):
                 # Most inputs come from ops on both sides: never a change of this node.
                 if x not in b_inside and y not in a_inside:

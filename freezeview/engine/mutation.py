@@ -198,6 +198,9 @@ class GraphWriters:
         # of a transformer has the same hundred writers each time, and describing a
         # node (its IR line, its source) costs tens of microseconds.
         self._records: dict[tuple[int, tuple[int, ...]], Writer] = {}
+        self._value_writer_nodes: list[tuple[int, torch._C.Node, list[torch._C.Value]]] | None = (
+            None
+        )
 
     @property
     def _writers(self) -> list[tuple[torch._C.Node, list[torch._C.Value]]]:
@@ -227,12 +230,9 @@ class GraphWriters:
         """
         found: list[Writer] = []
         unique = value.unique()
-        for index, (node, written) in enumerate(self._writers):
-            if node.kind() == "prim::SetAttr" and self.is_module_value(node.inputsAt(0)):
-                continue
-            hits = [
-                w for w in written if w.unique() == unique or self.db.may_contain_alias(w, value)
-            ]
+        may_alias = self.db.may_contain_alias
+        for index, node, written in self._value_writers:
+            hits = [w for w in written if w.unique() == unique or may_alias(w, value)]
             if hits:
                 key = (index, tuple(w.unique() for w in hits))
                 record = self._records.get(key)
@@ -240,6 +240,18 @@ class GraphWriters:
                     record = self._records[key] = self._writer(node, hits)
                 found.append(record)
         return found
+
+    @property
+    def _value_writers(self) -> list[tuple[int, torch._C.Node, list[torch._C.Value]]]:
+        # The writers :meth:`writers_of` scans for every attribute read, without the
+        # assignments into modules, which are never writes of a value.
+        if self._value_writer_nodes is None:
+            self._value_writer_nodes = [
+                (index, node, written)
+                for index, (node, written) in enumerate(self._writers)
+                if not (node.kind() == "prim::SetAttr" and self.is_module_value(node.inputsAt(0)))
+            ]
+        return self._value_writer_nodes
 
     def _writer(self, node: torch._C.Node, written: list[torch._C.Value]) -> Writer:
         return Writer(

@@ -459,6 +459,9 @@ class _TextParser:
         self.walked = walked
         self.next_id = 0
         self.values: dict[str, ValueInfo] = {}
+        # Nodes inlined from one line of Python (every layer of a transformer runs the
+        # same lines) share one immutable location: fewer objects to build and to scan.
+        self.sources: dict[tuple[str, int], SourceLocation] = {}
 
     def parse(self) -> BlockSnapshot:
         # Header: "graph(%self : T,\n      %x : Tensor):" possibly over several lines.
@@ -533,7 +536,10 @@ class _TextParser:
         if comment.startswith("#"):
             src = _COMMENT_SRC_RE.match(comment[1:].strip())
             if src:
-                source = SourceLocation(src.group("file"), int(src.group("line")))
+                where = (src.group("file"), int(src.group("line")))
+                source = self.sources.get(where)
+                if source is None:
+                    source = self.sources[where] = SourceLocation(*where)
         constant = None
         if kind == "prim::Constant" and outputs:
             value_text = next((v for k, v in attributes if k == "value"), None)
