@@ -267,15 +267,22 @@ class _Side:
         self.snapshot = snapshot
         self.info = _index_nodes(snapshot)
         self.order = list(self.info)
-        self.producer: dict[str, tuple[int, int]] = {}
+        # Value name -> id of the node defining it, and its position among that node's
+        # outputs when it is not the first. Two flat maps of ints rather than one of
+        # (id, index) pairs: a 17k-node graph's sides are kept while an export lasts,
+        # and every pair would be one more object for the garbage collector to scan.
+        self.producer: dict[str, int] = {}
+        self.output_index: dict[str, int] = {}
         # Graph inputs and block parameters are matched by position.
         self.params: dict[str, str] = {v.name: f"in{i}" for i, v in enumerate(snapshot.inputs)}
-        producer, params = self.producer, self.params
+        producer, output_index, params = self.producer, self.output_index, self.params
         self._sources: dict[int, tuple[tuple[str, object], ...]] = {}
         for node_id, info in self.info.items():
             node = info.node
             for index, out in enumerate(node.outputs):
-                producer[out.name] = (node_id, index)
+                producer[out.name] = node_id
+                if index:
+                    output_index[out.name] = index
             for b, block in enumerate(node.blocks):
                 for i, v in enumerate(block.inputs):
                     params[v.name] = f"p{node_id}.{b}.{i}"
@@ -285,7 +292,10 @@ class _Side:
     @cached_property
     def loose(self) -> dict[int, tuple[object, ...]]:
         """Node id -> the loose grouping key (kind, scope, source line, nesting...)."""
-        return {i: self._loose_key(info) for i, info in self.info.items()}
+        # Nodes share their source locations (snapshot.py), so they share the
+        # (file, line) pairs made of them too.
+        where: dict[int, tuple[str, int]] = {}
+        return {i: self._loose_key(info, where) for i, info in self.info.items()}
 
     @cached_property
     def inside_values(self) -> frozenset[str]:
@@ -302,8 +312,11 @@ class _Side:
         """Node id -> hash of the node and everything upstream of it."""
         return self._strict_hashes()
 
-    def _loose_key(self, info: NodeInfo) -> tuple[object, ...]:
+    def _loose_key(self, info: NodeInfo, where: dict[int, tuple[str, int]]) -> tuple[object, ...]:
         node = info.node
+        source = where.get(id(node.source))
+        if source is None:
+            source = where[id(node.source)] = _source_key(node)
         parent_kind = self.info[info.parent].node.kind if info.parent is not None else ""
         if node.kind == "prim::Constant":
             assert node.constant is not None
@@ -312,13 +325,14 @@ class _Side:
             what = info.attribute or node.attribute("name")
         else:
             what = ""
-        return (node.kind, node.scope, _source_key(node), info.depth, parent_kind, info.block, what)
+        return (node.kind, node.scope, source, info.depth, parent_kind, info.block, what)
 
     def _strict_hashes(self) -> dict[int, int]:
         # One pass in walk order (producers before users). This runs once per snapshot
         # over every node of 17k-node graphs, so the lookups are hoisted out of the loop.
         hashes: dict[int, int] = {}
         loose, producer, params = self.loose, self.producer, self.params
+        output_index = self.output_index
         for node_id, info in self.info.items():
             node = info.node
             outputs = node.outputs
@@ -336,11 +350,12 @@ class _Side:
             )
             ins: list[object] = []
             for name in node.inputs:
-                produced = producer.get(name)
-                upstream = hashes.get(produced[0]) if produced is not None else None
+                upstream = hashes.get(producer.get(name, -1))
                 ins.append(
-                    (upstream, produced[1]) if upstream is not None else params.get(name, "?")
-                )  # type: ignore[index]
+                    (upstream, output_index.get(name, 0))
+                    if upstream is not None
+                    else params.get(name, "?")
+                )
             hashes[node_id] = hash((local, tuple(ins)))
         return hashes
 
@@ -357,7 +372,7 @@ class _Side:
         """Where a value comes from: ('node', (id, output index)) or ('param', position)."""
         produced = self.producer.get(name)
         if produced is not None:
-            return ("node", produced)
+            return ("node", (produced, self.output_index.get(name, 0)))
         return ("param", self.params.get(name, "?"))
 
 
@@ -566,8 +581,8 @@ def _input_change(
     count; an edge from another op that was merely re-wired does not.
     """
     old_src, new_src = b.producer.get(old_value), a.producer.get(new_value)
-    old_node = b.info[old_src[0]].node if old_src else None
-    new_node = a.info[new_src[0]].node if new_src else None
+    old_node = b.info[old_src].node if old_src is not None else None
+    new_node = a.info[new_src].node if new_src is not None else None
     old_inside = old_node is not None and old_node.kind in _DRAWN_INSIDE
     new_inside = new_node is not None and new_node.kind in _DRAWN_INSIDE
     if not (old_inside or new_inside):
@@ -576,8 +591,8 @@ def _input_change(
     same = (
         old_src is not None
         and new_src is not None
-        and matched.get(old_src[0]) == new_src[0]
-        and new_src[0] not in changed
+        and matched.get(old_src) == new_src
+        and new_src not in changed
     )
     if same:
         return None
@@ -588,7 +603,7 @@ def _value_label(side: _Side, name: str) -> str:
     produced = side.producer.get(name)
     if produced is None:
         return f"%{name}"
-    info = side.info[produced[0]]
+    info = side.info[produced]
     if info.node.kind == "prim::Constant":
         return _constant_label(info.node)
     if info.node.kind == "prim::GetAttr" and info.attribute:
