@@ -316,3 +316,28 @@ def test_export_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, enab
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+def test_what_an_export_keeps_joins_the_oldest_generation(tmp_path: Path) -> None:
+    """No young collection is left pending; a caller's frozen objects stay frozen."""
+    import gc
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        gc.collect()
+        result = export(scripted(KeepsBuffer()), tmp_path / "a", fmt="dot", per_step=True)
+        young = gc.get_count()[0]
+        assert young < 700 and gc.get_freeze_count() == 0
+        kept = result.steps[-1].step.snapshot
+        assert gc.is_tracked(kept) and any(o is kept for o in gc.get_objects(2))
+        # A caller that froze objects itself keeps them frozen: the export falls back
+        # to one young collection.
+        mine = {"held": ["by the caller"]}
+        gc.freeze()
+        result = export(scripted(KeepsBuffer()), tmp_path / "b", fmt="dot", per_step=True)
+        assert result.gc_seconds > 0
+        assert not any(o is mine for o in gc.get_objects())  # still frozen
+    finally:
+        gc.unfreeze()
+        gc.enable() if was else gc.disable()
