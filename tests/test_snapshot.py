@@ -35,6 +35,25 @@ def test_snapshot_counts_every_node_including_nested_blocks() -> None:
     assert snap.node_count == total
 
 
+def test_walk_order_is_the_blocks_pre_order_and_survives_pickling() -> None:
+    """The parser's node table and a lazily made one both give the blocks' pre-order."""
+    from freezeview.engine.snapshot_values import GraphSnapshot, _walk_block
+
+    snap = snapshot_graph(_inlined(scripted(Branchy)))
+    by_blocks = tuple(_walk_block(snap.block))
+    assert any(n.blocks for n in by_blocks)
+    assert snap.nodes_in_order() == by_blocks
+    assert all(a is b for a, b in zip(snap.nodes_in_order(), by_blocks, strict=True))
+    assert snap.node(snap.node_count - 1) is by_blocks[-1]
+    lazy = GraphSnapshot(snap.method, snap.block, snap.text, snap.node_count)
+    assert lazy == snap and list(lazy.walk()) == list(by_blocks)
+    copy = pickle.loads(pickle.dumps(snap))
+    assert [n.id for n in copy.walk()] == list(range(snap.node_count))
+    assert copy.node(3) == snap.node(3)
+    with pytest.raises(KeyError):
+        snap.node(snap.node_count)
+
+
 def torch_nodes(block: torch._C.Block):  # type: ignore[no-untyped-def]
     for node in block.nodes():
         yield node

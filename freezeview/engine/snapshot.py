@@ -462,6 +462,8 @@ class _TextParser:
         # Nodes inlined from one line of Python (every layer of a transformer runs the
         # same lines) share one immutable location: fewer objects to build and to scan.
         self.sources: dict[tuple[str, int], SourceLocation] = {}
+        # The nodes by id (pre-order): the snapshot's walk order, for free.
+        self.in_order: list[NodeSnapshot | None] = []
 
     def parse(self) -> BlockSnapshot:
         # Header: "graph(%self : T,\n      %x : Tensor):" possibly over several lines.
@@ -510,6 +512,7 @@ class _TextParser:
             raise ValueError(f"unexpected IR line: {line[:80]}")
         node_id = self.next_id
         self.next_id += 1
+        self.in_order.append(None)  # filled once the node (after its blocks) is built
         printed = match.group("kind")
         walked = self.walked.kinds[node_id] if node_id < len(self.walked.kinds) else ""
         # Nodes holding a subgraph print as `prim::fork_0` and list it after the graph.
@@ -562,7 +565,7 @@ class _TextParser:
                 sub_nodes, sub_outputs = self._block(indent + 4, top=False)
                 blocks.append(BlockSnapshot(tuple(params), tuple(sub_nodes), sub_outputs))
         head = line.strip()
-        return NodeSnapshot(
+        node = NodeSnapshot(
             id=node_id,
             kind=kind,
             inputs=inputs,
@@ -575,6 +578,8 @@ class _TextParser:
             blocks=tuple(blocks),
             line=head,
         )
+        self.in_order[node_id] = node
+        return node
 
     def _starts_item(self, line: str, indent: int) -> bool:
         stripped = line.lstrip(" ")
@@ -604,7 +609,12 @@ def _parse_snapshot(graph: torch._C.Graph, method: str, text: str | None = None)
     if parser.next_id != len(walked.kinds):
         raise ValueError("node count differs from the graph walk")
     return GraphSnapshot(
-        method=method, block=block, text=text, node_count=parser.next_id, _values=parser.values
+        method=method,
+        block=block,
+        text=text,
+        node_count=parser.next_id,
+        _values=parser.values,
+        _in_order=tuple(parser.in_order),  # type: ignore[arg-type]
     )
 
 
