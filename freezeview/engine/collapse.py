@@ -25,9 +25,10 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from itertools import chain
 from typing import Any
 
 from .diff import GraphDiff, NodeInfo, index_nodes
@@ -42,6 +43,7 @@ __all__ = [
     "box_prefix",
     "build_view",
     "count_at_level",
+    "drawn_scope_counts",
     "drawn_scopes",
     "effective_scopes",
     "levels",
@@ -56,6 +58,8 @@ __all__ = [
 CONSTANT_MODES = ("fold", "hide-trivial", "nodes")
 
 _LIST_KINDS = frozenset({"prim::ListConstruct", "prim::TupleConstruct"})
+#: The only kinds ever drawn inside their users (see ``_Folder._fold_text``).
+_FOLDABLE_KINDS = _LIST_KINDS | {"prim::Constant", "prim::GetAttr"}
 _BLOCK_NAMES = {"prim::If": ("then", "else"), "prim::Loop": ("body",)}
 _MAX_ROWS = 6
 _MAX_ROW_CHARS = 48
@@ -198,7 +202,16 @@ def effective_scopes(
     Returns:
         Node id -> dotted scope.
     """
-    producer: dict[str, int] = {}
+    producer = {out.name: node_id for node_id, i in info.items() for out in i.node.outputs}
+    return _effective_scopes(info, producer, modules)
+
+
+def _effective_scopes(
+    info: Mapping[int, NodeInfo], producer: Mapping[str, int], modules: frozenset[str] | None
+) -> dict[int, str]:
+    """:func:`effective_scopes`, given the node producing each value (a snapshot drawn
+    has that map already; every value is read after it is produced, so the full map
+    answers as the map of the values produced so far would)."""
     scopes: dict[int, str] = {}
     # Scope of the last op (not a constant) seen in each block, by (owner id, block).
     last_in_block: dict[tuple[int | None, int], str] = {}
@@ -224,11 +237,11 @@ def effective_scopes(
         scopes[node_id] = scope
         if scope and node.kind != constant:
             last_in_block[(i.parent, i.block)] = scope
-        for out in node.outputs:
-            producer[out.name] = node_id
     if modules:
+        # A few hundred distinct scopes among up to 17k nodes: resolve each scope once.
         resolve = _resolver(modules)
-        scopes = {node_id: resolve(scope) for node_id, scope in scopes.items()}
+        real = {scope: resolve(scope) for scope in set(scopes.values())}
+        scopes = {node_id: real[scope] for node_id, scope in scopes.items()}
     return scopes
 
 
@@ -440,14 +453,16 @@ class _Folder:
         self.snapshot = snapshot
         self.info = info
         self.constants = constants
-        self.producer: dict[str, int] = {}
-        for node_id, i in info.items():
-            for out in i.node.outputs:
-                self.producer[out.name] = node_id
+        self.producer: dict[str, int] = {
+            out.name: node_id for node_id, i in info.items() for out in i.node.outputs
+        }
         self.self_name = snapshot.inputs[0].name if snapshot.inputs else ""
         self.text: dict[int, str | None] = {}
         self.folded: set[int] = set()
-        for node_id, i in info.items():
+        # Most nodes cannot be folded; only the others are asked (in walk order, since a
+        # list folds when what it holds did).
+        foldable = [(n, i) for n, i in info.items() if i.node.kind in _FOLDABLE_KINDS]
+        for node_id, i in foldable:
             text = self._fold_text(i)
             if text is not None:
                 self.folded.add(node_id)
@@ -505,6 +520,22 @@ class _Folder:
         return rows
 
 
+@dataclass(slots=True)
+class _ScopeOps:
+    """The drawn ops of one effective scope (see :attr:`_Side.ops_by_scope`).
+
+    Attributes:
+        ids: their node ids, in walk order.
+        kinds: op kind -> ``[count, id of the first]`` (value reads and
+            constants are not ops here, as in a module box's tooltip).
+        reads: attribute paths of the ``prim::GetAttr`` value reads among them.
+    """
+
+    ids: list[int] = field(default_factory=list)
+    kinds: dict[str, list[int]] = field(default_factory=dict)
+    reads: list[str] = field(default_factory=list)
+
+
 class _Side:
     """One snapshot prepared for drawing: folding, scopes and edges, computed once."""
 
@@ -518,7 +549,7 @@ class _Side:
         self.snapshot = snapshot
         self.info = info
         self.folder = folder
-        self.scopes = effective_scopes(snapshot, info, modules)
+        self.scopes = _effective_scopes(info, folder.producer, modules)
 
     @cached_property
     def levels(self) -> list[int | None]:
@@ -534,50 +565,150 @@ class _Side:
         only depends on where each id ends up (its own box or a module box), so the
         walk over the graph is done once per snapshot, not once per picture.
         """
-        info, folder = self.info, self.folder
-        inputs = {v.name: f"i{k}" for k, v in enumerate(self.snapshot.inputs)}
-        owner_of: dict[str, int] = {}
-        users: Counter[str] = Counter()
-        for node_id, i in info.items():
-            users.update(i.node.inputs)
-            for block in i.node.blocks:
-                users.update(block.outputs)
-                for v in block.inputs:
-                    owner_of[v.name] = node_id
-        users.update(self.snapshot.outputs)
-
-        def tail_of(value: str) -> int | str | None:
-            pid = folder.producer.get(value)
-            if pid is not None:
-                return None if pid in folder.folded else pid
-            if value in inputs:
-                return inputs[value]
-            return owner_of.get(value)
-
-        out: list[tuple[int, int | str, str, str]] = []
-        for node_id, i in info.items():
-            if node_id in folder.folded:
-                continue
-            for value in i.node.inputs:
-                tail = tail_of(value)
-                if tail is not None:
-                    out.append((node_id, tail, value, ""))
-            # Values returned by a block flow into the If/Loop that owns it.
-            for block in i.node.blocks:
-                for value in block.outputs:
-                    tail = tail_of(value)
-                    if tail is not None:
-                        out.append((node_id, tail, value, "dashed"))
-            # Ops that end a block without returning anything (prim::RaiseException)
-            # get a dotted edge to the owner so the branch sits next to its If.
-            if i.parent is not None and not any(users[o.name] for o in i.node.outputs):
-                out.append((i.parent, node_id, "", "dotted"))
-        return out
+        return self._layout[0]
 
     @cached_property
-    def consumers(self) -> dict[str, list[NodeSnapshot]]:
-        """``snapshot.consumers()``, walked once per snapshot rather than once per picture."""
-        return self.snapshot.consumers()
+    def edge_groups(self) -> dict[tuple[str, str, str], list[int]]:
+        """Indices into :attr:`edges`, grouped by ``(input tail, tail scope, head scope)``.
+
+        ``input tail`` is the ``"i<k>"`` of a graph input tail (its tail scope then
+        ``""``), else ``""``. Every edge of a group joins the same two module boxes
+        whenever both scopes are collapsed, so a collapsed picture counts a group in one
+        step instead of edge by edge.
+        """
+        return self._layout[1]
+
+    @cached_property
+    def ops_by_scope(self) -> dict[str, _ScopeOps]:
+        """The drawn (not folded) ops of each effective scope, scopes in the order they
+        first occur.
+
+        A collapsed picture needs only each module box's totals, and a box is a union of
+        scopes: gathering the ops by scope once per snapshot lets every picture of it
+        place a few hundred scopes instead of visiting each of up to 17k nodes.
+        """
+        return self._layout[2]
+
+    @cached_property
+    def _layout(
+        self,
+    ) -> tuple[
+        list[tuple[int, int | str, str, str]],
+        dict[tuple[str, str, str], list[int]],
+        dict[str, _ScopeOps],
+    ]:
+        """:attr:`edges`, :attr:`edge_groups` and :attr:`ops_by_scope`, from one walk over
+        the drawn nodes (each picture needs all three, and on a 17k-node graph the walk,
+        one value-name lookup per input, is most of their cost).
+
+        The walk goes backwards: every reader of a value comes after its producer in a
+        snapshot (ids are walk positions), so by the time an op is reached it is known
+        whether anything reads it, which is what its dotted edge depends on, without a
+        first pass collecting every value name read. Edges and ids are turned round at
+        the end.
+        """
+        info, scopes = self.info, self.scopes
+        folded, get_producer = self.folder.folded, self.folder.producer.get
+        inputs = {v.name: f"i{k}" for k, v in enumerate(self.snapshot.inputs)}
+        owner_of, read = self._block_links()
+        # What the walk gives back to front: edges, and per head scope the edge indices
+        # by tail scope or by graph input (keyed by strings at hand rather than a tuple
+        # built and hashed per edge).
+        edges: list[tuple[int, int | str, str, str]] = []
+        from_scopes: dict[str, dict[str, list[int]]] = {}
+        from_inputs: dict[str, dict[str, list[int]]] = {}
+        by_scope: dict[str, _ScopeOps] = {}
+        edges_append, read_add = edges.append, read.add
+
+        def add(head_scope: str, tail: int | str, edge: tuple[int, int | str, str, str]) -> None:
+            if isinstance(tail, str):
+                groups, key = from_inputs.setdefault(head_scope, {}), tail
+            else:
+                groups, key = from_scopes.setdefault(head_scope, {}), scopes[tail]
+            group = groups.get(key)
+            if group is None:
+                groups[key] = [len(edges)]
+            else:
+                group.append(len(edges))
+            edges.append(edge)
+
+        def tail_of(value: str) -> int | str | None:
+            # Its producer (none when that is folded), else a graph input, else the
+            # If/Loop whose block takes it.
+            pid = get_producer(value)
+            if pid is not None:
+                read.add(pid)
+                return None if pid in folded else pid
+            return inputs.get(value) or owner_of.get(value)
+
+        for node_id, i in reversed(info.items()):
+            if node_id in folded:
+                continue
+            node = i.node
+            scope = scopes[node_id]
+            ops = by_scope.get(scope)
+            if ops is None:
+                ops = by_scope[scope] = _ScopeOps()
+            ops.ids.append(node_id)
+            kind = node.kind
+            if kind == "prim::GetAttr":
+                ops.reads.append(i.attribute or node.attribute("name") or "?")
+            elif kind != "prim::Constant":
+                seen = ops.kinds.get(kind)
+                if seen is None:
+                    ops.kinds[kind] = [1, node_id]
+                else:
+                    seen[0] += 1
+                    seen[1] = node_id  # walking backwards: the first so far
+            # Ops that end a block without returning anything (prim::RaiseException)
+            # get a dotted edge to the owner so the branch sits next to its If. A
+            # folded node never reads a drawn one (it reads constants, `self` and
+            # other folded nodes only), so the drawn readers walked so far are all.
+            if i.parent is not None and node_id not in read:
+                add(scopes[i.parent], node_id, (i.parent, node_id, "", "dotted"))
+            # Values returned by a block flow into the If/Loop that owns it.
+            for block in reversed(node.blocks) if node.blocks else ():
+                for value in reversed(block.outputs):
+                    tail = tail_of(value)
+                    if tail is not None:
+                        add(scope, tail, (node_id, tail, value, "dashed"))
+            # The hot loop (one pass per input of up to 17k nodes), so the common case,
+            # a drawn producer, is written out here rather than through tail_of and add.
+            head_groups = from_scopes.get(scope)
+            if head_groups is None:
+                head_groups = from_scopes[scope] = {}
+            for value in reversed(node.inputs):
+                pid = get_producer(value)
+                if pid is None:
+                    tail = inputs.get(value) or owner_of.get(value)
+                    if tail is not None:
+                        add(scope, tail, (node_id, tail, value, ""))
+                    continue
+                read_add(pid)
+                if pid in folded:
+                    continue
+                group = head_groups.get(scopes[pid])
+                if group is None:
+                    head_groups[scopes[pid]] = [len(edges)]
+                else:
+                    group.append(len(edges))
+                edges_append((node_id, pid, value, ""))
+        return _turned(edges, from_scopes, from_inputs, by_scope)
+
+    def _block_links(self) -> tuple[dict[str, int], set[int]]:
+        """Block parameter -> the If/Loop owning it, and the ids of the nodes whose values
+        a block or the graph returns (they are read, though by no node's inputs)."""
+        get_producer = self.folder.producer.get
+        owner_of: dict[str, int] = {}
+        returned = [*self.snapshot.outputs]
+        owners = [(node_id, i.node) for node_id, i in self.info.items() if i.node.blocks]
+        for node_id, node in owners:
+            for block in node.blocks:
+                returned += block.outputs
+                for v in block.inputs:
+                    owner_of[v.name] = node_id
+        read = {pid for pid in map(get_producer, returned) if pid is not None}
+        return owner_of, read
 
     @cached_property
     def output_tails(self) -> list[tuple[int | str, str]]:
@@ -639,8 +770,27 @@ def drawn_scopes(
     return [side.scopes[i] for i in chosen if i not in side.folder.folded]
 
 
-def _status_after(diff: GraphDiff | None, node_id: int) -> str:
-    return diff.status(node_id) if diff is not None else "same"
+def drawn_scope_counts(
+    snapshot: GraphSnapshot,
+    constants: str = "fold",
+    ids: Iterable[int] | None = None,
+    modules: frozenset[str] | None = None,
+) -> Counter[str]:
+    """:func:`drawn_scopes` counted: scope -> how many drawn ops it holds.
+
+    What choosing a level needs (:func:`count_at_level` takes it as is); for a whole
+    snapshot it comes from the ops already gathered by scope, not from a 17k-long list.
+
+    Args:
+        snapshot: the graph.
+        constants: one of :data:`CONSTANT_MODES` (what is folded).
+        ids: only these node ids (e.g. a diff's removed nodes); default: all.
+        modules: :func:`module_paths` of the model (real paths for ModuleList items).
+    """
+    if ids is not None:
+        return Counter(drawn_scopes(snapshot, constants, ids, modules))
+    side = _prepared(snapshot, constants, modules)
+    return Counter({scope: len(ops.ids) for scope, ops in side.ops_by_scope.items()})
 
 
 def build_view(
@@ -701,15 +851,91 @@ def build_view(
     return builder.finish()
 
 
-@dataclass(slots=True)
-class _Member:
-    """An op counted in a module box (only its kind and status are shown)."""
+def _top_kinds(scopes: Sequence[_ScopeOps], n: int = 3) -> list[tuple[str, int]]:
+    """The ``n`` commonest op titles over ``scopes``, ties in order of first occurrence
+    (what ``Counter.most_common`` gives over the ops listed in walk order)."""
+    merged: dict[str, list[int]] = {}
+    for ops in scopes:
+        for kind, (count, first) in ops.kinds.items():
+            # A title is its kind without the `aten::` namespace, so titles and kinds
+            # are counted alike; the title is made here, once per kind and box.
+            title = kind.removeprefix("aten::")
+            seen = merged.get(title)
+            if seen is None:
+                merged[title] = [count, first]
+            else:
+                seen[0] += count
+                seen[1] = min(seen[1], first)
+    ranked = sorted(merged.items(), key=lambda item: (-item[1][0], item[1][1]))
+    return [(title, count) for title, (count, _first) in ranked[:n]]
 
-    role: str
-    title: str
-    status: str
-    node_id: int
-    kept: bool = False
+
+def _turned(
+    edges: list[tuple[int, int | str, str, str]],
+    from_scopes: dict[str, dict[str, list[int]]],
+    from_inputs: dict[str, dict[str, list[int]]],
+    by_scope: dict[str, _ScopeOps],
+) -> tuple[
+    list[tuple[int, int | str, str, str]],
+    dict[tuple[str, str, str], list[int]],
+    dict[str, _ScopeOps],
+]:
+    """What :attr:`_Side._layout` gathered walking backwards, put in walk order."""
+    edges.reverse()
+    last = len(edges) - 1
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for head_scope, tails in from_scopes.items():
+        for tail_scope, indices in tails.items():
+            groups[("", tail_scope, head_scope)] = [last - k for k in reversed(indices)]
+    for head_scope, tails in from_inputs.items():
+        for tail, indices in tails.items():
+            groups[(tail, "", head_scope)] = [last - k for k in reversed(indices)]
+    for ops in by_scope.values():
+        ops.ids.reverse()
+        ops.reads.reverse()
+    # Scopes in the order they first occur, as pictures place them.
+    ordered = dict(sorted(by_scope.items(), key=lambda item: item[1].ids[0]))
+    return edges, groups, ordered
+
+
+def _readers(
+    edges: Iterable[tuple[int, int | str, str, str]], tails: Container[int]
+) -> dict[str, list[int]]:
+    """Value name -> ids of the nodes reading it, for the values of ``tails``, in walk
+    order (what ``snapshot.consumers()`` gives for them).
+
+    Taken from a snapshot's drawn edges: a folded node never reads a drawn one (it reads
+    constants, ``self`` and other folded nodes only), so for drawn ``tails`` the heads
+    of their plain edges are all their readers.
+    """
+    readers: dict[str, list[int]] = {}
+    for head_id, tail, value, style in edges:
+        if not style and tail in tails:
+            found = readers.get(value)
+            if found is None:
+                readers[value] = [head_id]
+            else:
+                found.append(head_id)
+    return readers
+
+
+@dataclass(slots=True)
+class _Box:
+    """What one module box of a picture holds.
+
+    Attributes:
+        scopes: the drawn side's ops of each scope the box gathers, in order of
+            first occurrence.
+        live: how many ops of the drawn side it holds.
+        ghost_ids: before-graph ids of the removed ops (ghosts) it holds, in id order.
+        statuses: how many of its live ops the diff marks ``added``/``changed`` (or
+            ``removed`` on the before side).
+    """
+
+    scopes: list[_ScopeOps] = field(default_factory=list)
+    live: int = 0
+    ghost_ids: list[int] = field(default_factory=list)
+    statuses: Counter[str] = field(default_factory=Counter)
 
 
 class _ViewBuilder:
@@ -738,10 +964,12 @@ class _ViewBuilder:
         self.edges: dict[tuple[str, str], ViewEdge] = {}
         self.folded: set[int] = set()
         self.ghost_folded: set[int] = set()
-        # snapshot id -> drawn key, for the drawn graph and for ghosts.
+        # Snapshot id -> key of the ops drawn as boxes of their own; an op in a module
+        # box is found through its scope (see _key_of).
         self.key: dict[int, str] = {}
-        self.ghost_key: dict[int, str] = {}
-        self.box_members: dict[str, list[_Member]] = {}
+        # Effective scope -> key of the module box holding its ops (None: drawn as ops).
+        self.box_of: dict[str, str | None] = {}
+        self.boxes: dict[str, _Box] = {}
         self.scopes: dict[int, str] = {}
         self.ghost_scopes: dict[int, str] = {}
         self.box_cache: dict[str, str | None] = {}
@@ -784,8 +1012,8 @@ class _ViewBuilder:
     # -- the drawn graph --------------------------------------------------------
 
     def add_graph(self, side: _Side) -> None:
-        snapshot, info, folder = side.snapshot, side.info, side.folder
-        self.folded |= folder.folded
+        snapshot = side.snapshot
+        self.folded |= side.folder.folded
         self.scopes = side.scopes
         self.node_cluster: dict[str, tuple[str, ...]] = {}
         drawn: dict[int, str] = {}  # ids drawn as op boxes (not absorbed in a scope box)
@@ -802,42 +1030,29 @@ class _ViewBuilder:
                 tooltip=f"graph input %{value.name} : {value.type}",
             )
         self.sides["n"] = side
-        # The loop below runs once per node of graphs of up to 17k nodes, for every
-        # picture: the box of each scope, the status and the member of each absorbed
-        # op are worked out inline (the same as _box, _status, _role and _absorb).
-        folded, scopes, keys = folder.folded, side.scopes, self.key
-        box_cache, members_of = self.box_cache, self.box_members
-        diff = self.diff
-        added = diff.added if diff is not None and self.side == "after" else None
-        changed = diff.changed if diff is not None else {}
+        # Every op of a scope lands in the same module box, or every one is drawn: the
+        # ops are placed a scope at a time (a few hundred of them), and only the ops
+        # drawn on their own are visited one by one.
+        box_of, boxes = self.box_of, self.boxes
         box_key = f"{p}s_"
-        for node_id, i in info.items():
-            if node_id in folded:
+        loose: list[int] = []
+        for scope, ops in side.ops_by_scope.items():
+            box = self._box(scope)
+            if box is None:
+                box_of[scope] = None
+                loose.extend(ops.ids)
                 continue
-            if diff is None:
-                status = "same"
-            elif added is not None:
-                status = (
-                    "added" if node_id in added else "changed" if node_id in changed else "same"
-                )
-            else:
-                status = self._status(node_id)
-            scope = scopes[node_id]
-            box = box_cache[scope] if scope in box_cache else self._box(scope)
-            if box is not None:
-                # Only counts and kinds of absorbed ops are shown; the full label is
-                # made later if the box turns out to hold this op alone.
-                role, title, kept = self._role(i)
-                key = box_key + box
-                member = _Member(role, title, status, node_id, kept)
-                group = members_of.get(key)
-                if group is None:
-                    members_of[key] = [member]
-                else:
-                    group.append(member)
-                keys[node_id] = key
-                continue
-            view = self._full_view(side, node_id, "n", status)
+            key = box_key + box
+            box_of[scope] = key
+            held = boxes.get(key)
+            if held is None:
+                held = boxes[key] = _Box()
+            held.scopes.append(ops)
+            held.live += len(ops.ids)
+        self._count_changes(side)
+        loose.sort()  # drawing order is walk order, and node ids are walk positions
+        for node_id in loose:
+            view = self._full_view(side, node_id, "n", self._status(node_id))
             view.cluster = self._cluster_path(side, node_id, drawn)
             drawn[node_id] = view.key
             self.node_cluster[view.key] = view.cluster
@@ -845,7 +1060,41 @@ class _ViewBuilder:
             self.key[node_id] = view.key
         out_key = f"{p}out"
         self.nodes[out_key] = ViewNode(out_key, "output", "return", tooltip="graph outputs")
-        self._edges_for(side, self.key, out_key)
+        self._edges_for(side, out_key)
+
+    def _count_changes(self, side: _Side) -> None:
+        """Count the diff's statuses of the ops in module boxes, from the diff's own sets
+        (an export's step diffs touch a few hundred of the graph's 17k nodes)."""
+        diff = self.diff
+        if diff is None:
+            return
+        changes: list[tuple[Iterable[int], str]]
+        if self.side == "after":
+            added = diff.added
+            changes = [
+                (added, "added"),
+                ((i for i in diff.changed if i not in added), "changed"),
+            ]
+        else:
+            removed, changed = diff.removed, diff.changed
+            was_changed = (b for b, a in diff.matched.items() if a in changed and b not in removed)
+            changes = [(removed, "removed"), (was_changed, "changed")]
+        folded, scopes, box_of, boxes = side.folder.folded, side.scopes, self.box_of, self.boxes
+        for ids, status in changes:
+            for node_id in ids:
+                if node_id in folded:
+                    continue
+                key = box_of[scopes[node_id]]
+                if key is not None:
+                    boxes[key].statuses[status] += 1
+
+    def _key_of(self, node_id: int) -> str | None:
+        """The key of the box showing drawn-side op ``node_id`` (None: folded away)."""
+        key = self.key.get(node_id)
+        if key is None and node_id not in self.folded:
+            scope = self.scopes.get(node_id)
+            key = self.box_of.get(scope) if scope is not None else None
+        return key
 
     def _box(self, scope: str) -> str | None:
         if scope not in self.box_cache:
@@ -869,20 +1118,6 @@ class _ViewBuilder:
             node_ids=[node_id],
             kept=kept,
         )
-
-    def _role(self, info: NodeInfo) -> tuple[str, str, bool]:
-        node = info.node
-        if node.kind == "prim::GetAttr":
-            path = info.attribute or node.attribute("name") or "?"
-            return "attribute", f"self.{path}", path in self.reasons
-        if node.kind == "prim::Constant":
-            return "constant", node.kind, False
-        return "op", node.kind.removeprefix("aten::"), False
-
-    def _absorb(self, box: str, member: _Member) -> None:
-        key = f"{self.prefix}s_{box}"
-        self.box_members.setdefault(key, []).append(member)
-        self.key[member.node_id] = key
 
     def _status(self, node_id: int) -> str:
         if self.diff is None:
@@ -922,36 +1157,52 @@ class _ViewBuilder:
         title = node.kind.removeprefix("aten::")
         return "op", title, False, tip
 
-    def _edges_for(self, side: _Side, keys: dict[int, str], out_key: str) -> None:
-        p = self.prefix
-        nodes = self.nodes
+    def _edges_for(self, side: _Side, out_key: str) -> None:
+        p, nodes, box_of, keys = self.prefix, self.nodes, self.box_of, self.key
+        edges = side.edges
+        # Drawn pair -> [index of its first edge in side.edges, how many edges it stands for].
+        found: dict[tuple[str, str], list[int]] = {}
 
-        def where(tail: int | str) -> str | None:
-            if tail.__class__ is str:  # a graph input, drawn unless it is `self`
-                key = p + tail  # type: ignore[operator]
-                return key if key in nodes else None
-            return keys.get(tail)  # type: ignore[arg-type]
-
-        edge = self._edge
-        edges = self.edges
-        for head_id, tail, value, style in side.edges:
-            head = keys.get(head_id)
-            if head is None:
-                continue
-            drawn_tail = where(tail)
-            if drawn_tail is None or drawn_tail == head:
-                continue
-            # Most edges of a collapsed picture repeat one between two boxes: count it
-            # here (what _edge does for an existing pair) without the call.
-            existing = edges.get((drawn_tail, head))
-            if existing is not None:
-                existing.count += 1
+        def note(tail: str, head: str, first: int, count: int) -> None:
+            seen = found.get((tail, head))
+            if seen is None:
+                found[(tail, head)] = [first, count]
             else:
-                edge(drawn_tail, head, side, value, style=style)
-        for tail, value in side.output_tails:
-            drawn_tail = where(tail)
-            if drawn_tail is not None:
-                edge(drawn_tail, out_key, side, value)
+                seen[0] = min(seen[0], first)
+                seen[1] += count
+
+        for (tail_input, tail_scope, head_scope), indices in side.edge_groups.items():
+            head_box = box_of[head_scope]
+            if tail_input:
+                tail_box: str | None = p + tail_input
+                if tail_box not in nodes:
+                    continue  # `self`, not drawn
+            else:
+                tail_box = box_of[tail_scope]
+            if head_box is not None and tail_box is not None:
+                # The whole group joins two boxes (or stays inside one).
+                if head_box != tail_box:
+                    note(tail_box, head_box, indices[0], len(indices))
+                continue
+            for index in indices:
+                head_id, tail, _value, _style = edges[index]
+                head = head_box or keys[head_id]
+                drawn_tail = tail_box or keys[tail]  # type: ignore[index]
+                if drawn_tail != head:
+                    note(drawn_tail, head, index, 1)
+        # Drawn in the order their first edges come in the graph, each first edge's value
+        # naming it, as when the edges were walked one at a time.
+        for (tail, head), (first, count) in sorted(found.items(), key=lambda item: item[1][0]):
+            value, style = edges[first][2], edges[first][3]
+            self._edge(tail, head, side, value, style=style)
+            self.edges[(tail, head)].count = count
+        for out_tail, value in side.output_tails:
+            if isinstance(out_tail, str):
+                returned = p + out_tail if p + out_tail in nodes else None
+            else:
+                returned = self._key_of(out_tail)
+            if returned is not None:
+                self._edge(returned, out_key, side, value)
 
     def _edge(
         self,
@@ -984,56 +1235,83 @@ class _ViewBuilder:
         """Draw the diff's removed ops (before-graph ids) where they were."""
         assert self.diff is not None
         diff, folder, info = self.diff, side.folder, side.info
-        self.ghost_folded |= folder.folded
+        folded = folder.folded
+        self.ghost_folded |= folded
         self.sides["g"] = side
         p = self.prefix
         ghost_keys: dict[int, str] = {}
+        # A step can remove most of a 17k-node graph: each scope's box is looked up once,
+        # and its key is one string shared by all its ghosts.
+        placed: dict[str, tuple[str, _Box] | None] = {}
+        scopes, ghost_scopes = side.scopes, self.ghost_scopes
         for node_id in sorted(diff.removed):
-            if node_id in folder.folded:
+            if node_id in folded:
                 continue
-            i = info[node_id]
-            scope = side.scopes[node_id]
-            self.ghost_scopes[node_id] = scope
-            box = self._box(scope)
-            if box is not None:
-                key = f"{p}s_{box}"
-                member = _Member("ghost", self._role(i)[1], "removed", node_id)
-                self.box_members.setdefault(key, []).append(member)
+            scope = scopes[node_id]
+            ghost_scopes[node_id] = scope
+            if scope in placed:
+                spot = placed[scope]
+            else:
+                spot = placed[scope] = self._ghost_box(scope)
+            if spot is not None:
+                key, held = spot
+                held.ghost_ids.append(node_id)
                 ghost_keys[node_id] = key
                 continue
             view = self._full_view(side, node_id, "g", "removed")
             view.cluster = self._scope_path(scope)
             self.nodes[view.key] = view
             ghost_keys[node_id] = view.key
-        self.ghost_key = ghost_keys
+
+        matched = diff.matched
 
         def where(before_id: int) -> str | None:
-            if before_id in ghost_keys:
-                return ghost_keys[before_id]
-            after_id = diff.matched.get(before_id)
-            return self.key.get(after_id) if after_id is not None else None
+            key = ghost_keys.get(before_id)
+            if key is not None:
+                return key
+            after_id = matched.get(before_id)
+            return self._key_of(after_id) if after_id is not None else None
 
         params = {v.name: f"{p}i{k}" for k, v in enumerate(side.snapshot.inputs)}
-        consumers = side.consumers
-        for node_id in ghost_keys:
-            head = ghost_keys[node_id]
+        producer = folder.producer
+        # Ops returning a graph output (output names are unique to their producer).
+        returning = {producer.get(v) for v in side.snapshot.outputs}
+        users = _readers(side.edges, ghost_keys)
+        nodes, boxes, edges = self.nodes, self.boxes, self.edges
+        for node_id, head in ghost_keys.items():
             node = info[node_id].node
             for value in node.inputs:
-                pid = folder.producer.get(value)
-                if pid is not None and pid in folder.folded:
+                pid = producer.get(value)
+                if pid is not None and pid in folded:
                     continue
                 tail = where(pid) if pid is not None else params.get(value)
-                if tail is not None and (tail in self.nodes or tail in self.box_members):
+                if (
+                    tail is not None
+                    and tail != head
+                    and (tail in nodes or tail in boxes)
+                    and (tail, head) not in edges
+                ):
                     self._ghost_edge(tail, head, side, value)
             for out in node.outputs:
-                for user in consumers.get(out.name, []):
-                    if user.id in ghost_keys:
+                for user_id in users.get(out.name, ()):
+                    if user_id in ghost_keys:
                         continue  # drawn from the user's side
-                    target = where(user.id)
-                    if target is not None:
+                    target = where(user_id)
+                    if target is not None and target != head and (head, target) not in edges:
                         self._ghost_edge(head, target, side, out.name)
-            if any(out.name in side.snapshot.outputs for out in node.outputs):
+            if node_id in returning:
                 self._ghost_edge(head, f"{p}out", side, node.outputs[0].name)
+
+    def _ghost_box(self, scope: str) -> tuple[str, _Box] | None:
+        """The key and contents of the module box ghosts of ``scope`` are counted in."""
+        box = self._box(scope)
+        if box is None:
+            return None
+        key = f"{self.prefix}s_{box}"
+        held = self.boxes.get(key)
+        if held is None:
+            held = self.boxes[key] = _Box()
+        return key, held
 
     def _ghost_edge(self, tail: str, head: str, side: _Side, value: str) -> None:
         if tail == head or (tail, head) in self.edges:
@@ -1059,74 +1337,79 @@ class _ViewBuilder:
 
     def _make_boxes(self) -> None:
         renames: dict[str, str] = {}
-        for key, members in self.box_members.items():
+        for key, held in self.boxes.items():
             scope = key[len(self.prefix) + 2 :]
-            live = [m for m in members if m.role != "ghost"]
-            if len(members) == 1:
+            if held.live + len(held.ghost_ids) == 1:
                 # A box around one op says less than the op itself.
-                letter = "g" if members[0].role == "ghost" else "n"
-                only = self._full_view(
-                    self.sides[letter], members[0].node_id, letter, members[0].status
-                )
+                if held.ghost_ids:
+                    letter, node_id, status = "g", held.ghost_ids[0], "removed"
+                else:
+                    node_id = held.scopes[0].ids[0]
+                    letter, status = "n", self._status(node_id)
+                only = self._full_view(self.sides[letter], node_id, letter, status)
                 only.cluster = self._scope_path(scope)[:-1]
                 only.rows = [*only.rows, f"in {scope}"][-_MAX_ROWS:]
                 renames[key] = only.key
                 self.nodes[only.key] = only
                 continue
-            counts: Counter[str] = Counter()
-            counts["ops"] = len(live)
-            ids: list[int] = []
-            ghost_ids: list[int] = []
-            for m in members:
-                (ghost_ids if m.role == "ghost" else ids).append(m.node_id)
-                if m.status != "same":
-                    counts[m.status] += 1
-                if m.kept:
-                    counts["kept"] += 1
-            status = "same"
-            if counts["added"] or counts["removed"] or counts["changed"]:
-                status = "changed"
-                if not live:
-                    status = "removed"
-                elif counts["added"] == len(live) and not counts["removed"]:
-                    status = "added"
-            rows = [f"{counts['ops']} ops" if live else "removed"]
-            delta = " ".join(
-                f"{sign}{counts[name]}"
-                for sign, name in (("+", "added"), ("-", "removed"), ("~", "changed"))
-                if counts[name]
-            )
-            if delta:
-                rows.append(delta)
-            if counts["kept"]:
-                rows.append(f"{counts['kept']} kept attribute read(s)")
-            kinds = Counter(m.title for m in live if m.role == "op")
-            top = ", ".join(f"{k} x{n}" for k, n in kinds.most_common(3))
-            self.nodes[key] = ViewNode(
-                key=key,
-                role="scope",
-                title=scope,
-                rows=rows,
-                cluster=self._scope_path(scope)[:-1],
-                status=status,
-                tooltip=f"module {scope}: {counts['ops']} ops ({top})"
-                + (f"; {delta}" if delta else "")
-                + "; expand it to see the ops",
-                node_ids=ids,
-                ghost_ids=ghost_ids,
-                counts=counts,
-                kept=counts["kept"] > 0,
-            )
+            self.nodes[key] = self._box_view(key, scope, held)
         self._rekey(renames)
 
+    def _box_view(self, key: str, scope: str, held: _Box) -> ViewNode:
+        """The ``scope`` node of a module box holding more than one op."""
+        live = held.live
+        counts: Counter[str] = Counter()
+        counts["ops"] = live
+        counts.update(held.statuses)
+        if held.ghost_ids:
+            counts["removed"] += len(held.ghost_ids)
+        reasons = self.reasons
+        kept = sum(path in reasons for ops in held.scopes for path in ops.reads) if reasons else 0
+        if kept:
+            counts["kept"] = kept
+        status = "same"
+        if counts["added"] or counts["removed"] or counts["changed"]:
+            status = "changed"
+            if not live:
+                status = "removed"
+            elif counts["added"] == live and not counts["removed"]:
+                status = "added"
+        rows = [f"{counts['ops']} ops" if live else "removed"]
+        delta = " ".join(
+            f"{sign}{counts[name]}"
+            for sign, name in (("+", "added"), ("-", "removed"), ("~", "changed"))
+            if counts[name]
+        )
+        if delta:
+            rows.append(delta)
+        if counts["kept"]:
+            rows.append(f"{counts['kept']} kept attribute read(s)")
+        top = ", ".join(f"{k} x{n}" for k, n in _top_kinds(held.scopes))
+        if len(held.scopes) == 1:
+            ids = list(held.scopes[0].ids)
+        else:
+            # Listed in walk order (node ids are walk positions), as the ops were met.
+            ids = sorted(chain.from_iterable(ops.ids for ops in held.scopes))
+        return ViewNode(
+            key=key,
+            role="scope",
+            title=scope,
+            rows=rows,
+            cluster=self._scope_path(scope)[:-1],
+            status=status,
+            tooltip=f"module {scope}: {counts['ops']} ops ({top})"
+            + (f"; {delta}" if delta else "")
+            + "; expand it to see the ops",
+            node_ids=ids,
+            ghost_ids=list(held.ghost_ids),
+            counts=counts,
+            kept=counts["kept"] > 0,
+        )
+
     def _rekey(self, renames: Mapping[str, str]) -> None:
-        """Point keys and edges at new node keys (one pass for all renames)."""
+        """Point edges at new node keys (one pass for all renames)."""
         if not renames:
             return
-        for table in (self.key, self.ghost_key):
-            for node_id, key in table.items():
-                if key in renames:
-                    table[node_id] = renames[key]
         edges: dict[tuple[str, str], ViewEdge] = {}
         for (tail, head), edge in self.edges.items():
             tail = renames.get(tail, tail)

@@ -46,6 +46,7 @@ from .collapse import (
     box_prefix,
     build_view,
     count_at_level,
+    drawn_scope_counts,
     drawn_scopes,
     levels,
     opened_scopes,
@@ -326,11 +327,14 @@ def run_dot(source: str, fmt: str, options: RenderOptions) -> bytes:
 
 
 def auto_level(
-    scopes: Sequence[str], candidates: Sequence[int | None], options: RenderOptions
+    scopes: Sequence[str] | Mapping[str, int],
+    candidates: Sequence[int | None],
+    options: RenderOptions,
 ) -> int | None:
     """The finest of ``candidates`` whose box count fits ``options.budget``.
 
-    Explicitly expanded scopes are drawn in full and do not count against the budget.
+    ``scopes``: the scope of every drawn op, or scope -> count. Explicitly expanded
+    scopes are drawn in full and do not count against the budget.
     """
     fitting = candidates[0] if candidates else None
     counts = Counter(scopes)
@@ -342,12 +346,16 @@ def auto_level(
     return fitting
 
 
-def _drawn_scopes(snapshot: GraphSnapshot, options: RenderOptions) -> list[str]:
-    return drawn_scopes(snapshot, options.constants, modules=options.modules)
+def _drawn_scopes(snapshot: GraphSnapshot, options: RenderOptions) -> Counter[str]:
+    # Counted per scope: a few hundred entries where a list would hold every op.
+    return drawn_scope_counts(snapshot, options.constants, modules=options.modules)
 
 
 def _coarser(
-    level: int | None, candidates: list[int | None], scopes: list[str], expand: Sequence[str]
+    level: int | None,
+    candidates: list[int | None],
+    scopes: Mapping[str, int],
+    expand: Sequence[str],
 ) -> int | bool | None:
     """The next level worth trying after ``level`` overran, or False when none is left."""
     current = count_at_level(scopes, level, expand)
@@ -445,7 +453,7 @@ def render_picture(
     options: RenderOptions,
     level: int | None,
     candidates: list[int | None],
-    scopes: list[str],
+    scopes: Sequence[str] | Mapping[str, int],
     split: tuple[str, ...] = (),
 ) -> RenderResult:
     """Draw ``make(level)`` into ``path``, falling back to coarser levels on overrun.
@@ -461,7 +469,8 @@ def render_picture(
         options: drawing options (timeout, engine...).
         level: the level to try first.
         candidates: the levels that exist for this graph, coarsest first.
-        scopes: scopes of the drawn nodes (to pick fallback levels that are really smaller).
+        scopes: scopes of the drawn nodes, or scope -> count (to pick fallback levels
+            that are really smaller).
         split: the boxes ``make`` opens at ``level`` (recorded in the result; a fallback
             level opens none).
 
@@ -492,7 +501,7 @@ def render_picture(
             # Far beyond what Graphviz lays out within the timeout: skip the run it
             # could not finish. The coarsest level is always tried, since the ceiling
             # is a forecast and only the timeout is a measurement.
-            nxt = _coarser(current, candidates, scopes, options.expand)
+            nxt = _coarser(current, candidates, counts, options.expand)
             capped = nxt is not False
         picture = None if known or capped else make(current)
         if picture is not None:
@@ -514,7 +523,7 @@ def render_picture(
                     memo.overran(boxes)
                 boxes = picture.nodes
         if not capped:
-            nxt = _coarser(current, candidates, scopes, options.expand)
+            nxt = _coarser(current, candidates, counts, options.expand)
         if nxt is False:
             raise DotTimeoutError(
                 f"Graphviz did not finish drawing {Path(path).name} within "
@@ -559,7 +568,7 @@ def render_picture(
 
 def _plan(
     snapshot: GraphSnapshot, options: RenderOptions
-) -> tuple[int | None, list[int | None], list[str]]:
+) -> tuple[int | None, list[int | None], Counter[str]]:
     start_scopes = _drawn_scopes(snapshot, options)
     candidates = levels(snapshot, options.constants, options.modules)
     if options.level == "auto":
@@ -572,7 +581,10 @@ def _plan(
 
 
 def changed_splits(
-    diff: GraphDiff, scopes: Sequence[str], level: int | None, options: RenderOptions
+    diff: GraphDiff,
+    scopes: Sequence[str] | Mapping[str, int],
+    level: int | None,
+    options: RenderOptions,
 ) -> tuple[str, ...]:
     """Module boxes of a diff picture worth opening one level, within the budget.
 
@@ -584,8 +596,8 @@ def changed_splits(
 
     Args:
         diff: the diff drawn.
-        scopes: the scope of every drawn op (after-graph and ghosts), as the level was
-            chosen from.
+        scopes: the scope of every drawn op (after-graph and ghosts), or scope -> count,
+            as the level was chosen from.
         level: the collapse level drawn.
         options: budget, expanded scopes, constants mode and module paths.
 
@@ -787,8 +799,8 @@ def render_side_by_side(
     return result
 
 
-def _ghost_scopes(diff: GraphDiff, options: RenderOptions) -> list[str]:
-    return drawn_scopes(diff.before, options.constants, diff.removed, options.modules)
+def _ghost_scopes(diff: GraphDiff, options: RenderOptions) -> Counter[str]:
+    return drawn_scope_counts(diff.before, options.constants, diff.removed, options.modules)
 
 
 def _merge_levels(a: list[int | None], b: list[int | None]) -> list[int | None]:
