@@ -11,6 +11,7 @@ only under ``--debug``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import os
 import signal
@@ -94,17 +95,48 @@ def _stderr() -> Console:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``freezeview`` console script; returns the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    process = argv is None and threading.current_thread() is threading.main_thread()
+    if process:
+        atexit.register(_leave)
+    code: int | None = None
     try:
-        return _main(args_list)
+        code = _main(args_list)
+        return code
     except KeyboardInterrupt:
         # Also while torch is still importing (subcommand modules load it).
         _stderr().print("[bold red]interrupted:[/] no partial file was left behind.")
-        return 130
+        code = 130
+        return code
     finally:
-        if argv is None and threading.current_thread() is threading.main_thread():
+        if process:
             # The command has finished (or said it was interrupted); a Ctrl-C now would
             # only land in torch's clean-up at interpreter exit and print a traceback.
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            if args_list and args_list[0] in COMMANDS[:-1]:
+                _LEAVING["code"] = code
+
+
+# The exit code a finished subcommand leaves the process with (see _leave).
+_LEAVING: dict[str, int | None] = {"code": None}
+
+
+def _leave() -> None:
+    """End the process once a subcommand is done, without the interpreter's teardown.
+
+    Registered before anything else, so Python runs it after every other exit handler
+    (torch's, logging's...). By then the outputs are written (atomically) and closed,
+    and the streams are flushed here; what is left is freeing every object one by one
+    and a last full garbage collection: 0.6 s after a ResNet-50 export and 1.2-1.4 s
+    after a 12-layer transformer's, for nothing. The app, ``--help`` and errors that
+    escape ``main`` end the usual way.
+    """
+    code = _LEAVING["code"]
+    if code is None:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _main(args_list: list[str]) -> int:
