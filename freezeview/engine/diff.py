@@ -431,19 +431,21 @@ def _diff(before: GraphSnapshot, after: GraphSnapshot) -> GraphDiff:
         matched[x] = y
         rev[y] = x
 
-    # 1. Identical upstream structure. Equal hashes in both graphs pair in graph order.
+    # 1. Identical upstream structure. Equal hashes in both graphs pair in graph order
+    # (the hashes are kept in walk order).
     by_hash: dict[int, list[int]] = {}
-    for node_id in b.order:
-        by_hash.setdefault(b.strict[node_id], []).append(node_id)
+    for node_id, strict in b.strict.items():
+        by_hash.setdefault(strict, []).append(node_id)
     taken: dict[int, int] = {}
-    for node_id in a.order:
-        candidates = by_hash.get(a.strict[node_id])
+    for node_id, strict in a.strict.items():
+        candidates = by_hash.get(strict)
         if not candidates:
             continue
-        k = taken.get(a.strict[node_id], 0)
+        k = taken.get(strict, 0)
         if k < len(candidates):
             pair(candidates[k], node_id)
-            taken[a.strict[node_id]] = k + 1
+            taken[strict] = k + 1
+    identical = frozenset(rev)
 
     # 2. Neighbourhood propagation inside groups of equal loose keys.
     pending: dict[tuple[object, ...], tuple[list[int], list[int]]] = {}
@@ -490,7 +492,7 @@ def _diff(before: GraphSnapshot, after: GraphSnapshot) -> GraphDiff:
             old_sigs: dict[tuple[object, ...], list[int]] = {}
             for node_id in olds:
                 sig = signature(b, node_id, matched)
-                if any(s == ("?",) for s in sig):
+                if ("?",) in sig:
                     continue
                 old_sigs.setdefault(sig, []).append(node_id)
             if not old_sigs:
@@ -509,7 +511,7 @@ def _diff(before: GraphSnapshot, after: GraphSnapshot) -> GraphDiff:
 
     added = frozenset(i for i in a.order if i not in rev)
     removed = frozenset(i for i in b.order if i not in matched)
-    changed = _changes(b, a, matched)
+    changed = _changes(b, a, matched, identical)
     replaced = _replacements(b, a, added, removed)
     return GraphDiff(
         before=before,
@@ -524,7 +526,15 @@ def _diff(before: GraphSnapshot, after: GraphSnapshot) -> GraphDiff:
     )
 
 
-def _changes(b: _Side, a: _Side, matched: dict[int, int]) -> dict[int, tuple[str, ...]]:
+def _changes(
+    b: _Side, a: _Side, matched: dict[int, int], identical: frozenset[int] = frozenset()
+) -> dict[int, tuple[str, ...]]:
+    """Why each matched node changed (after id -> reasons), for those that did.
+
+    ``identical``: after ids matched by equal structural hashes, whose own kind,
+    attributes, output types, constant value and input count are equal by construction;
+    only what they draw inside them (constants, attribute reads) is compared.
+    """
     changed: dict[int, tuple[str, ...]] = {}
     # Walk in after-graph order: producers come before their users, so a changed
     # constant is known before the node that draws it.
@@ -536,21 +546,8 @@ def _changes(b: _Side, a: _Side, matched: dict[int, int]) -> dict[int, tuple[str
             continue
         old, new = b.info[before_id].node, a.info[after_id].node
         reasons: list[str] = []
-        if old.constant is not None and new.constant is not None:
-            if _constant_identity(old) != _constant_identity(new):
-                reasons.append(f"value {_constant_label(old)} -> {_constant_label(new)}")
-        else:
-            if old.attributes != new.attributes:
-                reasons.append("attributes " + _attrs(old) + " -> " + _attrs(new))
-            # Equal printed lines print the same output types, and equal printed types
-            # are equal demangled types: demangle only when they differ.
-            if (old.line != new.line or not old.line) and tuple(
-                v.type for v in old.outputs
-            ) != tuple(v.type for v in new.outputs):
-                old_types = tuple(_type_text(v.type) for v in old.outputs)
-                new_types = tuple(_type_text(v.type) for v in new.outputs)
-                if old_types != new_types:
-                    reasons.append(f"type {', '.join(old_types)} -> {', '.join(new_types)}")
+        if after_id not in identical:
+            reasons += _own_changes(old, new)
         if len(old.inputs) != len(new.inputs):
             reasons.append(f"{len(old.inputs)} inputs -> {len(new.inputs)}")
         elif not (b_inside.isdisjoint(old.inputs) and a_inside.isdisjoint(new.inputs)):
@@ -564,6 +561,27 @@ def _changes(b: _Side, a: _Side, matched: dict[int, int]) -> dict[int, tuple[str
         if reasons:
             changed[after_id] = tuple(reasons)
     return changed
+
+
+def _own_changes(old: NodeSnapshot, new: NodeSnapshot) -> list[str]:
+    """Differences of the node itself: constant value, attributes, output types."""
+    if old.constant is not None and new.constant is not None:
+        if _constant_identity(old) != _constant_identity(new):
+            return [f"value {_constant_label(old)} -> {_constant_label(new)}"]
+        return []
+    reasons = []
+    if old.attributes != new.attributes:
+        reasons.append("attributes " + _attrs(old) + " -> " + _attrs(new))
+    # Equal printed lines print the same output types, and equal printed types are
+    # equal demangled types: demangle only when they differ.
+    if (old.line != new.line or not old.line) and tuple(v.type for v in old.outputs) != tuple(
+        v.type for v in new.outputs
+    ):
+        old_types = tuple(_type_text(v.type) for v in old.outputs)
+        new_types = tuple(_type_text(v.type) for v in new.outputs)
+        if old_types != new_types:
+            reasons.append(f"type {', '.join(old_types)} -> {', '.join(new_types)}")
+    return reasons
 
 
 def _input_change(
