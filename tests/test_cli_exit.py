@@ -8,6 +8,7 @@ handlers must be complete, the exit code kept, and only the teardown skipped.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +65,28 @@ def test_the_exit_code_of_a_failed_command_is_kept(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "does not exist" in done.stderr and "Traceback" not in done.stderr
     assert marks == ["handler"]
+
+
+def test_a_report_that_cannot_be_written_is_not_a_success(tmp_path: Path) -> None:
+    """A full disk behind `> report.json`: the buffered report fails at the last flush."""
+    model = save_tiny(tmp_path / "m.pt")
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered
+    argv = ["export", str(model), "-o", str(out), "--format", "dot", "--json"]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "freezeview", *argv],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: freezeview could not write to standard output: No space left on device."
+    ]
+    assert (out / "index.html").is_file()  # the files themselves were written
 
 
 def test_help_ends_the_usual_way(tmp_path: Path) -> None:

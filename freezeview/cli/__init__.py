@@ -133,9 +133,19 @@ def _leave() -> None:
     code = _LEAVING["code"]
     if code is None:
         return
-    for stream in (sys.stdout, sys.stderr):
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass  # the reader went away (`| head`): quiet, as the command itself is
+    except (OSError, ValueError) as exc:
+        # The report is still in the buffer (a full disk behind `> out.json`): it must
+        # not vanish with a success code. Exit 2, as for any output freezeview cannot write.
         with contextlib.suppress(Exception):
-            stream.flush()
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            sys.stderr.write(f"error: freezeview could not write to standard output: {reason}.\n")
+        code = code or 2
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
     os._exit(code)
 
 
