@@ -240,12 +240,7 @@ def line_opcodes(old: Sequence[str], new: Sequence[str]) -> list[Opcode]:
     Returns:
         ``(tag, i1, i2, j1, j2)`` tuples covering both sequences in order.
     """
-    # The common head and tail are cut off before numbering: only the rest is matched.
-    n, m = len(old), len(new)
-    head = _head_length(old, new)
-    tail = _tail_length(old, new, head)
-    a, b = _encode(old[head : n - tail], new[head : m - tail])
-    return _opcodes(_blocks(a, b, head, n, m), n, m)
+    return _code_opcodes(*_encode(old, new))
 
 
 def _code_opcodes(a: list[int], b: list[int]) -> list[Opcode]:
