@@ -103,11 +103,15 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "base"
-        subprocess.run(
+        added = subprocess.run(
             ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), args.base],
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if added.returncode != 0:
+            why = (added.stderr.strip().splitlines() or ["git failed"])[-1]
+            print(f"bench_versus: cannot check out {args.base!r} ({why}).", file=sys.stderr)
+            return 2
         try:
             codes = {args.base[:10]: base, "now": ROOT}
             print(f"export --per-step, {args.repeat} alternating run(s) each, medians:")
