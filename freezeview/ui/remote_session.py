@@ -131,6 +131,8 @@ class RemoteSession:
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: Any = None
         self._closed = False
+        # The child that died between calls (its process and stderr), not yet reported.
+        self._lost: tuple[subprocess.Popen[bytes], Any] | None = None
         # Snapshot keys the engine gave, by run: id(snapshot) -> (key, snapshot). The
         # snapshot is held so its id cannot be reused while the key is remembered.
         self._keys: dict[int, dict[int, tuple[int, GraphSnapshot]]] = {}
@@ -174,6 +176,9 @@ class RemoteSession:
                 self._conn = None
             waiting = [(rid, c) for rid, c in self._calls.items() if c.generation == generation]
             closing = self._closed
+            if not waiting and not closing:
+                # Nobody was waiting (it died between calls): the next call says so.
+                self._lost = (proc, stderr)
         if not waiting:
             return
         sentence = "freezeview is closing." if closing else _death_sentence(proc, stderr)
@@ -222,6 +227,12 @@ class RemoteSession:
         with self._lock:
             if self._closed:
                 raise EngineError("freezeview is closing.")
+            if self._conn is None and self._lost is not None:
+                # The child died while nobody was waiting for it: whatever asks first
+                # learns why (as a call in flight would have), the next one restarts.
+                proc, stderr = self._lost
+                self._lost = None
+                raise EngineError(_death_sentence(proc, stderr))
             if self._conn is None:
                 self._start()  # the last child stopped (a crash): start a new one
             assert self._conn is not None

@@ -140,6 +140,26 @@ def test_a_crashed_engine_says_so_and_the_next_call_starts_a_new_one(
     assert views and remote.pid not in (None, first)
 
 
+def test_an_engine_that_died_between_calls_is_reported_by_the_next_one(
+    remote: RemoteSession,
+) -> None:
+    """However late the next call comes, it says why the engine went; the one after works."""
+    import time
+
+    remote.open()
+    first = remote.pid
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    for _ in range(200):  # until the reader has seen the child go
+        if remote._conn is None:
+            break
+        time.sleep(0.01)
+    assert remote._conn is None
+    with pytest.raises(EngineError, match="killed by SIGKILL"):
+        remote.explain([])
+    assert remote.explain([]) and remote.pid not in (None, first)
+
+
 def test_close_returns_at_once_while_torch_is_busy(small_pt: Path) -> None:
     remote = RemoteSession(small_pt)
     errors: list[BaseException] = []
