@@ -135,7 +135,7 @@ def test_a_crashed_engine_says_so_and_the_next_call_starts_a_new_one(
     assert first is not None
     os.kill(first, signal.SIGKILL)
     with pytest.raises(EngineError, match="killed by SIGKILL"):
-        remote.explain([])  # sent to the dead process, or to its successor's start
+        remote.explain([])  # sent to the dead process, or finding it gone
     views = remote.explain([])
     assert views and remote.pid not in (None, first)
 
