@@ -41,11 +41,27 @@ def test_export_per_step(
     assert model_path.read_bytes() == data  # the input model is never modified
     # The timings the benchmarks split an export by: every part lies inside the total.
     parts = ("freeze", "snapshot", "diff", "ir_diff", "build", "dot", "write")
-    parts += ("reasons", "notes", "index", "gc")
-    seconds = {name: report[f"{name}_seconds"] for name in (*parts, "load", "total")}
+    parts += ("reasons", "notes", "index", "gc", "helper_wait")
+    seconds = {name: report[f"{name}_seconds"] for name in (*parts, "load", "total", "helper")}
     assert all(value >= 0 for value in seconds.values())
     assert seconds["load"] > 0 and seconds["dot"] > 0
     assert sum(seconds[name] for name in parts) <= seconds["total"] + 0.01
+
+
+@pytest.mark.parametrize("flag", [[], ["--one-process"]])
+def test_export_diffs_in_a_helper_unless_told_one_process(
+    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: list[str]
+) -> None:
+    from freezeview.engine.forked import can_fork
+
+    out = tmp_path / "out"
+    argv = ["export", str(model_path), "-o", str(out), "--per-step", "--format", "dot", "--json"]
+    assert main([*argv, *flag]) == 0
+    report = json.loads(capsys.readouterr().out)
+    helped = bool(report["helper_seconds"])
+    assert helped is (can_fork() and not flag)
+    if flag:
+        assert report["diff_seconds"] > 0 and report["helper_wait_seconds"] == 0
 
 
 @needs_dot

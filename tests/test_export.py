@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html.parser
+import re
 import shutil
 import subprocess
 import tempfile
@@ -23,6 +24,7 @@ from render_models import (
 
 from freezeview.engine.errors import OutputError
 from freezeview.engine.export import export, step_stem
+from freezeview.engine.forked import can_fork
 from freezeview.engine.loading import LoadedModel
 from freezeview.engine.pipeline import Pipeline, Plan
 from freezeview.engine.render import GraphvizMissingError, RenderOptions
@@ -237,6 +239,7 @@ def test_module_list_items_keep_their_path_and_times_add_up(tmp_path: Path) -> N
         result.diff_seconds,
         result.ir_diff_seconds,
         result.index_seconds,
+        result.helper_wait_seconds,
         result.build_seconds + result.dot_seconds + result.write_seconds,
     )
     assert all(p >= 0 for p in parts) and sum(parts) <= wall
@@ -283,7 +286,12 @@ def test_unchanged_steps_are_not_diffed(tmp_path: Path, monkeypatch: pytest.Monk
         return diff_snapshots(before, after)  # type: ignore[arg-type]
 
     monkeypatch.setattr(export_module, "diff_snapshots", recording)
-    result = export(scripted(ConvBnRelu()), tmp_path / "o", per_step=True, fmt="dot")
+    # In this process, where the recording can see every diff (a forked helper's would
+    # be lost with it).
+    result = export(
+        scripted(ConvBnRelu()), tmp_path / "o", per_step=True, fmt="dot", parallel=False
+    )
+    assert pairs, "the recording saw no diff"
     assert not any(before is after for before, after in pairs)
     unchanged = [e for e in result.steps if not e.step.changed]
     assert unchanged, "ConvBnRelu has passes that do not fire"
@@ -342,3 +350,50 @@ def test_what_an_export_keeps_joins_the_oldest_generation(tmp_path: Path) -> Non
     finally:
         gc.unfreeze()
         gc.enable() if was else gc.disable()
+
+
+# -- the forked helper ------------------------------------------------------------------
+
+_MANGLE = re.compile(rb"___torch_mangle_\d+")
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    # Each export clones the module, and torch numbers every clone's types anew.
+    return {p.name: _MANGLE.sub(b"___torch_mangle_N", p.read_bytes()) for p in directory.iterdir()}
+
+
+@needs_dot
+@pytest.mark.skipif(not can_fork(), reason="needs Linux and a second CPU")
+def test_a_forked_helper_writes_the_same_files(tmp_path: Path) -> None:
+    module = scripted(ConvBnRelu())
+    alone = export(module, tmp_path / "alone", per_step=True, parallel=False)
+    helped = export(module, tmp_path / "helped", per_step=True, parallel=True)
+    assert alone.helper_seconds == 0 and alone.diff_seconds > 0
+    assert helped.helper_seconds > 0
+    assert sum(1 for e in helped.steps if e.picture is not None) >= 2
+    assert _files(tmp_path / "alone") == _files(tmp_path / "helped")
+
+
+@pytest.mark.skipif(not can_fork(), reason="needs Linux and a second CPU")
+def test_a_helper_that_fails_leaves_the_export_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from freezeview.engine import export as export_module
+
+    parent = os.getpid()
+    real = export_module.diff_facts
+
+    def fails_in_the_helper(diff: object) -> object:
+        if os.getpid() != parent:
+            raise MemoryError("the helper ran out of memory")
+        return real(diff)  # type: ignore[arg-type]
+
+    module = scripted(ConvBnRelu())
+    alone = export(module, tmp_path / "alone", per_step=True, fmt="dot", parallel=False)
+    monkeypatch.setattr(export_module, "diff_facts", fails_in_the_helper)
+    helped = export(module, tmp_path / "helped", per_step=True, fmt="dot", parallel=True)
+    assert helped.helper_seconds == 0 and helped.diff_seconds > 0
+    assert [e.summary for e in helped.steps] == [e.summary for e in alone.steps]
+    assert _files(tmp_path / "alone") == _files(tmp_path / "helped")

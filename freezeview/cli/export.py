@@ -105,6 +105,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="at --level auto, do not open the module boxes where something changed "
         "(by default diff pictures open them while they fit --budget)",
     )
+    parser.add_argument(
+        "--one-process",
+        dest="parallel",
+        action="store_false",
+        help="make the diffs in this process too (by default, on Linux with a second CPU, "
+        "a forked helper process makes them while freezeview explains and draws)",
+    )
     parser.add_argument("--json", action="store_true", help="a JSON summary on stdout")
     parser.set_defaults(func=run)
 
@@ -152,6 +159,9 @@ def run(args: argparse.Namespace) -> int:
             options=options,
             force=args.force,
             progress=None if quiet else (lambda text: status.update(text + "…")),
+            # The only other thread here is the progress spinner's, which takes no lock
+            # the diffs need: the forked helper is safe (engine/forked.py).
+            parallel=args.parallel,
         )
     if args.json:
         json.dump(_json(result, load_seconds), sys.stdout, indent=2)
@@ -174,6 +184,8 @@ def _json(result: ExportResult, load_seconds: float) -> dict[str, object]:
         "reasons": result.reasons_seconds,
         "notes": result.notes_seconds,
         "index": result.index_seconds,
+        "helper": result.helper_seconds,
+        "helper_wait": result.helper_wait_seconds,
         "gc": result.gc_seconds,
         "total": result.total_seconds,
     }

@@ -24,6 +24,7 @@ the batch_norm between them was folded) is not a change of the node.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections import Counter, OrderedDict
@@ -36,8 +37,11 @@ from .snapshot_values import GraphSnapshot, NodeSnapshot
 from .text_diff import line_opcodes, unified_ir_diff, unified_text_diff
 
 __all__ = [
+    "DiffFacts",
     "GraphDiff",
     "NodeInfo",
+    "adopt_diff",
+    "diff_facts",
     "diff_snapshots",
     "index_nodes",
     "line_opcodes",
@@ -90,6 +94,8 @@ class NodeInfo:
 _CACHE_SIZE = 16
 _side_cache: OrderedDict[int, tuple[GraphSnapshot, _Side]] = OrderedDict()
 _cache_lock = threading.Lock()
+# A forked helper (forked.py) gets the lock free even if another thread held it.
+os.register_at_fork(after_in_child=_cache_lock._at_fork_reinit)  # type: ignore[attr-defined]
 
 
 def _side_for(snapshot: GraphSnapshot) -> _Side:
@@ -400,10 +406,50 @@ def diff_snapshots(before: GraphSnapshot, after: GraphSnapshot) -> GraphDiff:
             _diff_cache.move_to_end(key)
             return hit[2]
     result = _diff(before, after)
+    _remember(before, after, result)
+    return result
+
+
+def _remember(before: GraphSnapshot, after: GraphSnapshot, result: GraphDiff) -> None:
     with _cache_lock:
-        _diff_cache[key] = (before, after, result)
+        _diff_cache[(id(before), id(after))] = (before, after, result)
         while len(_diff_cache) > _DIFF_CACHE_SIZE:
             _diff_cache.popitem(last=False)
+
+
+#: What :func:`diff_snapshots` found, without the snapshots: matched, added, removed,
+#: changed, replaced (see :class:`GraphDiff`). Plain ints and strings, cheap to pickle.
+DiffFacts = tuple[
+    dict[int, int], frozenset[int], frozenset[int], dict[int, tuple[str, ...]], dict[int, int]
+]
+
+
+def diff_facts(diff: GraphDiff) -> DiffFacts:
+    """The findings of ``diff`` alone, for a forked helper to send back (forked.py)."""
+    return (diff.matched, diff.added, diff.removed, diff.changed, diff.replaced)
+
+
+def adopt_diff(before: GraphSnapshot, after: GraphSnapshot, facts: DiffFacts) -> GraphDiff:
+    """The :class:`GraphDiff` of ``before`` and ``after`` from facts found elsewhere.
+
+    A forked copy of this process diffed the same two snapshots (node ids are the
+    snapshots' own, so they mean the same here). The result is remembered as
+    :func:`diff_snapshots`'s own would be, so later calls for the pair get it.
+    """
+    b, a = _side_for(before), _side_for(after)
+    matched, added, removed, changed, replaced = facts
+    result = GraphDiff(
+        before=before,
+        after=after,
+        matched=matched,
+        added=added,
+        removed=removed,
+        changed=changed,
+        replaced=replaced,
+        _before_info=b.info,
+        _after_info=a.info,
+    )
+    _remember(before, after, result)
     return result
 
 

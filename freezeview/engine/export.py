@@ -25,7 +25,7 @@ import html
 import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -35,8 +35,9 @@ import torch
 
 from . import atomic
 from .collapse import module_paths
-from .diff import GraphDiff, diff_snapshots, unified_ir_diff
+from .diff import DiffFacts, GraphDiff, adopt_diff, diff_facts, diff_snapshots, unified_ir_diff
 from .errors import OutputError, PlanError
+from .forked import Forked
 from .loading import LoadedModel, load_model
 from .pipeline import Pipeline, Plan, Step
 from .render import (
@@ -97,6 +98,10 @@ class ExportResult:
         diff_seconds: time diffing snapshots.
         ir_diff_seconds: time writing the IR diffs.
         index_seconds: time writing ``index.html``.
+        helper_seconds: the time a forked helper process spent on diffs and IR diffs
+            while this one explained and drew (:mod:`.forked`). What was made here is
+            in ``diff_seconds`` and ``ir_diff_seconds`` instead.
+        helper_wait_seconds: how long the export waited for that helper's results.
         gc_seconds: time the garbage collector took at the end, scanning what the
             export built (it is paused while the export runs).
         total_seconds: the whole export, from its call to its return (gc included).
@@ -116,6 +121,8 @@ class ExportResult:
     diff_seconds: float = 0.0
     ir_diff_seconds: float = 0.0
     index_seconds: float = 0.0
+    helper_seconds: float = 0.0
+    helper_wait_seconds: float = 0.0
     gc_seconds: float = 0.0
     total_seconds: float = 0.0
     graphviz_missing: bool = False
@@ -197,6 +204,77 @@ def _kept_reasons(pipe: Pipeline, steps: Sequence[Step]) -> dict[str, str]:
     return reasons
 
 
+def _step_pairs(
+    loaded: LoadedModel, shown: Sequence[Step]
+) -> list[tuple[Step, GraphSnapshot | None, GraphSnapshot]]:
+    """Each drawn step with the snapshot before it and its own.
+
+    Step 00 inlines the method as saved (one call per submodule), so that is its
+    "before"; a model without a forward method has none.
+    """
+    previous: GraphSnapshot | None = (
+        snapshot_graph(loaded.module._c._get_method("forward").graph)
+        if loaded.module._c._has_method("forward")
+        else None
+    )
+    pairs = []
+    for step in shown:
+        snap = step.snapshot
+        assert snap is not None
+        pairs.append((step, previous, snap))
+        previous = snap
+    return pairs
+
+
+# (before label, after label, before snapshot or None, after snapshot): one IR diff,
+# and one structural diff unless the two are the same snapshot.
+_DiffJob = tuple[str, str, GraphSnapshot | None, GraphSnapshot]
+
+
+@dataclass(frozen=True)
+class _DiffOutput:
+    """What :func:`_diff_outputs` made for one job, and how long it took."""
+
+    facts: DiffFacts | None  # None: no diff to draw
+    text: str
+    diff_seconds: float
+    ir_diff_seconds: float
+
+
+def _diff_outputs(jobs: Sequence[_DiffJob]) -> Iterator[_DiffOutput]:
+    """Per job, its diff's facts and its IR diff text.
+
+    Pure Python on snapshots alone, so a forked helper can run it (forked.py).
+    """
+    for before_label, after_label, previous, snap in jobs:
+        start = time.perf_counter()
+        facts = (
+            diff_facts(diff_snapshots(previous, snap))
+            if previous is not None and previous is not snap
+            else None
+        )
+        diffed = time.perf_counter()
+        text = (
+            unified_ir_diff(previous, snap, before_label=before_label, after_label=after_label)
+            if previous is not None
+            else ""
+        )
+        yield _DiffOutput(facts, text, diffed - start, time.perf_counter() - diffed)
+
+
+def _taken(helper: Forked[_DiffOutput], result: ExportResult) -> _DiffOutput:
+    """The helper's next output (or the same made here), its time booked in ``result``."""
+    from_helper = helper.from_helper
+    output = next(helper)
+    if helper.from_helper > from_helper:
+        result.helper_seconds += output.diff_seconds + output.ir_diff_seconds
+    else:
+        result.diff_seconds += output.diff_seconds
+        result.ir_diff_seconds += output.ir_diff_seconds
+    result.helper_wait_seconds = helper.wait_seconds
+    return output
+
+
 def _collector_paused(func: Callable[_P, ExportResult]) -> Callable[_P, ExportResult]:
     """Run ``func`` with the cyclic garbage collector paused; time the catch-up and the call.
 
@@ -252,6 +330,7 @@ def export(
     force: bool = False,
     side_by_side: bool = True,
     progress: Callable[[str], None] | None = None,
+    parallel: bool | None = None,
 ) -> ExportResult:
     """Freeze ``model`` step by step and write its pictures and diffs into ``directory``.
 
@@ -266,6 +345,12 @@ def export(
         force: overwrite output files that already exist.
         side_by_side: also write ``side-by-side.<fmt>``.
         progress: called with a short text before each picture is drawn.
+        parallel: let a forked helper process make the diffs and IR diffs while this
+            one explains and draws, when the machine has a second CPU and can fork
+            (:mod:`.forked`). None: only if this process runs no other thread; True:
+            the caller vouches that its other threads hold no lock the diffs take
+            (the CLI's progress spinner does not); False: never. The files written
+            are the same either way.
 
     Returns:
         An :class:`ExportResult`.
@@ -330,166 +415,102 @@ def export(
     start = time.perf_counter()
     for step in shown if per_step else (shown[0], shown[-1]):
         _ = step.snapshot
+    pairs = _step_pairs(loaded, shown) if per_step else []
     result.snapshot_seconds = time.perf_counter() - start
 
-    start = time.perf_counter()
-    reasons = _kept_reasons(pipe, steps)
-    result.reasons_seconds = time.perf_counter() - start
-    modules = options.modules if options.modules is not None else module_paths(loaded.module)
-    overruns = options.overruns if options.overruns is not None else Overruns()
-    opts = replace(options, reasons=reasons, modules=modules, overruns=overruns)
+    # Diffs and IR diffs need nothing but the snapshots: a forked copy of this process
+    # makes them on the other CPU while this one explains and draws (forked.py; without
+    # a second CPU they are made here, each when first needed). The overall diff comes
+    # first: the diff picture needs it long before the steps are drawn.
     before, after = shown[0].snapshot, shown[-1].snapshot
     assert before is not None and after is not None
-    start = time.perf_counter()
-    overall = diff_snapshots(before, after)
-    result.diff_seconds += time.perf_counter() - start
+    jobs: list[_DiffJob] = [("before", "after", before, after)]
+    jobs += [
+        (f"before {step.name}", f"after {step.name}", previous, snap)
+        for step, previous, snap in pairs
+    ]
+    with Forked(partial(_diff_outputs, jobs), enabled=parallel) as helper:
+        start = time.perf_counter()
+        reasons = _kept_reasons(pipe, steps)
+        result.reasons_seconds = time.perf_counter() - start
+        modules = options.modules if options.modules is not None else module_paths(loaded.module)
+        overruns = options.overruns if options.overruns is not None else Overruns()
+        opts = replace(options, reasons=reasons, modules=modules, overruns=overruns)
 
-    def draw(name: str, title: str, fn: Callable[[], RenderResult]) -> PictureEntry:
-        say(f"drawing {name}")
-        rendered = fn()
-        result.files.append(rendered.path)
-        result.notes.extend(rendered.notes)
-        return PictureEntry(name, title, rendered)
+        def draw(name: str, title: str, render: Callable[..., RenderResult]) -> PictureEntry:
+            # `render`: a render_* function given all but where, how and its title.
+            say(f"drawing {name}")
+            rendered = render(directory / f"{name}.{pic_fmt}", fmt=pic_fmt, title=title)
+            result.files.append(rendered.path)
+            result.notes.extend(rendered.notes)
+            return PictureEntry(name, title, rendered)
 
-    def target(stem: str) -> Path:
-        return directory / f"{stem}.{pic_fmt}"
-
-    model_name = loaded.name or "model"
-    # The before graph has no kept attributes yet: every attribute read is plain there.
-    before_opts = replace(opts, reasons=None)
-    result.pictures.append(
-        draw(
-            "before",
-            f"{model_name}: before freezing (inlined)",
-            lambda: render_snapshot(
-                before,
-                target("before"),
-                fmt=pic_fmt,
-                options=before_opts,
-                title=f"{model_name}: before freezing (inlined)",
-            ),
-        )
-    )
-    result.pictures.append(
-        draw(
-            "after",
-            f"{model_name}: after freezing",
-            lambda: render_snapshot(
-                after,
-                target("after"),
-                fmt=pic_fmt,
-                options=opts,
-                title=f"{model_name}: after freezing",
-            ),
-        )
-    )
-    result.pictures.append(
-        draw(
-            "diff",
-            f"{model_name}: {overall.summary()}",
-            lambda: render_diff(
-                overall,
-                target("diff"),
-                fmt=pic_fmt,
-                options=opts,
-                title=f"{model_name}: {overall.summary()}",
-            ),
-        )
-    )
-    if side_by_side:
+        model_name = loaded.name or "model"
+        # The before graph has no kept attributes yet: every attribute read is plain there.
+        before_opts = replace(opts, reasons=None)
+        title = f"{model_name}: before freezing (inlined)"
         result.pictures.append(
-            draw(
-                "side-by-side",
-                f"{model_name}: before / after",
-                lambda: render_side_by_side(
-                    overall,
-                    target("side-by-side"),
-                    fmt=pic_fmt,
-                    options=opts,
-                    title=f"{model_name}: before / after",
-                ),
-            )
+            draw("before", title, partial(render_snapshot, before, options=before_opts))
         )
-    start = time.perf_counter()
-    ir_text = unified_ir_diff(before, after, before_label="before", after_label="after")
-    result.files.append(atomic.write_text(directory / "ir.diff", ir_text))
-    result.ir_diff_seconds += time.perf_counter() - start
+        title = f"{model_name}: after freezing"
+        result.pictures.append(draw("after", title, partial(render_snapshot, after, options=opts)))
 
-    if per_step:
-        # The method as saved (one call per submodule) is what step 00 inlines.
-        previous: GraphSnapshot | None = (
-            snapshot_graph(loaded.module._c._get_method("forward").graph)
-            if loaded.module._c._has_method("forward")
-            else None
+        done = _taken(helper, result)
+        ir_text = done.text
+        start = time.perf_counter()
+        overall = (
+            adopt_diff(before, after, done.facts)
+            if done.facts is not None
+            else diff_snapshots(before, after)
         )
-        for step in shown:
-            snap = step.snapshot
-            assert snap is not None
+        result.diff_seconds += time.perf_counter() - start
+        title = f"{model_name}: {overall.summary()}"
+        result.pictures.append(draw("diff", title, partial(render_diff, overall, options=opts)))
+        if side_by_side:
+            title = f"{model_name}: before / after"
+            render = partial(render_side_by_side, overall, options=opts)
+            result.pictures.append(draw("side-by-side", title, render))
+        start = time.perf_counter()
+        result.files.append(atomic.write_text(directory / "ir.diff", ir_text))
+        result.ir_diff_seconds += time.perf_counter() - start
+
+        for step, previous, snap in pairs:
+            done = _taken(helper, result)
+            facts, text = done.facts, done.text
             stem = step_stem(step)
             start = time.perf_counter()
             # A step that left the graph alone shares its snapshot with the step before
-            # it (pipeline.py): a graph diffed against itself reports nothing (diff.py),
-            # so the step costs an empty .diff file and no picture, not a 17k-node diff.
-            unchanged = previous is snap
-            step_diff: GraphDiff | None = (
-                diff_snapshots(previous, snap) if previous is not None and not unchanged else None
+            # it (pipeline.py): it gets an empty .diff file and no picture, and no diff
+            # (one of a graph against itself would report nothing).
+            step_diff = (
+                adopt_diff(previous, snap, facts)
+                if facts is not None and previous is not None
+                else None
             )
             result.diff_seconds += time.perf_counter() - start
             start = time.perf_counter()
-            text = (
-                unified_ir_diff(
-                    previous,
-                    snap,
-                    before_label=f"before {step.name}",
-                    after_label=f"after {step.name}",
-                )
-                if previous is not None
-                else ""
-            )
             diff_file = atomic.write_text(directory / f"{stem}.diff", text)
             result.files.append(diff_file)
             result.ir_diff_seconds += time.perf_counter() - start
             summary = (
                 "no change"
-                if unchanged
+                if previous is snap
                 else step_diff.summary()
                 if step_diff is not None
                 else "first graph"
             )
             picture = None
-            step_opts = before_opts if step.index == 0 else opts
             title = f"{step.index:02d} {step.title}: {summary}"
             if step.changed and step_diff is not None and not step_diff.is_empty:
-                if step.index == 0:
-                    # Inlining replaces one call by the whole graph: the diff is "all
-                    # added", so the plain inlined graph says the same, more quietly.
-                    picture = draw(
-                        stem,
-                        title,
-                        partial(
-                            render_snapshot,
-                            snap,
-                            target(stem),
-                            fmt=pic_fmt,
-                            options=step_opts,
-                            title=title,
-                        ),
-                    )
-                else:
-                    picture = draw(
-                        stem,
-                        title,
-                        partial(
-                            render_diff,
-                            step_diff,
-                            target(stem),
-                            fmt=pic_fmt,
-                            options=step_opts,
-                            title=title,
-                        ),
-                    )
+                # Inlining replaces one call by the whole graph: the diff of step 00 is
+                # "all added", so the plain inlined graph says the same, more quietly.
+                render = (
+                    partial(render_snapshot, snap, options=before_opts)
+                    if step.index == 0
+                    else partial(render_diff, step_diff, options=opts)
+                )
+                picture = draw(stem, title, render)
             result.steps.append(StepEntry(step, summary, diff_file, picture))
-            previous = snap
 
     # Each step's notes are the pipeline's own lazy summary (counts, explain's reasons).
     start = time.perf_counter()

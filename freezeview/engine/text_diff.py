@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import os
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
@@ -83,6 +84,8 @@ class _Printout:
 _PRINTOUTS: OrderedDict[int, _Printout] = OrderedDict()
 _PRINTOUTS_KEPT = 3
 _PRINTOUTS_LOCK = threading.Lock()
+# A forked helper (forked.py) gets the lock free even if another thread held it.
+os.register_at_fork(after_in_child=_PRINTOUTS_LOCK._at_fork_reinit)  # type: ignore[attr-defined]
 
 
 def _printout(text: str) -> _Printout:
