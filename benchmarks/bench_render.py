@@ -12,7 +12,8 @@ encoder). Three parts:
    notes, index.html, garbage collection), with each share (see :func:`bench_export`).
    Then the same at the default level as the command a user types, in a fresh
    interpreter, whose wall time also holds start-up, imports and ``torch.jit.load``
-   (see :func:`bench_export_command`).
+   (see :func:`bench_export_command`); with ``--one-process-too``, alternately with and
+   without ``--one-process``, to see what the forked helper saves.
 2. ``before / after / diff`` (issue 7): per model and picture, freezeview's time,
    Graphviz's time, boxes and edges drawn, SVG size.
 3. ``--layouts``: layout settings compared on every op of the ResNet-50 graphs (the
@@ -26,7 +27,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_render.py [--quick] [--models resnet50,transformer12]
         [--picture-models resnet50,transformer12,densenet,speech] [--full-timeout 30]
-        [--layouts] [--ceiling] [--repeat 3]
+        [--layouts] [--ceiling] [--repeat 3] [--one-process-too]
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,7 +157,9 @@ def bench_export(
     )
 
 
-def bench_export_command(name: str, module: torch.jit.ScriptModule) -> ExportTimes:
+def bench_export_command(
+    name: str, module: torch.jit.ScriptModule, extra: Sequence[str] = ()
+) -> ExportTimes:
     """One ``freezeview export MODEL.pt -o DIR --per-step --json`` run, as a user runs it.
 
     The model is saved to a file first; the command runs in a fresh interpreter and its
@@ -169,7 +173,9 @@ def bench_export_command(name: str, module: torch.jit.ScriptModule) -> ExportTim
         module.save(str(path))
         argv = [sys.executable, "-m", "freezeview", "export", str(path), "-o", f"{tmp}/out"]
         start = time.perf_counter()
-        done = subprocess.run([*argv, "--per-step", "--json"], capture_output=True, check=True)
+        done = subprocess.run(
+            [*argv, "--per-step", "--json", *extra], capture_output=True, check=True
+        )
         wall = time.perf_counter() - start
     report = json.loads(done.stdout)
     dot = report["dot_seconds"]
@@ -364,6 +370,11 @@ def main() -> int:
     parser.add_argument(
         "--repeat", type=int, default=3, help="export runs per model and level (medians shown)"
     )
+    parser.add_argument(
+        "--one-process-too",
+        action="store_true",
+        help="also run the command with --one-process (no forked helper), alternating",
+    )
     args = parser.parse_args()
     if args.ceiling:
         ceiling_curve(args.full_timeout)
@@ -398,12 +409,15 @@ def main() -> int:
         "(total = its wall time; torch = start-up, imports, torch.jit.load and the "
         f"pipeline; {args.repeat} run(s) each, then the medians):"
     )
+    ways = [("command", ())] + ([("1-proc", ("--one-process",))] if args.one_process_too else [])
     for name in filter(None, args.models.split(",")):
-        runs = []
+        by_way: dict[str, list[ExportTimes]] = {label: [] for label, _ in ways}
         for _ in range(args.repeat):
-            runs.append(bench_export_command(name, model(name)))
-            report_export(name, "command", runs[-1])
-        report_export(name, "command", median_times(runs), "median")
+            for label, extra in ways:
+                by_way[label].append(bench_export_command(name, model(name), extra))
+                report_export(name, label, by_way[label][-1])
+        for label, runs in by_way.items():
+            report_export(name, label, median_times(runs), "median")
     print("before / after / diff pictures:")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
