@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from freezeview.engine import forked
-from freezeview.engine.forked import Forked, can_fork
+from freezeview.engine.forked import Forked, can_fork, renewed_in_children
 
 needs_fork = pytest.mark.skipif(not can_fork(), reason="needs Linux and a second CPU")
 PARENT = os.getpid()
@@ -210,3 +210,28 @@ def test_by_default_a_process_with_other_threads_does_not_fork() -> None:
     finally:
         stop.set()
         other.join()
+
+
+@needs_fork
+def test_a_renewed_lock_held_by_another_thread_is_free_in_the_child() -> None:
+    renewed = renewed_in_children(threading.Lock())
+    plain = threading.Lock()
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with renewed, plain:
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    try:
+        with Forked(
+            lambda: iter([(renewed.acquire(timeout=2), plain.acquire(timeout=0.2))]), enabled=True
+        ) as helper:
+            assert list(helper) == [(True, False)]
+        assert helper.from_helper == 1
+    finally:
+        release.set()
+        holder.join()

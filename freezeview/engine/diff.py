@@ -24,7 +24,6 @@ the batch_norm between them was folded) is not a change of the node.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections import Counter, OrderedDict
@@ -32,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from .forked import renewed_in_children
 from .naming import demangle
 from .snapshot_values import GraphSnapshot, NodeSnapshot
 from .text_diff import line_opcodes, unified_ir_diff, unified_text_diff
@@ -93,9 +93,7 @@ class NodeInfo:
 # threads, hence the lock.
 _CACHE_SIZE = 16
 _side_cache: OrderedDict[int, tuple[GraphSnapshot, _Side]] = OrderedDict()
-_cache_lock = threading.Lock()
-# A forked helper (forked.py) gets the lock free even if another thread held it.
-os.register_at_fork(after_in_child=_cache_lock._at_fork_reinit)  # type: ignore[attr-defined]
+_cache_lock = renewed_in_children(threading.Lock())  # the forked helper diffs too
 
 
 def _side_for(snapshot: GraphSnapshot) -> _Side:

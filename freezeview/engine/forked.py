@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Generic, TypeVar
 
-__all__ = ["Forked", "can_fork"]
+__all__ = ["Forked", "can_fork", "renewed_in_children"]
 
 _T = TypeVar("_T")
 
@@ -46,6 +46,17 @@ _T = TypeVar("_T")
 # no length, says that every result was sent; a child that ends without it failed.
 _FRAME = struct.Struct("<QQ")
 _DONE = _FRAME.pack(0, 0)
+
+
+def renewed_in_children(lock: threading.Lock) -> threading.Lock:
+    """``lock``, released afresh in every forked child of this process.
+
+    A forked child has only the thread that forked: a lock another thread held at that
+    moment would stay held there forever. Module-level locks the helper's work may take
+    are made with this.
+    """
+    os.register_at_fork(after_in_child=lock._at_fork_reinit)  # type: ignore[attr-defined]
+    return lock
 
 
 def can_fork() -> bool:
@@ -115,8 +126,7 @@ class Forked(Generic[_T]):
         with warnings.catch_warnings():
             # Python 3.12+ warns about forking a process that has threads (the CLI's
             # progress spinner has one). The child only runs `work`, which takes no lock
-            # another thread may hold (the engine's module locks are renewed in a forked
-            # child: os.register_at_fork).
+            # another thread may hold (the engine's module locks are renewed_in_children).
             warnings.simplefilter("ignore", DeprecationWarning)
             try:
                 pid = os.fork()

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import bisect
 import difflib
-import os
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, count
 
+from .forked import renewed_in_children
 from .snapshot_values import GraphSnapshot
 
 try:  # a minimal line diff in C; difflib (pure Python) does the same job more slowly
@@ -83,9 +83,7 @@ class _Printout:
 # them keep a few megabytes alive at most, until later diffs push them out.
 _PRINTOUTS: OrderedDict[int, _Printout] = OrderedDict()
 _PRINTOUTS_KEPT = 3
-_PRINTOUTS_LOCK = threading.Lock()
-# A forked helper (forked.py) gets the lock free even if another thread held it.
-os.register_at_fork(after_in_child=_PRINTOUTS_LOCK._at_fork_reinit)  # type: ignore[attr-defined]
+_PRINTOUTS_LOCK = renewed_in_children(threading.Lock())  # the forked helper diffs too
 
 
 def _printout(text: str) -> _Printout:
