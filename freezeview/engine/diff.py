@@ -434,11 +434,16 @@ def adopt_diff(before: GraphSnapshot, after: GraphSnapshot, facts: DiffFacts) ->
     snapshots' own, so they mean the same here). The result is remembered as
     :func:`diff_snapshots`'s own would be, so later calls for the pair get it.
     """
-    b, a = _side_for(before), _side_for(after)
+    result = _graph_diff(_side_for(before), _side_for(after), facts)
+    _remember(before, after, result)
+    return result
+
+
+def _graph_diff(b: _Side, a: _Side, facts: DiffFacts) -> GraphDiff:
     matched, added, removed, changed, replaced = facts
-    result = GraphDiff(
-        before=before,
-        after=after,
+    return GraphDiff(
+        before=b.snapshot,
+        after=a.snapshot,
         matched=matched,
         added=added,
         removed=removed,
@@ -447,8 +452,6 @@ def adopt_diff(before: GraphSnapshot, after: GraphSnapshot, facts: DiffFacts) ->
         _before_info=b.info,
         _after_info=a.info,
     )
-    _remember(before, after, result)
-    return result
 
 
 def _diff(before: GraphSnapshot, after: GraphSnapshot) -> GraphDiff:
@@ -458,16 +461,8 @@ def _diff(before: GraphSnapshot, after: GraphSnapshot) -> GraphDiff:
         # did nothing). Constants print as `<Tensor>`, so their summaries are still
         # compared below; the same object cannot differ from itself at all.
         same = dict(zip(b.order, a.order, strict=True))
-        return GraphDiff(
-            before=before,
-            after=after,
-            matched=same,
-            added=frozenset(),
-            removed=frozenset(),
-            changed={} if before is after else _changes(b, a, same),
-            _before_info=b.info,
-            _after_info=a.info,
-        )
+        changed = {} if before is after else _changes(b, a, same)
+        return _graph_diff(b, a, (same, frozenset(), frozenset(), changed, {}))
     matched: dict[int, int] = {}
     rev: dict[int, int] = {}
 
@@ -556,17 +551,8 @@ def _diff(before: GraphSnapshot, after: GraphSnapshot) -> GraphDiff:
     added = frozenset(i for i in a.order if i not in rev)
     removed = frozenset(i for i in b.order if i not in matched)
     changed = _changes(b, a, matched, identical)
-    replaced = _replacements(b, a, added, removed)
-    return GraphDiff(
-        before=before,
-        after=after,
-        matched=matched,
-        added=added,
-        removed=removed,
-        changed=changed,
-        replaced=replaced,
-        _before_info=b.info,
-        _after_info=a.info,
+    return _graph_diff(
+        b, a, (matched, added, removed, changed, _replacements(b, a, added, removed))
     )
 
 
