@@ -148,7 +148,8 @@ def test_preserved_attribute_plan(tmp_path: Path) -> None:
 
 def _export_timed(module: torch.jit.ScriptModule, out: Path) -> float:
     start = time.perf_counter()
-    result = export(module, out, per_step=True)
+    # As the command exports: with the forked helper where the machine has one.
+    result = export(module, out, per_step=True, parallel=True)
     elapsed = time.perf_counter() - start
     for svg in out.glob("*.svg"):
         check_svg(svg)
@@ -162,6 +163,10 @@ def test_per_step_export_of_a_resnet50_sized_model(tmp_path: Path) -> None:
     module = resnet50_scripted()
     _export_timed(module, tmp_path / "resnet")
     assert (tmp_path / "resnet" / "diff.svg").stat().st_size > 10_000
+    if can_fork():
+        # The same files from one process as with the forked helper.
+        export(module, tmp_path / "alone", per_step=True, parallel=False)
+        assert _files(tmp_path / "alone") == _files(tmp_path / "resnet")
 
 
 @pytest.mark.slow
