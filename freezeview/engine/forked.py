@@ -89,7 +89,7 @@ class Forked(Generic[_T]):
 
         with Forked(lambda: (expensive(s) for s in snapshots)) as helper:
             other_work()
-            first = helper.next()
+            first = next(helper)
             rest = list(helper)
     """
 
@@ -194,10 +194,6 @@ class Forked(Generic[_T]):
         self._taken += 1
         return value
 
-    def next(self) -> _T:
-        """The next result (``next(helper)``); StopIteration when there is none."""
-        return next(self)
-
     def _next_frame(self) -> bytes | None:
         """The child's next result as bytes; None once it ended (then it is reaped)."""
         assert self._frames_fd is not None and self._results_fd is not None
@@ -216,7 +212,8 @@ class Forked(Generic[_T]):
         parts = []
         while length:
             part = os.pread(self._results_fd, length, offset)
-            if not part:
+            if not part:  # cannot happen to a memfd; if it did, the rest is made here
+                self.close()
                 return None
             parts.append(part)
             offset, length = offset + len(part), length - len(part)
