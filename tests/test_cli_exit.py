@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from bad_inputs.catalogue import save_tiny
 
 # Runs `freezeview ARGS...` through main() in a fresh interpreter. After main() returns,
@@ -67,11 +68,15 @@ def test_the_exit_code_of_a_failed_command_is_kept(tmp_path: Path) -> None:
     assert marks == ["handler"]
 
 
-def test_a_report_that_cannot_be_written_is_not_a_success(tmp_path: Path) -> None:
-    """A full disk behind `> report.json`: the buffered report fails at the last flush."""
+@pytest.mark.parametrize("buffered", [True, False])
+def test_a_report_that_cannot_be_written_is_not_a_success(tmp_path: Path, buffered: bool) -> None:
+    """A full disk behind `> report.json`: the buffered report fails at the last flush, an
+    unbuffered one at its first write, in the middle of the command."""
     model = save_tiny(tmp_path / "m.pt")
     out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
     argv = ["export", str(model), "-o", str(out), "--format", "dot", "--json"]
     with open("/dev/full", "w") as full:
         done = subprocess.run(

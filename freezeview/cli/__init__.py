@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -140,10 +141,7 @@ def _leave() -> None:
     except (OSError, ValueError) as exc:
         # The report is still in the buffer (a full disk behind `> out.json`): it must
         # not vanish with a success code. Exit 2, as for any output freezeview cannot write.
-        with contextlib.suppress(Exception):
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            sys.stderr.write(f"error: freezeview could not write to standard output: {reason}.\n")
-        code = code or 2
+        code = code or _stdout_failed(exc)
     with contextlib.suppress(Exception):
         sys.stderr.flush()
     os._exit(code)
@@ -191,12 +189,40 @@ def _main(args_list: list[str]) -> int:
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - swallow the final flush
         return 0
+    except OSError as exc:
+        if exc.errno not in _DEVICE_FULL or exc.filename is not None:
+            return _unexpected(args, exc)
+        # A write to standard output failed midway (a full disk behind `> out.json`,
+        # unbuffered or a report larger than the buffer): files go through atomic.py,
+        # which names them, so a nameless "disk full" is the report's. What was written
+        # stays; what was not is dropped, so the exit does not try again.
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - swallow the final flush
+        return _stdout_failed(exc)
     except Exception as exc:
-        if getattr(args, "debug", False):
-            traceback.print_exc()
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        _stderr().print(
-            f"[bold red]error:[/] freezeview failed unexpectedly ({type(exc).__name__}: "
-            f"{first[:200]}); rerun with --debug for the traceback and please report it."
-        )
-        return 1
+        return _unexpected(args, exc)
+
+
+# The errors of a write that found no room (ENOSPC, EDQUOT, EFBIG).
+_DEVICE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _stdout_failed(exc: BaseException) -> int:
+    """Say in one sentence that standard output could not be written; the exit code (2)."""
+    with contextlib.suppress(Exception):
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        sys.stderr.write(f"error: freezeview could not write to standard output: {reason}.\n")
+        sys.stderr.flush()
+    return 2
+
+
+def _unexpected(args: argparse.Namespace, exc: Exception) -> int:
+    """One sentence for an error freezeview has no sentence of its own for; exit 1."""
+    if getattr(args, "debug", False):
+        traceback.print_exc()
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    _stderr().print(
+        f"[bold red]error:[/] freezeview failed unexpectedly ({type(exc).__name__}: "
+        f"{first[:200]}); rerun with --debug for the traceback and please report it."
+    )
+    return 1
