@@ -22,7 +22,6 @@ DOT and runs Graphviz.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections import Counter, OrderedDict
@@ -732,8 +731,6 @@ _prepared_cache: OrderedDict[
     tuple[int, str, frozenset[str] | None], tuple[GraphSnapshot, _Side]
 ] = OrderedDict()
 _prepared_lock = threading.Lock()
-# A forked helper (forked.py) gets the lock free even if another thread held it.
-os.register_at_fork(after_in_child=_prepared_lock._at_fork_reinit)  # type: ignore[attr-defined]
 
 
 def _prepared(
