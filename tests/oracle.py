@@ -64,8 +64,31 @@ def attribute_paths(module: ModuleLike) -> dict[str, Any]:
         ``{"conv.weight": tensor, "conv": <module>, "training": False, ...}`` covering
         parameters, buffers, plain attributes (including ``training``) and submodules.
     """
-    iterators = torch._C._jit_debug_module_iterators(_cmodule(module))
+    try:
+        iterators = torch._C._jit_debug_module_iterators(_cmodule(module))
+    except RuntimeError:
+        # An instance of a TorchScript class whose Python source is not importable here
+        # cannot become a Python object: list the slots one by one instead.
+        return _slot_by_slot_paths(_cmodule(module))
     return dict(iterators["named_attributes_r"])
+
+
+def _named_modules(module: ModuleLike) -> list[tuple[str, torch._C.ScriptModule]]:
+    """``named_modules`` (the root as ``""``), in torch's order."""
+    cmod = _cmodule(module)
+    subs = [(p, v) for p, v in attribute_paths(cmod).items() if isinstance(v, torch._C.ScriptModule)]
+    return [("", cmod), *sorted(subs, key=lambda item: item[0].split("."))]
+
+
+def _slot_by_slot_paths(cmod: torch._C.ScriptModule) -> dict[str, Any]:
+    from freezeview.engine.module_slots import module_iterators
+
+    paths: dict[str, Any] = {}
+    for name, value in module_iterators(cmod)["named_attributes"]:
+        paths[name] = value
+        if isinstance(value, torch._C.ScriptModule):
+            paths.update({f"{name}.{sub}": v for sub, v in _slot_by_slot_paths(value).items()})
+    return paths
 
 
 def frozen_attribute_paths(frozen: ModuleLike) -> set[str]:
@@ -197,7 +220,7 @@ def freeze_with_log(
 
     methods = ["forward", *preserved_attrs]
     forked = _fork_bases(module, methods)
-    named = dict(torch._C._jit_debug_module_iterators(module._c)["named_modules"])
+    named = dict(_named_modules(module))
     # Each "Freezing Module: T" line starts propagating one graph: a preserved method's
     # (on the root) or a fork subgraph's (on the forked submodule, when it is one).
     # Folding lines that follow refer to the innermost such module; after a fork's
@@ -264,7 +287,7 @@ def module_aliases(module: ModuleLike) -> dict[str, str]:
         ``{"b": "a", "a": "a", "": "", ...}``: each module path to the first path, in
         ``named_modules`` order, of the same object.
     """
-    named = list(torch._C._jit_debug_module_iterators(_cmodule(module))["named_modules"])
+    named = _named_modules(module)
     canonical: dict[str, str] = {}
     for index, (path, sub) in enumerate(named):
         if path in canonical:

@@ -143,7 +143,7 @@ def test_json_follows_the_contract() -> None:
     statuses = {a["status"] for a in doc["attributes"]}
     assert statuses == {"inlined", "kept", "dropped"}
     reason = next(a for a in doc["attributes"] if a["path"] == "steps")["reasons"][0]
-    assert set(reason) == {"code", "message", "node", "source", "method"}
+    assert set(reason) == {"code", "message", "node", "source", "method", "source_text"}
 
 
 def test_explain_leaves_the_module_untouched() -> None:

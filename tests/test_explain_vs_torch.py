@@ -160,3 +160,15 @@ def test_refused_modules_give_one_sentence(case: Case) -> None:
     assert message.strip() and "\n" not in message, message
     assert "Traceback" not in message
     assert caught.value.exit_code == 1
+
+
+@pytest.mark.parametrize("case", params(OK_CASES))
+def test_replay_agrees_with_torch(case: Case) -> None:
+    """freezeview's own replay predicts torch's status: no reason is `undetermined`.
+
+    explain shows torch's status whatever the replay says; this is what keeps its reasons
+    honest (a disagreement turns every reason of that attribute into `undetermined`).
+    """
+    explanation = _explain(case, case.build())
+    wrong = {d.path: (d.torch_status, d.replay_status) for d in explanation.disagreements}
+    assert not wrong, f"{case.name}: the replay disagrees with torch\n{_table(wrong)}"

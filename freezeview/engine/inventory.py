@@ -14,6 +14,8 @@ from typing import Any
 import torch
 
 from .inventory_values import AttributeInfo, Inventory, ModuleInfo
+from .module_slots import OpaqueObject
+from .module_slots import module_iterators as _slots
 from .snapshot import summarize_value
 
 __all__ = [
@@ -37,7 +39,7 @@ def module_children(cmod: torch._C.ScriptModule) -> list[tuple[str, torch._C.Scr
     """Direct submodules of a C++ module, in declaration order."""
     return [
         (name, value)
-        for name, value in torch._C._jit_debug_module_iterators(cmod)["named_attributes"]
+        for name, value in _slots(cmod)["named_attributes"]
         if isinstance(value, torch._C.ScriptModule)
     ]
 
@@ -46,6 +48,8 @@ def attribute_type(value: Any) -> str:
     """TorchScript type of an attribute value (as torch would infer it)."""
     if isinstance(value, torch._C.ScriptModule):
         return value._type().qualified_name()
+    if isinstance(value, OpaqueObject):
+        return value.type_name
     if isinstance(value, torch.ScriptObject):
         try:
             return str(value._type().qualified_name())
@@ -114,18 +118,18 @@ def _attribute_info(
 
 
 def module_iterators(cmod: torch._C.ScriptModule, cache: dict[int, Any] | None = None) -> Any:
-    """``torch._C._jit_debug_module_iterators`` for one module, memoised in ``cache``.
+    """One module's attribute lists (:func:`module_slots.module_iterators`), memoised.
 
     Walking a model twice (inventory, then explain's module view) would otherwise list
     every module's attributes twice. Entries are grouped by type name and matched with
     ``==``, which compares the underlying C++ objects (Python wrappers differ per access).
     """
     if cache is None:
-        return torch._C._jit_debug_module_iterators(cmod)
+        return _slots(cmod)
     for known, result in cache.get(hash(cmod._type().qualified_name()), []):
         if known == cmod:
             return result
-    result = torch._C._jit_debug_module_iterators(cmod)
+    result = _slots(cmod)
     cache.setdefault(hash(cmod._type().qualified_name()), []).append((cmod, result))
     return result
 

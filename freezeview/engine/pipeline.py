@@ -45,6 +45,7 @@ import torch
 
 from .errors import BadInputError, PlanError
 from .loading import LoadedModel, check_eval, load_model
+from .module_slots import attribute_paths
 from .numerics import Numerics, StateGuard, compare_outputs, run_graph
 from .passes import (
     REGISTRY,
@@ -644,10 +645,8 @@ def _module_paths(module: Any) -> tuple[set[str], set[str]]:
     ``all paths`` includes submodules. torch walks the whole tree in C++ once; asking
     per attribute would walk it once per attribute.
     """
-    cmod = getattr(module, "_c", module)
-    named = torch._C._jit_debug_module_iterators(cmod)["named_attributes_r"]  # type: ignore[attr-defined]
-    every = {path for path, _ in named}
-    return {path for path, value in named if not _is_module(value)}, every
+    paths = attribute_paths(getattr(module, "_c", module))
+    return {path for path, is_module in paths.items() if not is_module}, set(paths)
 
 
 def _pick(graphs: _Once, method: str) -> Callable[[], torch._C.Graph]:

@@ -68,6 +68,11 @@ _REFUSALS: dict[str, str] = {
         "{model} holds a module in training mode, and freezing needs eval mode: pass --eval "
         "(or call .eval() on the module before saving it)."
     ),
+    "submodule-method": (
+        "torch cannot freeze {model} with this plan: a preserved method of a submodule reads "
+        "that submodule's attribute {name}, and torch's freezing looks it up on the "
+        "top-level module; preserve the submodule itself instead."
+    ),
     "unknown-name": (
         "unknown name {name} in preserved attributes: {model} has no attribute, submodule "
         "or method of that name."
@@ -84,6 +89,7 @@ _TORCH_MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"attributes values that overlaps"), "overlapping"),
     (re.compile(r"only implemented for modules in eval mode"), "training"),
     (re.compile(r"Unknown name: (?P<name>\S+)"), "unknown-name"),
+    (re.compile(r"does not have a field with name '(?P<name>[^']+)'"), "submodule-method"),
 )
 
 
@@ -290,6 +296,8 @@ class FreezeReplay:
         self.user_preserved: dict[int, set[str]] = {}
         self.user_names: dict[tuple[int, str], str] = {}
         self.methods: list[str] = []
+        self.sub_methods: list[str] = []  # preserved methods of submodules ("tool.square")
+        self.method_holders: dict[tuple[int, str], str] = {}  # slot -> the method it holds
         self.graphs: dict[str, torch._C.Graph] = {}
         self.contexts: list[GraphContext] = []
         # What happened to each attribute slot, keyed by (module key, name).
@@ -334,15 +342,14 @@ class FreezeReplay:
                 self.preserved_submodules.add(mod.children[leaf].key)
             self._insert_mutable(mod, leaf)
         elif leaf in mod.methods and leaf:
-            if mod is not self.root:
-                raise PlanError(
-                    f"{name!r} names a method of a submodule; freezing can only preserve "
-                    f"methods of the top-level module of {self.display} (preserve the "
-                    "submodule instead)."
-                )
             for parent, sub in chain:
                 self.user_preserved.setdefault(parent.key, set()).add(sub)
-            if leaf not in self.methods:
+                self.method_holders.setdefault((parent.key, sub), name)
+            if mod is not self.root:
+                # torch preserves a submodule's method too (its graph is frozen against
+                # the top-level module, so it may read none of its own attributes).
+                self.sub_methods.append(name)
+            elif leaf not in self.methods:
                 self.methods.append(leaf)
         else:
             self._unknown(name, inventory)

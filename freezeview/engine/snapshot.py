@@ -117,6 +117,8 @@ def summarize_value(value: Any, attribute: str | None = None) -> ConstantSummary
         return ConstantSummary("device", repr(str(value)), attribute=attribute)
     if isinstance(value, torch.ScriptObject):
         return ConstantSummary("object", "object", attribute=attribute)
+    if type(value).__name__ == "OpaqueObject":  # module_slots: a class not importable here
+        return ConstantSummary("object", repr(value), attribute=attribute)
     return ConstantSummary("other", type(value).__name__, attribute=attribute)
 
 

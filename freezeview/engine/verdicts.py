@@ -24,15 +24,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from .agreement import settle
 from .errors import BadInputError, PlanError
 from .inventory import AttributeInfo, Inventory, build_inventory, raw_module
 from .loading import LoadedModel, check_eval, load_model
+from .module_slots import attribute_paths
 from .mutation import Writer
 from .replay import (
     FreezeReplay,
@@ -43,143 +44,25 @@ from .replay import (
     join_path,
     torch_refusal,
 )
+from .torch_outcome import TorchOutcome, torch_outcome, torch_statuses
+from .verdict_values import (
+    REASON_CODES,
+    STATUSES,
+    AttributeVerdict,
+    Disagreement,
+    Explanation,
+    Reason,
+)
 
 __all__ = [
     "REASON_CODES",
+    "STATUSES",
     "AttributeVerdict",
+    "Disagreement",
     "Explanation",
     "Reason",
     "explain",
 ]
-
-#: The closed set of reason codes, with what each means. Documented in README.md.
-REASON_CODES: dict[str, str] = {
-    "folded": "inlined: a preserved method reads it and freezing folds it into a constant",
-    "unused": "dropped: no preserved method reads it",
-    "dead-code": "dropped: only read in code that freezing's clean-up removes",
-    "preserved": "kept: named in preserved_attrs, or under a named submodule",
-    "set-attr": "kept: a prim::SetAttr assigns it in a preserved method",
-    "in-place-write": "kept: alias analysis finds a node that writes its value in place",
-    "aliases-mutable": "kept: its value shares memory with a kept, mutable value",
-    "module-kept": "kept: a module on its path is kept whole (returned or preserved)",
-    "not-materializable": "kept: its value has no constant form in TorchScript IR",
-    "interface": "reached through a module interface attribute",
-    "shared-type": "kept: another module of the same TorchScript class keeps this slot",
-    "holds-kept": "kept: a submodule that holds kept attributes",
-    "referenced": "kept: a node that reads it survives freezing's clean-up",
-}
-
-STATUSES = ("kept", "inlined", "dropped")
-
-
-@dataclass(frozen=True, slots=True)
-class Reason:
-    """One reason behind a verdict.
-
-    Attributes:
-        code: one of :data:`REASON_CODES`.
-        message: a sentence for people.
-        node: the IR line of the node involved (a writer, a SetAttr), if any.
-        source: ``file:line`` of that node in the model's source, if recorded.
-        method: the preserved method where it happens, if any.
-    """
-
-    code: str
-    message: str
-    node: str | None = None
-    source: str | None = None
-    method: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON object for ``explain --json``."""
-        return {
-            "code": self.code,
-            "message": self.message,
-            "node": self.node,
-            "source": self.source,
-            "method": self.method,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class AttributeVerdict:
-    """What freezing does with one attribute, and why."""
-
-    path: str
-    kind: str
-    type: str
-    status: str
-    reasons: tuple[Reason, ...]
-    info: AttributeInfo
-
-    @property
-    def codes(self) -> tuple[str, ...]:
-        """The reason codes, in order."""
-        return tuple(r.code for r in self.reasons)
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON object following DESIGN.md's ``explain --json`` contract."""
-        data: dict[str, Any] = {
-            "path": self.path,
-            "kind": self.kind,
-            "type": self.type,
-            "status": self.status,
-            "reasons": [r.to_json() for r in self.reasons],
-        }
-        if self.info.shape is not None:
-            data["dtype"] = self.info.dtype
-            data["shape"] = list(self.info.shape)
-        return data
-
-
-@dataclass
-class Explanation:
-    """The verdict for every attribute of a model under one plan."""
-
-    model: str
-    torch_version: str
-    preserved_attrs: tuple[str, ...]
-    methods: tuple[str, ...]
-    attributes: list[AttributeVerdict]
-    inventory: Inventory
-    seconds: float = 0.0
-    warnings: list[str] = field(default_factory=list)
-
-    def counts(self) -> dict[str, int]:
-        """How many attributes are inlined, kept and dropped."""
-        counts = {status: 0 for status in ("inlined", "kept", "dropped")}
-        for verdict in self.attributes:
-            counts[verdict.status] += 1
-        return counts
-
-    def summary(self) -> str:
-        """``412 inlined · 3 kept · 7 dropped``."""
-        c = self.counts()
-        return f"{c['inlined']} inlined · {c['kept']} kept · {c['dropped']} dropped"
-
-    def by_path(self, path: str) -> AttributeVerdict | None:
-        """The verdict for ``path``, or None."""
-        return next((v for v in self.attributes if v.path == path), None)
-
-    def with_status(self, status: str) -> list[AttributeVerdict]:
-        """The verdicts with the given status, in tree order."""
-        return [v for v in self.attributes if v.status == status]
-
-    @property
-    def plan(self) -> dict[str, Any]:
-        """The plan the verdicts hold for."""
-        return {"preserved_attrs": list(self.preserved_attrs), "methods": list(self.methods)}
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON document following DESIGN.md's ``explain --json`` contract."""
-        return {
-            "model": self.model,
-            "torch_version": self.torch_version,
-            "plan": self.plan,
-            "summary": self.counts(),
-            "attributes": [v.to_json() for v in self.attributes],
-        }
-
 
 # ---------------------------------------------------------------------------------------
 # Verdicts and reasons.
@@ -218,6 +101,7 @@ def _writer_reason(
         node=writer.text,
         source=str(writer.source) if writer.source else None,
         method=writer.method,
+        source_text=(writer.source.text or None) if writer.source else None,
     )
 
 
@@ -244,15 +128,7 @@ class _Verdicts:
         return verdicts
 
     def _module_at(self, path: str) -> ModuleObject | None:
-        mod = self.model.root
-        if not path:
-            return mod
-        for part in path.split("."):
-            child = mod.children.get(part)
-            if child is None:
-                return None
-            mod = child
-        return mod
+        return _module_at(self.model, path)
 
     def _verdict(self, info: AttributeInfo, owner: ModuleObject, present: bool) -> AttributeVerdict:
         slot = (owner.key, info.name)
@@ -294,8 +170,13 @@ class _Verdicts:
         prop = self.prop
         reasons: list[Reason] = []
         user = prop.user_names.get(slot)
+        holder = prop.method_holders.get(slot)
         if user is not None:
             reasons.append(Reason("preserved", f"named in preserved attributes ({user!r})"))
+        elif holder is not None:
+            reasons.append(
+                Reason("preserved", f"holds the preserved method {holder!r}, so freezing keeps it")
+            )
         else:
             for ancestor in _ancestors(info.path):
                 mod = self._module_at(ancestor)
@@ -561,7 +442,13 @@ def explain(
     display = str(loaded.path) if loaded.path else loaded.name
     cmod = raw_module(loaded.module)
     model_view = ModuleView(cmod, iterators)
+    # Names are checked first: an unknown one gets freezeview's sentence with the
+    # closest names, which torch's own refusal cannot give.
     prop = FreezeReplay(model_view, names, inventory, freeze_interfaces, display)
+    try:
+        outcome = torch_outcome(cmod, names, freeze_interfaces)
+    except RuntimeError as exc:
+        raise PlanError(torch_refusal(str(exc), display)) from exc
     try:
         prop.prepare_graphs()
         prop.record_other_reads()
@@ -571,13 +458,45 @@ def explain(
     except RuntimeError as exc:
         raise PlanError(torch_refusal(str(exc), display)) from exc
     verdicts = _Verdicts(prop, inventory).build()
+    statuses = _torch_statuses(outcome, cmod, model_view, prop)
+    shown, disagreements = settle(verdicts, statuses, outcome)
     return Explanation(
         model=display,
         torch_version=torch.__version__,
-        preserved_attrs=tuple(n for n in names if n not in prop.methods),
-        methods=tuple(prop.methods),
-        attributes=verdicts,
+        preserved_attrs=tuple(n for n in names if n not in [*prop.methods, *prop.sub_methods]),
+        methods=(*prop.methods, *prop.sub_methods),
+        attributes=shown,
         inventory=inventory,
         seconds=time.perf_counter() - start,
         warnings=list(loaded.warnings),
+        torch_seconds=outcome.seconds,
+        disagreements=disagreements,
+        torch_log=outcome.log,
     )
+
+
+def _torch_statuses(
+    outcome: TorchOutcome, cmod: torch._C.ScriptModule, view: ModuleView, prop: FreezeReplay
+) -> dict[str, str]:
+    """torch's status per path, a shared submodule's slots named one way."""
+    paths = attribute_paths(cmod)
+    canonical: dict[str, str] = {}
+    for path, is_module in paths.items():
+        if is_module and (mod := _module_at(view, path)) is not None:
+            canonical[path] = mod.paths[0]
+            continue
+        owner_path, _, name = path.rpartition(".")
+        owner = _module_at(view, owner_path)
+        canonical[path] = join_path(owner.paths[0], name) if owner is not None else path
+    forks = {p for ctx in prop.contexts if ctx.is_fork for p in ctx.base.paths}
+    return torch_statuses(outcome, paths, canonical, forks)
+
+
+def _module_at(view: ModuleView, path: str) -> ModuleObject | None:
+    mod = view.root
+    for part in path.split(".") if path else ():
+        child = mod.children.get(part)
+        if child is None:
+            return None
+        mod = child
+    return mod

@@ -1,0 +1,171 @@
+"""What torch's real freeze does with a model: the statuses freezeview shows.
+
+freezeview explains freezing; torch decides it. :func:`torch_outcome` runs
+``torch._C._freeze_module`` (the call ``torch.jit.freeze`` makes before its graph
+optimizations, which never add or remove attributes) on the model and plan, and reads
+two facts off the result:
+
+* the attribute paths still present on the frozen module (``kept``);
+* the attributes torch folded into constants, from torch's own freezing log: with the
+  logging option ``>>freeze_module``, ``freeze_module.cpp`` writes one line per folded
+  ``prim::GetAttr`` (``[UPDATE freeze_module.cpp:716] Folding GetAttr %x with
+  self.conv.weight``) to the process's C-level standard error.
+
+:func:`torch_statuses` turns them into ``inlined`` / ``kept`` / ``dropped`` per path.
+freezeview's replay of freeze_module.cpp (:mod:`.replay`) only supplies the reasons.
+torch freezes a clone: the model itself is never modified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .module_slots import attribute_paths
+
+__all__ = ["TorchOutcome", "capture_stderr_fd", "torch_outcome", "torch_statuses"]
+
+# The GRAPH_UPDATE line AttributePropagator writes for each folded prim::GetAttr; the
+# constant is named "self." + the GetAttr chain from the graph's module.
+_FOLD_LINE = re.compile(r"Folding GetAttr %\S+ with self\.(?P<path>\S+)\s*$")
+_LOG_LINE = re.compile(r"^\[(DUMP|UPDATE|DEBUG) freeze_module\.cpp:\d+\]")
+# Redirecting descriptor 2 is process-wide: one capture at a time.
+_CAPTURE_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class TorchOutcome:
+    """What ``torch._C._freeze_module`` did with one model and plan.
+
+    Attributes:
+        kept: attribute paths (submodules included) present on the frozen module.
+        folded: the constants torch's log says it folded, as attribute chains from the
+            module of the graph being frozen (``"conv.weight"``), in log order.
+        log: torch's freezing log lines (for ``--debug`` and bug reports).
+        seconds: how long torch's freeze took, log capture included.
+    """
+
+    kept: frozenset[str]
+    folded: tuple[str, ...]
+    log: tuple[str, ...]
+    seconds: float
+
+
+@contextlib.contextmanager
+def capture_stderr_fd() -> Iterator[list[str]]:
+    """Capture what is written to file descriptor 2 inside the block.
+
+    torch's C++ logging writes to ``std::cerr``, below Python's ``sys.stderr``, so the
+    descriptor itself is pointed at a temporary file. Lines that are not torch's
+    freezing log (a progress spinner drawing meanwhile, a warning) are written back to
+    the real standard error when the block ends, so nothing a user should see is lost.
+    """
+    lines: list[str] = []
+    with _CAPTURE_LOCK, tempfile.TemporaryFile(mode="w+b") as sink:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text = sink.read().decode("utf-8", "replace")
+            others: list[str] = []
+            for line in text.splitlines(keepends=True):
+                (lines if _LOG_LINE.match(line) else others).append(line.rstrip("\n"))
+            if others:
+                with contextlib.suppress(OSError):
+                    os.write(2, "\n".join(others).encode() + b"\n")
+
+
+def torch_outcome(
+    cmod: torch._C.ScriptModule,
+    preserved_attrs: Sequence[str] = (),
+    freeze_interfaces: bool = True,
+) -> TorchOutcome:
+    """Freeze a clone of ``cmod`` with torch and report what it kept and folded.
+
+    Args:
+        cmod: the C++ module (``module._c``), in eval mode.
+        preserved_attrs: as for ``torch.jit.freeze``.
+        freeze_interfaces: as for ``torch.jit.freeze``.
+
+    Returns:
+        A :class:`TorchOutcome`.
+
+    Raises:
+        RuntimeError: torch refuses to freeze the model (its own message).
+    """
+    start = time.perf_counter()
+    previous = torch._C._jit_get_logging_option()
+    torch._C._jit_set_logging_option(">>freeze_module")
+    try:
+        with capture_stderr_fd() as lines:
+            frozen = torch._C._freeze_module(cmod, list(preserved_attrs), freeze_interfaces)
+    finally:
+        torch._C._jit_set_logging_option(previous)
+    folded = tuple(found["path"] for line in lines if (found := _FOLD_LINE.search(line)))
+    return TorchOutcome(
+        kept=frozenset(attribute_paths(frozen)),
+        folded=folded,
+        log=tuple(lines),
+        seconds=time.perf_counter() - start,
+    )
+
+
+def torch_statuses(
+    outcome: TorchOutcome,
+    paths: Mapping[str, bool],
+    canonical: Mapping[str, str],
+    fork_bases: Iterable[str] = (),
+) -> dict[str, str]:
+    """torch's status for every attribute path of the original model.
+
+    Args:
+        outcome: what torch's freeze did.
+        paths: every attribute path of the original model, mapped to whether it is a
+            submodule.
+        canonical: each path to one name of the same (module object, attribute) slot,
+            so a submodule shared under two names gets one status.
+        fork_bases: paths of submodules a ``torch.jit.fork`` hands its subgraph: torch
+            logs constants folded in there relative to that submodule.
+
+    Returns:
+        ``{path: "kept" | "inlined" | "dropped"}``: kept when torch's frozen module
+        still has it; inlined when torch folded it into a constant (a submodule: when
+        something under it was folded, its code having been inlined); dropped otherwise.
+    """
+    kept = {canonical.get(path, path) for path in outcome.kept}
+    bases = [""] + [b for b in fork_bases if b]
+    folded: set[str] = set()
+    for name in outcome.folded:
+        for base in bases:
+            full = f"{base}.{name}" if base else name
+            if full in paths:
+                folded.add(canonical.get(full, full))
+                break
+    # A submodule counts as inlined when anything under it was folded.
+    folded_prefixes = {p.rsplit(".", i)[0] for p in folded for i in range(1, p.count(".") + 1)}
+    statuses: dict[str, str] = {}
+    for path, is_module in paths.items():
+        key = canonical.get(path, path)
+        if key in kept:
+            statuses[path] = "kept"
+        elif key in (folded_prefixes if is_module else folded):
+            statuses[path] = "inlined"
+        else:
+            statuses[path] = "dropped"
+    return statuses
