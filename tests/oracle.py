@@ -76,7 +76,9 @@ def attribute_paths(module: ModuleLike) -> dict[str, Any]:
 def _named_modules(module: ModuleLike) -> list[tuple[str, torch._C.ScriptModule]]:
     """``named_modules`` (the root as ``""``), in torch's order."""
     cmod = _cmodule(module)
-    subs = [(p, v) for p, v in attribute_paths(cmod).items() if isinstance(v, torch._C.ScriptModule)]
+    subs = [
+        (p, v) for p, v in attribute_paths(cmod).items() if isinstance(v, torch._C.ScriptModule)
+    ]
     return [("", cmod), *sorted(subs, key=lambda item: item[0].split("."))]
 
 
