@@ -91,3 +91,33 @@ def test_console_script_runs_in_a_fresh_process(example_pt: Path) -> None:
 def test_no_arguments_prints_usage_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "usage" in capsys.readouterr().err
+
+
+def test_reasons_show_the_source_lines_text(
+    example_pt: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["explain", str(example_pt), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    reason = next(a for a in doc["attributes"] if a["path"] == "steps")["reasons"][0]
+    line = int(reason["source"].rsplit(":", 1)[1])
+    source_file = Path(reason["source"].rsplit(":", 1)[0])
+    assert reason["source_text"] == source_file.read_text().splitlines()[line - 1].strip()
+    assert main(["explain", str(example_pt)]) == 0
+    assert f"| {reason['source_text']}" in capsys.readouterr().out
+
+
+def test_debug_prints_what_a_disagreement_report_needs(
+    example_pt: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from freezeview.engine.replay import FreezeReplay
+
+    monkeypatch.setattr(FreezeReplay, "slot_survives", lambda self, mod, name: True)
+    assert main(["explain", str(example_pt), "--json", "--debug"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["disagreements"], "a replay that keeps everything must disagree with torch"
+    first = doc["disagreements"][0]
+    assert f"{first['path']}: torch {first['torch_status']}, replay kept" in captured.err
+    assert "please report" in captured.err.lower()
+    codes = {r["code"] for a in doc["attributes"] for r in a["reasons"]}
+    assert "undetermined" in codes

@@ -30,7 +30,7 @@ from freezeview.engine.torch_outcome import capture_stderr_fd, torch_outcome
 # A model whose TorchScript classes and source file exist only in the process that built
 # it, as when someone else's model is inspected. Written to disk, scripted and saved by a
 # separate interpreter; the source file is deleted before the tests read the models.
-_BUILDER = '''
+_BUILDER = """
 import sys
 import torch
 from torch import nn
@@ -96,7 +96,7 @@ class HoldsTool(nn.Module):
 out = sys.argv[1]
 torch.jit.save(torch.jit.script(ReadsObject().eval()), out + "/objects.pt")
 torch.jit.save(torch.jit.script(HoldsTool().eval()), out + "/tool.pt")
-'''
+"""
 
 
 @pytest.fixture(scope="module")

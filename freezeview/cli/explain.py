@@ -14,7 +14,7 @@ from rich.text import Text
 from ..engine.verdicts import AttributeVerdict, Explanation, explain
 from .options import add_model_options, add_plan_options, load_from_args, preserved_from_args
 
-__all__ = ["register", "render_explanation", "run"]
+__all__ = ["print_disagreements", "register", "render_explanation", "run"]
 
 STATUS_STYLE = {"kept": "bold yellow", "inlined": "green", "dropped": "dim"}
 STATUS_ORDER = {"kept": 0, "inlined": 1, "dropped": 2}
@@ -52,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``freezeview explain``; returns the exit code."""
     loaded = load_from_args(args)
     result = explain(loaded, preserved_from_args(args))
+    if args.debug and result.disagreements:
+        print_disagreements(Console(stderr=True, highlight=False), result)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -96,9 +98,15 @@ def _reason_text(v: AttributeVerdict) -> Text:
         if reason.node and reason.code in ("set-attr", "in-place-write"):
             # The IR line's trailing `# file:line:col` repeats the source shown below.
             text.append(f"\n  {reason.node.split(' # ', 1)[0]}", style="cyan")
-        if reason.source and reason.code in ("set-attr", "in-place-write", "dead-code"):
+        if reason.source and reason.code in _LOCATED:
             text.append(f"\n  at {reason.source}", style="dim")
+            if reason.source_text:
+                text.append(f"\n  | {reason.source_text}", style="green")
     return text
+
+
+# Reason codes whose node and source line are worth a line of their own.
+_LOCATED = ("set-attr", "in-place-write", "dead-code", "undetermined")
 
 
 def _type_text(v: AttributeVerdict) -> str:
@@ -188,3 +196,23 @@ def render_explanation(
     console.print(f"[bold]{result.summary()}[/]{more}")
     for warning in result.warnings:
         console.print(f"[dim]torch said: {warning}[/]")
+
+
+def print_disagreements(console: Console, result: Explanation) -> None:
+    """What a bug report about an ``undetermined`` reason needs (``--debug``).
+
+    For each attribute where freezeview's replay of freeze_module.cpp and torch's real
+    freeze disagree: both statuses, the replay's reasons and torch's log lines that name
+    it; then the versions involved.
+    """
+    console.print(
+        f"[bold]freezeview's replay disagrees with torch on {len(result.disagreements)} "
+        "attribute(s); torch's status is shown. Please report this with the lines below.[/]"
+    )
+    for d in result.disagreements:
+        console.print(f"  {d.path}: torch {d.torch_status}, replay {d.replay_status}")
+        for line in d.replay_reasons:
+            console.print(f"    replay: {line}", markup=False)
+        for line in d.log:
+            console.print(f"    torch:  {line}", markup=False)
+    console.print(f"  plan: {result.plan}; torch {result.torch_version}", markup=False)

@@ -801,4 +801,16 @@ def _insert_constant(
         with graph.insert_point_guard(first):
             return graph.insertConstant(value)
     except (RuntimeError, TypeError, ValueError):
-        return None
+        if not isinstance(value, torch.ScriptObject):
+            return None
+    # An object built by TorchScript code (a quantized Linear's packed params, set up by
+    # its module's __setstate__) holds a strong reference to its compilation unit, which
+    # insertConstant refuses; freezing copies it to a weak reference first, which Python
+    # cannot. The replay only needs a constant of the right type in its place.
+    node = graph.create("prim::Constant")
+    node.ival_("value", value)
+    node.output().setType(value._type())
+    if first is None:
+        return graph.insertNode(node).output()
+    with graph.insert_point_guard(first):
+        return graph.insertNode(node).output()

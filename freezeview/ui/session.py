@@ -273,6 +273,7 @@ def _reason_view(reason: Any) -> ReasonView:
         node=_text(getattr(reason, "node", None)),
         source=_text(getattr(reason, "source", None)),
         method=_text(getattr(reason, "method", None)),
+        source_text=_text(getattr(reason, "source_text", None)),
     )
 
 

@@ -25,6 +25,8 @@ class ReasonView:
     node: str = ""
     source: str = ""
     method: str = ""
+    #: The source line's own text, from the model's debug information.
+    source_text: str = ""
 
 
 @dataclass(frozen=True)

@@ -200,6 +200,8 @@ async def test_selecting_an_attribute_marks_its_lines(small_pt: Path, tmp_path: 
         body = screen.inspector.plain_text()
         assert "calls" in body and "kept" in body
         assert "in-place-write" in body  # the reason the engine gave
+        # The writing line's own text, read from the saved model's debug information.
+        assert "self.calls.add_(1)" in body
         assert f"{len(screen.ir.marked_lines)} line(s)" in body
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
+from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
@@ -60,11 +61,18 @@ def attribute_panel(view: AttrView, info: Any = None, lines: int = 0) -> Rendera
             r.add_row("node", Text(reason.node, "green"))
         if reason.source:
             r.add_row("source", reason.source)
+        if reason.source_text:
+            r.add_row("line", _python_line(reason.source_text))
         if reason.method:
             r.add_row("method", reason.method)
         parts.append(Text(""))
         parts.append(r)
     return Group(*parts)
+
+
+def _python_line(text: str) -> Syntax:
+    """One source line, highlighted as the Python it was compiled from."""
+    return Syntax(text, "python", theme="ansi_dark", background_color="default", word_wrap=True)
 
 
 def node_panel(facts: NodeFacts) -> RenderableType:
