@@ -636,3 +636,24 @@ def test_fold_step_folded_and_kept_follow_torch(case: Case) -> None:
     assert set(fold.kept) <= survivors, case.name
     assert not set(fold.folded) & survivors, case.name
     assert fold.changed == bool(fold.folded)
+
+
+def test_explanation_reuses_the_freeze_steps_torch_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """explain reads its statuses off the pipeline's own torch freeze: torch runs once."""
+    from models.small import example_module
+
+    calls: list[list[str]] = []
+    real = torch._C._freeze_module
+
+    def counting(module, preserved=(), *args):  # type: ignore[no-untyped-def]
+        calls.append(list(preserved))
+        return real(module, preserved, *args)
+
+    monkeypatch.setattr(torch._C, "_freeze_module", counting)
+    pipe = Pipeline(example_module().build(), Plan.default(["temperature"]))
+    steps = list(pipe.run())
+    assert steps and pipe.frozen_module is not None
+    explanation = pipe.explanation()
+    assert explanation is not None and calls == [["temperature"]]
+    kept = {v.path for v in explanation.with_status("kept")}
+    assert kept == frozen_attribute_paths(pipe.frozen_module)

@@ -55,6 +55,7 @@ from .passes import (
     needs_guard,
 )
 from .snapshot import GraphSnapshot, demangle, snapshot_graph
+from .torch_outcome import TorchOutcome, torch_outcome
 
 if TYPE_CHECKING:  # verdicts imports the engine's loading too; only the type is needed here
     from .verdicts import Explanation
@@ -724,6 +725,8 @@ class Pipeline:
         # costs about as much as freezing itself.
         self._explained: dict[tuple[str, ...], _Once] = {}
         self._explained_lock = threading.Lock()
+        # torch's freeze per preserved names, from the freeze step (explain reuses it).
+        self._outcomes: dict[tuple[str, ...], TorchOutcome] = {}
 
     # --- public API -------------------------------------------------------------------
 
@@ -814,7 +817,10 @@ class Pipeline:
         with self._explained_lock:
             once = self._explained.get(names)
             if once is None:
-                once = self._explained[names] = _Once(partial(_explain_or_none, self.module, names))
+                outcome = self._outcomes.get(names)
+                once = self._explained[names] = _Once(
+                    partial(_explain_or_none, self.module, names, outcome)
+                )
         return once.get()  # type: ignore[no-any-return]
 
     # --- the run ----------------------------------------------------------------------
@@ -1046,10 +1052,12 @@ class _RunContext:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                cpp = torch._C._freeze_module(
-                    cmod, list(plan.preserved_attrs), plan.freeze_interfaces
-                )
-            frozen = torch.jit.RecursiveScriptModule(cpp)
+                # With torch's freezing log: explain reads its statuses off this very
+                # run instead of freezing the model a second time.
+                outcome = torch_outcome(cmod, list(plan.preserved_attrs), plan.freeze_interfaces)
+            if plan.freeze_interfaces:
+                pipe._outcomes[tuple(plan.preserved_attrs)] = outcome
+            frozen = torch.jit.RecursiveScriptModule(outcome.frozen)
             torch.jit.RecursiveScriptModule._finalize_scriptmodule(frozen)
         except Exception as exc:
             freeze_error = _refusal(exc, pipe.loaded.name or "the model")
@@ -1426,12 +1434,14 @@ def _refusal(exc: Exception, model: str) -> str:
     return sentence if first in sentence else f"{sentence} (torch: {first})"
 
 
-def _explain_or_none(module: torch.jit.ScriptModule, preserved: Sequence[str]) -> Any:
+def _explain_or_none(
+    module: torch.jit.ScriptModule, preserved: Sequence[str], outcome: TorchOutcome | None
+) -> Any:
     """explain's :class:`~freezeview.engine.verdicts.Explanation`, or None if it fails."""
     try:
         from .verdicts import explain as run_explain
 
-        return run_explain(module, preserved_attrs=list(preserved))
+        return run_explain(module, preserved_attrs=list(preserved), outcome=outcome)
     except Exception:
         return None
 

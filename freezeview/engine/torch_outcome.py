@@ -26,7 +26,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -52,12 +53,15 @@ class TorchOutcome:
             module of the graph being frozen (``"conv.weight"``), in log order.
         log: torch's freezing log lines (for ``--debug`` and bug reports).
         seconds: how long torch's freeze took, log capture included.
+        frozen: the frozen C++ module itself (the stepwise pipeline shows it; explain
+            only reads the fields above).
     """
 
     kept: frozenset[str]
     folded: tuple[str, ...]
     log: tuple[str, ...]
     seconds: float
+    frozen: Any = field(default=None, compare=False, repr=False)
 
 
 @contextlib.contextmanager
@@ -123,6 +127,7 @@ def torch_outcome(
         folded=folded,
         log=tuple(lines),
         seconds=time.perf_counter() - start,
+        frozen=frozen,
     )
 
 

@@ -408,6 +408,7 @@ def explain(
     *,
     methods: Iterable[str] = (),
     freeze_interfaces: bool = True,
+    outcome: TorchOutcome | None = None,
 ) -> Explanation:
     """Say, for every attribute, whether ``torch.jit.freeze`` inlines, keeps or drops it.
 
@@ -418,6 +419,9 @@ def explain(
             names (dotted names reach into submodules).
         methods: more methods to preserve (the same as naming them in preserved_attrs).
         freeze_interfaces: fold through module interfaces, as ``torch.jit.freeze`` does.
+        outcome: torch's freeze of this very model and plan, when the caller already ran
+            :func:`~freezeview.engine.torch_outcome.torch_outcome` (the stepwise
+            pipeline does); otherwise explain runs it.
 
     Returns:
         An :class:`Explanation` with one :class:`AttributeVerdict` per attribute path.
@@ -445,10 +449,11 @@ def explain(
     # Names are checked first: an unknown one gets freezeview's sentence with the
     # closest names, which torch's own refusal cannot give.
     prop = FreezeReplay(model_view, names, inventory, freeze_interfaces, display)
-    try:
-        outcome = torch_outcome(cmod, names, freeze_interfaces)
-    except RuntimeError as exc:
-        raise PlanError(torch_refusal(str(exc), display)) from exc
+    if outcome is None:
+        try:
+            outcome = torch_outcome(cmod, names, freeze_interfaces)
+        except RuntimeError as exc:
+            raise PlanError(torch_refusal(str(exc), display)) from exc
     try:
         prop.prepare_graphs()
         prop.record_other_reads()
