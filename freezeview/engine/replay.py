@@ -789,12 +789,28 @@ def join_path(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
+def _detached(value: Any) -> Any:
+    """``value`` with every tensor in it detached, as freezing's overrideGradient does.
+
+    A tensor that requires grad has no constant form; a list of parameters (a scripted
+    RNN's ``_flat_weights``) would otherwise not fold in the replay while torch folds it.
+    """
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, list):
+        return [_detached(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_detached(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _detached(v) for k, v in value.items()}
+    return value
+
+
 def _insert_constant(
     graph: torch._C.Graph, first: torch._C.Node | None, value: Any
 ) -> torch._C.Value | None:
     """Insert ``value`` as a constant at the top of ``graph`` (None if Python cannot)."""
-    if isinstance(value, torch.Tensor):
-        value = value.detach()
+    value = _detached(value)
     try:
         if first is None:
             return graph.insertConstant(value)
