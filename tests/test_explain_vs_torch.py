@@ -22,7 +22,7 @@ errors = pytest.importorskip("freezeview.engine.errors")
 MUTATION_CODES = {"set-attr", "in-place-write"}
 # `file:line`, where the file may itself contain ':' (a Windows drive) or spaces.
 SOURCE = re.compile(r".+:\d+")
-NODE_KIND = re.compile(r"\b(aten|prim)::\w+")
+NODE_KIND = re.compile(r"\b\w+::\w+")  # aten::, prim::, or a custom namespace
 
 
 def _explain(case: Case, module: torch.jit.ScriptModule) -> object:

@@ -69,9 +69,9 @@ _REFUSALS: dict[str, str] = {
         "(or call .eval() on the module before saving it)."
     ),
     "submodule-method": (
-        "torch cannot freeze {model} with this plan: a preserved method of a submodule reads "
-        "that submodule's attribute {name}, and torch's freezing looks it up on the "
-        "top-level module; preserve the submodule itself instead."
+        "{model}: a preserved method of a submodule reads that submodule's attribute {name}, "
+        "which torch's freezing looks up on the top-level module, so torch cannot freeze it "
+        "this way; preserve the submodule itself instead."
     ),
     "unknown-name": (
         "unknown name {name} in preserved attributes: {model} has no attribute, submodule "
@@ -167,18 +167,34 @@ def is_mutable(value: Any) -> bool:
 
 def materializable(value: Any) -> bool:
     """Whether torch's tryInsertConstant can turn ``value`` into a graph constant."""
+    if isinstance(value, list | tuple | dict) or _opaque_container(value):
+        return _insertable(value)
+    if isinstance(value, (torch._C.ScriptModule, *_NOT_CONSTANT_TYPES)):
+        return False
+    # Non-module TorchScript objects are copied to weak compilation references.
+    return is_object(value) or _insertable(value)
+
+
+def _insertable(value: Any) -> bool:
+    """constants.cpp's insertableIValue: what a constant (or a constant list) may hold.
+
+    An object is a constant only on its own, never inside a list, tuple or dict.
+    """
     if isinstance(value, torch.Tensor):
         return not (value.is_sparse or value.is_mkldnn or value.is_nested)
     if isinstance(value, _SCALARS):
         return True
     if isinstance(value, list | tuple):
-        return all(materializable(v) for v in value)
+        return all(_insertable(v) for v in value)
     if isinstance(value, dict):
-        return all(materializable(k) and materializable(v) for k, v in value.items())
-    if isinstance(value, (torch._C.ScriptModule, *_NOT_CONSTANT_TYPES)):
-        return False
-    # Non-module TorchScript objects are copied to weak compilation references.
-    return is_object(value)
+        return all(_insertable(k) and _insertable(v) for k, v in value.items())
+    return False
+
+
+def _opaque_container(value: Any) -> bool:
+    # module_slots.OpaqueObject standing for a container of objects (List[__torch__.X]).
+    name = getattr(value, "type_name", "")
+    return type(value).__name__ == "OpaqueObject" and name.startswith(("List[", "Dict[", "Tuple["))
 
 
 def _tensor_key(t: torch.Tensor) -> tuple[str, int]:

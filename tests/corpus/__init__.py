@@ -9,7 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import basic, mutation, patterns, preserve, refused
+from . import (
+    basic,
+    custom_ops,
+    foreign,
+    mutation,
+    patterns,
+    preserve,
+    quantized,
+    recurrent,
+    refused,
+    submodule_methods,
+)
 from ._case import Case, default_inputs, image_inputs, scripted, seeded, traced
 
 __all__ = [
@@ -30,6 +41,11 @@ CASES: list[Case] = [
     *preserve.CASES,
     *patterns.CASES,
     *refused.CASES,
+    *quantized.CASES,
+    *recurrent.CASES,
+    *foreign.CASES,
+    *custom_ops.CASES,
+    *submodule_methods.CASES,
 ]
 
 _names = [case.name for case in CASES]

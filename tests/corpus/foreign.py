@@ -1,0 +1,150 @@
+"""Models whose TorchScript classes cannot be imported where they are inspected.
+
+Someone else's model holds instances of ``@torch.jit.script`` classes whose Python source
+is not on this machine: torch then cannot turn them into Python objects (``classType
+INTERNAL ASSERT FAILED ... __torch__.X is not found``). These models are built by another
+interpreter from a source file that is deleted afterwards, and loaded here from bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from ._case import Case
+
+_SOURCE = """
+import io
+import sys
+from typing import List
+
+import torch
+from torch import nn
+
+
+@torch.jit.script
+class Scale:
+    def __init__(self, factor: float):
+        self.factor = factor
+
+    def apply(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.factor
+
+
+@torch.jit.script
+class Tally:
+    def __init__(self):
+        self.seen = 0
+
+    def bump(self) -> int:
+        self.seen += 1
+        return self.seen
+
+
+class ReadsObject(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = Scale(2.0)
+        self.spare = Scale(3.0)
+        self.weight = nn.Parameter(torch.ones(4))
+
+    def forward(self, x):
+        return self.scale.apply(x) + self.weight
+
+
+class MutatesObject(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tally = Tally()
+        self.bias = nn.Parameter(torch.ones(4))
+
+    def forward(self, x):
+        return x + self.bias + self.tally.bump()
+
+
+class AssignsObject(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = Scale(1.0)
+        self.bias = nn.Parameter(torch.zeros(4))
+
+    def forward(self, x):
+        out = self.scale.apply(x)
+        self.scale = Scale(float(x.shape[0]))
+        return out + self.bias
+
+
+class ListOfObjects(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps: List[Scale] = [Scale(1.0), Scale(0.5)]
+
+    def forward(self, x):
+        for step in self.steps:
+            x = step.apply(x)
+        return x
+
+
+def saved(module):
+    buffer = io.BytesIO()
+    torch.jit.save(torch.jit.script(module.eval()), buffer)
+    return buffer.getvalue()
+
+
+out = {
+    name: saved(cls())
+    for name, cls in [
+        ("reads", ReadsObject),
+        ("mutates", MutatesObject),
+        ("assigns", AssignsObject),
+        ("list", ListOfObjects),
+    ]
+}
+folder = sys.argv[1]
+for name, data in out.items():
+    with open(f"{folder}/{name}.pt", "wb") as f:
+        f.write(data)
+"""
+
+
+@functools.cache
+def _archives() -> dict[str, bytes]:
+    """Each model's archive bytes, built once per test process."""
+    with tempfile.TemporaryDirectory(prefix="freezeview-foreign-") as folder:
+        source = Path(folder) / "their_models.py"
+        source.write_text(textwrap.dedent(_SOURCE))
+        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        subprocess.run([sys.executable, str(source), folder], check=True, env=env)
+        return {path.stem: path.read_bytes() for path in Path(folder).glob("*.pt")}
+
+
+def _loaded(name: str) -> Callable[[], torch.jit.ScriptModule]:
+    def build() -> torch.jit.ScriptModule:
+        return torch.jit.load(io.BytesIO(_archives()[name]))
+
+    return build
+
+
+CASES = [
+    Case("foreign_class_read", _loaded("reads"), tags=frozenset({"script-class", "saved"})),
+    Case(
+        "foreign_class_method_mutates",
+        _loaded("mutates"),
+        tags=frozenset({"script-class", "saved"}),
+    ),
+    Case(
+        "foreign_class_assigned",
+        _loaded("assigns"),
+        tags=frozenset({"script-class", "saved", "set-attr"}),
+    ),
+    Case("foreign_class_list", _loaded("list"), tags=frozenset({"script-class", "saved"})),
+]
