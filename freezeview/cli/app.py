@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from .options import add_input_options, split_names
+from .options import add_extension_options, add_input_options, split_names
 
 __all__ = ["register", "run"]
 
@@ -39,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument(
         "--eval", action="store_true", help="switch a training-mode module to eval mode"
     )
+    add_extension_options(parser)
     parser.add_argument(
         "-o",
         "--output-dir",
@@ -66,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         "inputs_file": args.inputs,
         "input_shapes": args.input_shape or (),
         "eval_mode": args.eval,
+        "imports": split_names(args.imports),
+        "libraries": list(args.libraries or ()),
     }
     # The engine process first: it imports torch and loads the model on the other core
     # while this process imports Textual and draws the first screen.

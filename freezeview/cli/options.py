@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from ..engine.pipeline import Plan
 
 __all__ = [
+    "add_extension_options",
     "add_input_options",
     "add_model_options",
     "add_pass_options",
@@ -45,7 +47,28 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--map-location", default="cpu", help="device for the loaded tensors (default: cpu)"
     )
+    add_extension_options(parser)
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+
+
+def add_extension_options(parser: argparse.ArgumentParser) -> None:
+    """``--import`` and ``--load-library``: what defines the model's custom operators."""
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        metavar="MODULE",
+        help="import this Python package first: it registers custom operators the model "
+        "calls, e.g. torchvision (repeatable, comma-separated)",
+    )
+    parser.add_argument(
+        "--load-library",
+        dest="libraries",
+        action="append",
+        metavar="PATH",
+        help="load this shared library of custom operators first, as "
+        "torch.ops.load_library does (repeatable)",
+    )
 
 
 def add_plan_options(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +102,16 @@ def load_from_args(args: argparse.Namespace) -> LoadedModel:
     # Imported here: loading imports torch, which `freezeview MODEL.pt` must not wait for.
     from ..engine.loading import load_model
 
-    return load_model(args.model, map_location=args.map_location, eval_mode=args.eval)
+    loaded = load_model(
+        args.model,
+        map_location=args.map_location,
+        eval_mode=args.eval,
+        imports=split_names(getattr(args, "imports", None)),
+        libraries=list(getattr(args, "libraries", None) or ()),
+    )
+    for note in loaded.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return loaded
 
 
 @contextlib.contextmanager

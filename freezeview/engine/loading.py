@@ -31,7 +31,7 @@ import stat
 import time
 import warnings
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +39,7 @@ import torch
 
 from .atomic import protect_input
 from .errors import BadInputError, PlanError
+from .extensions import auto_import_for, load_extensions, unknown_operator
 from .interrupts import interrupts_deferred
 
 __all__ = [
@@ -128,6 +129,8 @@ class LoadedModel:
         load_seconds: wall time of ``torch.jit.load``.
         warnings: warnings torch raised while loading, as text.
         was_training: True if the module was in training mode when loaded.
+        notes: what freezeview did on its own while loading, one sentence each (a
+            package it imported to define a custom operator).
     """
 
     module: torch.jit.ScriptModule
@@ -136,6 +139,7 @@ class LoadedModel:
     load_seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     was_training: bool = False
+    notes: list[str] = field(default_factory=list)
 
     @classmethod
     def from_module(cls, module: torch.jit.ScriptModule, name: str | None = None) -> LoadedModel:
@@ -880,11 +884,13 @@ def _torch_error_sentence(p: Path, exc: BaseException) -> str:
     text = str(exc)
     first = _first_line(exc)
     ver = torch.__version__.split("+")[0]
-    op = re.search(r"Unknown builtin op: (\w+::\w+(?:\.\w+)?)", text)
+    op = unknown_operator(text)
     if op:
+        namespace = op.split("::", 1)[0]
         return (
-            f"{p} uses the operator {op.group(1)}, which torch {ver} here does not have: "
-            "load the extension that defines it, or inspect the model where it is installed."
+            f"{p} uses the operator {op}, which nothing has registered with torch {ver} "
+            f"here: pass --import PACKAGE (the Python package that defines it, e.g. "
+            f"--import {namespace}) or --load-library PATH (its shared library)."
         )
     newer = re.search(
         r"file with version (\d+), but the maximum supported version for reading is (\d+)", text
@@ -939,6 +945,8 @@ def load_model(
     *,
     map_location: str = "cpu",
     eval_mode: bool = False,
+    imports: Sequence[str] = (),
+    libraries: Sequence[str] = (),
 ) -> LoadedModel:
     """Load a TorchScript model from ``path``.
 
@@ -950,14 +958,21 @@ def load_model(
         path: a ``.pt`` file written by ``torch.jit.save``.
         map_location: where tensors go (``"cpu"`` unless asked otherwise).
         eval_mode: switch a training-mode module to eval mode (``--eval``).
+        imports: Python packages that register the model's custom operators, imported
+            first (``--import``).
+        libraries: shared libraries that do, loaded with ``torch.ops.load_library``
+            (``--load-library``).
 
     Returns:
         A :class:`LoadedModel`. ``was_training`` tells whether the file held a module in
-        training mode (freezing it without ``eval_mode`` raises a :class:`PlanError`).
+        training mode (freezing it without ``eval_mode`` raises a :class:`PlanError`);
+        ``notes`` says what freezeview did on its own (a package imported for an
+        operator).
 
     Raises:
         BadInputError: the path is missing, a directory, empty, not a zip, truncated,
-            damaged, a ``torch.save`` pickle, or torch cannot load it.
+            damaged, a ``torch.save`` pickle, or torch cannot load it; an import or a
+            library that cannot be loaded.
 
     Example::
 
@@ -966,16 +981,26 @@ def load_model(
     """
     p = check_model_file(path)
     _check_map_location(map_location)
+    load_extensions(imports, libraries)
 
     start = time.perf_counter()
+    notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            # torch.jit.load calls back into Python (class resolution): see interrupts.py.
-            with interrupts_deferred():
-                module = torch.jit.load(str(p), map_location=map_location)
+            module = _jit_load(p, map_location)
         except Exception as exc:
-            raise BadInputError(_torch_error_sentence(p, exc)) from exc
+            # A custom operator nobody registered: its namespace's package, if one is
+            # installed, is what defines it (torchvision::nms and torchvision).
+            op = unknown_operator(str(exc))
+            note = auto_import_for(op) if op else None
+            if note is None:
+                raise BadInputError(_torch_error_sentence(p, exc)) from exc
+            notes.append(note)
+            try:
+                module = _jit_load(p, map_location)
+            except Exception as again:
+                raise BadInputError(_torch_error_sentence(p, again)) from again
     elapsed = time.perf_counter() - start
     protect_input(p)  # no output of this process may overwrite the model it read
     if not isinstance(module, torch.jit.ScriptModule):
@@ -990,10 +1015,17 @@ def load_model(
         load_seconds=elapsed,
         warnings=[f"{w.category.__name__}: {w.message}" for w in caught],
         was_training=bool(module.training),
+        notes=notes,
     )
     if eval_mode and module.training:
         module.eval()
     return loaded
+
+
+def _jit_load(p: Path, map_location: str) -> torch.jit.ScriptModule:
+    # torch.jit.load calls back into Python (class resolution): see interrupts.py.
+    with interrupts_deferred():
+        return torch.jit.load(str(p), map_location=map_location)
 
 
 def check_eval(loaded: LoadedModel) -> None:

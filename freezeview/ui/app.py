@@ -40,6 +40,8 @@ class FreezeviewApp(App[int]):
         inputs_file: sample inputs (``--inputs``), for the numerics column.
         input_shapes: random sample input shapes (``--input-shape``).
         eval_mode: switch a training-mode module to eval mode (``--eval``).
+        imports: packages that register the model's custom operators (``--import``).
+        libraries: shared libraries that do (``--load-library``).
         output_dir: where ``g`` (render) and ``e`` (export) write.
         loaded: an already loaded model (Python API, tests); skips ``torch.jit.load``
             and keeps the torch work in this process (in thread workers).
@@ -63,6 +65,8 @@ class FreezeviewApp(App[int]):
         inputs_file: str | Path | None = None,
         input_shapes: Sequence[str] = (),
         eval_mode: bool = False,
+        imports: Sequence[str] = (),
+        libraries: Sequence[str] = (),
         output_dir: str | Path | None = None,
         loaded: LoadedModel | None = None,
         session: RemoteSession | None = None,
@@ -87,6 +91,8 @@ class FreezeviewApp(App[int]):
             "inputs_file": self.inputs_file,
             "input_shapes": self.input_shapes,
             "eval_mode": eval_mode,
+            "imports": list(imports),
+            "libraries": list(libraries),
         }
         if session is not None:
             session.on_warning = self.record_warning

@@ -91,7 +91,8 @@ class RemoteSession:
 
     Args:
         path: the ``.pt`` file.
-        preserved, passes, inputs_file, input_shapes, eval_mode: as for ``Session``.
+        preserved, passes, inputs_file, input_shapes, eval_mode, imports, libraries: as
+            for ``Session`` (the engine process imports and loads them before the model).
         on_warning: called (from a reader thread) with each warning torch raised.
     """
 
@@ -104,6 +105,8 @@ class RemoteSession:
         inputs_file: str | Path | None = None,
         input_shapes: Sequence[str] = (),
         eval_mode: bool = False,
+        imports: Sequence[str] = (),
+        libraries: Sequence[str] = (),
         on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self.path = Path(path)
@@ -114,6 +117,8 @@ class RemoteSession:
             "inputs_file": Path(inputs_file) if inputs_file else None,
             "input_shapes": list(input_shapes),
             "eval_mode": eval_mode,
+            "imports": list(imports),
+            "libraries": list(libraries),
         }
         self.on_warning = on_warning
         #: The inventory from the last explanation (the inspector reads it).

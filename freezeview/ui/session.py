@@ -44,6 +44,8 @@ class Session:
         inputs_file: sample inputs saved with ``torch.save`` (``--inputs``).
         input_shapes: shapes of random sample inputs (``--input-shape 1,3,224,224``).
         eval_mode: switch a training-mode module to eval mode (``--eval``).
+        imports: packages that register the model's custom operators (``--import``).
+        libraries: shared libraries that do (``--load-library``).
         loaded: an already loaded model (tests, the Python API).
     """
 
@@ -53,6 +55,8 @@ class Session:
     inputs_file: Path | None = None
     input_shapes: list[str] = field(default_factory=list)
     eval_mode: bool = False
+    imports: list[str] = field(default_factory=list)
+    libraries: list[str] = field(default_factory=list)
     loaded: LoadedModel | None = None
     inventory: Inventory | None = None
     #: ``.code`` of the frozen module at the end of the last run (None before).
@@ -75,7 +79,12 @@ class Session:
         if self.loaded is None:
             if self.path is None:
                 raise BadInputError("no model given: freezeview MODEL.pt opens one.")
-            self.loaded = load_model(self.path, eval_mode=self.eval_mode)
+            self.loaded = load_model(
+                self.path,
+                eval_mode=self.eval_mode,
+                imports=self.imports,
+                libraries=self.libraries,
+            )
         elif self.eval_mode and self.loaded.module.training:
             self.loaded.module.eval()
         return self.loaded
@@ -104,7 +113,7 @@ class Session:
             node_count=node_count,
             code=str(loaded.module.code) if hasattr(loaded.module, "code") else "",
             load_seconds=loaded.load_seconds,
-            warnings=tuple(loaded.warnings),
+            warnings=(*loaded.notes, *loaded.warnings),
             passes=tuple(self.available_passes()),
         )
 
