@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["build_parser", "main"]
 
 SUBCOMMANDS: dict[str, str] = {}
-COMMANDS = ("explain", "freeze", "export", "passes", "app")
+COMMANDS = ("explain", "freeze", "export", "check", "compare", "passes", "app")
 
 
 def _register_all(
@@ -158,7 +158,7 @@ def _main(args_list: list[str]) -> int:
         parser.print_usage(sys.stderr)
         print(
             "freezeview: give a model to open (freezeview MODEL.pt) or a command "
-            "(explain, freeze, export, passes); --help says more.",
+            "(explain, freeze, export, check, compare, passes); --help says more.",
             file=sys.stderr,
         )
         return 2

@@ -800,6 +800,18 @@ class Pipeline:
         """True when the last run reached the end without failing or being cancelled."""
         return self.frozen_module is not None
 
+    def torch_outcome(self, preserved: Sequence[str]) -> TorchOutcome | None:
+        """torch's freeze of the input module from this run's freeze step, if it ran.
+
+        Args:
+            preserved: the preserved attribute names it was run with.
+
+        Returns:
+            The :class:`~freezeview.engine.torch_outcome.TorchOutcome`, or None when no
+            run froze the module with these names (and torch's default interfaces).
+        """
+        return self._outcomes.get(tuple(preserved))
+
     def explanation(self, preserved: Sequence[str] | None = None) -> Explanation | None:
         """freezeview's explain of the input module with ``preserved`` (default: the plan's).
 

@@ -588,7 +588,7 @@ CATALOGUE: tuple[BadInput, ...] = (
         "unknown-operator",
         "code calling an operator from an extension that is not installed",
         _unknown_op,
-        r"uses the operator acme_ext::fused_relu.*load the extension",
+        r"uses the operator acme_ext::fused_relu.*--import .*--load-library",
         2,
     ),
     BadInput(
