@@ -3,7 +3,9 @@
 The Python API mirrors the command line:
 
 * :func:`explain` - for every attribute, whether freezing inlines, keeps or drops it, and why;
-* :func:`load_model` - load a ``.pt`` file with one clear sentence for every bad input.
+* :func:`load_model` - load a ``.pt`` file with one clear sentence for every bad input;
+* :func:`check` - hold a model against an expectations file (``freezeview check``);
+* :func:`compare` - what freezing does differently to two versions of a model.
 
 The stepwise freeze engine (``freezeview.freeze``) and rendering (``freezeview.export``)
 are re-exported when present.
@@ -33,6 +35,8 @@ __all__ = [
     "REASON_CODES",
     "Explanation",
     "__version__",
+    "check",
+    "compare",
     "explain",
     "export",
     "freeze",
@@ -52,3 +56,17 @@ def export(*args: Any, **kwargs: Any) -> Any:
     from .engine.export import export as _export
 
     return _export(*args, **kwargs)
+
+
+def check(*args: Any, **kwargs: Any) -> Any:
+    """Hold a model against an expectations file; see :func:`freezeview.engine.check.check`."""
+    from .engine.check import check as _check
+
+    return _check(*args, **kwargs)
+
+
+def compare(*args: Any, **kwargs: Any) -> Any:
+    """Compare freezing two models; see :func:`freezeview.engine.compare.compare`."""
+    from .engine.compare import compare as _compare
+
+    return _compare(*args, **kwargs)

@@ -179,10 +179,13 @@ def _main(args_list: list[str]) -> int:
     except FreezeviewError as exc:
         if getattr(args, "debug", False):
             traceback.print_exc()
+        from rich.markup import escape
+
         err = _stderr()
-        err.print(f"[bold red]error:[/] {exc.message}")
+        # Messages quote files and code: `[attributes]` is text, not rich markup.
+        err.print(f"[bold red]error:[/] {escape(exc.message)}")
         if exc.hint:
-            err.print(exc.hint)
+            err.print(escape(exc.hint))
         return exc.exit_code
     except BrokenPipeError:
         # The reader went away (`freezeview passes | head`): stop quietly, as Unix tools do.
@@ -221,8 +224,10 @@ def _unexpected(args: argparse.Namespace, exc: Exception) -> int:
     if getattr(args, "debug", False):
         traceback.print_exc()
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    from rich.markup import escape
+
     _stderr().print(
         f"[bold red]error:[/] freezeview failed unexpectedly ({type(exc).__name__}: "
-        f"{first[:200]}); rerun with --debug for the traceback and please report it."
+        f"{escape(first[:200])}); rerun with --debug for the traceback and please report it."
     )
     return 1

@@ -296,5 +296,6 @@ def render_text(comparison: Comparison) -> str:
             n = facts.numerics
             lines.append(f"  numerics ({label}): max abs {n.max_abs:.3g}, max rel {n.max_rel:.3g}")
     regressions = c.regressions
-    lines.append(f"{len(regressions)} regression(s)." if regressions else "no regression.")
+    lines.append(f"{len(regressions)} regression(s):" if regressions else "no regression.")
+    lines.extend(f"  {sentence}" for sentence in regressions)
     return "\n".join(lines) + "\n"
