@@ -69,8 +69,7 @@ def main() -> int:
         ratio = ours / theirs
         worst = max(worst, ratio)
         print(
-            f"{name:<14} {ours:>10.3f} {torch_part:>10.3f} {theirs:>10.3f} {ratio:>7.2f}  "
-            f"{summary}"
+            f"{name:<14} {ours:>10.3f} {torch_part:>10.3f} {theirs:>10.3f} {ratio:>7.2f}  {summary}"
         )
     print(f"worst ratio explain/freeze: {worst:.2f} (median of {args.runs})")
     return 0

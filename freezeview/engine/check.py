@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from .collector import collector_paused
 from .expectations import Expectations, ExpectationsError, Rule, read_expectations
 from .model_facts import FreezeFacts, as_loaded, gather_facts
 from .numerics import load_inputs, random_inputs
@@ -145,12 +147,43 @@ def plan_of(expectations: Expectations) -> Plan:
     )
 
 
-def _matches(pattern: str, verdict: AttributeVerdict) -> bool:
-    # A wildcard reaches attributes only: a submodule counts when named exactly (its
-    # own status says only whether something under it was folded).
-    if verdict.kind == "submodule" and any(c in pattern for c in "*?["):
-        return False
-    return fnmatch.fnmatchcase(verdict.path, pattern)
+def _is_glob(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")
+
+
+class _PathIndex:
+    """The verdicts by path, matched against many patterns without a quadratic scan.
+
+    A written expectations file lists every inlined path of a ResNet-50 (hundreds of
+    literal patterns): those are dictionary look-ups; only wildcards scan the paths.
+    """
+
+    def __init__(self, verdicts: Sequence[AttributeVerdict]) -> None:
+        self.verdicts = list(verdicts)
+        self.by_path = {v.path: v for v in verdicts}
+
+    def any_match(self, pattern: str) -> bool:
+        if not _is_glob(pattern):
+            return pattern in self.by_path
+        match = re.compile(fnmatch.translate(pattern)).match
+        return any(match(v.path) for v in self.verdicts)
+
+    def matching(self, pattern: str) -> list[AttributeVerdict]:
+        """Verdicts a rule's pattern reaches.
+
+        A wildcard reaches attributes only: a submodule counts when named exactly (its
+        own status says only whether something under it was folded).
+        """
+        if not _is_glob(pattern):
+            found = self.by_path.get(pattern)
+            return [found] if found is not None else []
+        match = re.compile(fnmatch.translate(pattern)).match
+        return [v for v in self.verdicts if v.kind != "submodule" and match(v.path)]
+
+    def allowed(self, patterns: Sequence[str]) -> Callable[[str], bool]:
+        literal = {p for p in patterns if not _is_glob(p)}
+        globs = [re.compile(fnmatch.translate(p)).match for p in patterns if _is_glob(p)]
+        return lambda path: path in literal or any(m(path) for m in globs)
 
 
 def _main_reason(verdict: AttributeVerdict) -> Reason | None:
@@ -178,29 +211,30 @@ def _status_violation(verdict: AttributeVerdict, expected: str) -> Violation:
     )
 
 
-def _check_patterns(expectations: Expectations, facts: FreezeFacts) -> None:
-    verdicts = facts.explanation.attributes
+def _check_patterns(expectations: Expectations, index: _PathIndex, model: str) -> None:
     for kind, pattern, line in expectations.patterns:
-        if not any(fnmatch.fnmatchcase(v.path, pattern) for v in verdicts):
+        if not index.any_match(pattern):
             raise ExpectationsError(
                 f"{expectations.path} line {line}: pattern {pattern!r} in attributes.{kind} "
-                f"matches no attribute of {facts.model}."
+                f"matches no attribute of {model}."
             )
 
 
-def _rule_result(rule: Rule, expectations: Expectations, facts: FreezeFacts) -> RuleResult:
-    verdicts = facts.explanation.attributes
+def _rule_result(
+    rule: Rule, expectations: Expectations, facts: FreezeFacts, index: _PathIndex
+) -> RuleResult:
+    verdicts = index.verdicts
     if rule.kind in ("inlined", "dropped"):
-        matched = [v for v in verdicts if _matches(rule.target, v)]
+        matched = index.matching(rule.target)
         bad = tuple(_status_violation(v, rule.kind) for v in matched if v.status != rule.kind)
         return RuleResult(rule, bad, len(matched))
     if rule.kind == "kept":
-        allowed = [p for p, _ in expectations.kept_patterns or ()]
+        allowed = index.allowed([p for p, _ in expectations.kept_patterns or ()])
         kept = [v for v in verdicts if v.status == "kept"]
         bad = tuple(
             _status_violation(v, "not kept (inlined or dropped)")
             for v in kept
-            if not any(fnmatch.fnmatchcase(v.path, p) for p in allowed)
+            if not allowed(v.path)
         )
         return RuleResult(rule, bad, len(kept))
     if rule.kind == "max-kept-bytes":
@@ -300,9 +334,11 @@ def check(model: Any, expectations: str | Path | Expectations) -> CheckReport:
         else read_expectations(expectations, set(REGISTRY))
     )
     loaded = as_loaded(model, expected.eval_mode)
-    facts = gather_facts(loaded, plan_of(expected), _inputs(expected))
-    _check_patterns(expected, facts)
-    results = [_rule_result(rule, expected, facts) for rule in expected.rules]
+    with collector_paused():
+        facts = gather_facts(loaded, plan_of(expected), _inputs(expected))
+        index = _PathIndex(facts.explanation.attributes)
+        _check_patterns(expected, index, facts.model)
+        results = [_rule_result(rule, expected, facts, index) for rule in expected.rules]
     return CheckReport(
         model=facts.model,
         expectations=str(expected.path),

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from .collector import collector_paused
 from .model_facts import FreezeFacts, as_loaded, gather_facts
 from .pipeline import Plan
 from .verdict_values import AttributeVerdict, Reason
@@ -199,7 +200,8 @@ def compare(
     start = time.perf_counter()
     plan = plan or Plan.default()
     loaded = [as_loaded(m, eval_mode) for m in (old, new)]
-    facts = [gather_facts(m, plan, inputs) for m in loaded]
+    with collector_paused():
+        facts = [gather_facts(m, plan, inputs) for m in loaded]
     before = {v.path: v for v in facts[0].explanation.attributes}
     after = {v.path: v for v in facts[1].explanation.attributes}
     changes = [

@@ -153,16 +153,25 @@ def _key_line(text: str, section: str, key: str) -> int:
     return 0
 
 
-def _value_line(text: str, section: str, key: str, value: str) -> int:
-    """The line holding ``value`` inside the (possibly multi-line) list of ``key``."""
-    start = _key_line(text, section, key)
-    lines = text.splitlines()
-    for number in range(max(start, 1), len(lines) + 1):
-        if f'"{value}"' in lines[number - 1] or f"'{value}'" in lines[number - 1]:
-            return number
-        if number > start and re.match(r"\s*(\[|[\w\"']+\s*=)", lines[number - 1]):
-            break
-    return start
+def _value_lines(text: str) -> dict[tuple[str, str, str], int]:
+    """``(section, key, quoted string) -> line`` for every string in the file, one pass.
+
+    A list may span lines; each pattern is reported at the line that holds it.
+    """
+    found: dict[tuple[str, str, str], int] = {}
+    section = key = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        header = re.fullmatch(r"\[\s*([^\]]+?)\s*\]\s*(#.*)?", stripped)
+        if header:
+            section, key = header.group(1), ""
+            continue
+        assignment = re.match(r"[\"']?([\w.-]+)[\"']?\s*=", stripped)
+        if assignment:
+            key = assignment.group(1)
+        for value in re.findall(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'', stripped):
+            found.setdefault((section, key, value[0] or value[1]), number)
+    return found
 
 
 def _fail(path: Path, line: int, message: str) -> ExpectationsError:
@@ -261,10 +270,11 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
             if name not in known_passes:
                 raise _fail(
                     p,
-                    _value_line(text, "plan", "passes", name),
+                    _value_lines(text).get(("plan", "passes", name), line("plan", "passes")),
                     f"unknown pass {name!r} in plan.passes (see `freezeview passes`).",
                 )
 
+    values = _value_lines(text)
     rules: list[Rule] = []
     patterns: list[tuple[str, str, int]] = []
     attributes = doc.get("attributes", {})
@@ -272,12 +282,13 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
     for kind in ("inlined", "kept", "dropped"):
         if kind not in attributes:
             continue
-        values = _strings(p, line("attributes", kind), f"attributes.{kind}", attributes[kind])
-        located = [(v, _value_line(text, "attributes", kind, v)) for v in values]
+        items = _strings(p, line("attributes", kind), f"attributes.{kind}", attributes[kind])
+        at = line("attributes", kind)
+        located = [(v, values.get(("attributes", kind, v), at)) for v in items]
         patterns.extend((kind, v, n) for v, n in located)
         if kind == "kept":
             kept_patterns = tuple(located)
-            rules.append(Rule("kept", ", ".join(values), None, line("attributes", "kept")))
+            rules.append(Rule("kept", ", ".join(items), None, line("attributes", "kept")))
         else:
             rules.extend(Rule(kind, v, None, n) for v, n in located)
 

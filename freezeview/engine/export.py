@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import gc
 import html
 import os
 import re
@@ -35,6 +34,7 @@ import torch
 
 from . import atomic
 from .collapse import module_paths
+from .collector import collector_paused
 from .diff import DiffFacts, GraphDiff, adopt_diff, diff_facts, diff_snapshots, unified_ir_diff
 from .errors import OutputError, PlanError
 from .forked import Forked
@@ -276,42 +276,19 @@ def _taken(helper: Forked[_DiffOutput], result: ExportResult) -> _DiffOutput:
 
 
 def _collector_paused(func: Callable[_P, ExportResult]) -> Callable[_P, ExportResult]:
-    """Run ``func`` with the cyclic garbage collector paused; time the catch-up and the call.
+    """Run ``func`` with the cyclic garbage collector paused (:func:`collector_paused`).
 
-    Drawing a 17k-node model builds millions of small objects (snapshots, diffs, views),
-    none of them cyclic garbage; the collector's full passes over them cost more than a
-    second per export of a 12-layer transformer. It is paused for the export (and put
-    back as the caller had it, errors included). What the export built and still holds
-    (the steps' snapshots the result refers to, the recent diffs) is long-lived by then:
-    it joins the oldest generation at once (``gc.freeze()`` then ``gc.unfreeze()``, two
-    list splices) instead of being scanned by a young collection now and a middle one
-    later, only to reach the oldest generation anyway; a cycle among it is still found
-    by the next full collection. When the caller keeps objects frozen itself (the app's
-    screen does), unfreezing would undo that, so the young collection runs instead. The
-    catch-up is timed as :attr:`ExportResult.gc_seconds`.
+    Drawing a 17k-node model builds millions of small objects (snapshots, diffs, views);
+    the collector's full passes over them cost more than a second per export of a
+    12-layer transformer. The catch-up is timed as :attr:`ExportResult.gc_seconds`.
     """
 
     @functools.wraps(func)
     def paused(*args: _P.args, **kwargs: _P.kwargs) -> ExportResult:
         called = time.perf_counter()
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused() as catch_up:
             result = func(*args, **kwargs)
-        except BaseException:
-            if was_enabled:
-                gc.enable()
-            raise
-        if was_enabled:
-            start = time.perf_counter()
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-                gc.enable()
-            else:
-                gc.enable()
-                gc.collect(0)
-            result.gc_seconds = time.perf_counter() - start
+        result.gc_seconds = catch_up.seconds
         result.total_seconds = time.perf_counter() - called
         return result
 

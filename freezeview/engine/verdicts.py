@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from .agreement import settle
+from .collector import collector_paused
 from .errors import BadInputError, PlanError
 from .inventory import AttributeInfo, Inventory, build_inventory, raw_module
 from .loading import LoadedModel, check_eval, load_model
@@ -436,6 +437,17 @@ def explain(
         for verdict in exp.with_status("kept"):
             print(verdict.path, verdict.reasons[0].message)
     """
+    with collector_paused():
+        return _explain(model, preserved_attrs, methods, freeze_interfaces, outcome)
+
+
+def _explain(
+    model: Any,
+    preserved_attrs: Iterable[str],
+    methods: Iterable[str],
+    freeze_interfaces: bool,
+    outcome: TorchOutcome | None,
+) -> Explanation:
     start = time.perf_counter()
     loaded = _as_loaded(model)
     check_eval(loaded)
