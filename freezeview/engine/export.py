@@ -6,10 +6,11 @@
   ``diff.svg`` (after, coloured: added green, changed amber, removed as red ghosts),
   ``side-by-side.svg`` (before and after next to each other) and ``ir.diff`` (a unified
   diff of the IR printouts);
-- with ``per_step``, ``NN-<step>.svg`` (that step's diff picture; only for steps that
-  changed the graph) and ``NN-<step>.diff`` for every step;
-- ``index.html``: one self-contained page (pictures inline, no scripts, no external
-  files) listing the steps with their summaries, for a reviewer's browser.
+- with ``per_step``, ``NN-<step>.svg`` (that step's diff picture) and ``NN-<step>.diff``,
+  for the steps that changed the graph (a step that changed nothing leaves no file);
+- ``index.html``: the interactive review page (:mod:`.review_page`): one self-contained
+  file that pans and zooms every picture, shows a box's details on a click, searches,
+  steps through the freeze and lists every attribute with its status and reasons.
 
 Every file is written atomically. When Graphviz is missing, the ``.dot`` sources, the
 ``.diff`` files and the page are still written, then :class:`GraphvizMissingError` says
@@ -18,17 +19,15 @@ how to install Graphviz.
 
 from __future__ import annotations
 
-import base64
 import functools
-import html
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, ParamSpec
+from typing import ParamSpec
 
 import torch
 
@@ -51,13 +50,12 @@ from .render import (
     render_side_by_side,
     render_snapshot,
 )
+from .review_page import PagePicture, PageStep, review_page, source_texts
 from .snapshot import GraphSnapshot, snapshot_graph
 
 _P = ParamSpec("_P")
 
 __all__ = ["ExportResult", "PictureEntry", "StepEntry", "export", "step_stem"]
-
-_MAX_DIFF_LINES_INLINE = 400
 
 
 @dataclass
@@ -75,8 +73,10 @@ class StepEntry:
 
     step: Step
     summary: str
-    diff_file: Path
+    diff_file: Path | None  # None when the step changed nothing (no empty file is left)
     picture: PictureEntry | None
+    before: GraphSnapshot | None = None
+    after: GraphSnapshot | None = None
 
 
 @dataclass
@@ -466,8 +466,9 @@ def export(
             )
             result.diff_seconds += time.perf_counter() - start
             start = time.perf_counter()
-            diff_file = atomic.write_text(directory / f"{stem}.diff", text)
-            result.files.append(diff_file)
+            diff_file = atomic.write_text(directory / f"{stem}.diff", text) if text else None
+            if diff_file is not None:
+                result.files.append(diff_file)
             result.ir_diff_seconds += time.perf_counter() - start
             summary = (
                 "no change"
@@ -487,7 +488,7 @@ def export(
                     else partial(render_diff, step_diff, options=opts)
                 )
                 picture = draw(stem, title, render)
-            result.steps.append(StepEntry(step, summary, diff_file, picture))
+            result.steps.append(StepEntry(step, summary, diff_file, picture, previous, snap))
 
     # Each step's notes are the pipeline's own lazy summary (counts, explain's reasons).
     start = time.perf_counter()
@@ -497,7 +498,7 @@ def export(
     start = time.perf_counter()
     result.index = atomic.write_text(
         directory / "index.html",
-        _index_html(result, loaded, pipe.plan, overall, steps, pic_fmt, ir_text),
+        _index_html(result, loaded, pipe, overall, steps, pic_fmt, ir_text),
     )
     result.files.append(result.index)
     result.index_seconds = time.perf_counter() - start
@@ -513,203 +514,78 @@ def export(
 
 # -- index.html ----------------------------------------------------------------------
 
-_CSS = """
-body {
-  font: 14px/1.45 -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif;
-  margin: 2em auto;
-  max-width: 1400px;
-  padding: 0 1.5em;
-  color: #1f2328;
-}
-h1 { font-size: 1.6em; margin-bottom: .2em; }
-h2 { margin-top: 1.6em; border-bottom: 1px solid #d0d7de; }
-.meta { color: #57606a; }
-code, pre { font: 12px/1.4 ui-monospace, Menlo, Consolas, monospace; }
-table { border-collapse: collapse; margin: 1em 0; }
-td, th {
-  padding: .3em .8em;
-  border-bottom: 1px solid #eaeef2;
-  text-align: left;
-  vertical-align: top;
-}
-.pic {
-  overflow: auto;
-  border: 1px solid #d0d7de;
-  border-radius: 6px;
-  padding: .5em;
-  margin: .5em 0 1em;
-  max-height: 85vh;
-  background: #fff;
-}
-.pic svg { max-width: 100%; height: auto; }
-.pic img { max-width: 100%; }
-details { margin: .4em 0; }
-summary { cursor: pointer; font-weight: 600; }
-.nochange summary { font-weight: normal; color: #57606a; }
-.note { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: .4em .8em; }
-pre.diff { background: #f6f8fa; padding: .6em; overflow: auto; max-height: 40em; }
-.add { color: #1a7f37; }
-.del { color: #cf222e; }
-.hunk { color: #8250df; }
-.legend span {
-  display: inline-block;
-  padding: .1em .6em;
-  margin-right: .5em;
-  border-radius: 4px;
-  border: 1px solid;
-}
-"""
-
-
-def _link(name: str) -> str:
-    """A relative link to an output file next to index.html."""
-    return f'<a href="{html.escape(name)}">{html.escape(name)}</a>'
-
-
-def _picture_html(entry: PictureEntry | None) -> str:
-    if entry is None:
-        return ""
-    path = entry.result.path
-    data = path.read_bytes()
-    if entry.result.format == "svg":
-        text = data.decode("utf-8")
-        # Inline SVG: drop the XML prolog, doctype and comments the HTML parser does not need.
-        text = re.sub(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<!--.*?-->", "", text, flags=re.S)
-        body = text.strip()
-    elif entry.result.format == "png":
-        encoded = base64.b64encode(data).decode()
-        alt = html.escape(entry.title)
-        body = f'<img alt="{alt}" src="data:image/png;base64,{encoded}">'
-    else:
-        body = f"<p>DOT source: {_link(path.name)} (install Graphviz to draw it).</p>"
-    return f'<div class="pic">{body}</div>'
-
-
-def _diff_html(text: str) -> str:
-    if not text:
-        return "<p class=meta>The IR printout did not change.</p>"
-    lines = text.splitlines()
-    shown = lines[:_MAX_DIFF_LINES_INLINE]
-    out = []
-    for line in shown:
-        cls = (
-            "add"
-            if line.startswith("+")
-            else "del"
-            if line.startswith("-")
-            else "hunk"
-            if line.startswith("@@")
-            else ""
-        )
-        esc = html.escape(line)
-        out.append(f'<span class="{cls}">{esc}</span>' if cls else esc)
-    more = (
-        f"\n… {len(lines) - len(shown)} more lines in the file" if len(lines) > len(shown) else ""
-    )
-    return '<pre class="diff">' + "\n".join(out) + html.escape(more) + "</pre>"
-
 
 def _index_html(
     result: ExportResult,
     loaded: LoadedModel,
-    plan: Plan,
+    pipe: Pipeline,
     overall: GraphDiff,
     steps: Sequence[Step],
     fmt: str,
     ir_text: str,
 ) -> str:
-    name = html.escape(loaded.name or "model")
-    parts: list[str] = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>freezeview: {name}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>What torch.jit.freeze did to {name}</h1>",
-        f'<p class="meta">torch {html.escape(torch.__version__)} · {len(steps)} steps · '
-        f"{overall.before.node_count} nodes before, {overall.after.node_count} after · "
-        f"{html.escape(overall.summary())}</p>",
-        _plan_html(plan),
-        '<p class="legend">'
-        '<span style="background:#c9f2cf;border-color:#1a7f37">added</span>'
-        '<span style="background:#ffe3a3;border-color:#b7791f">changed</span>'
-        '<span style="background:#ffe1e1;border-color:#cf222e;border-style:dashed">removed</span>'
-        '<span style="background:#eadcff;border-color:#6d28d9">kept attribute</span>'
-        " Hover a box for its IR line, source and what changed.</p>",
+    """The review page (:mod:`.review_page`) for what this export wrote."""
+    before, after = overall.before, overall.after
+    graphs = {"diff": (before, after), "after": (None, after), "before": (None, before)}
+    pictures = [
+        PagePicture(p.name, p.title, p.result, *reversed(graphs.get(p.name, (None, None))))
+        for key in ("diff", "after", "before", "side-by-side")
+        for p in result.pictures
+        if p.name == key
     ]
-    for note in result.notes:
-        parts.append(f'<p class="note">{html.escape(note)}</p>')
-    by_name = {p.name: p for p in result.pictures}
-    parts.append("<h2>Overall</h2>")
-    for key, heading in (
-        ("diff", "Diff: the frozen graph, coloured"),
-        ("side-by-side", "Before and after"),
-        ("after", "After freezing"),
-        ("before", "Before freezing (inlined)"),
-    ):
-        entry = by_name.get(key)
-        if entry is None:
-            continue
-        opened = " open" if key == "diff" else ""
-        parts.append(
-            f"<details{opened}><summary>{html.escape(heading)} "
-            f"({_link(entry.result.path.name)})"
-            f"</summary>{_picture_html(entry)}</details>"
-        )
-    parts.append(
-        '<details><summary>IR diff (<a href="ir.diff">ir.diff</a>)</summary>'
-        f"{_diff_html(ir_text)}</details>"
-    )
-    parts.append("<h2>Steps</h2>")
-    parts.append(
-        "<table><tr><th>#</th><th>step</th><th>phase</th><th>nodes</th><th>what happened</th></tr>"
-    )
+    page_steps: list[PageStep] = []
+    by_index = {e.step.index: e for e in result.steps}
     for step in steps:
-        nodes = step.snapshot.node_count if step.snapshot is not None else "-"
-        notes = "; ".join(step.notes) or ("changed" if step.changed else "no change")
-        parts.append(
-            f'<tr><td>{step.index:02d}</td><td><a href="#step-{step.index}">'
-            f"{html.escape(step.title)}</a></td>"
-            f"<td>{html.escape(step.kind)}</td><td>{nodes}</td><td>{html.escape(notes)}</td></tr>"
-        )
-    parts.append("</table>")
-    if result.steps:
-        for step_entry in result.steps:
-            step = step_entry.step
-            changed = step_entry.picture is not None
-            cls = "" if changed else ' class="nochange"'
-            opened = " open" if changed and step.index > 0 else ""
-            diff_text = step_entry.diff_file.read_text(encoding="utf-8")
-            files = [_link(step_entry.diff_file.name)]
-            if step_entry.picture is not None:
-                fname = step_entry.picture.result.path.name
-                files.insert(0, _link(fname))
-            parts.append(
-                f'<details id="step-{step.index}"{cls}{opened}>'
-                f"<summary>{step.index:02d} · {html.escape(step.title)} — "
-                f"{html.escape(step_entry.summary)}</summary>"
-                f'<p class="meta">{" · ".join(files)}</p>'
-                + "".join(f"<p>{html.escape(n)}</p>" for n in step.notes)
-                + _picture_html(step_entry.picture)
-                + f"<details><summary>IR diff</summary>{_diff_html(diff_text)}</details>"
-                + "</details>"
+        entry = by_index.get(step.index)
+        picture_id = None
+        if entry is not None and entry.picture is not None:
+            picture_id = f"step-{step.index}"
+            pictures.append(
+                PagePicture(
+                    picture_id,
+                    entry.picture.title,
+                    entry.picture.result,
+                    entry.after,
+                    entry.before,
+                    kind="step",
+                    step=step.index,
+                )
             )
-    else:
-        parts.append(
-            '<p class="meta">Per-step pictures were not asked for (export --per-step).</p>'
+        diff_file = entry.diff_file if entry is not None else None
+        page_steps.append(
+            PageStep(
+                step,
+                entry.summary
+                if entry is not None
+                else ("changed" if step.changed else "no change"),
+                diff_file.name if diff_file is not None else None,
+                diff_file.read_text(encoding="utf-8") if diff_file is not None else "",
+                picture_id,
+            )
         )
-    parts.append(
-        f'<p class="meta">Written by freezeview · pictures: {html.escape(fmt)}</p></body></html>'
+    summary = (
+        f"{overall.before.node_count} nodes before, {overall.after.node_count} after · "
+        f"{overall.summary()}"
     )
-    return "\n".join(parts)
+    return review_page(
+        name=loaded.name or "model",
+        plan=pipe.plan,
+        summary=summary,
+        pictures=pictures,
+        steps=page_steps,
+        explanation=pipe.explanation(pipe.plan.preserved_attrs),
+        ir_diff=ir_text,
+        notes=result.notes,
+        picture_format=fmt,
+        texts=_source_texts(loaded),
+    )
 
 
-def _plan_html(plan: Plan) -> str:
-    data: Mapping[str, Any] = plan.to_json()
-    preserved = ", ".join(data["preserved_attrs"]) or "nothing (forward only)"
-    passes = ", ".join(data["passes"]) or "none"
-    extra = " · optimize_for_inference" if data["optimize_for_inference"] else ""
-    numerics = "" if data["optimize_numerics"] else " · optimize_numerics=False"
-    return (
-        f'<p class="meta">preserved: {html.escape(preserved)} · passes: {html.escape(passes)}'
-        f"{html.escape(extra + numerics)}</p>"
-    )
+def _source_texts(loaded: LoadedModel) -> dict[str, str]:
+    """Source line texts of the model's forward (inlined), for the page's box details."""
+    cmod = loaded.module._c
+    if not cmod._has_method("forward"):
+        return {}
+    graph = cmod._get_method("forward").graph.copy()
+    torch._C._jit_pass_inline(graph)
+    return source_texts(graph)

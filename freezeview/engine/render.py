@@ -252,6 +252,8 @@ class RenderResult:
         size: bytes written.
         notes: sentences for the user (fallbacks taken).
         split: module boxes opened one level because something in them changed.
+        views: the view graphs drawn, whose node keys are the SVG elements' ids (the
+            review page describes each box from them).
     """
 
     path: Path
@@ -266,6 +268,7 @@ class RenderResult:
     size: int
     notes: list[str] = field(default_factory=list)
     split: tuple[str, ...] = ()
+    views: list[ViewGraph] = field(default_factory=list, repr=False)
 
     @property
     def total_seconds(self) -> float:
@@ -563,6 +566,7 @@ def render_picture(
         size=len(data),
         notes=notes,
         split=split if current == level else (),
+        views=picture.views,
     )
 
 
