@@ -440,3 +440,33 @@ async def test_a_loaded_module_keeps_the_torch_work_in_this_process(
         await pilot.press("n")
         assert screen.current_step == 1
         await pilot.press("q")
+
+
+async def test_the_status_line_links_the_export_and_o_opens_it(
+    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After e, the status line carries a link to index.html; o opens it in a browser."""
+    app = app_for(small_pt, tmp_path)
+    opened: list[str] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("o")  # nothing written yet: says so, opens nothing
+        await pilot.press("e")
+        await wait_worker(pilot, "export")
+        screen = app.main_screen
+        page = tmp_path / "out" / "export" / "index.html"
+        assert screen.last_output == page
+        status = screen.query_one("#status").render()
+        links = {span.style.link for span in status.spans if hasattr(span.style, "link")}  # type: ignore[attr-defined]
+        assert page.resolve().as_uri() in links
+        monkeypatch.setattr(app, "open_url", lambda url, **_: opened.append(url))
+        monkeypatch.setenv("DISPLAY", ":0")
+        await pilot.press("o")
+        assert opened == [page.resolve().as_uri()]
+        # Over SSH, with no display: the path is shown, nothing is opened.
+        monkeypatch.delenv("DISPLAY")
+        monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+        monkeypatch.setenv("SSH_CONNECTION", "10.0.0.1 22 10.0.0.2 22")
+        await pilot.press("o")
+        assert opened == [page.resolve().as_uri()]
+        assert str(page) in str(screen.query_one("#status").render())

@@ -10,12 +10,15 @@ keep working while a model loads or freezes.
 from __future__ import annotations
 
 import gc
+import os
+import sys
 import textwrap
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -81,6 +84,12 @@ class MainScreen(Screen[None]):
         ),
         Binding("g", "render", "SVG", tooltip="Render the current step's graph and diff to SVG"),
         Binding("e", "export", "Export", tooltip="Write everything `freezeview export` writes"),
+        Binding(
+            "o",
+            "open_output",
+            "Open",
+            tooltip="Open the last picture (g) or review page (e) in the local browser",
+        ),
         Binding("slash", "search", "Search", key_display="/", tooltip="Search the IR pane"),
         Binding("question_mark", "help", "Help", key_display="?", tooltip="Show every key"),
     ]
@@ -106,6 +115,8 @@ class MainScreen(Screen[None]):
         super().__init__()
         self.session: Session | RemoteSession | None = None
         self.steps: list[StepView] = []
+        #: The last picture rendered (g) or review page exported (e): what ``o`` opens.
+        self.last_output: Path | None = None
         self.views: list[AttrView] = []
         self.passes: list[PassView] = []
         #: IR text of the loaded model, shown until the first step arrives.
@@ -405,13 +416,44 @@ class MainScreen(Screen[None]):
         self.notify(f"wrote {names} in {where}", title="rendered")
         for note in self.session.last_notes if self.session else []:
             self.notify(note, severity="warning")
-        self.set_status(f"rendered: {', '.join(str(p) for p in message.paths)}")
+        pictures = [p for p in message.paths if p.suffix in (".svg", ".png")]
+        self.last_output = (pictures or message.paths or [None])[-1]
+        self._status_with_link("rendered", self.last_output)
 
     def on_exported(self, message: Exported) -> None:
         self.notify(f"{len(message.paths)} files in {message.directory}", title="exported")
         for note in self.session.last_notes if self.session else []:
             self.notify(note, severity="warning")
-        self.set_status(f"exported {len(message.paths)} files to {message.directory}")
+        page = message.directory / "index.html"
+        self.last_output = page if page.exists() else message.directory
+        self._status_with_link(f"exported {len(message.paths)} files:", self.last_output)
+
+    def _status_with_link(self, what: str, path: Path | None) -> None:
+        """The status line names the written file as a link (OSC 8 where it is supported).
+
+        A terminal that shows links opens it on a click; ``o`` opens it in the local
+        browser; over SSH the path is there to copy.
+        """
+        if path is None:
+            self.set_status(what)
+            return
+        uri = path.resolve().as_uri()
+        text = Text(f"{what} ")
+        text.append(str(path), Style(link=uri, underline=True))
+        text.append("  (o opens it)", "dim")
+        self.set_status(text)
+
+    def action_open_output(self) -> None:
+        """Open the last rendered picture or exported page in the local browser."""
+        path = self.last_output
+        if path is None:
+            self.notify("nothing written yet: g renders the step, e exports", timeout=3)
+            return
+        if not _has_local_browser():
+            self.set_status(f"no browser on this machine (SSH?): open {path} where you are")
+            return
+        self.app.open_url(path.resolve().as_uri())
+        self.set_status(f"opened {path} in the browser")
 
     def on_engine_failed(self, message: EngineFailed) -> None:
         self.set_status(f"{message.task} failed: {message.message}", error=True)
@@ -829,3 +871,12 @@ class MainScreen(Screen[None]):
 
         app = self.fv_app
         self.app.push_screen(HelpScreen(app.all_bindings(), app.captured_warnings))
+
+
+def _has_local_browser() -> bool:
+    """Whether a browser can open on this machine (not over a plain SSH session)."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return True
+    return not os.environ.get("SSH_CONNECTION") and bool(os.environ.get("BROWSER"))
