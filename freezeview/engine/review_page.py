@@ -196,7 +196,8 @@ def _timeline_item(entry: PageStep) -> str:
     numerics = ""
     if step.numerics is not None:
         numerics = f" · max abs {step.numerics.max_abs:.2g}"
-    notes = "; ".join(step.notes)
+    # The step's first note repeats its counts, which the line above shows already.
+    notes = "; ".join(n for n in step.notes if not n.startswith(entry.summary))
     picture = f' data-picture="{entry.picture}"' if entry.picture else ""
     counts = html.escape(entry.summary)
     return (

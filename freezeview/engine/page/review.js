@@ -42,9 +42,9 @@
   function centreOn(element) {
     const v = viewport.getBoundingClientRect();
     let r = element.getBoundingClientRect();
-    // Close enough to read: at least a box of ~60 px tall, or the current zoom if larger.
-    if (r.height && r.height < 24) {
-      zoomAt(Math.min(24 / r.height, 40 / state.scale), r.left + r.width / 2 - v.left, r.top + r.height / 2 - v.top);
+    // Close enough to read: a box at least ~48 px tall, or the current zoom if larger.
+    if (r.height && r.height < 48) {
+      zoomAt(Math.min(48 / r.height, 40 / state.scale), r.left + r.width / 2 - v.left, r.top + r.height / 2 - v.top);
       r = element.getBoundingClientRect();
     }
     state.x += v.width / 2 - (r.left + r.width / 2 - v.left);
@@ -170,7 +170,13 @@
     if (box.source) rows.push(`<dt>source</dt><dd>${escapeHtml(box.source)}${box.text ? `<div class="src">${escapeHtml(box.text)}</div>` : ""}</dd>`);
     if (box.change) rows.push(`<dt>what this step did</dt><dd>${escapeHtml(box.change)}</dd>`);
     if (box.before) rows.push(`<dt>before</dt><dd class="ir">${irHtml(box.before)}</dd>`);
-    if (box.holds) rows.push(`<dt>holds</dt><dd>${escapeHtml(box.holds)}</dd>`);
+    if (box.holds) {
+      // A module box: where its contents were drawn op by op, offer that picture.
+      const finer = data.pictures.filter((p) => p.id !== state.picture && Object.values(data.boxes[p.id] || {})
+        .some((b) => b.role !== "scope" && (b.scope === box.scope || (b.scope || "").startsWith(box.scope + "."))));
+      const buttons = finer.map((p) => `<button class="finer" data-picture="${p.id}">${escapeHtml(p.title)}</button>`).join(" ");
+      rows.push(`<dt>holds</dt><dd>${escapeHtml(box.holds)}${buttons ? `<br>drawn op by op in: ${buttons}` : ""}</dd>`);
+    }
     if (box.rows && box.rows.length) rows.push(`<dt>label</dt><dd>${box.rows.map(escapeHtml).join("<br>")}</dd>`);
     const attribute = box.attribute ? attributes.get(box.attribute) : null;
     if (attribute) {
@@ -178,6 +184,12 @@
     }
     rows.push("</dl>");
     details.innerHTML = rows.join("");
+    details.querySelectorAll("button.finer").forEach((button) => button.addEventListener("click", () => {
+      show(button.dataset.picture, false);
+      search.value = box.scope;
+      runSearch();
+      if (state.matches.length) nextMatch(1);
+    }));
   }
 
   // -- search --------------------------------------------------------------------------
