@@ -326,3 +326,24 @@ def test_error_messages_are_one_line() -> None:
     assert str(err) == err.message
     assert "\n" in err.detail
     assert err.exit_code == 2 and PlanError("x").exit_code == 1
+
+
+def test_torchs_cpp_warnings_while_loading_become_information(tmp_path: Path) -> None:
+    """c10 prints some warnings straight to descriptor 2 (a quantized model's
+    __setstate__): freezeview shows them as "torch said", never as raw log lines."""
+    import subprocess
+    import sys
+
+    from corpus import case_by_name
+
+    model = tmp_path / "quantized.pt"
+    torch.jit.save(case_by_name("quant_static_linear_saved").build(), str(model))
+    done = subprocess.run(
+        [sys.executable, "-m", "freezeview", "explain", str(model)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Quantizer.cpp" not in done.stderr and "[W" not in done.stderr
+    assert "torch said: torch.quantize_per_tensor" in done.stdout.replace("\n", " ")

@@ -41,6 +41,7 @@ from .atomic import protect_input
 from .errors import BadInputError, PlanError
 from .extensions import auto_import_for, load_extensions, unknown_operator
 from .interrupts import interrupts_deferred
+from .torch_outcome import capture_stderr_fd
 
 __all__ = [
     "LoadedModel",
@@ -985,10 +986,11 @@ def load_model(
 
     start = time.perf_counter()
     notes: list[str] = []
+    printed: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            module = _jit_load(p, map_location)
+            module = _jit_load(p, map_location, printed)
         except Exception as exc:
             # A custom operator nobody registered: its namespace's package, if one is
             # installed, is what defines it (torchvision::nms and torchvision).
@@ -998,7 +1000,7 @@ def load_model(
                 raise BadInputError(_torch_error_sentence(p, exc)) from exc
             notes.append(note)
             try:
-                module = _jit_load(p, map_location)
+                module = _jit_load(p, map_location, printed)
             except Exception as again:
                 raise BadInputError(_torch_error_sentence(p, again)) from again
     elapsed = time.perf_counter() - start
@@ -1013,7 +1015,7 @@ def load_model(
         path=p,
         name=p.name,
         load_seconds=elapsed,
-        warnings=[f"{w.category.__name__}: {w.message}" for w in caught],
+        warnings=[f"{w.category.__name__}: {w.message}" for w in caught] + printed,
         was_training=bool(module.training),
         notes=notes,
     )
@@ -1022,10 +1024,17 @@ def load_model(
     return loaded
 
 
-def _jit_load(p: Path, map_location: str) -> torch.jit.ScriptModule:
+# c10's own warning lines (`[W1124 05:00:08.128 Quantizer.cpp:111] Warning: ...`), which
+# torch prints straight to file descriptor 2 while it runs a model's __setstate__.
+_CPP_WARNING = re.compile(r"^\[W\d{4} [\d:.]+ (?:\d+ )?[\w.]+:\d+\] (?:Warning: )?")
+
+
+def _jit_load(p: Path, map_location: str, warnings_out: list[str]) -> torch.jit.ScriptModule:
     # torch.jit.load calls back into Python (class resolution): see interrupts.py.
-    with interrupts_deferred():
-        return torch.jit.load(str(p), map_location=map_location)
+    with interrupts_deferred(), capture_stderr_fd(_CPP_WARNING) as printed:
+        module = torch.jit.load(str(p), map_location=map_location)
+    warnings_out.extend(_CPP_WARNING.sub("", line) for line in printed)
+    return module
 
 
 def check_eval(loaded: LoadedModel) -> None:

@@ -65,13 +65,14 @@ class TorchOutcome:
 
 
 @contextlib.contextmanager
-def capture_stderr_fd() -> Iterator[list[str]]:
+def capture_stderr_fd(keep: re.Pattern[str] = _LOG_LINE) -> Iterator[list[str]]:
     """Capture what is written to file descriptor 2 inside the block.
 
     torch's C++ logging writes to ``std::cerr``, below Python's ``sys.stderr``, so the
-    descriptor itself is pointed at a temporary file. Lines that are not torch's
-    freezing log (a progress spinner drawing meanwhile, a warning) are written back to
-    the real standard error when the block ends, so nothing a user should see is lost.
+    descriptor itself is pointed at a temporary file. Lines that ``keep`` matches (by
+    default torch's freezing log) are handed to the caller; the others (a progress
+    spinner drawing meanwhile, a warning) are written back to the real standard error
+    when the block ends, so nothing a user should see is lost.
     """
     lines: list[str] = []
     with _CAPTURE_LOCK, tempfile.TemporaryFile(mode="w+b") as sink:
@@ -89,7 +90,7 @@ def capture_stderr_fd() -> Iterator[list[str]]:
             text = sink.read().decode("utf-8", "replace")
             others: list[str] = []
             for line in text.splitlines(keepends=True):
-                (lines if _LOG_LINE.match(line) else others).append(line.rstrip("\n"))
+                (lines if keep.match(line) else others).append(line.rstrip("\n"))
             if others:
                 with contextlib.suppress(OSError):
                     os.write(2, "\n".join(others).encode() + b"\n")
