@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import oracle
 import pytest
 import torch
+from corpus import foreign
 from models.small import Counter, example_module, scripted
 
 from freezeview.engine import PlanError, explain
@@ -27,87 +25,17 @@ from freezeview.engine.module_slots import OpaqueObject, attribute_paths, module
 from freezeview.engine.replay import FreezeReplay
 from freezeview.engine.torch_outcome import capture_stderr_fd, torch_outcome
 
-# A model whose TorchScript classes and source file exist only in the process that built
-# it, as when someone else's model is inspected. Written to disk, scripted and saved by a
-# separate interpreter; the source file is deleted before the tests read the models.
-_BUILDER = """
-import sys
-import torch
-from torch import nn
-
-
-@torch.jit.script
-class Scale:
-    def __init__(self, factor: float):
-        self.factor = factor
-
-    def get(self) -> float:
-        return self.factor
-
-
-@torch.jit.script
-class Tally:
-    def __init__(self):
-        self.seen = 0
-
-    def bump(self) -> int:
-        self.seen += 1
-        return self.seen
-
-
-class ReadsObject(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.scale = Scale(2.0)
-        self.spare = Scale(3.0)
-        self.tally = Tally()
-        self.bias = nn.Parameter(torch.ones(3))
-        self.register_buffer("count", torch.zeros(1))
-
-    def forward(self, x):
-        self.count.add_(1)
-        n = self.tally.bump()
-        return x * self.scale.get() + self.bias + n
-
-
-class Tool(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.k = nn.Parameter(torch.ones(3))
-
-    def forward(self, x):
-        return x + self.k
-
-    @torch.jit.export
-    def square(self, x):
-        return x * x
-
-
-class HoldsTool(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.tool = Tool()
-        self.w = nn.Parameter(torch.full((3,), 2.0))
-
-    def forward(self, x):
-        return self.tool(x) * self.w
-
-
-out = sys.argv[1]
-torch.jit.save(torch.jit.script(ReadsObject().eval()), out + "/objects.pt")
-torch.jit.save(torch.jit.script(HoldsTool().eval()), out + "/tool.pt")
-"""
-
 
 @pytest.fixture(scope="module")
 def foreign_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Models built in another interpreter from a source file that no longer exists."""
+    """Models built in another interpreter from a source file that no longer exists.
+
+    Their TorchScript classes cannot be imported here, as when someone else's model is
+    inspected (``tests/corpus/foreign.py`` builds them).
+    """
     folder = tmp_path_factory.mktemp("foreign")
-    source = folder / "their_model.py"
-    source.write_text(textwrap.dedent(_BUILDER))
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    subprocess.run([sys.executable, str(source), str(folder)], check=True, env=env)
-    source.unlink()
+    for name in ("objects", "tool"):
+        (folder / f"{name}.pt").write_bytes(foreign.archive(name))
     return folder
 
 
@@ -212,8 +140,8 @@ def test_source_text_comes_from_the_archive(foreign_models: Path) -> None:
     count = result.by_path("count")
     assert count is not None and count.codes == ("in-place-write",)
     reason = count.reasons[0]
-    line = textwrap.dedent(_BUILDER).splitlines().index("        self.count.add_(1)") + 1
-    assert reason.source is not None and reason.source.endswith(f"their_model.py:{line}")
+    line = foreign.source_line("self.count.add_(1)")
+    assert reason.source is not None and reason.source.endswith(f"their_models.py:{line}")
     assert not Path(reason.source.rsplit(":", 1)[0]).exists()
     assert reason.source_text == "self.count.add_(1)"
     assert result.to_json()["attributes"][0]["reasons"] is not None
@@ -225,7 +153,7 @@ def test_source_text_comes_from_the_archive(foreign_models: Path) -> None:
 def test_a_submodule_method_is_accepted_as_torch_accepts_it(foreign_models: Path) -> None:
     module = torch.jit.load(str(foreign_models / "tool.pt"))
     frozen = oracle.torch_freeze(module, ["tool.square"])
-    assert frozen.tool.square(torch.ones(3)).tolist() == [1.0, 1.0, 1.0]
+    assert frozen.tool.square(torch.ones(4)).tolist() == [1.0] * 4
     result = explain(module, ["tool.square"])
     assert _statuses(result) == oracle.status_from_torch(module, ["tool.square"])
     tool = result.by_path("tool")

@@ -83,6 +83,46 @@ class AssignsObject(nn.Module):
         return out + self.bias
 
 
+class ReadsAndWrites(nn.Module):
+    # Objects read, unused and mutated, next to a buffer written in place.
+
+    def __init__(self):
+        super().__init__()
+        self.scale = Scale(2.0)
+        self.spare = Scale(3.0)
+        self.tally = Tally()
+        self.bias = nn.Parameter(torch.ones(4))
+        self.register_buffer("count", torch.zeros(1))
+
+    def forward(self, x):
+        self.count.add_(1)
+        n = self.tally.bump()
+        return self.scale.apply(x) + self.bias + n
+
+
+class Tool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k = nn.Parameter(torch.ones(4))
+
+    def forward(self, x):
+        return x + self.k
+
+    @torch.jit.export
+    def square(self, x):
+        return x * x
+
+
+class HoldsTool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tool = Tool()
+        self.w = nn.Parameter(torch.full((4,), 2.0))
+
+    def forward(self, x):
+        return self.tool(x) * self.w
+
+
 class ListOfObjects(nn.Module):
     def __init__(self):
         super().__init__()
@@ -107,6 +147,8 @@ out = {
         ("mutates", MutatesObject),
         ("assigns", AssignsObject),
         ("list", ListOfObjects),
+        ("objects", ReadsAndWrites),
+        ("tool", HoldsTool),
     ]
 }
 folder = sys.argv[1]
@@ -134,8 +176,24 @@ def _loaded(name: str) -> Callable[[], torch.jit.ScriptModule]:
     return build
 
 
+def source_line(snippet: str) -> int:
+    """The line of the builders' (deleted) source file holding ``snippet``."""
+    lines = textwrap.dedent(_SOURCE).splitlines()
+    return next(i for i, line in enumerate(lines, 1) if snippet in line)
+
+
+def archive(name: str) -> bytes:
+    """The saved bytes of the model ``name`` (``objects``, ``tool``, ``reads``, ...)."""
+    return _archives()[name]
+
+
 CASES = [
     Case("foreign_class_read", _loaded("reads"), tags=frozenset({"script-class", "saved"})),
+    Case(
+        "foreign_class_read_and_written",
+        _loaded("objects"),
+        tags=frozenset({"script-class", "saved", "in-place"}),
+    ),
     Case(
         "foreign_class_method_mutates",
         _loaded("mutates"),
