@@ -172,3 +172,23 @@ def test_replay_agrees_with_torch(case: Case) -> None:
     explanation = _explain(case, case.build())
     wrong = {d.path: (d.torch_status, d.replay_status) for d in explanation.disagreements}
     assert not wrong, f"{case.name}: the replay disagrees with torch\n{_table(wrong)}"
+
+
+@pytest.mark.parametrize("case", params(OK_CASES))
+def test_statuses_without_reasons_match_torch(case: Case) -> None:
+    """check and compare read torch's statuses alone first: the same ones, no reasons."""
+    from freezeview.engine.loading import LoadedModel
+    from freezeview.engine.torch_outcome import torch_outcome
+
+    module = case.build()
+    outcome = torch_outcome(module._c, list(case.preserved_attrs))
+    quick = explain_module.torch_statuses_only(
+        LoadedModel.from_module(module), case.preserved_attrs, outcome
+    )
+    if quick is None:  # constants folded inside a torch.jit.fork body: explain resolves them
+        assert "fork" in case.tags
+        return
+    expected = oracle.status_from_torch(module, case.preserved_attrs)
+    got = {v.path: v.status for v in quick.attributes}
+    assert got == expected
+    assert all(not v.reasons for v in quick.attributes)

@@ -335,10 +335,16 @@ def check(model: Any, expectations: str | Path | Expectations) -> CheckReport:
     )
     loaded = as_loaded(model, expected.eval_mode)
     with collector_paused():
-        facts = gather_facts(loaded, plan_of(expected), _inputs(expected))
+        # torch's statuses decide every rule; freezeview's reasons are worked out only
+        # when a rule is broken, to say why.
+        facts = gather_facts(loaded, plan_of(expected), _inputs(expected), reasons=False)
         index = _PathIndex(facts.explanation.attributes)
         _check_patterns(expected, index, facts.model)
         results = [_rule_result(rule, expected, facts, index) for rule in expected.rules]
+        if not all(r.ok for r in results) and not facts.has_reasons:
+            facts = facts.with_reasons()
+            index = _PathIndex(facts.explanation.attributes)
+            results = [_rule_result(rule, expected, facts, index) for rule in expected.rules]
     return CheckReport(
         model=facts.model,
         expectations=str(expected.path),

@@ -201,7 +201,11 @@ def compare(
     plan = plan or Plan.default()
     loaded = [as_loaded(m, eval_mode) for m in (old, new)]
     with collector_paused():
-        facts = [gather_facts(m, plan, inputs) for m in loaded]
+        # torch's statuses first; the new model's reasons only if a status changed.
+        facts = [gather_facts(m, plan, inputs, reasons=False) for m in loaded]
+        before = {v.path: v.status for v in facts[0].explanation.attributes}
+        if any(before.get(v.path, v.status) != v.status for v in facts[1].explanation.attributes):
+            facts[1] = facts[1].with_reasons()
     before = {v.path: v for v in facts[0].explanation.attributes}
     after = {v.path: v for v in facts[1].explanation.attributes}
     changes = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,8 @@ from .errors import PlanError
 from .loading import LoadedModel, check_eval, load_model
 from .numerics import Numerics
 from .pipeline import Pipeline, Plan
-from .verdicts import Explanation, explain
+from .torch_outcome import TorchOutcome
+from .verdicts import Explanation, explain, torch_statuses_only
 
 __all__ = ["FreezeFacts", "as_loaded", "gather_facts", "kept_tensor_bytes"]
 
@@ -54,6 +55,25 @@ class FreezeFacts:
     node_kinds: Counter[str] = field(default_factory=Counter)
     numerics: Numerics | None = None
     seconds: float = 0.0
+    loaded: LoadedModel | None = field(default=None, repr=False, compare=False)
+    outcome: TorchOutcome | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def has_reasons(self) -> bool:
+        """Whether the verdicts carry freezeview's reasons (not only torch's statuses)."""
+        return any(v.reasons for v in self.explanation.attributes)
+
+    def with_reasons(self) -> FreezeFacts:
+        """The same facts with every verdict's reasons (explain on this run's freeze)."""
+        if self.has_reasons or self.loaded is None:
+            return self
+        explanation = explain(
+            self.loaded,
+            self.plan.preserved_attrs,
+            freeze_interfaces=self.plan.freeze_interfaces,
+            outcome=self.outcome,
+        )
+        return replace(self, explanation=explanation)
 
     def status_of(self, path: str) -> str | None:
         """The status of ``path`` (None when the model has no such attribute)."""
@@ -136,7 +156,11 @@ def as_loaded(model: Any, eval_mode: bool = False) -> LoadedModel:
 
 
 def gather_facts(
-    loaded: LoadedModel, plan: Plan, inputs: Sequence[Any] | None = None
+    loaded: LoadedModel,
+    plan: Plan,
+    inputs: Sequence[Any] | None = None,
+    *,
+    reasons: bool = True,
 ) -> FreezeFacts:
     """Freeze ``loaded`` step by step under ``plan`` and gather every fact check needs.
 
@@ -144,6 +168,9 @@ def gather_facts(
         loaded: the model (never modified).
         plan: what to preserve and which passes run.
         inputs: sample inputs for the numerics, or None.
+        reasons: work out freezeview's reasons for every attribute now; with False only
+            torch's statuses are read (:meth:`FreezeFacts.with_reasons` adds the reasons
+            when something needs them).
 
     Returns:
         The :class:`FreezeFacts`.
@@ -159,12 +186,14 @@ def gather_facts(
     if failed is not None or pipe.frozen_module is None:
         error = failed.error if failed is not None else "the run stopped"
         raise PlanError(f"step {failed.index if failed else '?'} failed: {error}")
-    explanation = explain(
-        loaded,
-        plan.preserved_attrs,
-        freeze_interfaces=plan.freeze_interfaces,
-        outcome=pipe.torch_outcome(plan.preserved_attrs),
-    )
+    outcome = pipe.torch_outcome(plan.preserved_attrs)
+    explanation = None
+    if not reasons and outcome is not None:
+        explanation = torch_statuses_only(loaded, plan.preserved_attrs, outcome)
+    if explanation is None:
+        explanation = explain(
+            loaded, plan.preserved_attrs, freeze_interfaces=plan.freeze_interfaces, outcome=outcome
+        )
     fired: dict[str, int] = {}
     for step in steps:
         if step.kind != "freeze" and step.changed:
@@ -180,4 +209,6 @@ def gather_facts(
         node_kinds=_node_kinds(pipe.frozen_module),
         numerics=steps[-1].numerics if inputs is not None else None,
         seconds=time.perf_counter() - start,
+        loaded=loaded,
+        outcome=outcome,
     )

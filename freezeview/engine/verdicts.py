@@ -63,6 +63,7 @@ __all__ = [
     "Explanation",
     "Reason",
     "explain",
+    "torch_statuses_only",
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -488,6 +489,54 @@ def _explain(
         warnings=list(loaded.warnings),
         torch_seconds=outcome.seconds,
         disagreements=disagreements,
+        torch_log=outcome.log,
+    )
+
+
+def torch_statuses_only(
+    loaded: LoadedModel, preserved_attrs: Iterable[str], outcome: TorchOutcome
+) -> Explanation | None:
+    """torch's status for every attribute, without freezeview's reasons (fast).
+
+    What ``freezeview check`` and ``compare`` need when nothing is wrong: the reasons
+    (the replay of freeze_module.cpp, about half of explain's time on big models) are
+    worked out only for the attributes a rule or a comparison names.
+
+    Args:
+        loaded: the model.
+        preserved_attrs: as for ``torch.jit.freeze``.
+        outcome: torch's freeze of this model with these names.
+
+    Returns:
+        An :class:`Explanation` whose verdicts have no reasons, or None when torch's log
+        names constants relative to a ``torch.jit.fork`` body (resolving those takes the
+        replay: call :func:`explain`).
+    """
+    names = list(dict.fromkeys(n for n in preserved_attrs if n))
+    iterators: dict[int, Any] = {}
+    inventory = build_inventory(loaded.module, iterators)
+    display = str(loaded.path) if loaded.path else loaded.name
+    cmod = raw_module(loaded.module)
+    view = ModuleView(cmod, iterators)
+    prop = FreezeReplay(view, names, inventory, True, display)
+    known = {info.path for info in inventory.attributes}
+    if any(name not in known for name in outcome.folded):
+        return None
+    statuses = _torch_statuses(outcome, cmod, view, prop)
+    verdicts = [
+        AttributeVerdict(info.path, info.kind, info.type, statuses[info.path], (), info)
+        for info in inventory.attributes
+        if info.path in statuses
+    ]
+    return Explanation(
+        model=display,
+        torch_version=torch.__version__,
+        preserved_attrs=tuple(n for n in names if n not in [*prop.methods, *prop.sub_methods]),
+        methods=(*prop.methods, *prop.sub_methods),
+        attributes=verdicts,
+        inventory=inventory,
+        warnings=list(loaded.warnings),
+        torch_seconds=outcome.seconds,
         torch_log=outcome.log,
     )
 
