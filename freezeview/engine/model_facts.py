@@ -10,9 +10,10 @@ torch's (:mod:`.torch_outcome`).
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -81,17 +82,18 @@ class FreezeFacts:
         return verdict.status if verdict is not None else None
 
 
-def _walk(block: torch._C.Block) -> Iterator[torch._C.Node]:
-    for node in block.nodes():
-        yield node
-        for sub in node.blocks():
-            yield from _walk(sub)
+# Every node's kind follows "= " in torch's printout (`%y : T = aten::add(...)`, and
+# ` = prim::SetAttr[...](...)` for a node without outputs); counting them in the
+# printout, which torch writes in C++, is ten times faster than walking the nodes from
+# Python on a 9k-node frozen transformer. A fork's subgraph is printed, and counted, too.
+# A node holding a subgraph prints its name after the kind (`prim::fork_0(`).
+_KIND = re.compile(r"= ([a-z_]+::\w+?)(?:_\d+)?(?=[\[(])")
 
 
 def _node_kinds(module: torch.jit.ScriptModule) -> Counter[str]:
     kinds: Counter[str] = Counter()
     for name in module._c._method_names():
-        kinds.update(node.kind() for node in _walk(module._c._get_method(name).graph.block()))
+        kinds.update(_KIND.findall(str(module._c._get_method(name).graph)))
     return kinds
 
 
