@@ -169,3 +169,19 @@ def test_attribute_table_highlights_where_it_is_read(page) -> None:  # type: ign
     page.click("#attr-table tr[data-path=temperature]")
     assert "preserved" in page.inner_text("#details-body")
     assert page.eval_on_selector_all("g.node.fv-match", "els => els.length") >= 1
+
+
+def test_a_png_export_opens_fitted_too(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = export(example_module().build(), tmp_path / "png", fmt="png")
+    context = browser.new_context(viewport={"width": 1200, "height": 800})
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.goto(result.index.as_uri())
+    tab.wait_for_selector("body[data-ready=true]")
+    tab.wait_for_function("document.getElementById('canvas').style.transform")
+    view, img = _rect(tab, "#viewport"), _rect(tab, "#canvas img")
+    assert img["w"] > 0.8 * view["w"] or img["h"] > 0.8 * view["h"]
+    assert img["x"] >= view["x"] - 1 and img["x"] + img["w"] <= view["x"] + view["w"] + 1
+    assert errors == []
+    context.close()

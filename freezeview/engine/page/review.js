@@ -92,11 +92,17 @@
     state.picture = id;
     select.value = id;
     link.href = picture.file; link.textContent = picture.file;
+    const img = canvas.querySelector("img");
+    state.width = state.height = 0;
     if (svg) {
       const vb = svg.viewBox.baseVal;
       state.width = vb.width; state.height = vb.height;
       svg.setAttribute("width", vb.width);
       svg.setAttribute("height", vb.height);
+    } else if (img) {
+      // A PNG export: its size is known once decoded (data: URIs decode at once).
+      const sized = () => { state.width = img.naturalWidth; state.height = img.naturalHeight; fit(); };
+      if (img.complete) sized(); else img.addEventListener("load", sized, { once: true });
     }
     const similar = before.width && Math.abs(before.width - state.width) / before.width < 0.25;
     if (keepView && similar) {
