@@ -186,22 +186,18 @@ class _PathIndex:
         return lambda path: path in literal or any(m(path) for m in globs)
 
 
-def _main_reason(verdict: AttributeVerdict) -> Reason | None:
+def main_reason(verdict: AttributeVerdict) -> Reason | None:
+    """The reason that names a source line, else the first one."""
     located = [r for r in verdict.reasons if r.source]
     return located[0] if located else (verdict.reasons[0] if verdict.reasons else None)
 
 
 def _why(reason: Reason | None) -> str:
-    if reason is None:
-        return ""
-    text = f"{reason.code}: {reason.message}"
-    if reason.source_text:
-        text += f" | {reason.source_text}"
-    return f": {text}"
+    return f": {reason.one_line()}" if reason is not None else ""
 
 
 def _status_violation(verdict: AttributeVerdict, expected: str) -> Violation:
-    reason = _main_reason(verdict)
+    reason = main_reason(verdict)
     return Violation(
         f"{verdict.path}: expected {expected}, torch {_DOES[verdict.status]}{_why(reason)}",
         path=verdict.path,
@@ -243,7 +239,7 @@ def _rule_result(
         biggest = facts.kept_tensors[:3]
         named = ", ".join(f"{p} ({n:,} bytes)" for p, n in biggest)
         verdict = facts.explanation.by_path(biggest[0][0]) if biggest else None
-        reason = _main_reason(verdict) if verdict else None
+        reason = main_reason(verdict) if verdict else None
         message = (
             f"expected at most {rule.value:,} bytes of tensors kept as attributes, torch "
             f"keeps {facts.kept_bytes:,}: {named}"

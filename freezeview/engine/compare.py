@@ -146,12 +146,7 @@ class Comparison:
 
 def _because(reasons: Sequence[Reason]) -> str:
     located = next((r for r in reasons if r.source), reasons[0] if reasons else None)
-    if located is None:
-        return ""
-    text = f": {located.code}: {located.message}"
-    if located.source_text:
-        text += f" | {located.source_text}"
-    return text
+    return f": {located.one_line()}" if located is not None else ""
 
 
 def _hints(removed: list[str], added: list[str]) -> list[tuple[str, str]]:

@@ -134,10 +134,6 @@ class Expectations:
     inputs: Path | None = None
     patterns: tuple[tuple[str, str, int], ...] = field(default=(), repr=False)
 
-    def line_of(self, section: str, key: str) -> int:
-        """The line of ``key`` in ``[section]`` (for messages)."""
-        return _key_line(self.path.read_text(), section, key)
-
 
 def _key_line(text: str, section: str, key: str) -> int:
     current = ""

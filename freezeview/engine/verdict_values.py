@@ -64,6 +64,11 @@ class Reason:
     method: str | None = None
     source_text: str | None = None
 
+    def one_line(self) -> str:
+        """``code: message | source line text``, for reports that give one line a reason."""
+        text = f"{self.code}: {self.message}"
+        return f"{text} | {self.source_text}" if self.source_text else text
+
     def to_json(self) -> dict[str, Any]:
         """JSON object for ``explain --json``."""
         return {
