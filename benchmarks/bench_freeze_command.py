@@ -1,0 +1,83 @@
+"""``freezeview freeze MODEL.pt -o OUT.pt`` next to plain torch doing the same, whole process.
+
+Both commands run in fresh processes, alternating, on the same saved model: freezeview's
+console script, and ``python -c`` that imports torch, loads the model, freezes it with
+``torch.jit.freeze`` and saves it. Wall time and peak memory (``ru_maxrss`` of the
+child) are medians of several runs; the ratios are what to quote (issue target: at most
+1.1x time and 1.1x memory on ResNet-50 and a scripted ``nn.TransformerEncoder``).
+
+    .venv/bin/python benchmarks/bench_freeze_command.py [--runs 5] [resnet50 transformer6 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+_TORCH = (
+    "import sys, warnings; warnings.simplefilter('ignore'); import torch; "
+    "m = torch.jit.load(sys.argv[1]); torch.jit.save(torch.jit.freeze(m), sys.argv[2])"
+)
+
+
+def _measure(argv: list[str]) -> tuple[float, float]:
+    code = (
+        "import resource, subprocess, sys, time; s = time.perf_counter(); "
+        "subprocess.run(sys.argv[1:], check=True, capture_output=True); "
+        "print(time.perf_counter() - s, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], check=True, capture_output=True, text=True
+    )
+    wall, peak = out.stdout.split()
+    return float(wall), float(peak) / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*", default=["resnet50", "transformer6"])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    import torch
+
+    from benchmarks.models import MODELS, transformer_encoder
+
+    freezeview = str(Path(sys.executable).with_name("freezeview"))
+    print(
+        f"{'model':<14} {'freezeview s':>12} {'torch s':>8} {'ratio':>6} {'MB':>7} "
+        f"{'torch MB':>9} {'ratio':>6}"
+    )
+    with tempfile.TemporaryDirectory(prefix="freezeview-bench-freeze-") as folder:
+        for name in args.models:
+            model = Path(folder) / f"{name}.pt"
+            build = (lambda: transformer_encoder(6)) if name == "transformer6" else MODELS[name][0]
+            torch.jit.save(build(), str(model))
+            ours: list[tuple[float, float]] = []
+            theirs: list[tuple[float, float]] = []
+            for i in range(args.runs):
+                out = Path(folder) / f"out-{i}.pt"
+                ours.append(_measure([freezeview, "freeze", str(model), "-o", str(out), "--force"]))
+                theirs.append(_measure([sys.executable, "-c", _TORCH, str(model), str(out)]))
+            t1, m1 = (statistics.median(x) for x in zip(*ours, strict=True))
+            t2, m2 = (statistics.median(x) for x in zip(*theirs, strict=True))
+            print(
+                f"{name:<14} {t1:>12.2f} {t2:>8.2f} {t1 / t2:>6.2f} {m1:>7.0f} {m2:>9.0f} "
+                f"{m1 / m2:>6.2f}"
+            )
+    print(f"(medians of {args.runs}, alternating fresh processes; targets: 1.1x time, 1.1x memory)")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    raise SystemExit(main())
