@@ -42,3 +42,19 @@ def test_engine_never_imports_textual() -> None:
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
     )
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_the_main_screen_does_not_import_the_app() -> None:
+    """ui/app.py imports ui/screens/main.py, never the other way round (ui/host.py)."""
+    import ast
+    from pathlib import Path
+
+    import freezeview.ui.screens.main as main
+
+    tree = ast.parse(Path(main.__file__).read_text())
+    relative = {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level > 0 and node.module is not None
+    }
+    assert "app" not in relative and "host" in relative, relative

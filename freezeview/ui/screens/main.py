@@ -48,7 +48,7 @@ from ..widgets.steps_bar import StepsBar
 
 if TYPE_CHECKING:
     from ...engine.snapshot_values import GraphSnapshot
-    from ..app import FreezeviewApp
+    from ..host import ScreenHost
     from ..remote_session import RemoteSession
     from ..session import Session
 
@@ -133,8 +133,8 @@ class MainScreen(Screen[None]):
         self._run_plan: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     @property
-    def fv_app(self) -> FreezeviewApp:
-        """The app, typed."""
+    def fv_app(self) -> ScreenHost:
+        """The app that hosts this screen, as the screen uses it (no import of ui/app)."""
         return self.app  # type: ignore[return-value]
 
     # -- layout --------------------------------------------------------------------

@@ -1,0 +1,38 @@
+"""What the main screen needs of the app that hosts it.
+
+The screen reads a few of the app's settings (the model's name, the plan, where files
+go) and hands it warnings. Naming them as a :class:`typing.Protocol` keeps the import
+one-way: ``ui/app.py`` imports ``ui/screens/main.py``, never the other way round, and
+any app with these attributes can host the screen (a test double included).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from .remote_session import RemoteSession
+    from .session import Session
+
+__all__ = ["ScreenHost"]
+
+
+class ScreenHost(Protocol):
+    """The app as the main screen sees it."""
+
+    @property
+    def model_label(self) -> str:
+        """The model's name, for the title and status line."""
+
+    #: Where ``g`` and ``e`` write.
+    output_dir: Path
+    #: The names in ``preserved_attrs`` (the screen edits this list).
+    preserved: list[str]
+    #: Show per-step timings (snapshot tests switch them off).
+    show_timings: bool
+    #: The engine session (in this process, or the engine process).
+    session: Session | RemoteSession | None
+
+    def record_warning(self, text: str) -> None:
+        """Keep a warning torch raised, to show as information."""
