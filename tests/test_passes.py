@@ -241,7 +241,7 @@ def test_guard_step_on_unverified_torch(monkeypatch: pytest.MonkeyPatch) -> None
     """On a torch release whose order is not verified, a guard step runs torch's own call."""
     assert not needs_guard()  # the installed torch is verified by test_pipeline
     assert needs_guard("9.1.0") and torch_version("2.13.0+cpu") == (2, 13)
-    import freezeview.engine.pipeline as pipeline_mod
+    import freezeview.engine.pipeline_run as pipeline_mod
 
     monkeypatch.setattr(pipeline_mod, "needs_guard", lambda: True)
     pipe = Pipeline(_script(ConvBn), Plan.default())
