@@ -46,7 +46,10 @@ async def _settle(pilot, timeout: float = 60.0) -> None:  # type: ignore[no-unty
         busy = [
             w for w in pilot.app.workers if w.state in (WorkerState.PENDING, WorkerState.RUNNING)
         ]
-        if not busy and "loading" not in _status(pilot.app).lower():
+        status = _status(pilot.app)
+        # Between the load worker's end and the explain/freeze workers' start nothing is
+        # busy for a moment, while the status still says what comes next ("…").
+        if not busy and "loading" not in status.lower() and not status.rstrip().endswith("…"):
             await pilot.pause()
             return
     raise AssertionError(f"the app did not settle: {_status(pilot.app)!r}")
