@@ -14,8 +14,8 @@ from freezeview.engine.snapshot import (
     module_scope,
     parse_source_range,
     snapshot_graph,
-    summarize_value,
 )
+from freezeview.engine.snapshot_walk import summarize_value
 
 
 def _inlined(module: torch.jit.ScriptModule) -> torch._C.Graph:

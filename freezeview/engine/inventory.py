@@ -16,7 +16,7 @@ import torch
 from .inventory_values import AttributeInfo, Inventory, ModuleInfo
 from .module_slots import OpaqueObject
 from .module_slots import module_iterators as _slots
-from .snapshot import summarize_value
+from .snapshot_walk import summarize_value
 
 __all__ = [
     "AttributeInfo",
