@@ -17,21 +17,22 @@ import pytest
 import torch
 from render_models import KeepsBuffer, Stacked, scripted, transformer_encoder
 
-from freezeview.engine.collapse import (
-    ViewGraph,
+from freezeview.engine.collapse import build_view
+from freezeview.engine.collapse_values import ViewGraph
+from freezeview.engine.diff import diff_snapshots, index_nodes
+from freezeview.engine.diff_values import GraphDiff
+from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
+from freezeview.engine.view_boxes import _top_kinds
+from freezeview.engine.view_prepared import (
     _prepared,
     _readers,
     _ScopeOps,
     _Side,
-    _top_kinds,
-    build_view,
     drawn_scope_counts,
     drawn_scopes,
     levels,
-    module_paths,
 )
-from freezeview.engine.diff import GraphDiff, diff_snapshots, index_nodes
-from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
+from freezeview.engine.view_scopes import module_paths
 
 Edge = tuple[int, int | str, str, str]
 

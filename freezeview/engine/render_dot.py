@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from graphviz import quoting as _gv_quoting
 
-from .collapse import Cluster, ViewGraph, ViewNode
+from .collapse_values import Cluster, ViewGraph, ViewNode
 
 __all__ = ["COLOURS", "LEGEND", "DotWriter", "GraphAttrs", "dot_source"]
 
