@@ -49,21 +49,21 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.models import MODELS, DenseNetLike, resnet50, transformer_encoder
-from freezeview.engine.collapse import module_paths
+from freezeview.engine.box_ceiling import box_ceiling
 from freezeview.engine.diff import diff_snapshots
 from freezeview.engine.export import export
 from freezeview.engine.render import (
     DotTimeoutError,
-    RenderOptions,
     RenderResult,
-    box_ceiling,
     render_diff,
     render_snapshot,
     run_dot,
-    snapshot_picture,
 )
 from freezeview.engine.render_dot import GraphAttrs
+from freezeview.engine.render_pictures import snapshot_picture
+from freezeview.engine.render_plan import RenderOptions
 from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
+from freezeview.engine.view_scopes import module_paths
 
 
 @dataclass

@@ -166,7 +166,8 @@ def test_max_boxes_reaches_the_render_options(
     model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from freezeview.cli import export as export_cli
-    from freezeview.engine.render import RenderOptions, box_ceiling
+    from freezeview.engine.box_ceiling import box_ceiling
+    from freezeview.engine.render_plan import RenderOptions
 
     seen: list[RenderOptions] = []
 

@@ -27,7 +27,8 @@ from freezeview.engine.export import export, step_stem
 from freezeview.engine.forked import can_fork
 from freezeview.engine.loading import LoadedModel
 from freezeview.engine.pipeline import Pipeline, Plan
-from freezeview.engine.render import GraphvizMissingError, RenderOptions
+from freezeview.engine.render import GraphvizMissingError
+from freezeview.engine.render_plan import RenderOptions
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
 REPO = Path(__file__).resolve().parent.parent

@@ -17,37 +17,36 @@ import torch
 from render_models import ConvBnRelu, KeepsBuffer, Stacked, TwoLists, resnet50_scripted, scripted
 
 from freezeview.engine import render as render_module
-from freezeview.engine.collapse import (
-    _prepared,
-    box_prefix,
-    build_view,
-    count_at_level,
-    drawn_scopes,
-    levels,
-    module_paths,
-    opened_scopes,
-    resolve_scope,
-)
-from freezeview.engine.diff import GraphDiff, diff_snapshots
-from freezeview.engine.loading import LoadedModel
-from freezeview.engine.pipeline import Pipeline
-from freezeview.engine.render import (
+from freezeview.engine.box_ceiling import (
     CEILING_BOXES,
     CEILING_EXPONENT,
     CEILING_TIMEOUT,
+    Overruns,
+    box_ceiling,
+)
+from freezeview.engine.collapse import build_view
+from freezeview.engine.diff import diff_snapshots
+from freezeview.engine.diff_values import GraphDiff
+from freezeview.engine.loading import LoadedModel
+from freezeview.engine.pipeline import Pipeline
+from freezeview.engine.render import (
     DotTimeoutError,
     GraphvizMissingError,
-    Overruns,
-    RenderOptions,
-    auto_level,
-    box_ceiling,
-    changed_splits,
     render_diff,
     render_side_by_side,
     render_snapshot,
 )
 from freezeview.engine.render_dot import COLOURS
+from freezeview.engine.render_plan import RenderOptions, auto_level, changed_splits
 from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
+from freezeview.engine.view_prepared import _prepared, drawn_scopes, levels
+from freezeview.engine.view_scopes import (
+    box_prefix,
+    count_at_level,
+    module_paths,
+    opened_scopes,
+    resolve_scope,
+)
 
 SVG = "{http://www.w3.org/2000/svg}"
 XLINK = "{http://www.w3.org/1999/xlink}"

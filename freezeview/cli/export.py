@@ -10,10 +10,12 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from ..engine.collapse import CONSTANT_MODES
+from ..engine.box_ceiling import box_ceiling
+from ..engine.collapse_values import CONSTANT_MODES
 from ..engine.errors import BadInputError
 from ..engine.export import ExportResult, export
-from ..engine.render import FORMATS, RenderOptions, box_ceiling
+from ..engine.render import FORMATS
+from ..engine.render_plan import RenderOptions
 from .options import (
     add_model_options,
     add_pass_options,

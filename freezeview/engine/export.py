@@ -32,9 +32,10 @@ from typing import ParamSpec
 import torch
 
 from . import atomic
-from .collapse import module_paths
+from .box_ceiling import Overruns
 from .collector import collector_paused
-from .diff import DiffFacts, GraphDiff, adopt_diff, diff_facts, diff_snapshots, unified_ir_diff
+from .diff import adopt_diff, diff_snapshots, unified_ir_diff
+from .diff_values import DiffFacts, GraphDiff, diff_facts
 from .errors import OutputError, PlanError
 from .forked import Forked
 from .loading import LoadedModel, load_model
@@ -42,16 +43,16 @@ from .pipeline import Pipeline, Plan, Step
 from .render import (
     FORMATS,
     GraphvizMissingError,
-    Overruns,
-    RenderOptions,
     RenderResult,
     find_dot,
     render_diff,
     render_side_by_side,
     render_snapshot,
 )
+from .render_plan import RenderOptions
 from .review_page import PagePicture, PageStep, review_page, source_texts
 from .snapshot import GraphSnapshot, snapshot_graph
+from .view_scopes import module_paths
 
 _P = ParamSpec("_P")
 

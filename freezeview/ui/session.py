@@ -209,9 +209,11 @@ class Session:
         self, before: GraphSnapshot | None, after: GraphSnapshot, out_dir: Path, stem: str
     ) -> list[Path]:
         """Write the step's graph (and its diff against ``before``) into ``out_dir``."""
-        from ..engine.collapse import module_paths
+        from ..engine.box_ceiling import Overruns
         from ..engine.diff import diff_snapshots
-        from ..engine.render import Overruns, RenderOptions, render_diff, render_snapshot
+        from ..engine.render import render_diff, render_snapshot
+        from ..engine.render_plan import RenderOptions
+        from ..engine.view_scopes import module_paths
 
         out_dir.mkdir(parents=True, exist_ok=True)
         self.last_notes = []

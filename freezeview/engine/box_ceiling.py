@@ -1,0 +1,74 @@
+"""The box ceiling: how big a picture freezeview hands to Graphviz at all.
+
+Graphviz's layout time grows about as the cube of the boxes drawn, so a picture far
+above what ``dot`` lays out within the timeout is drawn coarser without running it
+(:func:`box_ceiling`), and once a picture overran, pictures at least as big are drawn
+coarser at once (:class:`Overruns`).
+"""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["CEILING_BOXES", "CEILING_EXPONENT", "CEILING_TIMEOUT", "Overruns", "box_ceiling"]
+
+
+class Overruns:
+    """What Graphviz could not draw in time, shared by the pictures of one run.
+
+    Layout time grows with the boxes drawn, so once a picture of ``n`` boxes overran,
+    freezeview goes straight to a coarser level for pictures of ``n`` boxes or more
+    (an export of a 17k-node model with every op asked for would otherwise wait out the
+    timeout twice per picture: 18 overruns, ~9 minutes, for nine pictures).
+    """
+
+    def __init__(self) -> None:
+        self.smallest: int | None = None
+        self._lock = threading.Lock()
+
+    def too_big(self, boxes: int) -> bool:
+        """True when a picture with at most ``boxes`` boxes already overran."""
+        return self.smallest is not None and boxes >= self.smallest
+
+    def overran(self, boxes: int) -> None:
+        """Record that a picture of ``boxes`` boxes overran."""
+        with self._lock:
+            self.smallest = boxes if self.smallest is None else min(self.smallest, boxes)
+
+
+#: Box ceiling at :data:`CEILING_TIMEOUT` seconds, and how it grows with the timeout
+#: (see :func:`box_ceiling` for the measurements behind the three numbers).
+CEILING_BOXES = 14_000
+CEILING_TIMEOUT = 30.0
+CEILING_EXPONENT = 1 / 3
+
+
+def box_ceiling(timeout: float) -> int:
+    """Most boxes freezeview hands to Graphviz when it may take ``timeout`` seconds.
+
+    A picture above the ceiling is drawn at a coarser level without running ``dot``: it
+    could not finish anyway, and waiting out the timeout first only costs the user time.
+    The ceiling is deliberately generous: it sits where even the easiest big graphs
+    measured would need one and a half to two times the timeout, so every picture that
+    might finish still gets its chance (the timeout still catches the ones that do not;
+    how hard a graph is to lay out varies more than tenfold at the same box count).
+
+    Measured on the 2-core development machine (``benchmarks/bench_render.py --ceiling``,
+    every op drawn, two runs): DenseNet-style chains, the easiest, took 1.1-1.8 s at 3.7k
+    boxes, 11.6-16.0 s at 9.1k and 20.8-26.5 s at 10.9k: time grows about as boxes^3
+    overall (dot is not smooth: boxes^1 to boxes^4.5 between neighbouring sizes), so
+    14k boxes would take 45-55 s. ``nn.TransformerEncoder`` graphs, the hardest, took
+    11-20 s at 1.5k boxes, and the 12-layer model's every-op pictures (8.3k-24k boxes)
+    never finished within 30 s. Hence, with time ~ boxes^3,
+
+        ceiling = CEILING_BOXES * (timeout / CEILING_TIMEOUT) ** CEILING_EXPONENT
+
+    14,000 boxes at the default 30 s; eight times the timeout doubles it (``--timeout
+    240``: 28,000), so a user who raises the timeout gets bigger pictures.
+
+    Example::
+
+        box_ceiling(30.0)   # 14000
+        box_ceiling(240.0)  # 28000
+    """
+    return max(1, round(CEILING_BOXES * (timeout / CEILING_TIMEOUT) ** CEILING_EXPONENT))
