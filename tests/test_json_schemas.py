@@ -64,7 +64,18 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     for line in lines.splitlines():
         doc = json.loads(line)
         docs["freeze-step" if doc["type"] == "step" else "freeze-result"].append(doc)
-    export = ["export", str(model), "-o", str(folder / "out"), "--format", "dot", "--json"]
+    # --one-process: the forked helper is export's business (test_forked.py); a fork of the
+    # test process, with whatever threads pytest runs, is not needed to see the document.
+    export = [
+        "export",
+        str(model),
+        "-o",
+        str(folder / "out"),
+        "--format",
+        "dot",
+        "--json",
+        "--one-process",
+    ]
     docs["export"].append(json.loads(_run(export)))
     docs["passes"].append(json.loads(_run(["passes", "--json"])))
     expect = folder / "example.freeze.toml"
