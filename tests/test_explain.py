@@ -170,7 +170,7 @@ def test_explain_leaves_the_module_untouched() -> None:
     ],
 )
 def test_torch_refusals_become_freezeviews_sentences(message: str, expected: str) -> None:
-    from freezeview.engine.replay import torch_refusal
+    from freezeview.engine.refusals import torch_refusal
 
     sentence = torch_refusal(message, "m.pt")
     assert expected in sentence and "m.pt" in sentence and "\n" not in sentence
