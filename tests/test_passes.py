@@ -253,7 +253,7 @@ def test_guard_step_on_unverified_torch(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_dropout_in_other_methods_is_removed_like_torch() -> None:
     """freezeview's graph-level dropout removal matches torch's on a copy."""
-    from freezeview.engine.passes import remove_dropout_in_graph
+    from freezeview.engine.pass_runners import remove_dropout_in_graph
 
     frozen = torch._C._freeze_module(_script(DropoutNet)._c, [])
     a = frozen._get_method("forward").graph
