@@ -1,7 +1,7 @@
 """Regenerate ``screenshots/*.svg`` by driving freezeview's app on the bundled example.
 
 Each screenshot is the app's own ``save_screenshot`` output (SVG), taken headless at a
-fixed terminal size, so README pictures always match the current app:
+fixed terminal size, so the pictures in README.md and docs/ always match the current app:
 
 - ``main.svg``: the main screen at 160x48 (model tree, IR, inspector, steps);
 - ``attribute.svg``: the kept buffer selected: its reason in the inspector and the IR

@@ -19,7 +19,8 @@ __all__ = [
     "Reason",
 ]
 
-#: The closed set of reason codes, with what each means. Documented in README.md.
+#: The closed set of reason codes, with what each means. Documented in docs/reasons.md
+#: (tests/test_docs_reasons.py holds the page to this set).
 REASON_CODES: dict[str, str] = {
     "folded": "inlined: a preserved method reads it and freezing folds it into a constant",
     "unused": "dropped: no preserved method reads it",
