@@ -153,7 +153,15 @@ def _main(args_list: list[str]) -> int:
         and args_list[0] not in COMMANDS[:-1]
         and (args_list[0] == "app" or not args_list[0].startswith("-"))
     )
-    parser = build_parser(("app",) if app_only else COMMANDS)
+    if app_only:
+        commands: Sequence[str] = ("app",)
+    elif args_list and args_list[0] in COMMANDS[:-1]:
+        # One subcommand's module only: each imports its own part of the engine, and
+        # `freezeview freeze` has no use for the export, check or compare machinery.
+        commands = (args_list[0],)
+    else:
+        commands = COMMANDS
+    parser = build_parser(commands)
     if not args_list:
         parser.print_usage(sys.stderr)
         print(
