@@ -6,15 +6,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import torch
-from rich.console import Console
 
 from ..engine.atomic import atomic_path, check_output_path
 from ..engine.errors import OutputError, PlanError
 from ..engine.loading import check_eval
 from ..engine.pipeline import Pipeline, Step
-from ..engine.report import result_json, step_json, steps_table
+from ..engine.report import result_json, step_json, step_row, steps_table
+from ..engine.steps import release_graphs
 from .options import (
     add_input_options,
     add_model_options,
@@ -74,15 +75,25 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_from_args(args)
     check_eval(loaded)
     pipe = Pipeline(loaded, plan, inputs)
-    console = Console(highlight=False)
     steps: list[Step] = []
+    rows: list[list[Any]] = []
     for step in pipe.run():
         steps.append(step)
+        # What the step's line or row shows is read now, while its graphs are at hand;
+        # then the graphs of the step before can go (the table is printed at the end,
+        # and a 9k-node inlined graph and its folded copy are tens of MB).
         if args.json:
             sys.stdout.write(json.dumps(step_json(step)) + "\n")
             sys.stdout.flush()
+        else:
+            rows.append(step_row(step, show_numerics=inputs is not None))
+        if len(steps) > 1:
+            release_graphs(steps[-2], step)
     if not args.json:
-        console.print(steps_table(steps, show_numerics=inputs is not None))
+        from rich.console import Console
+
+        console = Console(highlight=False)
+        console.print(steps_table(steps, show_numerics=inputs is not None, rows=rows))
         for warning in pipe.warnings:
             console.print(f"[yellow]note:[/] {warning}")
     failed = next((s for s in steps if s.error), None)

@@ -190,7 +190,7 @@ class _RunContext:
         changed: bool | _Once = False
         if old is None:
             sources = {m: self._method_graph(cmod, m) for m in methods}
-            changed = self._inline_changed(sources, initial, inlined)
+            changed = self._inline_changed(sources, initial, inlined, inline_graphs)
         seconds = time.perf_counter() - start
         # freeze itself (torch's work) happens now: the fold step needs to know what
         # torch kept, and the guard for numerics needs it before any run.
@@ -320,7 +320,10 @@ class _RunContext:
 
     @staticmethod
     def _inline_changed(
-        sources: Mapping[str, torch._C.Graph], initial: Mapping[str, _LazyGraph], inlined: _Once
+        sources: Mapping[str, torch._C.Graph],
+        initial: Mapping[str, _LazyGraph],
+        inlined: _Once,
+        pictures: Mapping[str, _LazyGraph],
     ) -> bool | _Once:
         """Whether inlining changes any graph: False at once when there is no call.
 
@@ -334,7 +337,10 @@ class _RunContext:
         def compare() -> bool:
             graphs: dict[str, torch._C.Graph] = inlined.get()
             for m, count in calls.items():
-                if count and (_call_count(graphs[m]) < count or initial[m].text != str(graphs[m])):
+                # The picture's printout: the step's counts read the same text.
+                if not count:
+                    continue
+                if _call_count(graphs[m]) < count or initial[m].text != pictures[m].text:
                     return True
             return False
 
@@ -389,12 +395,21 @@ class _RunContext:
         num, note = pipe._numerics(forward.graph if forward is not None else None, pipe.module)
         preserved = self.plan.preserved_attrs
 
-        def fold_details() -> _Details:
+        def fold_counts() -> _Details:
             folded, kept = attributes.get()
             head = f"{len(folded)} attribute(s) folded into constants, {len(kept)} kept"
             a, r, c, notes = _counts(before, after)
             for graph in after.values():
                 _ = graph.text  # builds the folded graph, which fills ``unshown``
+            return a, r, c, (head, *notes)
+
+        # The counts and the head sentence come without the kept attributes' reasons:
+        # those run explain, which a reader of the counts alone (the CLI's table) skips.
+        counted = _Once(fold_counts)
+
+        def fold_details() -> _Details:
+            a, r, c, lead = counted.get()
+            kept = attributes.get()[1]
             tail = list(_kept_reasons(pipe, preserved, list(kept))) if kept else []
             if unshown:
                 tail.append(
@@ -403,7 +418,7 @@ class _RunContext:
                 )
             if note:
                 tail.append(note)
-            return a, r, c, (head, *notes, *tail)
+            return a, r, c, (*lead, *tail)
 
         return Step(
             1,
@@ -416,6 +431,7 @@ class _RunContext:
             _attributes=attributes,
             _graphs=after,
             _lazy=_details(fold_details),
+            _head=_details(counted.get),
         )
 
     # --- optimization phase -----------------------------------------------------------

@@ -8,15 +8,17 @@ app's report export, so the CLI and the UI never disagree on what a step said.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from rich.table import Table
-from rich.text import Text
 
 from .numerics import Numerics
 from .passes import REGISTRY, PassInfo, default_passes, needs_guard
 from .pipeline import Plan, Step
+
+if TYPE_CHECKING:  # rich is imported by the tables only: `freeze --json` never draws one
+    from rich.table import Table
+    from rich.text import Text
 
 __all__ = [
     "numerics_text",
@@ -25,6 +27,7 @@ __all__ = [
     "plan_json",
     "result_json",
     "step_json",
+    "step_row",
     "steps_table",
 ]
 
@@ -97,8 +100,55 @@ def numerics_text(numerics: Numerics | None) -> str:
     return f"{numerics.max_abs:.2g} / {numerics.max_rel:.2g}"
 
 
-def steps_table(steps: Sequence[Step], *, show_numerics: bool = True) -> Table:
-    """A rich table of steps: what each did, in nodes, time and (if checked) numerics."""
+def step_row(step: Step, *, show_numerics: bool = True) -> list[str | Text]:
+    """One row of :func:`steps_table`: reads only what the row shows.
+
+    The CLI takes each row as its step arrives, so the step's graphs can go before the
+    next step runs.
+    """
+    from rich.text import Text
+
+    if step.error:
+        status = Text(step.title, style="bold red")
+    elif step.changed:
+        status = Text(step.title, style="bold")
+    else:
+        status = Text(step.title, style="dim")
+    delta = (
+        f"+{step.nodes_added}/-{step.nodes_removed}/~{step.nodes_changed}" if step.changed else "-"
+    )
+    # The first note only: the rest can cost more than the whole run (explain).
+    notes = step.error or step.first_note
+    if len(notes) > 160 and not step.error:
+        notes = notes[:157] + "..."
+    row: list[str | Text] = [
+        str(step.index),
+        status,
+        str(step.node_count) if step.node_count is not None else "-",
+        delta,
+        f"{step.seconds * 1000:.1f}",
+    ]
+    if show_numerics:
+        row.append(numerics_text(step.numerics))
+    row.append(Text(notes, style="red" if step.error else ("" if step.changed else "dim")))
+    return row
+
+
+def steps_table(
+    steps: Sequence[Step],
+    *,
+    show_numerics: bool = True,
+    rows: Sequence[Sequence[str | Text]] | None = None,
+) -> Table:
+    """A rich table of steps: what each did, in nodes, time and (if checked) numerics.
+
+    Args:
+        steps: the steps, in order.
+        show_numerics: add the numerics column.
+        rows: the rows, if already taken with :func:`step_row` (same ``show_numerics``).
+    """
+    from rich.table import Table
+
     table = Table(title=None, show_lines=False, header_style="bold")
     table.add_column("#", justify="right", style="dim")
     table.add_column("step")
@@ -108,31 +158,9 @@ def steps_table(steps: Sequence[Step], *, show_numerics: bool = True) -> Table:
     if show_numerics:
         table.add_column("max abs / rel diff", justify="right")
     table.add_column("notes", overflow="fold")
-    for step in steps:
-        if step.error:
-            status = Text(step.title, style="bold red")
-        elif step.changed:
-            status = Text(step.title, style="bold")
-        else:
-            status = Text(step.title, style="dim")
-        delta = (
-            f"+{step.nodes_added}/-{step.nodes_removed}/~{step.nodes_changed}"
-            if step.changed
-            else "-"
-        )
-        notes = step.error or (step.notes[0] if step.notes else "")
-        if len(notes) > 160 and not step.error:
-            notes = notes[:157] + "..."
-        row: list[str | Text] = [
-            str(step.index),
-            status,
-            str(step.node_count) if step.node_count is not None else "-",
-            delta,
-            f"{step.seconds * 1000:.1f}",
-        ]
-        if show_numerics:
-            row.append(numerics_text(step.numerics))
-        row.append(Text(notes, style="red" if step.error else ("" if step.changed else "dim")))
+    if rows is None:
+        rows = [step_row(step, show_numerics=show_numerics) for step in steps]
+    for row in rows:
         table.add_row(*row)
     return table
 
@@ -155,6 +183,8 @@ def passes_table(registry: Mapping[str, PassInfo] | None = None) -> Table:
     reg = REGISTRY if registry is None else registry
     default = set(default_passes(True, False, reg))
     inference = set(default_passes(True, True, reg)) - default
+    from rich.table import Table
+
     guard = " (+ a guard step: order not verified on this torch)" if needs_guard() else ""
     table = Table(
         title=f"frozen-graph passes on torch {torch.__version__}{guard}",

@@ -171,12 +171,29 @@ class _LazyGraph:
                 return self._snapshot.node_count
             return sum(self.kinds().values())
 
+    def release(self) -> None:
+        """Let the torch graph go, keeping the printout and counts taken so far.
+
+        For a reader that is done with this picture (the CLI's table, row by row): a
+        9k-node inlined graph and its folded copy are tens of MB. A snapshot not taken
+        by now can no longer be taken.
+        """
+        with self._lock:
+            if self._graph is None and self._build is None:
+                return
+            if self._text is None and self._snapshot is None:
+                return  # nothing kept yet: the counts would have nothing to read
+            self._graph = None
+            self._build = None
+            self._live = False
+
     def snapshot(self) -> GraphSnapshot:
         """The snapshot (taken now if this is the first call)."""
         with self._lock:
             if self._snapshot is None:
                 graph = self.graph()
-                assert graph is not None
+                if graph is None:
+                    raise RuntimeError(f"the picture of {self.method} was released")
                 self._snapshot = snapshot_graph(graph, self.method, text=self._text)
                 if self._text is None:
                     self._text = self._snapshot.text
@@ -261,6 +278,10 @@ class Step:
     # What the step shows, taken lazily: method -> graph, and (counts, notes).
     _graphs: Mapping[str, _LazyGraph] = field(default_factory=dict, repr=False)
     _lazy: _Once = field(default_factory=lambda: _Once(lambda: (0, 0, 0, ())), repr=False)
+    # The counts and the leading notes alone, when the notes after them cost more than
+    # the rest together (the fold step's kept-attribute reasons run explain): the table
+    # of ``freezeview freeze`` shows counts and the first note only.
+    _head: _Once | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -305,25 +326,54 @@ class Step:
     def _resolved(self) -> _Details:
         return self._lazy.get()  # type: ignore[no-any-return]
 
+    def _counted(self) -> _Details:
+        """The counts (and leading notes), without the trailing notes if they are apart."""
+        if self._head is None or self._lazy.done:
+            return self._resolved()
+        return self._head.get()  # type: ignore[no-any-return]
+
     @property
     def nodes_added(self) -> int:
         """Nodes added by the step (summed over methods)."""
-        return self._resolved()[0]
+        return self._counted()[0]
 
     @property
     def nodes_removed(self) -> int:
         """Nodes removed by the step (summed over methods)."""
-        return self._resolved()[1]
+        return self._counted()[1]
 
     @property
     def nodes_changed(self) -> int:
         """Nodes changed in place by the step (summed over methods)."""
-        return self._resolved()[2]
+        return self._counted()[2]
+
+    @property
+    def first_note(self) -> str:
+        """``notes[0]`` (or ``""``), computing only what that sentence needs."""
+        lead = self._counted()[3]
+        if lead:
+            return lead[0]
+        notes = self.notes
+        return notes[0] if notes else ""
 
     @property
     def notes(self) -> tuple[str, ...]:
         """Sentences for people: what changed, or why nothing did."""
         return self._resolved()[3]
+
+
+def release_graphs(done: Step, following: Step | None = None) -> None:
+    """Let go of the torch graphs ``done`` shows, except those ``following`` shows too.
+
+    Every count and note of ``done`` (and of ``following``, which reads ``done``'s
+    graphs as its "before") must have been read already: a picture released before its
+    snapshot was needed cannot take it any more. The pipeline's working module is not
+    affected.
+    """
+    keep = {id(graph) for graph in following._graphs.values()} if following is not None else set()
+    for graph in done._graphs.values():
+        if id(graph) not in keep:
+            graph.release()
 
 
 @dataclass(frozen=True)
