@@ -32,6 +32,7 @@ from .pickle_scan import (
     _describe_pickle,
     _is_pickle,
     pickle_globals,
+    scan_archive_pickle,
     storage_refs,
 )
 
@@ -286,7 +287,13 @@ def _refuse_non_torchscript_zip(p: Path, archive: zipfile.ZipFile, members: set[
     )
 
 
-def _check_tensor_records(p: Path, pickle_name: str, raw: bytes, sizes: dict[str, int]) -> None:
+def _check_tensor_records(
+    p: Path,
+    pickle_name: str,
+    raw: bytes,
+    sizes: dict[str, int],
+    refs: list[tuple[str, str, str, int]] | None = None,
+) -> None:
     """Refuse archives whose tensor records are smaller than their pickle says.
 
     torch trusts the element count in the pickle: ``torch.jit.load`` accepts a record
@@ -296,7 +303,7 @@ def _check_tensor_records(p: Path, pickle_name: str, raw: bytes, sizes: dict[str
     gets a sentence instead.
     """
     stem = pickle_name[: -len(".pkl")]
-    for key, storage_type, device, numel in storage_refs(raw):
+    for key, storage_type, device, numel in storage_refs(raw) if refs is None else refs:
         record = f"{stem}/{key}"
         itemsize = _element_size(storage_type)
         if record not in sizes or itemsize is None or numel < 0 or device == "meta":
@@ -324,9 +331,14 @@ def _check_archive_pickles(p: Path, archive: zipfile.ZipFile, infos: list[zipfil
                 raw = fh.read(_PICKLE_SCAN_LIMIT)
         except Exception:  # damage here is reported by the checksum pass
             continue  # already reported by the checksum pass when it ran
+        # One pass over a pickle as torch writes them answers all three questions below
+        # (what it names, its tensor records, whether it is whole): the opcode walk is
+        # most of the check's time. Anything else gets the careful passes.
+        whole = scan_archive_pickle(raw) if info.file_size <= _PICKLE_SCAN_LIMIT else None
+        names = whole[0] if whole is not None else pickle_globals(raw)
         if short in _STATE_PICKLES:
-            _check_tensor_records(p, short, raw, sizes)
-        foreign = [n for n in pickle_globals(raw) if not n.startswith(_TORCHSCRIPT_GLOBALS)]
+            _check_tensor_records(p, short, raw, sizes, whole[1] if whole is not None else None)
+        foreign = [n for n in names if not n.startswith(_TORCHSCRIPT_GLOBALS)]
         if foreign:
             danger = _dangerous(foreign)
             if danger:
@@ -340,7 +352,7 @@ def _check_archive_pickles(p: Path, archive: zipfile.ZipFile, infos: list[zipfil
                 f"{', '.join(foreign[:3])}, which is not a TorchScript type; save the "
                 "model again with torch.jit.save."
             )
-        if info.file_size <= _PICKLE_SCAN_LIMIT:
+        if whole is None and info.file_size <= _PICKLE_SCAN_LIMIT:
             problem = _pickle_damage(raw)
             if problem:
                 # torch reads code/*.debug_pkl lazily, when freezing first asks for a

@@ -135,6 +135,33 @@ def _pop_to_mark(stack: list[object]) -> list[object]:
 def _scan(data: bytes, max_pickles: int) -> tuple[list[str], list[tuple[str, str, str, int]]]:
     """Run a pickle's opcodes on a simulated stack; nothing is ever called or imported.
 
+    Returns:
+        (globals as ``module.name``, storages as ``(key, storage type, device, numel)``);
+        see :func:`_scan_pickles`.
+    """
+    names, refs, _whole = _scan_pickles(data, max_pickles)
+    return names, refs
+
+
+def scan_archive_pickle(data: bytes) -> tuple[list[str], list[tuple[str, str, str, int]]] | None:
+    """Globals and storages of one pickle as TorchScript writes them, in one pass.
+
+    Returns:
+        ``(pickle_globals(data), storage_refs(data))`` when ``data`` is exactly one
+        complete pickle (protocol header, STOP, nothing after it); None otherwise, and
+        the caller asks the careful questions one by one (what is wrong with it).
+    """
+    if data[:1] != bytes([_PICKLE_PROTO]):
+        return None
+    names, refs, whole = _scan_pickles(data, 1)
+    return (list(dict.fromkeys(names)), refs) if whole else None
+
+
+def _scan_pickles(
+    data: bytes, max_pickles: int
+) -> tuple[list[str], list[tuple[str, str, str, int]], bool]:
+    """Run a pickle's opcodes on a simulated stack; nothing is ever called or imported.
+
     The stack holds only what freezeview needs to know — strings, ints, globals, tuples
     and the memo — and a placeholder for everything else, using each opcode's declared
     stack effect (``pickletools``' opcode table). That is enough to resolve every
@@ -142,7 +169,8 @@ def _scan(data: bytes, max_pickles: int) -> tuple[list[str], list[tuple[str, str
     ``STACK_GLOBAL``) and to read TorchScript's tensor storage ids.
 
     Returns:
-        (globals as ``module.name``, storages as ``(key, storage type, device, numel)``).
+        (globals as ``module.name``, storages as ``(key, storage type, device, numel)``,
+        whether ``data`` was read to its end as complete pickles).
     """
     names: list[str] = []
     refs: list[tuple[str, str, str, int]] = []
@@ -224,10 +252,10 @@ def _scan(data: bytes, max_pickles: int) -> tuple[list[str], list[tuple[str, str
                         stack.pop()
                     stack.extend([None] * len(op.stack_after))
         except Exception:  # damaged, or not a pickle: keep what was read before it
-            return names, refs
+            return names, refs, False
         if not finished:
-            return names, refs
-    return names, refs
+            return names, refs, False
+    return names, refs, stream.tell() >= len(data)
 
 
 def pickle_globals(data: bytes, *, max_pickles: int = 8) -> list[str]:
