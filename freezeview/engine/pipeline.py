@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .errors import BadInputError, PlanError
+from .fold_picture import _is_module, _module_paths, _resolve
 from .loading import LoadedModel, check_eval, load_model
 from .numerics import Numerics, StateGuard, compare_outputs, run_graph
 from .passes import (
@@ -45,7 +46,7 @@ from .passes import (
     PassInfo,
     default_passes,
 )
-from .pipeline_run import _is_module, _module_paths, _resolve, _RunContext
+from .pipeline_run import _RunContext
 from .plan import Plan
 from .steps import (
     FULL_DIFF_LIMIT,
