@@ -2,9 +2,12 @@
 
 Both commands run in fresh processes, alternating, on the same saved model: freezeview's
 console script, and ``python -c`` that imports torch, loads the model, freezes it with
-``torch.jit.freeze`` and saves it. Wall time and peak memory (``ru_maxrss`` of the
-child) are medians of several runs; the ratios are what to quote (issue target: at most
-1.1x time and 1.1x memory on ResNet-50 and a scripted ``nn.TransformerEncoder``).
+``torch.jit.freeze`` and saves it. Which of the two goes first alternates from pair to
+pair (a warm page cache or a burst of load from elsewhere favours neither). Wall time
+and peak memory (``ru_maxrss`` of the child) are medians of the runs (5 by default);
+the ratios of the medians are what to quote, and the spread of the per-pair ratios says
+how noisy the machine was (issue target: at most 1.1x time and 1.1x memory on ResNet-50
+and a scripted ``nn.TransformerEncoder``).
 
     .venv/bin/python benchmarks/bench_freeze_command.py [--runs 5] [resnet50 transformer6 ...]
 """
@@ -32,12 +35,15 @@ _TORCH = (
 def _measure(argv: list[str]) -> tuple[float, float]:
     code = (
         "import resource, subprocess, sys, time; s = time.perf_counter(); "
-        "subprocess.run(sys.argv[1:], check=True, capture_output=True); "
-        "print(time.perf_counter() - s, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+        "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "t = time.perf_counter() - s; sys.stderr.write(r.stderr[-3000:]); "
+        "r.check_returncode(); "
+        "print(t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code, *argv], check=True, capture_output=True, text=True
-    )
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+    if out.returncode:
+        # The child's own error (its stderr is in the measuring process's exception).
+        raise SystemExit(f"{' '.join(argv[:3])} ... failed:\n{out.stderr[-3000:]}")
     wall, peak = out.stdout.split()
     return float(wall), float(peak) / 1024
 
@@ -55,7 +61,7 @@ def main() -> int:
     freezeview = str(Path(sys.executable).with_name("freezeview"))
     print(
         f"{'model':<14} {'freezeview s':>12} {'torch s':>8} {'ratio':>6} {'MB':>7} "
-        f"{'torch MB':>9} {'ratio':>6}"
+        f"{'torch MB':>9} {'ratio':>6}  per-pair time ratios"
     )
     with tempfile.TemporaryDirectory(prefix="freezeview-bench-freeze-") as folder:
         for name in args.models:
@@ -66,13 +72,21 @@ def main() -> int:
             theirs: list[tuple[float, float]] = []
             for i in range(args.runs):
                 out = Path(folder) / f"out-{i}.pt"
-                ours.append(_measure([freezeview, "freeze", str(model), "-o", str(out), "--force"]))
-                theirs.append(_measure([sys.executable, "-c", _TORCH, str(model), str(out)]))
+                fv = [freezeview, "freeze", str(model), "-o", str(out), "--force"]
+                plain = [sys.executable, "-c", _TORCH, str(model), str(out)]
+                if i % 2:
+                    theirs.append(_measure(plain))
+                    ours.append(_measure(fv))
+                else:
+                    ours.append(_measure(fv))
+                    theirs.append(_measure(plain))
             t1, m1 = (statistics.median(x) for x in zip(*ours, strict=True))
             t2, m2 = (statistics.median(x) for x in zip(*theirs, strict=True))
+            pairs = sorted(a[0] / b[0] for a, b in zip(ours, theirs, strict=True))
             print(
                 f"{name:<14} {t1:>12.2f} {t2:>8.2f} {t1 / t2:>6.2f} {m1:>7.0f} {m2:>9.0f} "
-                f"{m1 / m2:>6.2f}"
+                f"{m1 / m2:>6.2f}  {pairs[0]:.2f}-{pairs[-1]:.2f}",
+                flush=True,
             )
     print(f"(medians of {args.runs}, alternating fresh processes; targets: 1.1x time, 1.1x memory)")
     return 0
