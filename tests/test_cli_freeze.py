@@ -171,3 +171,93 @@ def test_passes_command(capsys) -> None:  # type: ignore[no-untyped-def]
     assert by_id["convert_to_mkldnn"]["default_with_optimize_for_inference"]
     assert main(["passes"]) == 0
     assert "remove_dropout" in capsys.readouterr().out
+
+
+class Counter(nn.Module):
+    """forward writes ``count``: freezing keeps it, and explain says why."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("count", torch.zeros(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.count.add_(1)
+        return x + self.count
+
+
+def test_table_runs_no_explain_json_does(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The table shows the fold step's counts and first note, which need no explain;
+    ``--json`` prints every note (the kept attribute's reason), so it runs explain."""
+    import freezeview.engine.pipeline as pipeline_mod
+
+    calls: list[object] = []
+    real = pipeline_mod._explain_or_none
+    monkeypatch.setattr(pipeline_mod, "_explain_or_none", lambda *a: calls.append(a) or real(*a))
+    path = tmp_path / "counter.pt"
+    torch.jit.save(torch.jit.script(Counter().eval()), str(path))
+    assert main(["freeze", str(path), "-o", str(tmp_path / "a.pt")]) == 0
+    assert "1 kept" in capsys.readouterr().out and calls == []
+    assert main(["freeze", str(path), "-o", str(tmp_path / "b.pt"), "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    fold = next(d for d in lines if d.get("name") == "fold_attributes")
+    assert any(note.startswith("kept count") for note in fold["notes"]) and len(calls) == 1
+
+
+def test_table_rows_taken_as_steps_arrive(model: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The table's rows are read as each step arrives, then the step before lets its
+    graphs go; the rows are those of the same steps read at the end."""
+    from freezeview.cli import freeze as freeze_cmd
+    from freezeview.engine.pipeline import Pipeline
+    from freezeview.engine.report import step_row
+
+    released: list[object] = []
+    tables: list[object] = []
+    real_release, real_table = freeze_cmd.release_graphs, freeze_cmd.steps_table
+
+    def release(done, following):  # type: ignore[no-untyped-def]
+        released.append(done)
+        real_release(done, following)
+
+    def table(steps, **kw):  # type: ignore[no-untyped-def]
+        tables.append(kw["rows"])
+        return real_table(steps, **kw)
+
+    monkeypatch.setattr(freeze_cmd, "release_graphs", release)
+    monkeypatch.setattr(freeze_cmd, "steps_table", table)
+    assert main(["freeze", str(model), "-o", str(tmp_path / "out.pt")]) == 0
+    (rows,) = tables
+    steps = Pipeline(torch.jit.load(str(model))).run_all()
+    assert len(released) == len(steps) - 1 == len(rows) - 1
+
+    def plain(row: list[object]) -> list[str]:  # the ms column aside
+        return [str(cell) for i, cell in enumerate(row) if i != 4]
+
+    assert [plain(r) for r in rows] == [plain(step_row(s, show_numerics=False)) for s in steps]
+
+
+def test_freeze_imports_only_what_it_needs(model: Path, tmp_path: Path) -> None:
+    """``freeze`` loads no other subcommand's machinery, never textual, and rich only to
+    draw its table."""
+    probe = (
+        "import sys; from freezeview.cli import main; "
+        "code = main(sys.argv[1:]); "
+        "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich') "
+        "or m.startswith(('freezeview.cli.', 'freezeview.ui', 'freezeview.engine.export', "
+        "'freezeview.engine.render', 'freezeview.engine.check', 'freezeview.engine.compare'))))"
+    )
+    base = ["freeze", str(model), "-o", str(tmp_path / "out.pt"), "--force"]
+    found = {}
+    for extra in ([], ["--json"]):
+        out = subprocess.run(
+            [sys.executable, "-c", probe, *base, *extra],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        ).stdout.splitlines()[-1]
+        code, _, modules = out.partition(" ")
+        assert code == "0"
+        found[bool(extra)] = eval(modules)  # a printed list of module names
+    assert found[True] == ["freezeview.cli.freeze", "freezeview.cli.options"]
+    table_only = sorted(set(found[False]) - set(found[True]))
+    assert table_only and all(m.split(".")[0] == "rich" for m in table_only)

@@ -347,3 +347,23 @@ def test_torchs_cpp_warnings_while_loading_become_information(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     assert "Quantizer.cpp" not in done.stderr and "[W" not in done.stderr
     assert "torch said: torch.quantize_per_tensor" in done.stdout.replace("\n", " ")
+
+
+def test_archive_pickles_are_read_in_one_pass(tmp_path: Path) -> None:
+    """One opcode pass over a pickle as torch writes it gives what the careful passes give;
+    anything else (stray bytes, cut short, no protocol header) is left to them."""
+    from freezeview.engine.pickle_scan import scan_archive_pickle
+
+    path = save_tiny(tmp_path / "model.pt")
+    with zipfile.ZipFile(path) as archive:
+        pickles = {
+            info.filename: archive.read(info)
+            for info in archive.infolist()
+            if info.filename.endswith("pkl")
+        }
+    assert any(name.endswith("/data.pkl") for name in pickles)
+    for raw in pickles.values():
+        assert scan_archive_pickle(raw) == (pickle_globals(raw), storage_refs(raw))
+        assert scan_archive_pickle(raw + b"\x00") is None
+        assert scan_archive_pickle(raw[:-1]) is None
+        assert scan_archive_pickle(raw[1:]) is None

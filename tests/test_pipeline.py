@@ -657,3 +657,55 @@ def test_explanation_reuses_the_freeze_steps_torch_run(monkeypatch: pytest.Monke
     assert explanation is not None and calls == [["temperature"]]
     kept = {v.path for v in explanation.with_status("kept")}
     assert kept == frozen_attribute_paths(pipe.frozen_module)
+
+
+def test_first_note_and_counts_without_the_kept_reasons(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``first_note`` is ``notes[0]``; the fold step gives it, and its counts, without explain.
+
+    Its kept-attribute reasons (the notes after the first) run explain; the CLI's table
+    shows the counts and the first note only.
+    """
+    import freezeview.engine.pipeline as pipeline_mod
+
+    counter = _Counter(pipeline_mod._explain_or_none)
+    monkeypatch.setattr(pipeline_mod, "_explain_or_none", counter)
+    steps = Pipeline(StatefulNet.scripted()).run_all()
+    fold = next(s for s in steps if s.name == "fold_attributes")
+    assert fold.kept  # forward writes `count` and `calls`: torch keeps both
+    heads = [(s.first_note, s.nodes_added, s.nodes_removed, s.nodes_changed) for s in steps]
+    assert counter.calls == 0
+    assert heads == [
+        (s.notes[0] if s.notes else "", s.nodes_added, s.nodes_removed, s.nodes_changed)
+        for s in steps
+    ]
+    assert counter.calls == 1 and any(n.startswith("kept count") for n in fold.notes)
+
+
+def test_released_graphs_keep_their_counts(encoder: torch.jit.ScriptModule) -> None:
+    """``release_graphs`` lets a step's graphs go; what was read stays readable.
+
+    A graph the following step still shows (a pass that changed nothing) is kept.
+    """
+    from freezeview.engine.steps import release_graphs
+
+    pipe = Pipeline(encoder)
+    steps = list(pipe.run())
+    inline = steps[0]
+    count = inline.node_count  # from the printout: no snapshot taken
+    picture = inline._graphs["forward"]
+    assert picture.graph() is not None
+    release_graphs(inline, steps[1])
+    assert picture.graph() is None
+    with pytest.raises(RuntimeError, match="released"):
+        picture.snapshot()
+    assert inline.node_count == count and picture.text
+    shared = next(
+        i
+        for i in range(3, len(steps) - 1)
+        if steps[i + 1]._graphs["forward"] is steps[i]._graphs["forward"]
+    )
+    release_graphs(steps[shared], steps[shared + 1])
+    assert (
+        steps[shared + 1]._graphs["forward"].snapshot().node_count == steps[shared + 1].node_count
+    )
+    assert pipe.frozen_module is not None and str(pipe.frozen_module.graph)
