@@ -21,7 +21,8 @@ from typing import Any
 import torch
 
 from .collector import collector_paused
-from .model_facts import FreezeFacts, as_loaded, gather_facts
+from .compare_fork import gather_pair
+from .model_facts import FreezeFacts, as_loaded
 from .pipeline import Plan
 from .verdict_values import AttributeVerdict, Reason
 
@@ -196,8 +197,9 @@ def compare(
     plan = plan or Plan.default()
     loaded = [as_loaded(m, eval_mode) for m in (old, new)]
     with collector_paused():
-        # torch's statuses first; the new model's reasons only if a status changed.
-        facts = [gather_facts(m, plan, inputs, reasons=False) for m in loaded]
+        # torch's statuses first (the new model's by a forked child, on the second
+        # CPU); the new model's reasons only if a status changed.
+        facts = list(gather_pair(loaded[0], loaded[1], plan, inputs))
         before = {v.path: v.status for v in facts[0].explanation.attributes}
         if any(before.get(v.path, v.status) != v.status for v in facts[1].explanation.attributes):
             facts[1] = facts[1].with_reasons()
