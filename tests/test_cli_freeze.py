@@ -261,3 +261,35 @@ def test_freeze_imports_only_what_it_needs(model: Path, tmp_path: Path) -> None:
     assert found[True] == ["freezeview.cli.freeze", "freezeview.cli.options"]
     table_only = sorted(set(found[False]) - set(found[True]))
     assert table_only and all(m.split(".")[0] == "rich" for m in table_only)
+
+
+def test_freeze_as_a_process_spares_the_collector_the_imports(model: Path, tmp_path: Path) -> None:
+    """Run as the console script, ``freeze`` moves what is imported by then out of the
+    collector's way (gc.freeze); called in-process (tests, the API) it leaves gc alone."""
+    import gc
+
+    before = gc.get_freeze_count()
+    assert main(["freeze", str(model), "-o", str(tmp_path / "a.pt")]) == 0
+    assert gc.get_freeze_count() == before
+    probe = (
+        "import gc, os, sys; from freezeview.cli import main; real = os._exit; "
+        "os._exit = lambda code: (print(code, gc.get_freeze_count()), sys.stdout.flush(), "
+        "real(code)); sys.argv = ['freezeview', *sys.argv[1:]]; main()"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, "freeze", str(model), "-o", str(tmp_path / "b.pt")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    ).stdout.splitlines()[-1]
+    code, frozen = out.split()
+    assert code == "0" and int(frozen) > 100_000  # torch's objects, among others
+
+
+def test_version_is_read_when_asked(capsys) -> None:  # type: ignore[no-untyped-def]
+    """``--version`` prints freezeview's version (looked up only then) and exits 0."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("freezeview ")
