@@ -12,6 +12,7 @@ import torch
 from freezeview.ui import FreezeviewApp
 from freezeview.ui.screens.help import HelpScreen
 from freezeview.ui.screens.main import MainScreen
+from freezeview.ui.session import Session
 from freezeview.ui.widgets.ir_view import display_text
 
 from .conftest import wait_ready
@@ -67,12 +68,27 @@ def ir_text(screen: MainScreen) -> str:
     return "\n".join(screen.ir.plain_lines())
 
 
-def app_for(path: Path, tmp_path: Path, **kwargs: object) -> FreezeviewApp:
-    return FreezeviewApp(path, output_dir=tmp_path / "out", **kwargs)  # type: ignore[arg-type]
+def app_for(
+    path: Path, tmp_path: Path, *, engine_process: bool = False, **kwargs: object
+) -> FreezeviewApp:
+    """The app on ``path``, writing under ``tmp_path / "out"``.
+
+    ``freezeview MODEL.pt`` does the torch work in an engine process; a test of the
+    screen gets the same answers from the in-process :class:`Session` the engine process
+    itself runs, without starting a process that imports torch (about 2 s a test). Tests
+    of the engine process's own behaviour (crashes, errors across the pipe, quitting
+    while it loads) and a few of the everyday keys ask for it with ``engine_process``;
+    ``tests/ui/test_remote_session.py`` checks it answers as the in-process session does.
+    """
+    session = None
+    if not engine_process:
+        plan = {k: kwargs[k] for k in ("preserved", "passes") if k in kwargs}
+        session = Session(path=path, **plan)  # type: ignore[arg-type]
+    return FreezeviewApp(path, output_dir=tmp_path / "out", session=session, **kwargs)  # type: ignore[arg-type]
 
 
 async def test_opens_on_the_inlined_graph(small_pt: Path, tmp_path: Path) -> None:
-    app = app_for(small_pt, tmp_path)
+    app = app_for(small_pt, tmp_path, engine_process=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         screen = app.main_screen
@@ -232,7 +248,7 @@ async def test_g_renders_svg(small_pt: Path, tmp_path: Path) -> None:
 
 
 async def test_e_exports(small_pt: Path, tmp_path: Path) -> None:
-    app = app_for(small_pt, tmp_path)
+    app = app_for(small_pt, tmp_path, engine_process=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await pilot.press("e")
@@ -314,7 +330,7 @@ async def test_every_binding_is_in_the_command_palette(small_pt: Path, tmp_path:
 
 
 async def test_q_quits(small_pt: Path, tmp_path: Path) -> None:
-    app = app_for(small_pt, tmp_path)
+    app = app_for(small_pt, tmp_path, engine_process=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("q")  # at once, even while loading
         await pilot.pause()
@@ -324,7 +340,7 @@ async def test_q_quits(small_pt: Path, tmp_path: Path) -> None:
 async def test_bad_file_shows_an_error_and_goes_on(tmp_path: Path) -> None:
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"\x00not a model at all")
-    app = app_for(bad, tmp_path)
+    app = app_for(bad, tmp_path, engine_process=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         screen = app.main_screen
@@ -341,7 +357,7 @@ async def test_engine_error_during_steps_keeps_the_session(
     from freezeview.engine.errors import PlanError
     from freezeview.ui.remote_session import RemoteSession
 
-    app = app_for(small_pt, tmp_path)
+    app = app_for(small_pt, tmp_path, engine_process=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         screen = app.main_screen
@@ -367,7 +383,7 @@ async def test_engine_process_crash_keeps_the_screen_and_restarts(
     import os
     import signal
 
-    app = app_for(small_pt, tmp_path)
+    app = app_for(small_pt, tmp_path, engine_process=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         screen = app.main_screen

@@ -26,7 +26,8 @@ def _assert_consistent(screen) -> None:  # type: ignore[no-untyped-def]
 
 
 async def test_n_n_n_while_loading_lands_on_a_real_step(small_pt: Path, tmp_path: Path) -> None:
-    app = app_for(small_pt, tmp_path)
+    # Through the engine process: loading there takes a torch import, a wide window.
+    app = app_for(small_pt, tmp_path, engine_process=True)
     async with app.run_test(size=SIZE) as pilot:
         # Before the model has even loaded: the presses must neither crash nor leave the
         # timeline and the IR pane disagreeing.
@@ -62,7 +63,7 @@ async def test_toggles_and_reruns_during_a_run(small_pt: Path, tmp_path: Path) -
 
 
 async def test_q_during_load_quits(small_pt: Path, tmp_path: Path) -> None:
-    app = app_for(small_pt, tmp_path)
+    app = app_for(small_pt, tmp_path, engine_process=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("n", "space", "q")
         await pilot.pause()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from freezeview.ui import FreezeviewApp
+from freezeview.ui.session import Session
 
 from .conftest import wait_ready
 
@@ -26,8 +27,14 @@ def small_here(small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     return target
 
 
-def make_app(path: Path) -> FreezeviewApp:
-    return FreezeviewApp(path, output_dir="out", show_timings=False)
+def make_app(path: Path, *, engine_process: bool = False) -> FreezeviewApp:
+    """The app on ``path``; the torch work in this process unless ``engine_process``.
+
+    What the screen shows does not depend on where the engine runs (the engine process
+    runs the same :class:`Session`), and this process has torch imported already.
+    """
+    session = None if engine_process else Session(path=path)
+    return FreezeviewApp(path, output_dir="out", show_timings=False, session=session)
 
 
 def test_main_screen_wide(snap_compare, small_here: Path) -> None:  # type: ignore[no-untyped-def]
@@ -67,4 +74,5 @@ def test_error_state(snap_compare, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     is red, an error notification shows; footer keys remain."""
     monkeypatch.chdir(tmp_path)
     Path("broken.pt").write_bytes(b"this is not a TorchScript archive")
-    assert snap_compare(make_app(Path("broken.pt")), terminal_size=(160, 48), run_before=wait_ready)
+    app = make_app(Path("broken.pt"), engine_process=True)
+    assert snap_compare(app, terminal_size=(160, 48), run_before=wait_ready)
