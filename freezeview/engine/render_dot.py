@@ -1,4 +1,4 @@
-"""Write a :class:`~freezeview.engine.collapse.ViewGraph` as Graphviz DOT.
+"""Write a :class:`~freezeview.engine.collapse_values.ViewGraph` as Graphviz DOT.
 
 The DOT text is the ``graphviz`` package's, character for character (its quoting of
 ids and labels is the reference), written by :class:`DotWriter`: the package's own
