@@ -16,10 +16,11 @@ with one thread ATen runs every loop inline. For the same reason the child gives
 (exits, and the parent does the work) if it ever takes far longer than it should.
 
 A fork pays only when a CPU is idle. It costs CPU time of its own (copy-on-write
-faults in both processes, the child's exit, pickling the facts: about a third of one
-model's facts on ResNet-50), and the Linux scheduler shares the CPUs between sessions
-before it shares them between a session's processes: on a machine busy with other work,
-parent and child share one CPU's worth and compare is slower than alone. So the child
+faults in both processes, the child's exit, pickling the facts: on ResNet-50 about
+0.1 s, more than half of one model's facts), and the Linux scheduler shares the CPUs
+between sessions before it shares them between a session's processes: on a machine
+busy with other work, parent and child share one CPU's worth and compare is slower
+than alone. So the child
 is forked only when the machine looks idle (:func:`cpu_to_spare`);
 ``FREEZEVIEW_COMPARE_FORK=0`` never forks, ``=1`` forks whenever it can.
 
