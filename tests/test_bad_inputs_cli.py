@@ -138,10 +138,15 @@ def test_bad_input_in_process(case: BadInput, command: str, batch: dict[str, tup
 
 # --------------------------------------------------------------------------- console script
 
-# Through the real script in the fast set: every hostile input with every subcommand
-# (nothing may ever run them), and one input per other stage of failure.
+# Through the real script in the fast set: every hostile input (nothing may ever run
+# them) and one input per other stage of failure. The slow set adds the hostile inputs
+# with every other subcommand (the in-process batch runs every pair in the fast set).
+_HOSTILE_EVERY_COMMAND = {
+    (name, cmd) for name in ("hostile-pickle", "hostile-torchscript") for cmd in CLI_COMMANDS
+}
 _REPRESENTATIVE = {
-    *((name, cmd) for name in ("hostile-pickle", "hostile-torchscript") for cmd in CLI_COMMANDS),
+    ("hostile-pickle", "explain"),
+    ("hostile-torchscript", "explain"),
     ("hostile-torch-save", "explain"),
     ("missing-path", "explain"),
     ("training-mode", "freeze"),
@@ -154,8 +159,9 @@ _REPRESENTATIVE = {
 
 def _script_params(slow: bool) -> list[object]:
     """Console-script runs: the representative pairs (fast set), and — in the slow set —
-    every other input once, with its subcommand rotating over explain/freeze/export (the
-    in-process batch already covers every pair; this proves the real script agrees)."""
+    the hostile inputs with their other subcommands and every other input once, with its
+    subcommand rotating over explain/freeze/export (the in-process batch already covers
+    every pair; this proves the real script agrees)."""
     params = []
     turn = 0
     for case in CATALOGUE:
@@ -166,11 +172,18 @@ def _script_params(slow: bool) -> list[object]:
             params += [_param(case, c) for c in commands if (case.name, c) in _REPRESENTATIVE]
             continue
         if any((case.name, c) in _REPRESENTATIVE for c in commands):
-            continue
-        command = commands[turn % len(commands)]
-        turn += 1
-        p = _param(case, command)
-        params.append(pytest.param(*p.values, id=p.id, marks=[*p.marks, pytest.mark.slow]))
+            chosen = [
+                c
+                for c in commands
+                if (case.name, c) in _HOSTILE_EVERY_COMMAND
+                and (case.name, c) not in _REPRESENTATIVE
+            ]
+        else:
+            chosen = [commands[turn % len(commands)]]
+            turn += 1
+        for command in chosen:
+            p = _param(case, command)
+            params.append(pytest.param(*p.values, id=p.id, marks=[*p.marks, pytest.mark.slow]))
     return params
 
 
