@@ -127,7 +127,29 @@ def test_unreadable_model_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 @needs_dot
+def test_expand_and_level_reach_the_pictures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--level 1 draws the top-level modules as boxes; --expand opens one down to its ops."""
+    path = tmp_path / "stacked.pt"
+    torch.jit.save(scripted(Stacked(4)), str(path))
+    out = tmp_path / "o"
+    rc = main(
+        ["export", str(path), "-o", str(out), "--level", "1", "--expand", "layers.1", "--json"]
+    )
+    assert rc == 0
+    report = json.loads(capsys.readouterr().out)
+    after = next(p for p in report["pictures"] if p["name"] == "after.svg")
+    assert after["level"] == 1
+    text = "".join(ET.parse(out / "after.svg").getroot().itertext())
+    assert "layers.0" in text and "head" in text  # boxes
+    assert "layers.1.lin" in text  # expanded down to ops
+
+
+@pytest.mark.slow
+@needs_dot
 def test_expand_and_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same on ResNet-50 (a real-size export: the slow set)."""
     path = tmp_path / "resnet.pt"
     torch.jit.save(resnet50_scripted(), str(path))
     out = tmp_path / "o"
