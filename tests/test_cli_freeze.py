@@ -214,9 +214,10 @@ def test_table_rows_taken_as_steps_arrive(model: Path, tmp_path: Path, monkeypat
     tables: list[object] = []
     real_release, real_table = freeze_cmd.release_graphs, freeze_cmd.steps_table
 
-    def release(done, following):  # type: ignore[no-untyped-def]
-        released.append(done)
-        real_release(done, following)
+    def release(done, following, *, settled=False):  # type: ignore[no-untyped-def]
+        if not settled:
+            released.append(done)
+        return real_release(done, following, settled=settled)
 
     def table(steps, **kw):  # type: ignore[no-untyped-def]
         tables.append(kw["rows"])

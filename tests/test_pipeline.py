@@ -709,3 +709,43 @@ def test_released_graphs_keep_their_counts(encoder: torch.jit.ScriptModule) -> N
         steps[shared + 1]._graphs["forward"].snapshot().node_count == steps[shared + 1].node_count
     )
     assert pipe.frozen_module is not None and str(pipe.frozen_module.graph)
+
+
+def test_fold_picture_takes_the_released_inline_graph_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Read row by row with releases (as the CLI does), the fold step folds the inline
+    step's graph in place instead of copying it; read at the end, it copies. Both say
+    the same."""
+    import freezeview.engine.freeze_phase as phase
+    from freezeview.engine.steps import release_graphs
+
+    built: list[object] = []
+    folded: list[object] = []
+    real_pick, real_fold = phase._pick, phase._fold_graph
+
+    def pick(graphs: object, method: str) -> object:
+        build = real_pick(graphs, method)  # type: ignore[arg-type]
+        return lambda: built.append(build()) or built[-1]
+
+    monkeypatch.setattr(phase, "_pick", pick)
+    monkeypatch.setattr(phase, "_fold_graph", lambda g, *a: folded.append(g) or real_fold(g, *a))
+
+    def read(step: Step) -> tuple[object, ...]:
+        return step.changed, step.node_count, step.nodes_added, step.nodes_removed, step.notes
+
+    whole = [read(s) for s in Pipeline(ConvBnNet.scripted()).run_all()]
+    assert len(built) == len(folded) == 1 and folded[0] is not built[0]
+    built.clear()
+    folded.clear()
+    steps: list[Step] = []
+    rows = []
+    for step in Pipeline(ConvBnNet.scripted()).run():
+        steps.append(step)
+        if len(steps) > 1:
+            release_graphs(steps[-2], step, settled=True)
+        rows.append(read(step))
+        if len(steps) > 1:
+            release_graphs(steps[-2], step)
+    assert len(built) == len(folded) == 1 and folded[0] is built[0]
+    assert rows == whole

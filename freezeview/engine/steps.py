@@ -92,7 +92,17 @@ class _LazyGraph:
     copied). Once the snapshot exists the graph is let go.
     """
 
-    __slots__ = ("_build", "_graph", "_kinds", "_live", "_lock", "_snapshot", "_text", "method")
+    __slots__ = (
+        "_build",
+        "_graph",
+        "_kinds",
+        "_live",
+        "_lock",
+        "_released",
+        "_snapshot",
+        "_text",
+        "method",
+    )
 
     def __init__(
         self,
@@ -112,6 +122,7 @@ class _LazyGraph:
         self._text = text
         self._snapshot: GraphSnapshot | None = None
         self._kinds: Counter[str] | None = None
+        self._released = False
         # Re-entrant: text and kinds call each other while holding it.
         self._lock = threading.RLock()
 
@@ -171,21 +182,44 @@ class _LazyGraph:
                 return self._snapshot.node_count
             return sum(self.kinds().values())
 
-    def release(self) -> None:
+    @property
+    def released(self) -> bool:
+        """True once :meth:`release` has let the graph go."""
+        return self._released
+
+    @property
+    def settled(self) -> bool:
+        """True when a step's counts against this picture need no graph any more.
+
+        The snapshot is taken, or the node kinds are counted and the picture is too large
+        for a full diff (:data:`FULL_DIFF_LIMIT`: counts by kind only).
+        """
+        with self._lock:
+            if self._snapshot is not None:
+                return True
+            return self._kinds is not None and sum(self._kinds.values()) > FULL_DIFF_LIMIT
+
+    def release(self) -> bool:
         """Let the torch graph go, keeping the printout and counts taken so far.
 
         For a reader that is done with this picture (the CLI's table, row by row): a
         9k-node inlined graph and its folded copy are tens of MB. A snapshot not taken
         by now can no longer be taken.
+
+        Returns:
+            True if a graph (or the means to build one) was let go.
         """
         with self._lock:
             if self._graph is None and self._build is None:
-                return
+                self._released = True
+                return False
             if self._text is None and self._snapshot is None:
-                return  # nothing kept yet: the counts would have nothing to read
+                return False  # nothing kept yet: the counts would have nothing to read
             self._graph = None
             self._build = None
             self._live = False
+            self._released = True
+            return True
 
     def snapshot(self) -> GraphSnapshot:
         """The snapshot (taken now if this is the first call)."""
@@ -362,18 +396,31 @@ class Step:
         return self._resolved()[3]
 
 
-def release_graphs(done: Step, following: Step | None = None) -> None:
+def release_graphs(done: Step, following: Step | None = None, *, settled: bool = False) -> int:
     """Let go of the torch graphs ``done`` shows, except those ``following`` shows too.
 
     Every count and note of ``done`` (and of ``following``, which reads ``done``'s
     graphs as its "before") must have been read already: a picture released before its
     snapshot was needed cannot take it any more. The pipeline's working module is not
     affected.
+
+    Args:
+        done: the step whose graphs can go.
+        following: the step after it (its graphs stay).
+        settled: release only the pictures ``following``'s counts can do without
+            (:attr:`_LazyGraph.settled`): then ``following`` need not have been read
+            yet, and a picture freezeview would copy from one of them (the fold step's
+            from the inline step's) can take the graph over instead.
+
+    Returns:
+        How many graphs were let go.
     """
     keep = {id(graph) for graph in following._graphs.values()} if following is not None else set()
+    count = 0
     for graph in done._graphs.values():
-        if id(graph) not in keep:
-            graph.release()
+        if id(graph) not in keep and (not settled or graph.settled):
+            count += graph.release()
+    return count
 
 
 @dataclass(frozen=True)
