@@ -317,3 +317,19 @@ def test_loaded_model_is_never_an_output(tmp_path: Path) -> None:
             pass
     assert model.read_bytes() == original
     assert _leftovers(tmp_path) == []
+
+
+def test_same_name_writes_under_the_final_name(tmp_path: Path) -> None:
+    """``same_name``: the temporary file has the final name (in a hidden directory that
+    goes with it), so torch.jit.save's archive is named after OUT.pt, not a temp name."""
+    out = tmp_path / "model.pt"
+    out.write_bytes(b"old")
+    with atomic_path(out, same_name=True) as tmp:
+        assert tmp.name == "model.pt" and tmp.parent.parent == tmp_path
+        assert "freezeview-tmp" in tmp.parent.name and tmp.parent.name.startswith(".model.pt.")
+        tmp.write_bytes(b"new")
+    assert out.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
+    with pytest.raises(RuntimeError), atomic_path(out, same_name=True) as tmp:
+        tmp.write_bytes(b"half")
+        raise RuntimeError("a pass failed")
+    assert out.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]

@@ -294,3 +294,26 @@ def test_version_is_read_when_asked(capsys) -> None:  # type: ignore[no-untyped-
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.startswith("freezeview ")
+
+
+def test_output_bytes_are_torchs_own(model: Path, tmp_path: Path) -> None:
+    """OUT.pt holds the bytes ``torch.jit.save(torch.jit.freeze(m), OUT.pt)`` writes in a
+    fresh process (records named after OUT.pt, not after a temporary file)."""
+    ours = tmp_path / "ours" / "out.pt"
+    theirs = tmp_path / "theirs" / "out.pt"
+    ours.parent.mkdir()
+    theirs.parent.mkdir()
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    subprocess.run(
+        [sys.executable, "-m", "freezeview", "freeze", str(model), "-o", str(ours)],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    plain = (
+        "import sys, torch; "
+        "torch.jit.save(torch.jit.freeze(torch.jit.load(sys.argv[1])), sys.argv[2])"
+    )
+    subprocess.run([sys.executable, "-c", plain, str(model), str(theirs)], check=True, env=env)
+    assert ours.read_bytes() == theirs.read_bytes()
+    assert sorted(p.name for p in ours.parent.iterdir()) == ["out.pt"]

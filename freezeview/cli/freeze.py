@@ -146,7 +146,9 @@ def run(args: argparse.Namespace) -> int:
             "the optimized model holds MKLDNN constants, which torch cannot load back once "
             "saved; drop --optimize-for-inference or the convert_to_mkldnn pass to write it."
         )
-    with atomic_path(out) as tmp:
+    # Under the output's own name: torch.jit.save names the archive after the file, so
+    # OUT.pt holds the bytes a plain torch.jit.save to OUT.pt would write.
+    with atomic_path(out, same_name=True) as tmp:
         torch.jit.save(module, str(tmp))
     if args.json:
         sys.stdout.write(

@@ -191,7 +191,9 @@ def _termination_as_interrupt() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str], *, fsync: bool = True) -> Iterator[Path]:
+def atomic_path(
+    path: str | os.PathLike[str], *, fsync: bool = True, same_name: bool = False
+) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success rename it onto ``path``.
 
     Write the whole output to the yielded path (by name, so C++ writers such as
@@ -205,6 +207,10 @@ def atomic_path(path: str | os.PathLike[str], *, fsync: bool = True) -> Iterator
         path: the final file.
         fsync: flush the file (and the directory entry) to disk before and after the
             rename, so a power cut cannot leave an empty file under the final name.
+        same_name: the temporary file has ``path``'s own name, in a hidden temporary
+            directory next to it, for writers that record the file's name in what they
+            write (``torch.jit.save`` names the archive's records after the file: with
+            this, the bytes are those of a plain save to ``path``, run after run).
 
     Yields:
         The temporary path to write.
@@ -219,11 +225,20 @@ def atomic_path(path: str | os.PathLike[str], *, fsync: bool = True) -> Iterator
     parent = _parent(target)
     _refuse_input(target)
     with _termination_as_interrupt():
+        folder: Path | None = None
         try:
-            fd, tmp_name = tempfile.mkstemp(
-                prefix=f".{target.name}.", suffix=_TMP_SUFFIX, dir=parent
-            )
+            if same_name:
+                folder = Path(
+                    tempfile.mkdtemp(prefix=f".{target.name}.", suffix=_TMP_SUFFIX, dir=parent)
+                )
+                tmp_name = str(folder / target.name)
+                fd = os.open(tmp_name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            else:
+                fd, tmp_name = tempfile.mkstemp(
+                    prefix=f".{target.name}.", suffix=_TMP_SUFFIX, dir=parent
+                )
         except OSError as exc:
+            _remove_folder(folder)
             raise OutputError(f"cannot write {target}: {_why(exc)}.") from exc
         tmp = Path(tmp_name)
         try:
@@ -233,22 +248,30 @@ def atomic_path(path: str | os.PathLike[str], *, fsync: bool = True) -> Iterator
             if fsync:
                 _fsync_file(tmp)
             os.replace(tmp, target)
+            _remove_folder(folder)
             if fsync:
                 _fsync_dir(parent)
         except OSError as exc:
-            _remove(tmp)
+            _remove(tmp, folder)
             raise OutputError(
                 f"cannot write {target}: {_why(exc)}; nothing was written (any previous "
                 "file is unchanged)."
             ) from exc
         except BaseException:
-            _remove(tmp)
+            _remove(tmp, folder)
             raise
 
 
-def _remove(tmp: Path) -> None:
+def _remove(tmp: Path, folder: Path | None = None) -> None:
     with contextlib.suppress(OSError):
         tmp.unlink()
+    _remove_folder(folder)
+
+
+def _remove_folder(folder: Path | None) -> None:
+    if folder is not None:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _set_mode(tmp: Path, target: Path) -> None:
