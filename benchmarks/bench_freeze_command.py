@@ -5,9 +5,9 @@ console script, and ``python -c`` that imports torch, loads the model, freezes i
 ``torch.jit.freeze`` and saves it. Which of the two goes first alternates from pair to
 pair (a warm page cache or a burst of load from elsewhere favours neither). Wall time
 and peak memory (``ru_maxrss`` of the child) are medians of the runs (5 by default);
-the ratios of the medians are what to quote, and the spread of the per-pair ratios says
-how noisy the machine was (issue target: at most 1.1x time and 1.1x memory on ResNet-50
-and a scripted ``nn.TransformerEncoder``).
+the ratios of the medians are what to quote, and the spread (and median) of the
+per-pair ratios says how noisy the machine was (issue target: at most 1.1x time and
+1.1x memory on ResNet-50 and a scripted ``nn.TransformerEncoder``).
 
     .venv/bin/python benchmarks/bench_freeze_command.py [--runs 5] [resnet50 transformer6 ...]
 """
@@ -61,7 +61,7 @@ def main() -> int:
     freezeview = str(Path(sys.executable).with_name("freezeview"))
     print(
         f"{'model':<14} {'freezeview s':>12} {'torch s':>8} {'ratio':>6} {'MB':>7} "
-        f"{'torch MB':>9} {'ratio':>6}  per-pair time ratios"
+        f"{'torch MB':>9} {'ratio':>6}  per-pair time ratios (median)"
     )
     with tempfile.TemporaryDirectory(prefix="freezeview-bench-freeze-") as folder:
         for name in args.models:
@@ -85,7 +85,8 @@ def main() -> int:
             pairs = sorted(a[0] / b[0] for a, b in zip(ours, theirs, strict=True))
             print(
                 f"{name:<14} {t1:>12.2f} {t2:>8.2f} {t1 / t2:>6.2f} {m1:>7.0f} {m2:>9.0f} "
-                f"{m1 / m2:>6.2f}  {pairs[0]:.2f}-{pairs[-1]:.2f}",
+                f"{m1 / m2:>6.2f}  {pairs[0]:.2f}-{pairs[-1]:.2f} "
+                f"({statistics.median(pairs):.2f})",
                 flush=True,
             )
     print(f"(medians of {args.runs}, alternating fresh processes; targets: 1.1x time, 1.1x memory)")
