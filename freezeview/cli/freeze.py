@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import sys
 from pathlib import Path
@@ -65,27 +64,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(func=run)
 
 
-def _give_back_memory() -> None:
-    """Return the C heap's free memory to the system (glibc only; elsewhere nothing).
-
-    Released graphs are freed into the C heap, which keeps the pages: the run's later
-    pictures and snapshots (Python objects, in memory of their own) would add to the
-    peak instead of taking their place.
-    """
-    global _MALLOC_TRIM
-    if _MALLOC_TRIM is None:
-        try:
-            _MALLOC_TRIM = ctypes.CDLL(None).malloc_trim
-        except (AttributeError, OSError):
-            _MALLOC_TRIM = False
-    if _MALLOC_TRIM:
-        _MALLOC_TRIM(0)
-
-
-# glibc's malloc_trim once looked up; False where there is none.
-_MALLOC_TRIM: Any = None
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview freeze``; returns the exit code."""
     model_path = Path(args.model)
@@ -106,16 +84,15 @@ def run(args: argparse.Namespace) -> int:
         # and a 9k-node inlined graph and its folded copy are tens of MB). Those this
         # step's counts can do without go first: the fold step's picture then takes the
         # inline step's graph over instead of copying it.
-        freed = release_graphs(steps[-2], step, settled=True) if len(steps) > 1 else 0
+        if len(steps) > 1:
+            release_graphs(steps[-2], step, settled=True)
         if args.json:
             sys.stdout.write(json.dumps(step_json(step)) + "\n")
             sys.stdout.flush()
         else:
             rows.append(step_row(step, show_numerics=inputs is not None))
         if len(steps) > 1:
-            freed += release_graphs(steps[-2], step)
-        if freed:
-            _give_back_memory()
+            release_graphs(steps[-2], step)
     if not args.json:
         from rich.console import Console
 
