@@ -8,8 +8,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.freezeview-installed
 TORCH_PIN ?= torch==2.13.0
 # pytest-xdist workers: the suite is mostly torch and subprocess waits, and 2 workers
-# on this 2-core machine cut its wall time by about a third.
+# on this 2-core machine cut its wall time by about a third. loadgroup keeps the tests
+# that share a module-scoped fixture or a corpus case on one worker (tests/conftest.py
+# marks them), so that work is done once per run rather than once per worker.
 WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup
 EXAMPLE := examples/example.pt
 
 .PHONY: demo explain-demo test test-fast test-slow test-tools check screenshots bench clean graphviz
@@ -51,13 +54,13 @@ explain-demo: $(STAMP) $(EXAMPLE)
 	$(VENV)/bin/freezeview explain $(EXAMPLE) --preserve temperature
 
 test: $(STAMP) $(EXAMPLE) test-tools
-	$(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS)
+	$(PYTEST)
 
 test-fast: $(STAMP) $(EXAMPLE)
-	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" -n $(WORKERS)
+	$(PYTEST) -m "not slow"
 
 test-slow: $(STAMP) $(EXAMPLE) test-tools
-	$(PY) -m pytest -q -p no:cacheprovider -m slow -n $(WORKERS)
+	$(PYTEST) -m slow
 
 check: $(STAMP)
 	$(VENV)/bin/ruff check freezeview tests benchmarks examples scripts

@@ -5,8 +5,46 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 # Test helpers (`oracle`, `corpus`) are imported by name from this directory, whether or
 # not pytest puts it on sys.path itself (it does not once tests/ becomes a package).
 _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
+
+
+def _shared_work(item: pytest.Item) -> str | None:
+    """The work ``item`` shares with other tests, as an xdist group name (None: nothing).
+
+    - a module-scoped fixture (the bad-input batch, the fuzz regressions' batch, models
+      saved by a subprocess, the JSON documents): run on two workers, it runs twice;
+    - a corpus case (``case`` parameter): each process scripts a case once and copies
+      it for every later test (``tests/corpus/_case.py``), so one worker per case.
+    """
+    info = getattr(item, "_fixtureinfo", None)
+    if info is not None:
+        for name in info.names_closure:
+            if any(d.scope == "module" for d in info.name2fixturedefs.get(name, ())):
+                return f"{Path(item.nodeid.split('::')[0]).stem}.{name}"
+    callspec = getattr(item, "callspec", None)
+    case_type = getattr(sys.modules.get("corpus._case"), "Case", None)
+    case = callspec.params.get("case") if callspec is not None else None
+    if case_type is not None and isinstance(case, case_type):
+        return f"case-{case.name}"
+    return None
+
+
+# First: xdist's own hook reads the marks to name each test's group.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark tests that share expensive work with one xdist group per piece of work.
+
+    ``make test`` runs ``-n 2 --dist loadgroup``: each group runs on one worker, so the
+    work is done once per run instead of once per worker. Without ``--dist loadgroup``
+    the marks change nothing.
+    """
+    for item in items:
+        group = _shared_work(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
