@@ -181,7 +181,7 @@ real = model_facts.gather_facts
 
 def gather(*args, **kwargs):
     if os.getpid() != parent or {parent_sleeps}:
-        print("working", flush=True)
+        os.write(1, b"working\\n")  # one write: parent and child share the pipe
         time.sleep(60)
     return real(*args, **kwargs)
 
@@ -230,7 +230,7 @@ def test_ctrl_c_leaves_no_process_and_no_file(
         # Wait for the child to be forked and at work (and the parent too, if it sleeps).
         assert proc.stdout is not None
         for _ in range(2 if parent_sleeps else 1):
-            assert proc.stdout.readline().strip() == "working"
+            assert proc.stdout.readline() == "working\n"
         assert len(_group(proc.pid)) == 2, "the parent and its forked child"
         time.sleep(0.2)
         os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends Ctrl-C
