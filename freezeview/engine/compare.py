@@ -197,8 +197,8 @@ def compare(
     plan = plan or Plan.default()
     loaded = [as_loaded(m, eval_mode) for m in (old, new)]
     with collector_paused():
-        # torch's statuses first (the new model's by a forked child, on the second
-        # CPU); the new model's reasons only if a status changed.
+        # torch's statuses first (the new model's by a forked child when a CPU is
+        # idle); the new model's reasons only if a status changed.
         facts = list(gather_pair(loaded[0], loaded[1], plan, inputs))
         before = {v.path: v.status for v in facts[0].explanation.attributes}
         if any(before.get(v.path, v.status) != v.status for v in facts[1].explanation.attributes):
