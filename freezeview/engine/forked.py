@@ -13,7 +13,9 @@ where each one ends: the child never waits for the parent to read (a pipe alone 
 stop it at 64 KiB until the parent came by), and the parent reads each result whole.
 
 What is handed over must be pure Python: the child never calls into torch (whose thread
-pools and CUDA state do not survive a fork), never writes files and never prints. It
+pools and CUDA state do not survive a fork), never writes files and never prints. The
+one exception is :mod:`.compare_fork`, whose child freezes a model with torch set to a
+single intra-op thread first (its module docstring says why that is safe). It
 ignores Ctrl-C (the parent gets it too and stops the child), and it ends with
 ``os._exit`` so nothing of the parent (exit handlers, buffered output) runs twice.
 
@@ -80,7 +82,8 @@ class Forked(Generic[_T]):
 
     Args:
         work: a function of no arguments yielding picklable results. It must only read
-            what the parent built (it runs on a copy) and never call torch.
+            what the parent built (it runs on a copy) and never call torch (but see
+            :mod:`.compare_fork`, which sets torch to one thread before it does).
         enabled: False runs ``work`` in this process, as results are asked for. True
             forks when :func:`can_fork` says a second CPU is there; the caller vouches
             that no other thread of this process holds a lock ``work`` needs (a forked
