@@ -429,7 +429,7 @@ def _refusal(exc: Exception, model: str) -> str:
     # assert's boilerplate is the part that says something.
     first = _ASSERT_PREFIX_RE.sub("", lines[0] if lines else type(exc).__name__)[:300]
     try:
-        from .replay import torch_refusal
+        from .refusals import torch_refusal
 
         sentence = torch_refusal(str(exc), model)
     except Exception:

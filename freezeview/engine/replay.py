@@ -27,7 +27,7 @@ from .module_objects import (
     materializable,
 )
 from .mutation import GraphWriters, Writer
-from .refusals import refusal, torch_refusal
+from .refusals import refusal
 from .replay_graphs import (
     GraphContext,
     ReplayGraphs,
@@ -36,17 +36,7 @@ from .replay_graphs import (
     type_name,
 )
 
-# ModuleObject, ModuleView, is_object, join_path (module_objects.py) and torch_refusal
-# (refusals.py) stay importable from here for verdicts.py and pipeline_run.py.
-__all__ = [
-    "FreezeReplay",
-    "ModuleObject",
-    "ModuleView",
-    "WriteFact",
-    "is_object",
-    "join_path",
-    "torch_refusal",
-]
+__all__ = ["FreezeReplay", "WriteFact"]
 
 # ---------------------------------------------------------------------------------------
 # freeze_module.cpp's AttributePropagator, decision by decision.

@@ -34,17 +34,11 @@ from .collector import collector_paused
 from .errors import BadInputError, PlanError
 from .inventory import AttributeInfo, Inventory, build_inventory, raw_module
 from .loading import LoadedModel, check_eval, load_model
+from .module_objects import ModuleObject, ModuleView, is_object, join_path
 from .module_slots import attribute_paths
 from .mutation import Writer
-from .replay import (
-    FreezeReplay,
-    ModuleObject,
-    ModuleView,
-    WriteFact,
-    is_object,
-    join_path,
-    torch_refusal,
-)
+from .refusals import torch_refusal
+from .replay import FreezeReplay, WriteFact
 from .torch_outcome import TorchOutcome, torch_outcome, torch_statuses
 from .verdict_values import (
     REASON_CODES,
