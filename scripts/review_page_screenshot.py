@@ -1,8 +1,9 @@
-"""Take ``screenshots/review-page.png``: the review page of a ResNet-50 export, in use.
+"""Take the review page's pictures: ``screenshots/export-index.png`` and ``review-page.png``.
 
 Exports the ResNet-50-sized benchmark model with ``--per-step``, opens its ``index.html``
-in Debian's Chromium (Playwright, nothing downloaded), picks the conv -> batchnorm step,
-searches for a node kind and lets the page centre and describe the first match.
+in Debian's Chromium (Playwright, nothing downloaded), takes the page as it first opens
+(``export-index.png``), then picks the conv -> batchnorm step, searches for a node kind
+and lets the page centre and describe the first match (``review-page.png``).
 
     .venv/bin/python scripts/review_page_screenshot.py
 """
@@ -32,6 +33,10 @@ def main() -> int:
                 executable_path="/usr/bin/chromium",
                 args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
             )
+            first = browser.new_page(viewport={"width": 1400, "height": 1000})
+            first.goto(index.as_uri())
+            first.wait_for_selector("body[data-ready=true]")
+            first.screenshot(path=str(ROOT / "screenshots" / "export-index.png"))
             page = browser.new_page(viewport={"width": 1500, "height": 900})
             page.goto(index.as_uri())
             page.wait_for_selector("body[data-ready=true]")
@@ -44,7 +49,7 @@ def main() -> int:
             page.wait_for_timeout(300)
             page.screenshot(path=str(ROOT / "screenshots" / "review-page.png"))
             browser.close()
-    print("wrote screenshots/review-page.png")
+    print("wrote screenshots/export-index.png and screenshots/review-page.png")
     return 0
 
 

@@ -31,7 +31,6 @@ from freezeview.engine.render import GraphvizMissingError
 from freezeview.engine.render_plan import RenderOptions
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
-REPO = Path(__file__).resolve().parent.parent
 
 
 def check_svg(path: Path) -> None:
@@ -224,9 +223,6 @@ def test_index_renders_in_headless_chromium(tmp_path: Path) -> None:
         if "CONSOLE" in line or "Uncaught" in line or "ERR_FILE_NOT_FOUND" in line
     ]
     assert not page_errors, page_errors
-    target = REPO / "screenshots" / "export-index.png"
-    target.parent.mkdir(exist_ok=True)
-    shutil.copyfile(shot, target)
 
 
 @needs_dot
