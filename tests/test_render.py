@@ -5,6 +5,7 @@ Diffs come from graphs torch rewrites in this run; every SVG written is parsed.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import stat
@@ -64,6 +65,18 @@ def optimize_diff(make: Callable[[], torch.nn.Module]) -> GraphDiff:
     module = scripted(make())
     mid = snapshot_graph(torch._C._freeze_module(module._c)._get_method("forward").graph)
     return diff_snapshots(mid, snapshot_graph(torch.jit.freeze(module).forward.graph))
+
+
+@functools.cache
+def resnet_inlined() -> GraphSnapshot:
+    """ResNet-50's inlined graph, built once per process: snapshots are immutable values."""
+    return inlined(resnet50_scripted())
+
+
+@functools.cache
+def resnet_optimize_diff() -> GraphDiff:
+    """:func:`optimize_diff` of ResNet-50, built once per process (diffs are values too)."""
+    return optimize_diff(resnet50_scripted)
 
 
 def parse_svg(path: Path) -> ET.Element:
@@ -139,8 +152,9 @@ def test_diff_picture_colours_exactly_the_diff(tmp_path: Path, make: type[torch.
     assert coloured == expected
 
 
+@pytest.mark.xdist_group("render-resnet50")
 def test_collapsing_keeps_every_change_reachable() -> None:
-    d = optimize_diff(resnet50_scripted)
+    d = resnet_optimize_diff()
     assert len(levels(d.after)) >= 3
     for level in levels(d.after):
         view = build_view(d.after, level=level, diff=d)
@@ -249,9 +263,12 @@ def _fake_dot(tmp_path: Path, slow_above: int) -> str:
     return str(script)
 
 
+# slow: a real ResNet-50 picture and a real 2 s Graphviz timeout waited out.
+@pytest.mark.slow
+@pytest.mark.xdist_group("render-resnet50")
 @needs_dot
 def test_timeout_falls_back_to_a_coarser_level(tmp_path: Path) -> None:
-    snap = inlined(resnet50_scripted())
+    snap = resnet_inlined()
     full = len(build_view(snap, level=None).nodes)
     assert full > 300
     opts = RenderOptions(level=None, timeout=2.0, dot_command=_fake_dot(tmp_path, 60_000))
@@ -333,8 +350,9 @@ def test_scope_resolution_keeps_what_it_cannot_tell_apart() -> None:
     assert resolve_scope("nothing.here", stacked) == "nothing.here"
 
 
+@pytest.mark.xdist_group("render-resnet50")
 def test_diff_picture_opens_changed_boxes_within_the_budget() -> None:
-    d = optimize_diff(resnet50_scripted)
+    d = resnet_optimize_diff()
     opts = RenderOptions(budget=40)
     scopes = drawn_scopes(d.after) + drawn_scopes(d.before, ids=d.removed)
     level = auto_level(scopes, levels(d.after), opts)
@@ -357,9 +375,10 @@ def test_diff_picture_opens_changed_boxes_within_the_budget() -> None:
     assert len(view.nodes) <= count_at_level(scopes, level, (), split) + 2  # + input, return
 
 
+@pytest.mark.xdist_group("render-resnet50")
 @needs_dot
 def test_render_diff_reports_the_opened_boxes(tmp_path: Path) -> None:
-    d = optimize_diff(resnet50_scripted)
+    d = resnet_optimize_diff()
     opened = render_diff(d, tmp_path / "a.svg", options=RenderOptions(budget=40))
     plain = render_diff(d, tmp_path / "b.svg", options=RenderOptions(budget=40, open_changed=False))
     assert opened.split and not plain.split
@@ -382,9 +401,12 @@ def test_checks_freezing_decided_stay_in_their_module() -> None:
     assert drawn_root <= len(own)
 
 
+# slow: a real ResNet-50 picture and a real 2 s Graphviz timeout waited out.
+@pytest.mark.slow
+@pytest.mark.xdist_group("render-resnet50")
 @needs_dot
 def test_a_known_overrun_is_not_waited_out_twice(tmp_path: Path) -> None:
-    snap = inlined(resnet50_scripted())
+    snap = resnet_inlined()
     memo = Overruns()
     opts = RenderOptions(
         level=None, timeout=2.0, dot_command=_fake_dot(tmp_path, 60_000), overruns=memo
@@ -618,9 +640,10 @@ def _changed_splits_reference(
             opened.append(box)
 
 
+@pytest.mark.xdist_group("render-resnet50")
 @pytest.mark.parametrize("budget", [12, 40, 90, 300])
 def test_changed_splits_opens_what_counting_every_candidate_opens(budget: int) -> None:
-    d = optimize_diff(resnet50_scripted)
+    d = resnet_optimize_diff()
     scopes = drawn_scopes(d.after) + drawn_scopes(d.before, ids=d.removed)
     opts = RenderOptions(budget=budget)
     opened = 0

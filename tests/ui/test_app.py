@@ -87,8 +87,18 @@ def app_for(
     return FreezeviewApp(path, output_dir=tmp_path / "out", session=session, **kwargs)  # type: ignore[arg-type]
 
 
-async def test_opens_on_the_inlined_graph(small_pt: Path, tmp_path: Path) -> None:
-    app = app_for(small_pt, tmp_path, engine_process=True)
+# In-process in the fast set; the slow set also runs it on the real engine process
+# (tests/ui/test_remote_session.py checks in the fast set that it answers the same).
+ENGINE_PATHS = pytest.mark.parametrize(
+    "engine_process", [False, pytest.param(True, marks=pytest.mark.slow, id="engine-process")]
+)
+
+
+@ENGINE_PATHS
+async def test_opens_on_the_inlined_graph(
+    small_pt: Path, tmp_path: Path, engine_process: bool
+) -> None:
+    app = app_for(small_pt, tmp_path, engine_process=engine_process)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         screen = app.main_screen
@@ -247,8 +257,9 @@ async def test_g_renders_svg(small_pt: Path, tmp_path: Path) -> None:
         assert "rendered" in str(app.main_screen.query_one("#status").render())
 
 
-async def test_e_exports(small_pt: Path, tmp_path: Path) -> None:
-    app = app_for(small_pt, tmp_path, engine_process=True)
+@ENGINE_PATHS
+async def test_e_exports(small_pt: Path, tmp_path: Path, engine_process: bool) -> None:
+    app = app_for(small_pt, tmp_path, engine_process=engine_process)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await pilot.press("e")
