@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +11,23 @@ import pytest
 from textual.widgets import Input
 
 from .models import save_small
+
+
+@pytest.fixture(autouse=True)
+def no_thread_outlives_its_test() -> Iterator[None]:
+    """Wait for the threads a test started (the app's thread workers) before the next test.
+
+    An app run in-process leaves its thread workers to finish after ``run_test`` returns;
+    one still highlighting IR would call ``gc.freeze()`` in the middle of a later test on
+    the same worker (tests of the collector count frozen objects).
+    """
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + 30
+    for thread in set(threading.enumerate()) - before:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    left = [t.name for t in set(threading.enumerate()) - before if t.is_alive()]
+    assert not left, f"threads still running after the test: {left}"
 
 
 @pytest.fixture(autouse=True)
