@@ -100,7 +100,7 @@ class _VersionAction(argparse.Action):
         values: object,
         option_string: str | None = None,
     ) -> None:
-        parser._print_message(_version() + "\n", sys.stdout)
+        print(_version())
         parser.exit()
 
 

@@ -133,7 +133,7 @@ def _pop_to_mark(stack: list[object]) -> list[object]:
 
 
 def _scan(data: bytes, max_pickles: int) -> tuple[list[str], list[tuple[str, str, str, int]]]:
-    """Run a pickle's opcodes on a simulated stack; nothing is ever called or imported.
+    """What :func:`_scan_pickles` reads of ``data``, without whether it was whole.
 
     Returns:
         (globals as ``module.name``, storages as ``(key, storage type, device, numel)``);

@@ -180,11 +180,11 @@ def passes_json(registry: Mapping[str, PassInfo] | None = None) -> list[dict[str
 
 def passes_table(registry: Mapping[str, PassInfo] | None = None) -> Table:
     """The registry as a rich table (``freezeview passes``)."""
+    from rich.table import Table
+
     reg = REGISTRY if registry is None else registry
     default = set(default_passes(True, False, reg))
     inference = set(default_passes(True, True, reg)) - default
-    from rich.table import Table
-
     guard = " (+ a guard step: order not verified on this torch)" if needs_guard() else ""
     table = Table(
         title=f"frozen-graph passes on torch {torch.__version__}{guard}",
