@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .snapshot_values import GraphSnapshot, NodeSnapshot
 
-__all__ = ["DiffFacts", "GraphDiff", "NodeInfo", "diff_facts"]
+__all__ = ["DiffFacts", "GraphDiff", "NodeInfo", "diff_facts", "notable_kind_changes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,11 +125,7 @@ class GraphDiff:
         delta: Counter[str] = Counter()
         delta.update(kinds["added"])
         delta.subtract(kinds["removed"])
-        notable = [
-            f"{kind} {n:+d}"
-            for kind, n in sorted(delta.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
-            if n and kind != "prim::Constant"
-        ][:4]
+        notable = notable_kind_changes(delta)
         text = f"+{c['added']} added, -{c['removed']} removed, ~{c['changed']} changed"
         return f"{text} ({', '.join(notable)})" if notable else text
 
@@ -144,3 +140,14 @@ DiffFacts = tuple[
 def diff_facts(diff: GraphDiff) -> DiffFacts:
     """The findings of ``diff`` alone, for a forked helper to send back (forked.py)."""
     return (diff.matched, diff.added, diff.removed, diff.changed, diff.replaced)
+
+
+def notable_kind_changes(delta: Counter[str], most: int = 4) -> list[str]:
+    """The node kinds whose count moved most (``"aten::batch_norm -1"``), constants aside.
+
+    Args:
+        delta: node kind -> change in count (after minus before).
+        most: how many to name.
+    """
+    ranked = sorted(delta.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
+    return [f"{kind} {n:+d}" for kind, n in ranked if n and kind != "prim::Constant"][:most]

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from .diff_values import notable_kind_changes
 from .numerics import Numerics
 from .plan import Plan
 from .snapshot import GraphSnapshot, demangle, snapshot_graph
@@ -484,11 +485,7 @@ def _graph_counts(before: _LazyGraph | None, after: _LazyGraph) -> tuple[int, in
     delta.subtract(before.kinds())
     added = sum(n for n in delta.values() if n > 0)
     removed = -sum(n for n in delta.values() if n < 0)
-    notable = [
-        f"{kind} {n:+d}"
-        for kind, n in sorted(delta.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
-        if n and kind != "prim::Constant"
-    ][:4]
+    notable = notable_kind_changes(delta)
     text = f"+{added} added, -{removed} removed by node kind"
     return added, removed, 0, f"{text} ({', '.join(notable)})" if notable else text
 
