@@ -12,6 +12,11 @@ TORCH_PIN ?= torch==2.13.0
 # that share a module-scoped fixture or a corpus case on one worker (tests/conftest.py
 # marks them), so that work is done once per run rather than once per worker.
 WORKERS ?= 2
+# Python's bytecode cache (__pycache__, ignored by git) spares every test worker and
+# every freezeview process the tests start from compiling freezeview and the tests
+# again: pytest rewrites the asserts of each test module it imports, about 2 s a worker.
+# A machine that sets PYTHONDONTWRITEBYTECODE would pay that on every run.
+unexport PYTHONDONTWRITEBYTECODE
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup
 EXAMPLE := examples/example.pt
 

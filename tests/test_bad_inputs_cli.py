@@ -11,9 +11,10 @@ Two ways to run, same checks:
 * all pairs through ``bad_inputs/driver.py`` — one process per subcommand calling
   ``freezeview.cli.main`` (what the console script calls) per input, so the whole
   catalogue costs three torch imports;
-* a representative set through the real console script ``.venv/bin/freezeview``: each
-  stage of failure once, and the hostile inputs with every subcommand. The slow set
-  runs every other input once through the console script too.
+* a representative set through the real console script ``.venv/bin/freezeview``: the
+  hostile inputs, one input refused before torch loads the model and one after. The
+  slow set adds every other stage of failure, the hostile inputs with every subcommand,
+  and every other input once.
 
 A subcommand absent from ``freezeview --help`` is skipped with that reason.
 """
@@ -139,8 +140,9 @@ def test_bad_input_in_process(case: BadInput, command: str, batch: dict[str, tup
 # --------------------------------------------------------------------------- console script
 
 # Through the real script in the fast set: every hostile input (nothing may ever run
-# them) and one input per other stage of failure. The slow set adds the hostile inputs
-# with every other subcommand (the in-process batch runs every pair in the fast set).
+# them), one input refused before torch loads the model and one after. The slow set
+# runs the other stages of failure through the script too, and the hostile inputs with
+# every other subcommand (the in-process batch runs every pair in the fast set).
 _HOSTILE_EVERY_COMMAND = {
     (name, cmd) for name in ("hostile-pickle", "hostile-torchscript") for cmd in CLI_COMMANDS
 }
@@ -150,6 +152,8 @@ _REPRESENTATIVE = {
     ("hostile-torch-save", "explain"),
     ("missing-path", "explain"),
     ("training-mode", "freeze"),
+}
+_STAGES_SLOW = {
     ("unknown-preserve", "explain"),
     ("malformed-input-shape", "freeze"),
     ("output-exists", "export"),
@@ -159,9 +163,10 @@ _REPRESENTATIVE = {
 
 def _script_params(slow: bool) -> list[object]:
     """Console-script runs: the representative pairs (fast set), and — in the slow set —
-    the hostile inputs with their other subcommands and every other input once, with its
-    subcommand rotating over explain/freeze/export (the in-process batch already covers
-    every pair; this proves the real script agrees)."""
+    the other stages of failure with their own subcommand, the hostile inputs with their
+    other subcommands, and every other input once, with its subcommand rotating over
+    explain/freeze/export (the in-process batch already covers every pair; this proves
+    the real script agrees)."""
     params = []
     turn = 0
     for case in CATALOGUE:
@@ -171,7 +176,9 @@ def _script_params(slow: bool) -> list[object]:
         if not slow:
             params += [_param(case, c) for c in commands if (case.name, c) in _REPRESENTATIVE]
             continue
-        if any((case.name, c) in _REPRESENTATIVE for c in commands):
+        if any((case.name, c) in _STAGES_SLOW for c in commands):
+            chosen = [c for c in commands if (case.name, c) in _STAGES_SLOW]
+        elif any((case.name, c) in _REPRESENTATIVE for c in commands):
             chosen = [
                 c
                 for c in commands
@@ -229,8 +236,9 @@ def test_preserving_an_exported_method_is_fine(tmp_path: Path) -> None:
         pytest.skip("freezeview freeze is not in `freezeview --help` yet")
     model = save_tiny(tmp_path / "model.pt")
     out = tmp_path / "frozen.pt"
-    outcome = run_cli(["freeze", str(model), "--preserve", "describe", "-o", str(out)], timeout=120)
-    assert outcome.returncode == 0, outcome.describe()
+    from freezeview.cli import main
+
+    assert main(["freeze", str(model), "--preserve", "describe", "-o", str(out)]) == 0
     theirs = torch.jit.freeze(torch.jit.load(str(model)).eval(), preserved_attrs=["describe"])
     ours = torch.jit.load(str(out))
     assert hasattr(theirs, "describe")

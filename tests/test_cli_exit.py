@@ -68,7 +68,13 @@ def test_the_exit_code_of_a_failed_command_is_kept(tmp_path: Path) -> None:
     assert marks == ["handler"]
 
 
-@pytest.mark.parametrize("buffered", [True, False])
+@pytest.mark.parametrize(
+    "buffered",
+    [
+        pytest.param(True, id="buffered"),
+        pytest.param(False, marks=pytest.mark.slow, id="unbuffered"),
+    ],
+)
 def test_a_report_that_cannot_be_written_is_not_a_success(tmp_path: Path, buffered: bool) -> None:
     """A full disk behind `> report.json`: the buffered report fails at the last flush, an
     unbuffered one at its first write, in the middle of the command."""
@@ -94,6 +100,7 @@ def test_a_report_that_cannot_be_written_is_not_a_success(tmp_path: Path, buffer
     assert (out / "index.html").is_file()  # the files themselves were written
 
 
+@pytest.mark.slow
 def test_help_ends_the_usual_way(tmp_path: Path) -> None:
     done, marks = _run(tmp_path, "passes", "--help")
     assert done.returncode == 0 and "usage" in done.stdout

@@ -241,28 +241,35 @@ def test_table_rows_taken_as_steps_arrive(model: Path, tmp_path: Path, monkeypat
 def test_freeze_imports_only_what_it_needs(model: Path, tmp_path: Path) -> None:
     """``freeze`` loads no other subcommand's machinery, never textual, and rich only to
     draw its table."""
+    # One fresh interpreter: `--json` first (what it imports is all it needs), then the
+    # table, whose imports are what is new after it.
     probe = (
-        "import sys; from freezeview.cli import main; "
-        "code = main(sys.argv[1:]); "
-        "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich') "
-        "or m.startswith(('freezeview.cli.', 'freezeview.ui', 'freezeview.engine.export', "
-        "'freezeview.engine.render', 'freezeview.engine.check', 'freezeview.engine.compare'))))"
+        "import sys; from freezeview.cli import main\n"
+        "def seen(): return sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('textual', 'rich') or m.startswith(('freezeview.cli.', 'freezeview.ui', "
+        "'freezeview.engine.export', 'freezeview.engine.render', 'freezeview.engine.check', "
+        "'freezeview.engine.compare')))\n"
+        "args = sys.argv[1:]\n"
+        "print('probe:', main([*args, '--json']), seen())\n"
+        "print('probe:', main(args), seen())\n"
     )
     base = ["freeze", str(model), "-o", str(tmp_path / "out.pt"), "--force"]
+    lines = subprocess.run(
+        [sys.executable, "-c", probe, *base],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    ).stdout.splitlines()
+    probed = [line.removeprefix("probe: ") for line in lines if line.startswith("probe: ")]
+    assert len(probed) == 2, lines
     found = {}
-    for extra in ([], ["--json"]):
-        out = subprocess.run(
-            [sys.executable, "-c", probe, *base, *extra],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**os.environ, "PYTHONWARNINGS": "ignore"},
-        ).stdout.splitlines()[-1]
-        code, _, modules = out.partition(" ")
-        assert code == "0"
-        found[bool(extra)] = eval(modules)  # a printed list of module names
-    assert found[True] == ["freezeview.cli.freeze", "freezeview.cli.options"]
-    table_only = sorted(set(found[False]) - set(found[True]))
+    for table, line in zip((False, True), probed, strict=True):
+        code, _, modules = line.partition(" ")
+        assert code == "0", lines
+        found[table] = eval(modules)  # a printed list of module names
+    assert found[False] == ["freezeview.cli.freeze", "freezeview.cli.options"]
+    table_only = sorted(set(found[True]) - set(found[False]))
     assert table_only and all(m.split(".")[0] == "rich" for m in table_only)
 
 

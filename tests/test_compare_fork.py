@@ -207,7 +207,11 @@ def _group(pgid: int) -> list[int]:
 
 
 @needs_fork
-@pytest.mark.parametrize("parent_sleeps", [False, True], ids=["waiting", "working"])
+@pytest.mark.parametrize(
+    "parent_sleeps",
+    [False, pytest.param(True, marks=pytest.mark.slow, id="working")],
+    ids=["waiting", "working"],
+)
 def test_ctrl_c_leaves_no_process_and_no_file(
     paths: dict[str, Path], tmp_path: Path, parent_sleeps: bool
 ) -> None:

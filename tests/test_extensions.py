@@ -105,6 +105,9 @@ def test_freeze_and_export_take_the_flags(op_models: Path, tmp_path: Path) -> No
     assert (tmp_path / "x" / "index.html").is_file()
 
 
+# The console script's answer to each bad flag (the fast set checks the same sentences
+# in this process, below).
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("flag", "value", "words"),
     [
@@ -136,6 +139,21 @@ def test_load_library_hands_the_path_to_torch(
     monkeypatch.setattr(torch.ops, "load_library", loaded.append)
     extensions.load_extensions(libraries=[str(library)])
     assert loaded == [str(library)]
+
+
+def test_a_module_that_cannot_be_imported_is_one_sentence() -> None:
+    with pytest.raises(BadInputError) as caught:
+        extensions.load_extensions(imports=["no_such_module_here"])
+    sentence = str(caught.value)
+    assert "--import no_such_module_here" in sentence and "could not import" in sentence
+    assert "\n" not in sentence
+
+
+def test_a_missing_library_is_one_sentence(tmp_path: Path) -> None:
+    missing = tmp_path / "libops.so"
+    with pytest.raises(BadInputError) as caught:
+        extensions.load_extensions(libraries=[str(missing)])
+    assert str(missing) in str(caught.value) and "no such file" in str(caught.value)
 
 
 def test_a_library_torch_cannot_load_is_one_sentence(tmp_path: Path) -> None:

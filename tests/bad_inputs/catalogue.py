@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from made_once import made_once
 
 from .models import ContainerIndexNet, ReturnsSelf, TinyNet
 
@@ -128,19 +129,35 @@ def save_tiny(path: Path, *, training: bool = False) -> Path:
     return path
 
 
-@functools.cache
 def _tiny_bytes(training: bool) -> bytes:
-    # Made in a fresh interpreter: TorchScript renames a class (`___torch_mangle_N`) when
-    # another module of it was scripted differently earlier in the process, which would
-    # rename the archive's members (the fuzz regressions name them) with the test order.
-    script = (
-        "import io, sys, warnings; warnings.simplefilter('ignore'); "
-        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r}); "
-        "from bad_inputs.catalogue import tiny_bytes_here; "
-        f"sys.stdout.buffer.write(tiny_bytes_here({training!r}))"
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True)
-    return done.stdout
+    return _tiny_variants()[training]
+
+
+@functools.cache
+def _tiny_variants() -> dict[bool, bytes]:
+    """Both archives of :class:`TinyNet` (eval and training mode), made once per run.
+
+    Made in a fresh interpreter: TorchScript renames a class (``___torch_mangle_N``) when
+    another module of it was scripted differently earlier in the process, which would
+    rename the archive's members (the fuzz regressions name them) with the test order.
+    """
+    here = Path(__file__).resolve().parent
+
+    def make() -> dict[str, bytes]:
+        script = (
+            "import sys, warnings; warnings.simplefilter('ignore'); "
+            f"sys.path.insert(0, {str(here.parent)!r}); "
+            "from bad_inputs.catalogue import tiny_bytes_here; "
+            "ev = tiny_bytes_here(False); "
+            "sys.stdout.buffer.write(len(ev).to_bytes(8, 'big') + ev + tiny_bytes_here(True))"
+        )
+        made = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True)
+        size = int.from_bytes(made.stdout[:8], "big")
+        return {"eval": made.stdout[8 : 8 + size], "train": made.stdout[8 + size :]}
+
+    sources = [(here / name).read_bytes() for name in ("catalogue.py", "models.py")]
+    both = made_once("tiny", sources, make)
+    return {False: both["eval"], True: both["train"]}
 
 
 def tiny_bytes_here(training: bool) -> bytes:

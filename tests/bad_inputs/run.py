@@ -8,7 +8,9 @@ torch), a hang, a traceback, a multi-line or empty error.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import json
 import os
 import re
@@ -184,29 +186,30 @@ def interrupt_after(args: Sequence[str], delay: float) -> tuple[int, str]:
     return proc.returncode, err
 
 
+def _help_text(*argv: str) -> str:
+    """What ``freezeview ARGV... --help`` prints, asked of ``freezeview.cli.main`` here.
+
+    The console script calls the same function with the same parser; asking it in this
+    process (which has torch loaded already) spares a torch import per question.
+    """
+    from freezeview.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        main([*argv, "--help"])
+    return out.getvalue()
+
+
 @functools.cache
 def available_commands() -> frozenset[str]:
-    """The subcommands ``freezeview --help`` lists (empty if the script cannot start)."""
-    proc = subprocess.run(
-        [str(FREEZEVIEW), "--help"], capture_output=True, text=True, timeout=120, check=False
-    )
-    if proc.returncode != 0:
-        return frozenset()
-    names = re.findall(r"^\s{4}(\w+)\s", proc.stdout, re.M)
-    return frozenset(names)
+    """The subcommands ``freezeview --help`` lists."""
+    return frozenset(re.findall(r"^\s{4}(\w+)\s", _help_text(), re.M))
 
 
 @functools.cache
 def command_options(command: str) -> frozenset[str]:
     """The ``--options`` ``freezeview COMMAND --help`` offers."""
-    proc = subprocess.run(
-        [str(FREEZEVIEW), command, "--help"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    return frozenset(re.findall(r"(?<![\w-])(--[a-z][\w-]*)", proc.stdout))
+    return frozenset(re.findall(r"(?<![\w-])(--[a-z][\w-]*)", _help_text(command)))
 
 
 def dot_available() -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from made_once import made_once
 
 from ._case import Case
 
@@ -160,13 +161,17 @@ for name, data in out.items():
 
 @functools.cache
 def _archives() -> dict[str, bytes]:
-    """Each model's archive bytes, built once per test process."""
-    with tempfile.TemporaryDirectory(prefix="freezeview-foreign-") as folder:
-        source = Path(folder) / "their_models.py"
-        source.write_text(textwrap.dedent(_SOURCE))
-        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-        subprocess.run([sys.executable, str(source), folder], check=True, env=env)
-        return {path.stem: path.read_bytes() for path in Path(folder).glob("*.pt")}
+    """Each model's archive bytes, built once per test run (``made_once``)."""
+
+    def make() -> dict[str, bytes]:
+        with tempfile.TemporaryDirectory(prefix="freezeview-foreign-") as folder:
+            source = Path(folder) / "their_models.py"
+            source.write_text(textwrap.dedent(_SOURCE))
+            env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+            subprocess.run([sys.executable, str(source), folder], check=True, env=env)
+            return {path.stem: path.read_bytes() for path in Path(folder).glob("*.pt")}
+
+    return made_once("foreign", [_SOURCE], make)
 
 
 def _loaded(name: str) -> Callable[[], torch.jit.ScriptModule]:

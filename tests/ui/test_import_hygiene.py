@@ -33,17 +33,6 @@ def test_what_the_screen_receives_from_the_engine_process_is_torch_free() -> Non
     )
 
 
-def test_engine_never_imports_textual() -> None:
-    code = (
-        "import sys, freezeview.engine.pipeline, freezeview.engine.verdicts; "
-        "print('textual' in sys.modules)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
-    )
-    assert out.stdout.strip().splitlines()[-1] == "False"
-
-
 def test_the_main_screen_does_not_import_the_app() -> None:
     """ui/app.py imports ui/screens/main.py, never the other way round (ui/host.py)."""
     import ast

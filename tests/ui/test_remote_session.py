@@ -24,8 +24,18 @@ from freezeview.ui.remote_session import EngineError, RemoteSession
 from freezeview.ui.session import Session
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def remote(small_pt: Path) -> Iterator[RemoteSession]:
+    """One engine process for the tests that leave it working (each starts a torch
+    import); the tests that stop, crash or break an engine start their own."""
+    session = RemoteSession(small_pt)
+    yield session
+    session.close()
+
+
+@pytest.fixture
+def own_remote(small_pt: Path) -> Iterator[RemoteSession]:
+    """An engine process for one test, which kills it."""
     session = RemoteSession(small_pt)
     yield session
     session.close()
@@ -86,25 +96,24 @@ def test_render_names_snapshots_the_engine_already_has(
     assert remote.render_step(None, copy, tmp_path, "copy")[0].name == "copy.svg"
 
 
-def test_engine_errors_arrive_as_the_same_sentences(tmp_path: Path, small_pt: Path) -> None:
+def test_engine_errors_arrive_as_the_same_sentences(
+    remote: RemoteSession, tmp_path: Path, small_pt: Path
+) -> None:
     text = tmp_path / "notes.pt"
     text.write_text("not a model\n")
-    remote = RemoteSession(text)
+    unreadable = RemoteSession(text)
     try:
         with pytest.raises(BadInputError) as remote_error:
-            remote.open()
+            unreadable.open()
     finally:
-        remote.close()
+        unreadable.close()
     with pytest.raises(BadInputError) as local_error:
         Session(path=text).open()
     assert remote_error.value.message == local_error.value.message
 
-    remote = RemoteSession(small_pt)
-    try:
-        with pytest.raises(PlanError) as remote_plan:
-            remote.explain(["no_such_attribute"])
-    finally:
-        remote.close()
+    with pytest.raises(PlanError) as remote_plan:
+        remote.explain(["no_such_attribute"])
+    assert remote.explain([]), "the engine goes on after a plan error"
     with pytest.raises(PlanError) as local_plan:
         Session(path=small_pt).explain(["no_such_attribute"])
     assert remote_plan.value.message == local_plan.value.message
@@ -127,27 +136,31 @@ def test_a_cancelled_run_stops_and_the_session_goes_on(remote: RemoteSession) ->
     assert len(list(remote.run_steps([], passes))) == len(everything)
 
 
-@pytest.mark.parametrize("noticed", [False, True], ids=["at-once", "after-the-reader-saw-it"])
+@pytest.mark.parametrize(
+    "noticed",
+    [False, pytest.param(True, marks=pytest.mark.slow, id="after-the-reader-saw-it")],
+    ids=["at-once", "after-the-reader-saw-it"],
+)
 def test_a_crashed_engine_says_so_and_the_next_call_starts_a_new_one(
-    remote: RemoteSession, noticed: bool
+    own_remote: RemoteSession, noticed: bool
 ) -> None:
     """Whether the next call meets the dying process or comes after the reader saw it go
     (it died between calls), that call says why; the one after starts a new engine."""
     import time
 
-    remote.open()
-    first = remote.pid
+    own_remote.open()
+    first = own_remote.pid
     assert first is not None
     os.kill(first, signal.SIGKILL)
     for _ in range(200 if noticed else 0):
-        if remote._conn is None:
+        if own_remote._conn is None:
             break
         time.sleep(0.01)
-    assert remote._conn is None or not noticed
+    assert own_remote._conn is None or not noticed
     with pytest.raises(EngineError, match="killed by SIGKILL"):
-        remote.explain([])
-    views = remote.explain([])
-    assert views and remote.pid not in (None, first)
+        own_remote.explain([])
+    views = own_remote.explain([])
+    assert views and own_remote.pid not in (None, first)
 
 
 def test_close_returns_at_once_while_torch_is_busy(small_pt: Path) -> None:

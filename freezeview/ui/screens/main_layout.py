@@ -19,11 +19,12 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Label, Tab, Tabs
+from textual.widgets import Header, Input, Label, Tab, Tabs
 
 from ..views import AttrView, PassView, StepView
 from ..widgets.inspector import Inspector
 from ..widgets.ir_view import IRView
+from ..widgets.keys_footer import KeysFooter
 from ..widgets.model_tree import ModelTree
 from ..widgets.steps_bar import StepsBar
 
@@ -107,7 +108,7 @@ class MainLayout(Screen[None]):
                 yield Inspector(id="inspector")
         yield StepsBar(id="steps-bar")
         yield Label("", id="status")
-        yield Footer()
+        yield KeysFooter()
 
     # -- widgets -------------------------------------------------------------------
     @property
