@@ -20,6 +20,7 @@ from bad_inputs.catalogue import MARKER_NAME, app_catalogue
 pytest.importorskip("freezeview.ui", reason="the app (freezeview.ui) is not present")
 
 from freezeview.ui import FreezeviewApp
+from freezeview.ui.session import Session
 
 pytestmark = pytest.mark.asyncio
 
@@ -28,15 +29,29 @@ SIZE = (160, 48)
 # torch refuses to freeze. Every other input (hostile-torchscript, returns-self, ...) is
 # in the slow set; the CLI's fast set runs each through the real console script.
 FAST = {"hostile-pickle", "truncated", "training-mode"}
+# The app does its torch work in an engine process. These two fast ones give the screen
+# the in-process Session that process runs (the same sentences: tests/ui/
+# test_remote_session.py); the slow set opens them through the engine process too.
+IN_PROCESS = {"truncated", "training-mode"}
 
 
 def _params() -> list[object]:
-    return [
-        pytest.param(
-            name, build, message, id=name, marks=[] if name in FAST else [pytest.mark.slow]
+    params = []
+    for name, build, message in app_catalogue():
+        fast = name in FAST
+        if name in IN_PROCESS:
+            params.append(pytest.param(name, build, message, False, id=f"{name}-in-process"))
+        params.append(
+            pytest.param(
+                name,
+                build,
+                message,
+                True,
+                id=name,
+                marks=[pytest.mark.slow] if name in IN_PROCESS or not fast else [],
+            )
         )
-        for name, build, message in app_catalogue()
-    ]
+    return params
 
 
 async def _settle(pilot, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
@@ -62,13 +77,14 @@ def _status(app: FreezeviewApp) -> str:
     return str(app.main_screen.query_one("#status").render())
 
 
-@pytest.mark.parametrize(("name", "build", "message"), _params())
+@pytest.mark.parametrize(("name", "build", "message", "engine_process"), _params())
 async def test_app_shows_the_sentence_and_goes_on(
-    name: str, build: object, message: str, tmp_path: Path
+    name: str, build: object, message: str, engine_process: bool, tmp_path: Path
 ) -> None:
     model = build(tmp_path)  # type: ignore[operator]
     digest = hashlib.sha256(model.read_bytes()).hexdigest() if model.is_file() else None
-    app = FreezeviewApp(model, output_dir=tmp_path / "out")  # type: ignore[arg-type]
+    session = None if engine_process else Session(path=model)
+    app = FreezeviewApp(model, output_dir=tmp_path / "out", session=session)  # type: ignore[arg-type]
     async with app.run_test(size=SIZE) as pilot:
         await _settle(pilot)
         status = _status(app)

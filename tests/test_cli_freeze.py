@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -290,8 +291,58 @@ class _FreezeRecorder:
         return getattr(gc, name)
 
 
+@dataclass(frozen=True)
+class FreezeProcess:
+    """What ``freeze_as_a_process`` saw."""
+
+    code: int
+    frozen: int
+    ours: Path
+    theirs: Path
+
+
+@pytest.fixture(scope="module")
+def freeze_as_a_process(tmp_path_factory: pytest.TempPathFactory) -> FreezeProcess:
+    """``freezeview freeze`` as the console script runs it, in a fresh interpreter, and
+    ``torch.jit.save(torch.jit.freeze(m), OUT.pt)`` in another: the exit code, how many
+    objects the CLI's ``gc.freeze()`` moved out of the collector's way, and both folders."""
+    folder = tmp_path_factory.mktemp("freeze-process")
+    torch.manual_seed(0)
+    model = folder / "net.pt"
+    torch.jit.save(torch.jit.script(Net().eval()), str(model))
+    ours = folder / "ours" / "out.pt"
+    theirs = folder / "theirs" / "out.pt"
+    ours.parent.mkdir()
+    theirs.parent.mkdir()
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    # main() with argv from sys.argv, as the `freezeview` script and `python -m
+    # freezeview` call it; os._exit (its way out) reports the freeze count first.
+    probe = (
+        "import gc, os, sys; from freezeview.cli import main; real = os._exit; "
+        "os._exit = lambda code: (print(code, gc.get_freeze_count()), sys.stdout.flush(), "
+        "real(code)); sys.argv = ['freezeview', *sys.argv[1:]]; main()"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, "freeze", str(model), "-o", str(ours)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout.splitlines()[-1]
+    code, frozen = out.split()
+    plain = (
+        "import sys, torch; "
+        "torch.jit.save(torch.jit.freeze(torch.jit.load(sys.argv[1])), sys.argv[2])"
+    )
+    subprocess.run([sys.executable, "-c", plain, str(model), str(theirs)], check=True, env=env)
+    return FreezeProcess(int(code), int(frozen), ours, theirs)
+
+
 def test_freeze_as_a_process_spares_the_collector_the_imports(
-    model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    model: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    freeze_as_a_process: FreezeProcess,
 ) -> None:
     """Run as the console script, ``freeze`` moves what is imported by then out of the
     collector's way (gc.freeze); called in-process (tests, the API) it leaves gc alone."""
@@ -299,20 +350,8 @@ def test_freeze_as_a_process_spares_the_collector_the_imports(
     monkeypatch.setattr(cli_package, "gc", recorder)
     assert main(["freeze", str(model), "-o", str(tmp_path / "a.pt")]) == 0
     assert recorder.freezes == 0
-    probe = (
-        "import gc, os, sys; from freezeview.cli import main; real = os._exit; "
-        "os._exit = lambda code: (print(code, gc.get_freeze_count()), sys.stdout.flush(), "
-        "real(code)); sys.argv = ['freezeview', *sys.argv[1:]]; main()"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe, "freeze", str(model), "-o", str(tmp_path / "b.pt")],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    ).stdout.splitlines()[-1]
-    code, frozen = out.split()
-    assert code == "0" and int(frozen) > 100_000  # torch's objects, among others
+    assert freeze_as_a_process.code == 0
+    assert freeze_as_a_process.frozen > 100_000  # torch's objects, among others
 
 
 def test_version_is_read_when_asked(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -323,24 +362,9 @@ def test_version_is_read_when_asked(capsys) -> None:  # type: ignore[no-untyped-
     assert capsys.readouterr().out.startswith("freezeview ")
 
 
-def test_output_bytes_are_torchs_own(model: Path, tmp_path: Path) -> None:
+def test_output_bytes_are_torchs_own(freeze_as_a_process: FreezeProcess) -> None:
     """OUT.pt holds the bytes ``torch.jit.save(torch.jit.freeze(m), OUT.pt)`` writes in a
     fresh process (records named after OUT.pt, not after a temporary file)."""
-    ours = tmp_path / "ours" / "out.pt"
-    theirs = tmp_path / "theirs" / "out.pt"
-    ours.parent.mkdir()
-    theirs.parent.mkdir()
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    subprocess.run(
-        [sys.executable, "-m", "freezeview", "freeze", str(model), "-o", str(ours)],
-        check=True,
-        capture_output=True,
-        env=env,
-    )
-    plain = (
-        "import sys, torch; "
-        "torch.jit.save(torch.jit.freeze(torch.jit.load(sys.argv[1])), sys.argv[2])"
-    )
-    subprocess.run([sys.executable, "-c", plain, str(model), str(theirs)], check=True, env=env)
+    ours, theirs = freeze_as_a_process.ours, freeze_as_a_process.theirs
     assert ours.read_bytes() == theirs.read_bytes()
     assert sorted(p.name for p in ours.parent.iterdir()) == ["out.pt"]

@@ -340,6 +340,8 @@ async def test_every_binding_is_in_the_command_palette(small_pt: Path, tmp_path:
         assert {"n", "p", "r", "space", "t", "d", "g", "e", "slash", "question_mark"} <= footer_keys
 
 
+# The fast set quits while loading with keys pressed before: test_pressure.py.
+@pytest.mark.slow
 async def test_q_quits(small_pt: Path, tmp_path: Path) -> None:
     app = app_for(small_pt, tmp_path, engine_process=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -348,10 +350,11 @@ async def test_q_quits(small_pt: Path, tmp_path: Path) -> None:
     assert app.return_code == 0
 
 
-async def test_bad_file_shows_an_error_and_goes_on(tmp_path: Path) -> None:
+@ENGINE_PATHS
+async def test_bad_file_shows_an_error_and_goes_on(tmp_path: Path, engine_process: bool) -> None:
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"\x00not a model at all")
-    app = app_for(bad, tmp_path, engine_process=True)
+    app = app_for(bad, tmp_path, engine_process=engine_process)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         screen = app.main_screen

@@ -74,5 +74,5 @@ def test_error_state(snap_compare, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     is red, an error notification shows; footer keys remain."""
     monkeypatch.chdir(tmp_path)
     Path("broken.pt").write_bytes(b"this is not a TorchScript archive")
-    app = make_app(Path("broken.pt"), engine_process=True)
+    app = make_app(Path("broken.pt"))
     assert snap_compare(app, terminal_size=(160, 48), run_before=wait_ready)
