@@ -385,7 +385,7 @@ async def test_engine_error_during_steps_keeps_the_session(
         await pilot.press("r")
         await wait_ready(pilot)
         assert "the pass blew up on purpose" in str(screen.query_one("#status").render())
-        assert screen.has_class("-stepping") is False
+        assert screen.stepping is False
         assert good  # what it had before is still in the earlier objects
         await pilot.press("q")
 

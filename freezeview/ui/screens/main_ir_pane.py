@@ -93,7 +93,8 @@ class MainIRPane(MainLayout):
             self.model_tree.show(self.session.name if self.session else "model", self.views, value)
 
     def watch_stepping(self, value: bool) -> None:
-        self.set_class(value, "-stepping")
+        # No class on the screen for this: nothing styles it, and a screen class change
+        # restyles every widget (twice a run).
         self.update_titles()
 
     def watch_stale(self, value: bool) -> None:

@@ -152,7 +152,6 @@ class MainLayout(Screen[None]):
     def watch_loading_model(self, value: bool) -> None:
         # A static loading state rather than Textual's animated LoadingIndicator: the
         # animation would compete for the GIL with the worker importing torch.
-        self.set_class(value, "-loading")
         if value:
             self.ir.set_document(f"loading {self.fv_app.model_label} …\n", "text")
 
