@@ -135,39 +135,56 @@ class Expectations:
     patterns: tuple[tuple[str, str, int], ...] = field(default=(), repr=False)
 
 
-def _key_line(text: str, section: str, key: str) -> int:
-    current = ""
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        header = re.fullmatch(r"\[\s*([^\]]+?)\s*\]\s*(#.*)?", stripped)
-        if header:
-            current = header.group(1)
-            if current == section and not key:
-                return number
-        elif current == section and re.match(rf"[\"']?{re.escape(key)}[\"']?\s*=", stripped):
-            return number
-    return 0
+_HEADER = re.compile(r"\[\s*([^\]]+?)\s*\]\s*(#.*)?")
+_ASSIGNMENT = re.compile(r"[\"']?([\w.-]+)[\"']?\s*=")
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
 
 
-def _value_lines(text: str) -> dict[tuple[str, str, str], int]:
-    """``(section, key, quoted string) -> line`` for every string in the file, one pass.
+class _FileLines:
+    """Where each section, key and quoted string of an expectations file is.
 
-    A list may span lines; each pattern is reported at the line that holds it.
+    The text is read line by line once; every look-up after that scans the rows already
+    split (a written file lists hundreds of patterns, and rescanning it with regular
+    expressions for each key cost more than parsing the TOML).
     """
-    found: dict[tuple[str, str, str], int] = {}
-    section = key = ""
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        header = re.fullmatch(r"\[\s*([^\]]+?)\s*\]\s*(#.*)?", stripped)
-        if header:
-            section, key = header.group(1), ""
-            continue
-        assignment = re.match(r"[\"']?([\w.-]+)[\"']?\s*=", stripped)
-        if assignment:
-            key = assignment.group(1)
-        for value in re.findall(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'', stripped):
-            found.setdefault((section, key, value[0] or value[1]), number)
-    return found
+
+    def __init__(self, text: str) -> None:
+        # (line number, stripped line, section it is in, whether it is the header)
+        self.rows: list[tuple[int, str, str, bool]] = []
+        # (section, key, quoted string) -> line; a list may span lines, and each
+        # pattern is reported at the line that holds it.
+        self.values: dict[tuple[str, str, str], int] = {}
+        section = key = ""
+        for number, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            header = _HEADER.fullmatch(stripped) if stripped.startswith("[") else None
+            if header:
+                section, key = header.group(1), ""
+                self.rows.append((number, stripped, section, True))
+                continue
+            self.rows.append((number, stripped, section, False))
+            if "=" in stripped and (assignment := _ASSIGNMENT.match(stripped)):
+                key = assignment.group(1)
+            if '"' in stripped or "'" in stripped:
+                for value in _STRING.findall(stripped):
+                    self.values.setdefault((section, key, value[0] or value[1]), number)
+
+    def key_line(self, section: str, key: str) -> int:
+        """The line of ``key`` in ``[section]`` (of the section's header when ``key`` is
+        empty; ``section`` empty: a key before any header), 0 when it is not there."""
+        pattern: re.Pattern[str] | None = None
+        for number, stripped, current, is_header in self.rows:
+            if current != section:
+                continue
+            if is_header:
+                if not key:
+                    return number
+            elif key in stripped and "=" in stripped:
+                if pattern is None:
+                    pattern = re.compile(rf"[\"']?{re.escape(key)}[\"']?\s*=")
+                if pattern.match(stripped):
+                    return number
+        return 0
 
 
 def _fail(path: Path, line: int, message: str) -> ExpectationsError:
@@ -229,33 +246,33 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
         raise _fail(p, int(found.group(1)) if found else 0, f"not valid TOML: {message}.") from None
 
+    where = _FileLines(text)
     for section, body in doc.items():
         if section not in _SECTIONS:
             raise _fail(
                 p,
-                _key_line(text, section, "") or _key_line(text, "", section),
+                where.key_line(section, "") or where.key_line("", section),
                 f"unknown section [{section}]; known: {', '.join(_SECTIONS)}.",
             )
         if not isinstance(body, dict):
-            raise _fail(p, _key_line(text, "", section), f"{section} must be a [{section}] table.")
+            raise _fail(p, where.key_line("", section), f"{section} must be a [{section}] table.")
         allowed = _SECTIONS[section]
         for key in body:
             if section == "passes":
                 if key not in known_passes:
                     raise _fail(
                         p,
-                        _key_line(text, section, key),
+                        where.key_line(section, key),
                         f"unknown pass {key!r} in [passes] (see `freezeview passes`).",
                     )
             elif key not in allowed:
                 raise _fail(
                     p,
-                    _key_line(text, section, key),
+                    where.key_line(section, key),
                     f"unknown key {key!r} in [{section}]; known: {', '.join(allowed)}.",
                 )
 
-    def line(section: str, key: str) -> int:
-        return _key_line(text, section, key)
+    line = where.key_line
 
     plan = doc.get("plan", {})
     preserve = _strings(p, line("plan", "preserve"), "plan.preserve", plan.get("preserve", []))
@@ -266,11 +283,11 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
             if name not in known_passes:
                 raise _fail(
                     p,
-                    _value_lines(text).get(("plan", "passes", name), line("plan", "passes")),
+                    where.values.get(("plan", "passes", name), line("plan", "passes")),
                     f"unknown pass {name!r} in plan.passes (see `freezeview passes`).",
                 )
 
-    values = _value_lines(text)
+    values = where.values
     rules: list[Rule] = []
     patterns: list[tuple[str, str, int]] = []
     attributes = doc.get("attributes", {})
