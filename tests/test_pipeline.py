@@ -293,6 +293,52 @@ def test_fold_step_lists_folded_and_kept() -> None:
     assert kinds["prim::Constant"] > result.steps[0].snapshot.kinds()["prim::Constant"]  # type: ignore[union-attr]
 
 
+def _cleanup_note(module: torch.jit.ScriptModule, frozen: torch.jit.ScriptModule) -> str:
+    from freezeview.engine.module_slots import attribute_paths
+
+    before, after = attribute_paths(module._c), attribute_paths(frozen._c)
+    kept = [path for path, is_module in after.items() if not is_module]
+    removed = {path for path, is_module in before.items() if not is_module} - set(after)
+    return (
+        f"{len(kept)} attribute(s) kept on the frozen module; "
+        f"{len(removed)} attribute or submodule path(s) removed"
+    )
+
+
+def test_cleanup_note_lists_the_input_paths_only_when_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """check and compare never read the clean-up step's notes, so a run does not list
+    every path of the input module for them; a reader gets the same sentence."""
+    listed = _Counter(Pipeline._module_paths)
+    monkeypatch.setattr(Pipeline, "_module_paths", lambda self: listed(self))
+    module = StatefulNet.scripted()
+    pipe = Pipeline(module)
+    steps = pipe.run_all()
+    assert pipe.frozen_module is not None and listed.calls == 0
+    assert steps[2].name == "cleanup"
+    assert steps[2].notes[-1] == _cleanup_note(module, pipe.frozen_module)
+    assert listed.calls == 1
+
+
+def test_cleanup_note_survives_a_failed_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the counts cannot be read, the step's own note still leads the one saying so."""
+    import freezeview.engine.freeze_phase as freeze_phase
+
+    def broken(*args: object) -> object:
+        raise RuntimeError("no counts today")
+
+    monkeypatch.setattr(freeze_phase, "_counts", broken)
+    module = StatefulNet.scripted()
+    pipe = Pipeline(module)
+    cleanup = pipe.run_all()[2]
+    assert pipe.frozen_module is not None
+    assert cleanup.notes == (
+        _cleanup_note(module, pipe.frozen_module),
+        "could not count this step's changes: no counts today",
+    )
+
+
 def test_unchanged_steps_share_the_previous_snapshot() -> None:
     """A pass that did nothing costs no new snapshot and says why it did not fire."""
     result = freeze(DropoutNet.scripted())

@@ -508,11 +508,15 @@ def _counts(
     return added, removed, changed, notes
 
 
-def _details(compute: Callable[[], _Details], fallback: Sequence[str] = ()) -> _Once:
+def _details(
+    compute: Callable[[], _Details],
+    fallback: Sequence[str] | Callable[[], Sequence[str]] = (),
+) -> _Once:
     """A step's lazy counts and notes; a failure becomes a note, never an exception.
 
     They are computed when someone first reads them (the app's worker, the CLI's table),
-    long after the step ran: an error there must not break the reader.
+    long after the step ran: an error there must not break the reader. ``fallback`` (the
+    step's own notes, or how to word them) leads the note that says so.
     """
 
     def run() -> _Details:
@@ -520,7 +524,11 @@ def _details(compute: Callable[[], _Details], fallback: Sequence[str] = ()) -> _
             return compute()
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            return 0, 0, 0, (*fallback, f"could not count this step's changes: {first}")
+            try:
+                lead = tuple(fallback() if callable(fallback) else fallback)
+            except Exception:
+                lead = ()
+            return 0, 0, 0, (*lead, f"could not count this step's changes: {first}")
 
     return _Once(run)
 
