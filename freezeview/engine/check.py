@@ -1,9 +1,11 @@
 """``freezeview check``: does freezing still do what the expectations file says?
 
 Each :class:`~.expectations.Rule` is held against the facts of one stepwise run
-(:mod:`.model_facts`, statuses from torch's own freeze). A broken rule gives one
-:class:`Violation` per attribute (or one for a limit, a pass, the numerics): what was
-expected, what torch does, and freezeview's reason with its node, source line and text.
+(:mod:`.model_facts`, statuses from torch's own freeze, read by attribute path: while
+every rule holds, freezeview's module tree and reasons are not needed). A broken rule
+gives one :class:`Violation` per attribute (or one for a limit, a pass, the numerics):
+what was expected, what torch does, and freezeview's reason with its node, source line
+and text.
 ``--write-expect`` writes the model's current behaviour as a file to commit
 (:func:`expectations_text`).
 """
@@ -17,13 +19,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 from .collector import collector_paused
 from .expectations import Expectations, ExpectationsError, Rule, read_expectations
-from .model_facts import FreezeFacts, as_loaded, gather_facts
+from .model_facts import FreezeFacts, TorchFacts, as_loaded, torch_facts
 from .numerics import load_inputs, random_inputs
 from .passes import REGISTRY, default_passes
 from .pipeline import Plan
@@ -87,15 +89,31 @@ class RuleResult:
 
 @dataclass
 class CheckReport:
-    """What ``freezeview check`` found."""
+    """What ``freezeview check`` found.
+
+    Attributes:
+        model, expectations, torch_version: what was checked, against what, with which
+            torch.
+        results: one :class:`RuleResult` per rule, in file order.
+        torch_facts: torch's statuses by path, the kept bytes, the passes that fired:
+            what the rules were held against.
+        seconds: wall time of the whole check.
+        notes: what loading the model said.
+    """
 
     model: str
     expectations: str
     torch_version: str
     results: list[RuleResult]
-    facts: FreezeFacts
+    torch_facts: TorchFacts
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def facts(self) -> FreezeFacts:
+        """Every fact of the run, freezeview's module tree included (read on first use;
+        with freezeview's reasons when a rule is broken)."""
+        return self.torch_facts.facts()
 
     @property
     def violations(self) -> list[Violation]:
@@ -125,8 +143,8 @@ class CheckReport:
                 }
                 for r in self.results
             ],
-            "kept_tensor_bytes": self.facts.kept_bytes,
-            "passes_fired": self.facts.passes_fired,
+            "kept_tensor_bytes": self.torch_facts.kept_bytes,
+            "passes_fired": self.torch_facts.passes_fired,
             "seconds": round(self.seconds, 3),
         }
 
@@ -151,6 +169,19 @@ def _is_glob(pattern: str) -> bool:
     return any(c in pattern for c in "*?[")
 
 
+class _Status(Protocol):
+    """What a rule reads of a verdict (:class:`AttributeVerdict` or :class:`PathStatus`)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def reasons(self) -> Sequence[Reason]: ...
+
+
 class _PathIndex:
     """The verdicts by path, matched against many patterns without a quadratic scan.
 
@@ -158,7 +189,7 @@ class _PathIndex:
     literal patterns): those are dictionary look-ups; only wildcards scan the paths.
     """
 
-    def __init__(self, verdicts: Sequence[AttributeVerdict]) -> None:
+    def __init__(self, verdicts: Sequence[_Status]) -> None:
         self.verdicts = list(verdicts)
         self.by_path = {v.path: v for v in verdicts}
 
@@ -168,7 +199,7 @@ class _PathIndex:
         match = re.compile(fnmatch.translate(pattern)).match
         return any(match(v.path) for v in self.verdicts)
 
-    def matching(self, pattern: str) -> list[AttributeVerdict]:
+    def matching(self, pattern: str) -> list[_Status]:
         """Verdicts a rule's pattern reaches.
 
         A wildcard reaches attributes only: a submodule counts when named exactly (its
@@ -186,7 +217,7 @@ class _PathIndex:
         return lambda path: path in literal or any(m(path) for m in globs)
 
 
-def main_reason(verdict: AttributeVerdict) -> Reason | None:
+def main_reason(verdict: AttributeVerdict | _Status) -> Reason | None:
     """The reason that names a source line, else the first one."""
     located = [r for r in verdict.reasons if r.source]
     return located[0] if located else (verdict.reasons[0] if verdict.reasons else None)
@@ -196,7 +227,7 @@ def _why(reason: Reason | None) -> str:
     return f": {reason.one_line()}" if reason is not None else ""
 
 
-def _status_violation(verdict: AttributeVerdict, expected: str) -> Violation:
+def _status_violation(verdict: _Status, expected: str) -> Violation:
     reason = main_reason(verdict)
     return Violation(
         f"{verdict.path}: expected {expected}, torch {_DOES[verdict.status]}{_why(reason)}",
@@ -217,7 +248,7 @@ def _check_patterns(expectations: Expectations, index: _PathIndex, model: str) -
 
 
 def _rule_result(
-    rule: Rule, expectations: Expectations, facts: FreezeFacts, index: _PathIndex
+    rule: Rule, expectations: Expectations, facts: FreezeFacts | TorchFacts, index: _PathIndex
 ) -> RuleResult:
     verdicts = index.verdicts
     if rule.kind in ("inlined", "dropped"):
@@ -238,7 +269,7 @@ def _rule_result(
             return RuleResult(rule, (), 1)
         biggest = facts.kept_tensors[:3]
         named = ", ".join(f"{p} ({n:,} bytes)" for p, n in biggest)
-        verdict = facts.explanation.by_path(biggest[0][0]) if biggest else None
+        verdict = index.by_path.get(biggest[0][0]) if biggest else None
         reason = main_reason(verdict) if verdict else None
         message = (
             f"expected at most {rule.value:,} bytes of tensors kept as attributes, torch "
@@ -331,22 +362,29 @@ def check(model: Any, expectations: str | Path | Expectations) -> CheckReport:
     )
     loaded = as_loaded(model, expected.eval_mode)
     with collector_paused():
-        # torch's statuses decide every rule; freezeview's reasons are worked out only
-        # when a rule is broken, to say why.
-        facts = gather_facts(loaded, plan_of(expected), _inputs(expected), reasons=False)
-        index = _PathIndex(facts.explanation.attributes)
-        _check_patterns(expected, index, facts.model)
-        results = [_rule_result(rule, expected, facts, index) for rule in expected.rules]
-        if not all(r.ok for r in results) and not facts.has_reasons:
-            facts = facts.with_reasons()
+        # torch's statuses decide every rule. Read by path, they need neither
+        # freezeview's module tree nor its reasons: those are worked out only when a
+        # rule is broken, to say why (or when someone reads ``report.facts``).
+        run = torch_facts(loaded, plan_of(expected), _inputs(expected))
+        if run.statuses is not None:
+            index = _PathIndex(run.statuses)
+            _check_patterns(expected, index, run.model)
+            results = [_rule_result(rule, expected, run, index) for rule in expected.rules]
+        else:  # only freezeview's module tree can tell (a fork, an opaque object)
+            facts = run.facts()
+            index = _PathIndex(facts.explanation.attributes)
+            _check_patterns(expected, index, facts.model)
+            results = [_rule_result(rule, expected, facts, index) for rule in expected.rules]
+        if not all(r.ok for r in results):
+            facts = run.facts(reasons=True)
             index = _PathIndex(facts.explanation.attributes)
             results = [_rule_result(rule, expected, facts, index) for rule in expected.rules]
     return CheckReport(
-        model=facts.model,
+        model=run.model,
         expectations=str(expected.path),
         torch_version=torch.__version__,
         results=results,
-        facts=facts,
+        torch_facts=run,
         seconds=time.perf_counter() - start,
         notes=list(loaded.notes),
     )

@@ -11,12 +11,13 @@ torch's (:mod:`.torch_outcome`).
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -24,10 +25,18 @@ from .errors import PlanError
 from .loading import LoadedModel, check_eval, load_model
 from .numerics import Numerics
 from .pipeline import Pipeline, Plan
-from .torch_outcome import TorchOutcome
+from .torch_outcome import TorchOutcome, module_statuses
 from .verdicts import Explanation, explain, torch_statuses_only
 
-__all__ = ["FreezeFacts", "as_loaded", "gather_facts", "kept_tensor_bytes"]
+__all__ = [
+    "FreezeFacts",
+    "PathStatus",
+    "TorchFacts",
+    "as_loaded",
+    "gather_facts",
+    "kept_tensor_bytes",
+    "torch_facts",
+]
 
 
 @dataclass(frozen=True)
@@ -119,19 +128,24 @@ def kept_tensor_bytes(
     Returns:
         The total, and ``(path, bytes)`` per kept tensor, largest first.
     """
-    cmod = loaded.module._c
+    kept = [v.path for v in explanation.with_status("kept") if v.info.dtype is not None]
+    return _tensor_bytes(loaded.module._c, kept)
+
+
+def _tensor_bytes(
+    cmod: torch._C.ScriptModule, paths: Sequence[str]
+) -> tuple[int, tuple[tuple[str, int], ...]]:
+    """Bytes of the tensors at ``paths`` (others skipped), each storage counted once."""
     seen: set[int] = set()
     total = 0
     each: list[tuple[str, int]] = []
-    for verdict in explanation.with_status("kept"):
-        if verdict.info.dtype is None:
-            continue
-        tensor = _tensor_at(cmod, verdict.path)
+    for path in paths:
+        tensor = _tensor_at(cmod, path)
         if tensor is None:
             continue
         storage = tensor.untyped_storage()
         size = int(storage.nbytes())
-        each.append((verdict.path, size))
+        each.append((path, size))
         if storage.data_ptr() not in seen:
             seen.add(storage.data_ptr())
             total += size
@@ -155,6 +169,66 @@ def as_loaded(model: Any, eval_mode: bool = False) -> LoadedModel:
     if eval_mode and loaded.module.training:
         loaded.module.eval()
     return loaded
+
+
+class _Run(NamedTuple):
+    """What one finished run leaves for the facts (its pipeline and steps can go)."""
+
+    frozen: torch.jit.ScriptModule
+    passes_fired: dict[str, int]
+    numerics: Numerics | None
+    outcome: TorchOutcome | None
+
+
+def _run(loaded: LoadedModel, plan: Plan, inputs: Sequence[Any] | None) -> _Run:
+    """The stepwise freeze of ``loaded`` under ``plan``; PlanError if it does not finish."""
+    check_eval(loaded)
+    pipe = Pipeline(loaded, plan, inputs)
+    steps = pipe.run_all()
+    failed = next((s for s in steps if s.error), None)
+    if failed is not None or pipe.frozen_module is None:
+        error = failed.error if failed is not None else "the run stopped"
+        raise PlanError(f"step {failed.index if failed else '?'} failed: {error}")
+    fired: dict[str, int] = {}
+    for step in steps:
+        if step.kind != "freeze" and step.changed:
+            fired[step.name] = fired.get(step.name, 0) + 1
+    return _Run(
+        pipe.frozen_module,
+        fired,
+        steps[-1].numerics if inputs is not None else None,
+        pipe.torch_outcome(plan.preserved_attrs),
+    )
+
+
+def _facts_of_run(
+    loaded: LoadedModel, plan: Plan, run: _Run, reasons: bool, start: float
+) -> FreezeFacts:
+    """The :class:`FreezeFacts` of a finished run (explain's verdicts read now)."""
+    explanation = None
+    if not reasons and run.outcome is not None:
+        explanation = torch_statuses_only(loaded, plan.preserved_attrs, run.outcome)
+    if explanation is None:
+        explanation = explain(
+            loaded,
+            plan.preserved_attrs,
+            freeze_interfaces=plan.freeze_interfaces,
+            outcome=run.outcome,
+        )
+    total, each = kept_tensor_bytes(loaded, explanation)
+    return FreezeFacts(
+        model=explanation.model,
+        plan=plan,
+        explanation=explanation,
+        kept_bytes=total,
+        kept_tensors=each,
+        passes_fired=run.passes_fired,
+        node_kinds=_node_kinds(run.frozen),
+        numerics=run.numerics,
+        seconds=time.perf_counter() - start,
+        loaded=loaded,
+        outcome=run.outcome,
+    )
 
 
 def gather_facts(
@@ -181,36 +255,110 @@ def gather_facts(
         PlanError: torch cannot freeze the model as asked, or a step failed.
     """
     start = time.perf_counter()
-    check_eval(loaded)
-    pipe = Pipeline(loaded, plan, inputs)
-    steps = pipe.run_all()
-    failed = next((s for s in steps if s.error), None)
-    if failed is not None or pipe.frozen_module is None:
-        error = failed.error if failed is not None else "the run stopped"
-        raise PlanError(f"step {failed.index if failed else '?'} failed: {error}")
-    outcome = pipe.torch_outcome(plan.preserved_attrs)
-    explanation = None
-    if not reasons and outcome is not None:
-        explanation = torch_statuses_only(loaded, plan.preserved_attrs, outcome)
-    if explanation is None:
-        explanation = explain(
-            loaded, plan.preserved_attrs, freeze_interfaces=plan.freeze_interfaces, outcome=outcome
-        )
-    fired: dict[str, int] = {}
-    for step in steps:
-        if step.kind != "freeze" and step.changed:
-            fired[step.name] = fired.get(step.name, 0) + 1
-    total, each = kept_tensor_bytes(loaded, explanation)
-    return FreezeFacts(
-        model=explanation.model,
-        plan=plan,
-        explanation=explanation,
-        kept_bytes=total,
-        kept_tensors=each,
-        passes_fired=fired,
-        node_kinds=_node_kinds(pipe.frozen_module),
-        numerics=steps[-1].numerics if inputs is not None else None,
-        seconds=time.perf_counter() - start,
-        loaded=loaded,
-        outcome=outcome,
-    )
+    return _facts_of_run(loaded, plan, _run(loaded, plan, inputs), reasons, start)
+
+
+@dataclass(frozen=True)
+class PathStatus:
+    """torch's status for one attribute path, without freezeview's module tree.
+
+    Attributes:
+        path: the dotted path from the root.
+        kind: ``submodule`` or ``attribute`` (parameters and buffers too: telling them
+            apart takes the module tree).
+        status: ``inlined``, ``kept`` or ``dropped`` (torch's).
+        reasons: always empty (freezeview's reasons take the module tree).
+    """
+
+    path: str
+    kind: str
+    status: str
+    reasons: tuple[Any, ...] = ()
+
+
+class TorchFacts:
+    """What torch did to one model under one plan, by attribute path.
+
+    Everything a check's rules are held against when they all hold: torch's status per
+    path, the bytes of tensors kept, the passes that fired and the numerics, read off
+    the run and one listing of the module's attribute paths. The module tree
+    (:func:`~.inventory.build_inventory`: types, values, readers of every attribute) and
+    freezeview's reasons are read only when someone asks for :meth:`facts`, which gives
+    the :class:`FreezeFacts` :func:`gather_facts` gives for the same run.
+
+    Attributes:
+        model: how to name the model (its file).
+        plan: the plan that was run.
+        statuses: one :class:`PathStatus` per attribute path (submodules too), or None
+            when only the module tree can tell (:func:`.torch_outcome.module_statuses`).
+        kept_bytes, kept_tensors, passes_fired, numerics: as in :class:`FreezeFacts`
+            (the kept bytes from :meth:`facts` when ``statuses`` is None).
+        seconds: wall time of the run and the reading of the statuses.
+    """
+
+    def __init__(self, loaded: LoadedModel, plan: Plan, run: _Run, start: float) -> None:
+        self.model = str(loaded.path) if loaded.path else loaded.name
+        self.plan = plan
+        self.passes_fired = run.passes_fired
+        self.numerics = run.numerics
+        self.statuses: tuple[PathStatus, ...] | None = None
+        self._kept: tuple[int, tuple[tuple[str, int], ...]] | None = None
+        self._loaded = loaded
+        self._run = run
+        self._facts: FreezeFacts | None = None
+        self._lock = threading.Lock()
+        cmod = loaded.module._c
+        found = module_statuses(run.outcome, cmod) if run.outcome is not None else None
+        if found is not None:
+            statuses, submodules = found
+            self.statuses = tuple(
+                PathStatus(p, "submodule" if p in submodules else "attribute", s)
+                for p, s in statuses.items()
+            )
+            kept = [p for p, s in statuses.items() if s == "kept" and p not in submodules]
+            self._kept = _tensor_bytes(cmod, kept)
+        self.seconds = time.perf_counter() - start
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of tensors torch keeps as module attributes (a storage counted once)."""
+        return self._kept[0] if self._kept is not None else self.facts().kept_bytes
+
+    @property
+    def kept_tensors(self) -> tuple[tuple[str, int], ...]:
+        """``(path, bytes)`` of each kept tensor, largest first."""
+        return self._kept[1] if self._kept is not None else self.facts().kept_tensors
+
+    def facts(self, reasons: bool = False) -> FreezeFacts:
+        """The run's :class:`FreezeFacts` (built on the first call), with reasons if asked.
+
+        Args:
+            reasons: work out freezeview's reasons for every attribute too.
+        """
+        with self._lock:
+            if self._facts is None:
+                # Its ``seconds``: the run's, and the time taken now (not the time between).
+                start = time.perf_counter() - self.seconds
+                self._facts = _facts_of_run(self._loaded, self.plan, self._run, reasons, start)
+            elif reasons:
+                self._facts = self._facts.with_reasons()
+            return self._facts
+
+
+def torch_facts(loaded: LoadedModel, plan: Plan, inputs: Sequence[Any] | None = None) -> TorchFacts:
+    """Freeze ``loaded`` step by step under ``plan`` and read torch's statuses by path.
+
+    Args:
+        loaded: the model (never modified).
+        plan: what to preserve and which passes run.
+        inputs: sample inputs for the numerics, or None.
+
+    Returns:
+        The :class:`TorchFacts`; its :meth:`~TorchFacts.facts` are what
+        :func:`gather_facts` returns.
+
+    Raises:
+        PlanError: torch cannot freeze the model as asked, or a step failed.
+    """
+    start = time.perf_counter()
+    return TorchFacts(loaded, plan, _run(loaded, plan, inputs), start)

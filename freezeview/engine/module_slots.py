@@ -21,6 +21,7 @@ import torch
 __all__ = [
     "OpaqueObject",
     "attribute_paths",
+    "attribute_values",
     "module_iterators",
 ]
 
@@ -116,6 +117,26 @@ def module_iterators(cmod: torch._C.ScriptModule) -> dict[str, list[tuple[str, A
     }
 
 
+def attribute_values(cmod: torch._C.ScriptModule) -> list[tuple[str, Any]] | None:
+    """Every attribute path under ``cmod`` with its value, from one torch call.
+
+    Args:
+        cmod: a C++ module (``module._c``).
+
+    Returns:
+        ``[(path, value), ...]`` depth first in declaration order (a submodule's own
+        attributes right after it; a shared submodule under each of its names), or None
+        when torch cannot convert every value to Python (read slot by slot instead).
+    """
+    try:
+        named: list[tuple[str, Any]] = torch._C._jit_debug_module_iterators(cmod)[
+            "named_attributes_r"
+        ]
+    except RuntimeError:
+        return None
+    return named
+
+
 def attribute_paths(cmod: torch._C.ScriptModule) -> dict[str, bool]:
     """Every attribute path under ``cmod``, mapped to whether it is a submodule.
 
@@ -126,10 +147,7 @@ def attribute_paths(cmod: torch._C.ScriptModule) -> dict[str, bool]:
         ``{"conv": True, "conv.weight": False, "training": False, ...}`` in the order
         torch lists them (a shared submodule under each of its names).
     """
-    try:
-        named = torch._C._jit_debug_module_iterators(cmod)["named_attributes_r"]
-    except RuntimeError:
-        named = None
+    named = attribute_values(cmod)
     if named is not None:
         return {path: isinstance(value, torch._C.ScriptModule) for path, value in named}
     paths: dict[str, bool] = {}

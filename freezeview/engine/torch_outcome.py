@@ -31,9 +31,15 @@ from typing import Any
 
 import torch
 
-from .module_slots import attribute_paths
+from .module_slots import attribute_paths, attribute_values
 
-__all__ = ["TorchOutcome", "capture_stderr_fd", "torch_outcome", "torch_statuses"]
+__all__ = [
+    "TorchOutcome",
+    "capture_stderr_fd",
+    "module_statuses",
+    "torch_outcome",
+    "torch_statuses",
+]
 
 # The GRAPH_UPDATE line AttributePropagator writes for each folded prim::GetAttr; the
 # constant is named "self." + the GetAttr chain from the graph's module.
@@ -175,3 +181,48 @@ def torch_statuses(
         else:
             statuses[path] = "dropped"
     return statuses
+
+
+def module_statuses(
+    outcome: TorchOutcome, cmod: torch._C.ScriptModule
+) -> tuple[dict[str, str], frozenset[str]] | None:
+    """torch's status for every attribute path of ``cmod``, from one listing by torch.
+
+    The statuses :func:`torch_statuses` gives with explain's module view, without that
+    view: torch lists every attribute path with its value in one call, and a submodule
+    shared under several names is named by the first of them (the order of that listing
+    is the module view's depth-first declaration order).
+
+    Args:
+        outcome: what torch's freeze of ``cmod`` did.
+        cmod: the C++ module that was frozen.
+
+    Returns:
+        ``({path: status}, submodule paths)``, or None when the answer needs the module
+        view: torch cannot list the attributes in one call (a TorchScript class object
+        whose Python class is not importable here), or its log names a constant relative
+        to a ``torch.jit.fork`` body.
+    """
+    named = attribute_values(cmod)
+    if named is None:
+        return None
+    paths = {path: isinstance(value, torch._C.ScriptModule) for path, value in named}
+    if any(name not in paths for name in outcome.folded):
+        return None
+    canonical: dict[str, str] = {}
+    seen: dict[str, list[tuple[torch._C.ScriptModule, str]]] = {}
+    for path, value in named:
+        if not isinstance(value, torch._C.ScriptModule):
+            continue
+        # As the module view tells modules apart: by type name, then the C++ object.
+        same_type = seen.setdefault(value._type().qualified_name(), [])
+        first = next((name for known, name in same_type if known == value), None)
+        if first is None:
+            same_type.append((value, path))
+        canonical[path] = first or path
+    for path, is_module in paths.items():
+        if not is_module:
+            owner, _, name = path.rpartition(".")
+            canonical[path] = f"{canonical[owner]}.{name}" if owner else name
+    submodules = frozenset(path for path, is_module in paths.items() if is_module)
+    return torch_statuses(outcome, paths, canonical), submodules
