@@ -41,3 +41,50 @@ def test_kept_bytes_count_a_shared_storage_once() -> None:
     frozen = torch.jit.freeze(torch.jit.script(Tied().eval()))
     assert kept == {p for p in ("whole", "part") if frozen._c.hasattr(p)} == {"whole", "part"}
     assert facts.kept_bytes == 8 * 4  # one float32 storage of 8 elements
+
+
+def test_a_kept_sparse_buffer_counts_its_indices_and_values(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A sparse tensor has no storage (torch keeps it as an attribute): its bytes are
+    those of its index and value tensors, and check and compare report them."""
+    from freezeview.engine.check import check, expectations_text
+    from freezeview.engine.compare import compare
+
+    module = case_by_name("sparse_buffer").build()
+    facts = gather_facts(LoadedModel.from_module(module), Plan.default())
+    frozen = torch.jit.freeze(case_by_name("sparse_buffer").build())
+    sparse = frozen._c.getattr("adjacency")
+    assert sparse.layout == torch.sparse_coo  # torch kept it
+    expected = sparse._indices().nbytes + sparse._values().nbytes
+    assert dict(facts.kept_tensors)["adjacency"] == expected
+    assert facts.kept_bytes == expected
+
+    path = tmp_path / "sparse.pt"
+    torch.jit.save(module, str(path))
+    rules = tmp_path / "sparse.toml"
+    rules.write_text(expectations_text(facts))
+    assert check(path, rules).ok
+    assert compare(path, path).to_json()["kept_tensor_bytes"] == {"old": expected, "new": expected}
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.eye(5).to_sparse_csr(),
+        lambda: torch.eye(5).to_sparse_csc(),
+        lambda: torch.ones(3, 4).to_mkldnn(),
+    ],
+    ids=["csr", "csc", "mkldnn"],
+)
+def test_tensors_without_their_own_storage_count_what_they_hold(make) -> None:  # type: ignore[no-untyped-def]
+    from freezeview.engine.model_facts import _storages
+
+    tensor = make()
+    size = sum(n for _key, n in _storages(tensor))
+    if tensor.layout == torch.sparse_csr:
+        parts = (tensor.crow_indices(), tensor.col_indices(), tensor.values())
+    elif tensor.layout == torch.sparse_csc:
+        parts = (tensor.ccol_indices(), tensor.row_indices(), tensor.values())
+    else:  # no storage at all: the bytes of its elements
+        assert size == tensor.numel() * tensor.element_size()
+        return
+    assert size == sum(p.untyped_storage().nbytes() for p in parts)

@@ -136,21 +136,48 @@ def _tensor_bytes(
     cmod: torch._C.ScriptModule, paths: Sequence[str]
 ) -> tuple[int, tuple[tuple[str, int], ...]]:
     """Bytes of the tensors at ``paths`` (others skipped), each storage counted once."""
-    seen: set[int] = set()
+    seen: set[object] = set()
     total = 0
     each: list[tuple[str, int]] = []
     for path in paths:
         tensor = _tensor_at(cmod, path)
         if tensor is None:
             continue
-        storage = tensor.untyped_storage()
-        size = int(storage.nbytes())
-        each.append((path, size))
-        if storage.data_ptr() not in seen:
-            seen.add(storage.data_ptr())
-            total += size
+        parts = _storages(tensor)
+        each.append((path, sum(size for _key, size in parts)))
+        for key, size in parts:
+            if key not in seen:
+                seen.add(key)
+                total += size
     each.sort(key=lambda item: (-item[1], item[0]))
     return total, tuple(each)
+
+
+_SPARSE_PARTS = {
+    torch.sparse_coo: ("_indices", "_values"),
+    torch.sparse_csr: ("crow_indices", "col_indices", "values"),
+    torch.sparse_bsr: ("crow_indices", "col_indices", "values"),
+    torch.sparse_csc: ("ccol_indices", "row_indices", "values"),
+    torch.sparse_bsc: ("ccol_indices", "row_indices", "values"),
+}
+
+
+def _storages(tensor: torch.Tensor) -> list[tuple[object, int]]:
+    """``(key, bytes)`` of the memory a tensor holds; one key per storage it shares.
+
+    A sparse tensor has no storage of its own: its bytes are those of its index and value
+    tensors. A tensor with no storage at all (MKLDNN) counts its elements' bytes.
+    """
+    parts = _SPARSE_PARTS.get(tensor.layout)
+    if parts is not None:
+        return [key for part in parts for key in _storages(getattr(tensor, part)())]
+    try:
+        storage = tensor.untyped_storage()
+    except (NotImplementedError, RuntimeError):
+        return [(("tensor", id(tensor)), tensor.numel() * tensor.element_size())]
+    pointer = storage.data_ptr()
+    key: object = ("storage", tensor.device.type, pointer) if pointer else ("tensor", id(tensor))
+    return [(key, int(storage.nbytes()))]
 
 
 def as_loaded(model: Any, eval_mode: bool = False) -> LoadedModel:
