@@ -209,8 +209,7 @@ def _group(pgid: int) -> list[int]:
 @needs_fork
 @pytest.mark.parametrize(
     "parent_sleeps",
-    [False, pytest.param(True, marks=pytest.mark.slow, id="working")],
-    ids=["waiting", "working"],
+    [pytest.param(False, id="waiting"), pytest.param(True, marks=pytest.mark.slow, id="working")],
 )
 def test_ctrl_c_leaves_no_process_and_no_file(
     paths: dict[str, Path], tmp_path: Path, parent_sleeps: bool
