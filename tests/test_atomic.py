@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,13 @@ def test_save_module_round_trip(tmp_path: Path) -> None:
     x = torch.randn(1, 3, 8, 8)
     torch.testing.assert_close(torch.jit.load(str(out))(x), module(x))
     assert _leftovers(tmp_path) == []
+    # The records are named after copy.pt, as a plain torch.jit.save names them.
+    plain = tmp_path / "plain" / "copy.pt"
+    plain.parent.mkdir()
+    torch.jit.save(module, str(plain))
+    with zipfile.ZipFile(out) as ours, zipfile.ZipFile(plain) as theirs:
+        assert ours.namelist() == theirs.namelist()
+        assert ours.namelist()[0].startswith("copy/")
 
 
 def test_save_module_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -330,8 +330,10 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
 def save_module(module: object, path: str | os.PathLike[str]) -> Path:
     """Atomically ``torch.jit.save`` a ScriptModule to ``path``.
 
-    torch reports write failures (full disk, vanished directory) as RuntimeError from
-    its C++ writer; here they become an :class:`OutputError` naming ``path``.
+    The archive's records are named after ``path`` (not after a temporary file), so the
+    bytes are those a plain ``torch.jit.save`` to ``path`` writes. torch reports write
+    failures (full disk, vanished directory) as RuntimeError from its C++ writer; here
+    they become an :class:`OutputError` naming ``path``.
 
     Args:
         module: a ``torch.jit.ScriptModule``.
@@ -346,7 +348,7 @@ def save_module(module: object, path: str | os.PathLike[str]) -> Path:
     import torch  # imported here so that writing text outputs never needs torch
 
     target = Path(path)
-    with atomic_path(target) as tmp:
+    with atomic_path(target, same_name=True) as tmp:
         try:
             torch.jit.save(module, str(tmp))
         except RuntimeError as exc:
