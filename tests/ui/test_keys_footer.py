@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.widgets._footer import FooterKey
 
 from freezeview.ui.widgets.keys_footer import KeysFooter
 
@@ -16,8 +15,9 @@ pytestmark = pytest.mark.asyncio
 
 
 def shown(footer: KeysFooter) -> list[tuple[str, str]]:
-    """(key, description) of every key the footer draws, in order."""
-    return [(key.key, key.description) for key in footer.query(FooterKey)]
+    """(key, description) of every key the footer draws, in order (Textual's FooterKey
+    widgets, selected by their type name: the class is not exported)."""
+    return [(key.key, key.description) for key in footer.query("FooterKey")]  # type: ignore[attr-defined]
 
 
 async def test_focus_moves_keep_the_footer_and_new_keys_rebuild_it(
