@@ -42,7 +42,7 @@ import tempfile
 import threading
 import traceback
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -251,7 +251,7 @@ class RemoteSession:
 
     def _answers(
         self, rid: int, call: _Call, cancel: threading.Event | None = None
-    ) -> Iterator[Any]:
+    ) -> Generator[Any, None, Any]:
         """Values the call streams; its final value is the generator's return value."""
         done = False
         try:
