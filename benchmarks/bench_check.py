@@ -13,7 +13,7 @@ artefact. compare gets two copies of the model, loaded apart, as the command lin
 loads OLD.pt and NEW.pt. Medians of several runs; the ratios are what to quote.
 
 Each run reports wall time and CPU time (the process and any child: compare may fork a
-helper for the second model, ``freezeview.engine.compare_fork``). On a machine shared
+helper for the second model, ``freezeview.engine.ci.compare_fork``). On a machine shared
 with other work the wall ratios follow the neighbours' load; the CPU ratios do not.
 ``--fork 0`` / ``--fork 1`` set ``FREEZEVIEW_COMPARE_FORK`` for the measured processes
 (default: compare decides by the load).
@@ -52,8 +52,8 @@ def _one(kind: str, model: str, expect: str) -> None:
     import torch
 
     from freezeview.engine import explain, load_model
-    from freezeview.engine.check import check
-    from freezeview.engine.compare import compare
+    from freezeview.engine.ci.check import check
+    from freezeview.engine.ci.compare import compare
 
     torch.set_num_threads(1)
     loaded = load_model(model)
@@ -74,9 +74,9 @@ def _prepare(name: str, folder: Path) -> tuple[Path, Path]:
 
     from benchmarks.models import MODELS
     from freezeview.engine import load_model
-    from freezeview.engine.check import check, expectations_text
-    from freezeview.engine.model_facts import gather_facts
-    from freezeview.engine.pipeline import Plan
+    from freezeview.engine.ci.check import check, expectations_text
+    from freezeview.engine.ci.model_facts import gather_facts
+    from freezeview.engine.freeze.pipeline import Plan
 
     path = folder / f"{name}.pt"
     torch.jit.save(MODELS[name][0](), str(path))

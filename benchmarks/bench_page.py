@@ -45,7 +45,7 @@ _ZOOM = """async () => {
 
 def _export(name: str, folder: Path) -> Path:
     from benchmarks.models import MODELS
-    from freezeview.engine.export import export
+    from freezeview.engine.output.export import export
 
     return export(MODELS[name][0](), folder / name, per_step=True).index
 

@@ -4,7 +4,7 @@ Two large scripted models from ``benchmarks/models.py`` -- ``resnet50()`` (a
 torchvision-style ResNet-50, bottleneck blocks [3, 4, 6, 3]) and
 ``transformer_encoder()`` (a 12-layer ``nn.TransformerEncoder``) -- are frozen side by
 side in one run: by
-``torch.jit.freeze`` and by ``freezeview.engine.pipeline.Pipeline(...).run_all()``
+``torch.jit.freeze`` and by ``freezeview.engine.freeze.pipeline.Pipeline(...).run_all()``
 (every step snapshotted and diffed, as the app and ``freezeview freeze`` do).
 
 Three columns per model: ``torch`` (``torch.jit.freeze``), ``freezeview`` (a full
@@ -75,7 +75,7 @@ def child(name: str, mode: str, threads: int) -> None:
     module = build(name)
     if mode != "torch":
         # Imported untimed (as torch is), but its memory counts in freezeview's peak.
-        from freezeview.engine.pipeline import Pipeline
+        from freezeview.engine.freeze.pipeline import Pipeline
 
     rss_before = _rss_kb()
     start = time.perf_counter()

@@ -49,21 +49,21 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.models import MODELS, DenseNetLike, resnet50, transformer_encoder
-from freezeview.engine.box_ceiling import box_ceiling
-from freezeview.engine.diff import diff_snapshots
-from freezeview.engine.export import export
-from freezeview.engine.render import (
+from freezeview.engine.diff.diff import diff_snapshots
+from freezeview.engine.draw.box_ceiling import box_ceiling
+from freezeview.engine.draw.render import (
     DotTimeoutError,
     RenderResult,
     render_diff,
     render_snapshot,
     run_dot,
 )
-from freezeview.engine.render_dot import GraphAttrs
-from freezeview.engine.render_pictures import snapshot_picture
-from freezeview.engine.render_plan import RenderOptions
-from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
-from freezeview.engine.view_scopes import module_paths
+from freezeview.engine.draw.render_dot import GraphAttrs
+from freezeview.engine.draw.render_pictures import snapshot_picture
+from freezeview.engine.draw.render_plan import RenderOptions
+from freezeview.engine.draw.view_scopes import module_paths
+from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
+from freezeview.engine.output.export import export
 
 
 @dataclass
@@ -115,7 +115,7 @@ def bench_export(
       of each step: freezeview's diffs and explain, so freezeview's work), index.html,
       the garbage collector's pass at the end, and anything not timed apart. With a
       second CPU the steps' diffs and IR diffs are made by a forked helper process
-      while the export draws (``engine/forked.py``): ours counts the wall time the
+      while the export draws (``engine/plumbing/forked.py``): ours counts the wall time the
       export waited for it, and the helper's own time is shown apart.
     """
     with tempfile.TemporaryDirectory() as tmp:

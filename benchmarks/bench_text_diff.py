@@ -24,10 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.models import MODELS
-from freezeview.engine import text_diff
-from freezeview.engine.loading import LoadedModel
-from freezeview.engine.pipeline import Pipeline
-from freezeview.engine.snapshot_values import GraphSnapshot
+from freezeview.engine.diff import text_diff
+from freezeview.engine.freeze.pipeline import Pipeline
+from freezeview.engine.graph.snapshot_values import GraphSnapshot
+from freezeview.engine.load.loading import LoadedModel
 
 Pair = tuple[str, GraphSnapshot, GraphSnapshot]
 

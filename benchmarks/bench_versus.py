@@ -42,7 +42,7 @@ import json, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 import torch
-from freezeview.engine.export import export
+from freezeview.engine.output.export import export
 module = torch.jit.load(sys.argv[2])
 with tempfile.TemporaryDirectory() as tmp:
     start = time.perf_counter()

@@ -24,7 +24,7 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     from benchmarks.models import resnet50
-    from freezeview.engine.export import export
+    from freezeview.engine.output.export import export
 
     with tempfile.TemporaryDirectory() as folder:
         index = export(resnet50(), Path(folder) / "resnet50", per_step=True).index

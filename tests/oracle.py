@@ -83,7 +83,7 @@ def _named_modules(module: ModuleLike) -> list[tuple[str, torch._C.ScriptModule]
 
 
 def _slot_by_slot_paths(cmod: torch._C.ScriptModule) -> dict[str, Any]:
-    from freezeview.engine.module_slots import module_iterators
+    from freezeview.engine.graph.module_slots import module_iterators
 
     paths: dict[str, Any] = {}
     for name, value in module_iterators(cmod)["named_attributes"]:

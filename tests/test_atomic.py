@@ -1,4 +1,4 @@
-"""freezeview.engine.atomic: files are written whole or not at all.
+"""freezeview.engine.plumbing.atomic: files are written whole or not at all.
 
 In-process tests cover the helpers; subprocess tests interrupt real ``freezeview
 freeze`` and ``freezeview export`` runs with SIGINT while they write (a test hook in
@@ -23,15 +23,15 @@ import torch
 from bad_inputs.catalogue import save_tiny
 from bad_inputs.run import FREEZEVIEW, available_commands, interrupt_after
 
-from freezeview.engine import atomic
-from freezeview.engine.atomic import (
+from freezeview.engine.plumbing import atomic
+from freezeview.engine.plumbing.atomic import (
     atomic_path,
     check_output_path,
     save_module,
     write_bytes,
     write_text,
 )
-from freezeview.engine.errors import OutputError
+from freezeview.engine.plumbing.errors import OutputError
 
 SLOW_WRITE = Path(__file__).parent / "bad_inputs" / "slow_write"
 
@@ -309,7 +309,7 @@ def test_ctrl_c_during_start_up_is_quiet(tmp_path: Path) -> None:
 
 def test_loaded_model_is_never_an_output(tmp_path: Path) -> None:
     """Whatever name reaches it (symlink, hard link), a loaded model is not overwritten."""
-    from freezeview.engine.loading import load_model
+    from freezeview.engine.load.loading import load_model
 
     model = save_tiny(tmp_path / "model.pt")
     original = model.read_bytes()

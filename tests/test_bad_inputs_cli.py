@@ -258,7 +258,7 @@ def test_a_pass_that_raises_is_reported_on_its_step(
     import dataclasses
 
     from freezeview.cli import main
-    from freezeview.engine import passes
+    from freezeview.engine.freeze import passes
 
     def explode(*args: object, **kwargs: object) -> bool:
         raise RuntimeError("injected failure in conv -> batchnorm folding")

@@ -18,7 +18,7 @@ from models.versions import save_version, source_line
 
 import freezeview
 from freezeview.cli import main
-from freezeview.engine.ci_report import map_source
+from freezeview.engine.ci.ci_report import map_source
 
 GITHUB = re.compile(
     r"^::error file=(?P<file>[^,]+),line=(?P<line>\d+),title=(?P<title>[^:]*)::(?P<message>.+)$"

@@ -20,13 +20,13 @@ import torch
 from corpus import CASES, Case, params
 from models.versions import save_version
 
-import freezeview.engine.model_facts as model_facts
-import freezeview.engine.verdicts as verdicts
-from freezeview.engine.check import check, expectations_text
-from freezeview.engine.loading import LoadedModel, load_model
-from freezeview.engine.model_facts import _tensor_bytes, gather_facts, kept_tensor_bytes
-from freezeview.engine.pipeline import Plan
-from freezeview.engine.torch_outcome import module_statuses, torch_outcome
+import freezeview.engine.ci.model_facts as model_facts
+import freezeview.engine.reasons.verdicts as verdicts
+from freezeview.engine.ci.check import check, expectations_text
+from freezeview.engine.ci.model_facts import _tensor_bytes, gather_facts, kept_tensor_bytes
+from freezeview.engine.freeze.pipeline import Plan
+from freezeview.engine.load.loading import LoadedModel, load_model
+from freezeview.engine.reasons.torch_freeze import module_statuses, torch_outcome
 
 OK_CASES = [case for case in CASES if not case.expect_error]
 
@@ -135,7 +135,7 @@ def test_a_check_freezes_once_and_takes_no_picture(
 ) -> None:
     """torch freezes once and runs each pass as often as torch.jit.freeze's loop does;
     freezeview takes no snapshot and lists no module tree for a check that holds."""
-    import freezeview.engine.steps as steps
+    import freezeview.engine.freeze.steps as steps
 
     path = save_version("base", tmp_path / "base.pt")
     expect = _written(path, tmp_path)

@@ -109,7 +109,7 @@ def test_reasons_show_the_source_lines_text(
 def test_debug_prints_what_a_disagreement_report_needs(
     example_pt: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from freezeview.engine.replay import FreezeReplay
+    from freezeview.engine.reasons.replay import FreezeReplay
 
     monkeypatch.setattr(FreezeReplay, "slot_survives", lambda self, mod, name: True)
     assert main(["explain", str(example_pt), "--json", "--debug"]) == 0

@@ -52,7 +52,7 @@ def test_export_per_step(
 def test_export_diffs_in_a_helper_unless_told_one_process(
     model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: list[str]
 ) -> None:
-    from freezeview.engine.forked import can_fork
+    from freezeview.engine.plumbing.forked import can_fork
 
     out = tmp_path / "out"
     argv = ["export", str(model_path), "-o", str(out), "--per-step", "--format", "dot", "--json"]
@@ -188,8 +188,8 @@ def test_max_boxes_reaches_the_render_options(
     model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from freezeview.cli import export as export_cli
-    from freezeview.engine.box_ceiling import box_ceiling
-    from freezeview.engine.render_plan import RenderOptions
+    from freezeview.engine.draw.box_ceiling import box_ceiling
+    from freezeview.engine.draw.render_plan import RenderOptions
 
     seen: list[RenderOptions] = []
 

@@ -18,7 +18,7 @@ from torch import nn
 
 import freezeview.cli as cli_package
 from freezeview.cli import main
-from freezeview.engine.passes import REGISTRY
+from freezeview.engine.freeze.passes import REGISTRY
 
 
 class Net(nn.Module):
@@ -191,7 +191,7 @@ class Counter(nn.Module):
 def test_table_runs_no_explain_json_does(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
     """The table shows the fold step's counts and first note, which need no explain;
     ``--json`` prints every note (the kept attribute's reason), so it runs explain."""
-    import freezeview.engine.pipeline as pipeline_mod
+    import freezeview.engine.freeze.pipeline as pipeline_mod
 
     calls: list[object] = []
     real = pipeline_mod._explain_or_none
@@ -210,8 +210,8 @@ def test_table_rows_taken_as_steps_arrive(model: Path, tmp_path: Path, monkeypat
     """The table's rows are read as each step arrives, then the step before lets its
     graphs go; the rows are those of the same steps read at the end."""
     from freezeview.cli import freeze as freeze_cmd
-    from freezeview.engine.pipeline import Pipeline
-    from freezeview.engine.report import step_row
+    from freezeview.engine.freeze.pipeline import Pipeline
+    from freezeview.engine.output.report import step_row
 
     released: list[object] = []
     tables: list[object] = []
@@ -248,8 +248,9 @@ def test_freeze_imports_only_what_it_needs(model: Path, tmp_path: Path) -> None:
         "import sys; from freezeview.cli import main\n"
         "def seen(): return sorted(m for m in sys.modules if m.split('.')[0] in "
         "('textual', 'rich') or m.startswith(('freezeview.cli.', 'freezeview.ui', "
-        "'freezeview.engine.export', 'freezeview.engine.render', 'freezeview.engine.check', "
-        "'freezeview.engine.compare')))\n"
+        "'freezeview.engine.output.export', 'freezeview.engine.draw.render', "
+        "'freezeview.engine.ci.check', "
+        "'freezeview.engine.ci.compare')))\n"
         "args = sys.argv[1:]\n"
         "print('probe:', main([*args, '--json']), seen())\n"
         "print('probe:', main(args), seen())\n"

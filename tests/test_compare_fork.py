@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from models.versions import save_version
 
-from freezeview.engine import compare_fork, model_facts
-from freezeview.engine.compare import compare, render_markdown, render_text
-from freezeview.engine.errors import PlanError
-from freezeview.engine.forked import can_fork
-from freezeview.engine.loading import LoadedModel, load_model
-from freezeview.engine.model_facts import FreezeFacts
-from freezeview.engine.pipeline import Plan
+from freezeview.engine.ci import compare_fork, model_facts
+from freezeview.engine.ci.compare import compare, render_markdown, render_text
+from freezeview.engine.ci.model_facts import FreezeFacts
+from freezeview.engine.freeze.pipeline import Plan
+from freezeview.engine.load.loading import LoadedModel, load_model
+from freezeview.engine.plumbing.errors import PlanError
+from freezeview.engine.plumbing.forked import can_fork
 
 needs_fork = pytest.mark.skipif(not can_fork(), reason="forks only on Linux with 2+ CPUs")
 
@@ -173,7 +173,8 @@ def test_a_cpu_to_spare_is_read_off_the_load(monkeypatch: pytest.MonkeyPatch) ->
 
 _INTERRUPTED = """
 import os, sys, time
-from freezeview.engine import compare_fork, model_facts
+from freezeview.engine.ci import compare_fork
+from freezeview.engine.ci import model_facts
 from freezeview.cli import main
 
 parent = os.getpid()

@@ -1,4 +1,4 @@
-"""Tests for freezeview.engine.diff: node matching across torch's own rewrites.
+"""Tests for freezeview.engine.diff.diff: node matching across torch's own rewrites.
 
 Every expected set is computed from the graphs torch produces in this run (which kinds
 disappear, which attributes torch turned into constants), never copied from a past run.
@@ -15,10 +15,10 @@ import pytest
 import torch
 from render_models import ConvBnRelu, KeepsBuffer, resnet50_scripted, scripted
 
-from freezeview.engine import diff as diff_module
-from freezeview.engine import text_diff
-from freezeview.engine.diff import diff_snapshots, unified_ir_diff
-from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
+from freezeview.engine.diff import diff as diff_module
+from freezeview.engine.diff import text_diff
+from freezeview.engine.diff.diff import diff_snapshots, unified_ir_diff
+from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
 
 
 def inlined(module: torch.jit.ScriptModule) -> GraphSnapshot:

@@ -77,7 +77,7 @@ def test_the_engine_writes_exactly_the_closed_set() -> None:
     # a page section fails here.
     engine = ROOT / "freezeview" / "engine"
     written: set[str] = set()
-    for path in engine.glob("*.py"):
+    for path in engine.rglob("*.py"):
         written |= set(re.findall(r'(?:Reason|WriteFact)\(\s*"([a-z-]+)"', path.read_text()))
     # Equal, not just included: a code the engine no longer writes is a dead page section.
     assert written == set(REASON_CODES)

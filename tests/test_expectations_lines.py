@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-import freezeview.engine.expectations as expectations
-from freezeview.engine.expectations import _FileLines, read_expectations
-from freezeview.engine.passes import REGISTRY
+import freezeview.engine.ci.expectations as expectations
+from freezeview.engine.ci.expectations import _FileLines, read_expectations
+from freezeview.engine.freeze.passes import REGISTRY
 
 
 def _old_key_line(text: str, section: str, key: str) -> int:

@@ -16,7 +16,7 @@ from models import small
 from models.small import Counter, Tied, example_module, scripted
 
 from freezeview.engine import REASON_CODES, PlanError, explain
-from freezeview.engine.loading import LoadedModel
+from freezeview.engine.load.loading import LoadedModel
 
 
 def _torch_kept(module: torch.jit.ScriptModule, preserved: list[str] | None = None) -> set[str]:
@@ -170,7 +170,7 @@ def test_explain_leaves_the_module_untouched() -> None:
     ],
 )
 def test_torch_refusals_become_freezeviews_sentences(message: str, expected: str) -> None:
-    from freezeview.engine.refusals import torch_refusal
+    from freezeview.engine.reasons.refusals import torch_refusal
 
     sentence = torch_refusal(message, "m.pt")
     assert expected in sentence and "m.pt" in sentence and "\n" not in sentence

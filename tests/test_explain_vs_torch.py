@@ -16,8 +16,8 @@ import pytest
 import torch
 from corpus import CASES, Case, params
 
-explain_module = pytest.importorskip("freezeview.engine.verdicts")
-errors = pytest.importorskip("freezeview.engine.errors")
+explain_module = pytest.importorskip("freezeview.engine.reasons.verdicts")
+errors = pytest.importorskip("freezeview.engine.plumbing.errors")
 
 MUTATION_CODES = {"set-attr", "in-place-write"}
 # `file:line`, where the file may itself contain ':' (a Windows drive) or spaces.
@@ -177,8 +177,8 @@ def test_replay_agrees_with_torch(case: Case) -> None:
 @pytest.mark.parametrize("case", params(OK_CASES))
 def test_statuses_without_reasons_match_torch(case: Case) -> None:
     """check and compare read torch's statuses alone first: the same ones, no reasons."""
-    from freezeview.engine.loading import LoadedModel
-    from freezeview.engine.torch_outcome import torch_outcome
+    from freezeview.engine.load.loading import LoadedModel
+    from freezeview.engine.reasons.torch_freeze import torch_outcome
 
     module = case.build()
     outcome = torch_outcome(module._c, list(case.preserved_attrs))

@@ -1,4 +1,4 @@
-"""Tests for freezeview.engine.export (fast set) and real-size exports (slow set)."""
+"""Tests for freezeview.engine.output.export (fast set) and real-size exports (slow set)."""
 
 from __future__ import annotations
 
@@ -22,13 +22,13 @@ from render_models import (
     transformer_encoder,
 )
 
-from freezeview.engine.errors import OutputError
-from freezeview.engine.export import export, step_stem
-from freezeview.engine.forked import can_fork
-from freezeview.engine.loading import LoadedModel
-from freezeview.engine.pipeline import Pipeline, Plan
-from freezeview.engine.render import GraphvizMissingError
-from freezeview.engine.render_plan import RenderOptions
+from freezeview.engine.draw.render import GraphvizMissingError
+from freezeview.engine.draw.render_plan import RenderOptions
+from freezeview.engine.freeze.pipeline import Pipeline, Plan
+from freezeview.engine.load.loading import LoadedModel
+from freezeview.engine.output.export import export, step_stem
+from freezeview.engine.plumbing.errors import OutputError
+from freezeview.engine.plumbing.forked import can_fork
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
 
@@ -254,7 +254,8 @@ def test_module_list_items_keep_their_path_and_times_add_up(tmp_path: Path) -> N
 
 def test_export_runs_explain_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The kept-attribute tooltips and the fold step's notes share one explain."""
-    from freezeview.engine import verdicts
+    # The pipeline reaches explain through the reasons stage's package.
+    import freezeview.engine.reasons as verdicts
 
     calls: list[tuple[str, ...]] = []
     real = verdicts.explain
@@ -280,8 +281,8 @@ def test_export_runs_explain_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_unchanged_steps_are_not_diffed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A step that left the graph alone costs an empty .diff and no picture, no diff."""
-    from freezeview.engine import export as export_module
-    from freezeview.engine.diff import diff_snapshots
+    from freezeview.engine.diff.diff import diff_snapshots
+    from freezeview.engine.output import export as export_module
 
     pairs: list[tuple[object, object]] = []
 
@@ -391,7 +392,7 @@ def test_a_helper_that_fails_leaves_the_export_whole(
 ) -> None:
     import os
 
-    from freezeview.engine import export as export_module
+    from freezeview.engine.output import export as export_module
 
     parent = os.getpid()
     real = export_module.diff_facts

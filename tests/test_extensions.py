@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from freezeview.engine import extensions
-from freezeview.engine.errors import BadInputError
+from freezeview.engine.load import extensions
+from freezeview.engine.plumbing.errors import BadInputError
 
 PACKAGES = Path(__file__).resolve().parent / "ext_packages"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from ui.models import Small
 
-from freezeview.engine.facts import attribute_node_ids, line_index, node_facts, schema_effects
-from freezeview.engine.snapshot import snapshot_graph
+from freezeview.engine.graph.facts import attribute_node_ids, line_index, node_facts, schema_effects
+from freezeview.engine.graph.snapshot import snapshot_graph
 
 
 def _inlined() -> torch._C.Graph:

@@ -1,4 +1,4 @@
-"""Tests for freezeview.engine.forked: results from a forked helper, and every way it can fail."""
+"""Tests for freezeview.engine.plumbing.forked: a forked helper's results, every way it fails."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from freezeview.engine import forked
-from freezeview.engine.forked import Forked, can_fork, renewed_in_children
+from freezeview.engine.plumbing import forked
+from freezeview.engine.plumbing.forked import Forked, can_fork, renewed_in_children
 
 needs_fork = pytest.mark.skipif(not can_fork(), reason="needs Linux and a second CPU")
 PARENT = os.getpid()

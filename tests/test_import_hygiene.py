@@ -29,7 +29,7 @@ def test_public_explain_is_the_function_whatever_was_imported_first() -> None:
     # `freezeview.engine.explain` once named both a module and the function; importing
     # the module first then shadowed the function in the package.
     code = (
-        "import freezeview.cli.explain, freezeview.engine.verdicts\n"
+        "import freezeview.cli.explain, freezeview.engine.reasons.verdicts\n"
         "import freezeview\n"
         "from freezeview.engine import explain\n"
         "assert callable(explain) and callable(freezeview.explain), (explain, freezeview.explain)\n"

@@ -1,4 +1,4 @@
-"""Ctrl-C never lands inside torch's C++ callbacks (freezeview/engine/interrupts.py).
+"""Ctrl-C never lands inside torch's C++ callbacks (freezeview/engine/plumbing/interrupts.py).
 
 A KeyboardInterrupt raised in a Python function libtorch calls from C++ (during ``import
 torch``, ``torch.jit.load``, torch's clean-up at exit) aborted the process with
@@ -19,7 +19,7 @@ import pytest
 from bad_inputs.catalogue import save_tiny
 from bad_inputs.run import interrupt_after
 
-from freezeview.engine.interrupts import interrupts_deferred
+from freezeview.engine.plumbing.interrupts import interrupts_deferred
 
 
 def test_ctrl_c_inside_the_block_is_raised_after_it() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from models.small import Branchy, Counter, scripted
 
-from freezeview.engine.inventory import build_inventory
+from freezeview.engine.graph.inventory import build_inventory
 
 
 def test_kinds_types_and_tensor_facts() -> None:

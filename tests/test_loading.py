@@ -1,4 +1,4 @@
-"""freezeview.engine.loading: what a file is, said in one sentence, without running it.
+"""freezeview.engine.load.loading: what a file is, said in one sentence, without running it.
 
 torch is the oracle for the good path (a loaded model computes what torch.jit.load's
 does); the catalogue in ``bad_inputs`` supplies the bad paths, checked here in-process
@@ -19,8 +19,7 @@ import torch
 from bad_inputs.catalogue import CATALOGUE, MARKER_NAME, BadInput, by_name, save_tiny
 from bad_inputs.models import TinyNet
 
-from freezeview.engine.errors import BadInputError, FreezeviewError, PlanError
-from freezeview.engine.loading import (
+from freezeview.engine.load.loading import (
     LoadedModel,
     check_eval,
     check_model_file,
@@ -29,6 +28,7 @@ from freezeview.engine.loading import (
     sniff_pickle,
     storage_refs,
 )
+from freezeview.engine.plumbing.errors import BadInputError, FreezeviewError, PlanError
 
 LOAD_CASES = [c for c in CATALOGUE if c.stage == "load"]
 
@@ -352,7 +352,7 @@ def test_torchs_cpp_warnings_while_loading_become_information(tmp_path: Path) ->
 def test_archive_pickles_are_read_in_one_pass(tmp_path: Path) -> None:
     """One opcode pass over a pickle as torch writes it gives what the careful passes give;
     anything else (stray bytes, cut short, no protocol header) is left to them."""
-    from freezeview.engine.pickle_scan import scan_archive_pickle
+    from freezeview.engine.load.pickle_scan import scan_archive_pickle
 
     path = save_tiny(tmp_path / "model.pt")
     with zipfile.ZipFile(path) as archive:

@@ -9,9 +9,9 @@ import torch
 from corpus import case_by_name
 from oracle import frozen_graph_signature
 
-from freezeview.engine.loading import LoadedModel
-from freezeview.engine.model_facts import _node_kinds, gather_facts
-from freezeview.engine.pipeline import Plan
+from freezeview.engine.ci.model_facts import _node_kinds, gather_facts
+from freezeview.engine.freeze.pipeline import Plan
+from freezeview.engine.load.loading import LoadedModel
 
 
 @pytest.mark.parametrize(
@@ -46,8 +46,8 @@ def test_kept_bytes_count_a_shared_storage_once() -> None:
 def test_a_kept_sparse_buffer_counts_its_indices_and_values(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A sparse tensor has no storage (torch keeps it as an attribute): its bytes are
     those of its index and value tensors, and check and compare report them."""
-    from freezeview.engine.check import check, expectations_text
-    from freezeview.engine.compare import compare
+    from freezeview.engine.ci.check import check, expectations_text
+    from freezeview.engine.ci.compare import compare
 
     module = case_by_name("sparse_buffer").build()
     facts = gather_facts(LoadedModel.from_module(module), Plan.default())
@@ -76,7 +76,7 @@ def test_a_kept_sparse_buffer_counts_its_indices_and_values(tmp_path) -> None:  
     ids=["csr", "csc", "mkldnn"],
 )
 def test_tensors_without_their_own_storage_count_what_they_hold(make) -> None:  # type: ignore[no-untyped-def]
-    from freezeview.engine.model_facts import _storages
+    from freezeview.engine.ci.model_facts import _storages
 
     tensor = make()
     size = sum(n for _key, n in _storages(tensor))

@@ -1,4 +1,4 @@
-"""Sample inputs and output comparison (freezeview/engine/numerics.py)."""
+"""Sample inputs and output comparison (freezeview/engine/freeze/numerics.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from freezeview.engine.errors import BadInputError
-from freezeview.engine.numerics import (
+from freezeview.engine.freeze.numerics import (
     StateGuard,
     compare_outputs,
     load_inputs,
@@ -18,6 +17,7 @@ from freezeview.engine.numerics import (
     random_inputs,
     run_graph,
 )
+from freezeview.engine.plumbing.errors import BadInputError
 
 
 class Counter(nn.Module):

@@ -14,8 +14,8 @@ import pytest
 import torch
 from torch import nn
 
-from freezeview.engine.passes import REGISTRY, default_passes, needs_guard, torch_version
-from freezeview.engine.pipeline import Pipeline, Plan
+from freezeview.engine.freeze.passes import REGISTRY, default_passes, needs_guard, torch_version
+from freezeview.engine.freeze.pipeline import Pipeline, Plan
 
 _MANGLE = re.compile(r"___torch_mangle_\d+\.")
 
@@ -241,7 +241,7 @@ def test_guard_step_on_unverified_torch(monkeypatch: pytest.MonkeyPatch) -> None
     """On a torch release whose order is not verified, a guard step runs torch's own call."""
     assert not needs_guard()  # the installed torch is verified by test_pipeline
     assert needs_guard("9.1.0") and torch_version("2.13.0+cpu") == (2, 13)
-    import freezeview.engine.pipeline_run as pipeline_mod
+    import freezeview.engine.freeze.pipeline_run as pipeline_mod
 
     monkeypatch.setattr(pipeline_mod, "needs_guard", lambda: True)
     pipe = Pipeline(_script(ConvBn), Plan.default())
@@ -253,7 +253,7 @@ def test_guard_step_on_unverified_torch(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_dropout_in_other_methods_is_removed_like_torch() -> None:
     """freezeview's graph-level dropout removal matches torch's on a copy."""
-    from freezeview.engine.pass_runners import remove_dropout_in_graph
+    from freezeview.engine.freeze.pass_runners import remove_dropout_in_graph
 
     frozen = torch._C._freeze_module(_script(DropoutNet)._c, [])
     a = frozen._get_method("forward").graph

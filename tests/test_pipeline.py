@@ -19,10 +19,8 @@ import torch
 from corpus import CASES, Case
 from oracle import frozen_attribute_paths
 
-from freezeview.engine.errors import BadInputError, PlanError
-from freezeview.engine.loading import LoadedModel
-from freezeview.engine.passes import REGISTRY, PassInfo, default_passes
-from freezeview.engine.pipeline import (
+from freezeview.engine.freeze.passes import REGISTRY, PassInfo, default_passes
+from freezeview.engine.freeze.pipeline import (
     FREEZE_STEPS,
     FULL_DIFF_LIMIT,
     Pipeline,
@@ -30,7 +28,9 @@ from freezeview.engine.pipeline import (
     Step,
     freeze,
 )
-from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
+from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
+from freezeview.engine.load.loading import LoadedModel
+from freezeview.engine.plumbing.errors import BadInputError, PlanError
 
 # --- module shapes used here (module level: torch.jit.script needs their source) ---------
 
@@ -294,7 +294,7 @@ def test_fold_step_lists_folded_and_kept() -> None:
 
 
 def _cleanup_note(module: torch.jit.ScriptModule, frozen: torch.jit.ScriptModule) -> str:
-    from freezeview.engine.module_slots import attribute_paths
+    from freezeview.engine.graph.module_slots import attribute_paths
 
     before, after = attribute_paths(module._c), attribute_paths(frozen._c)
     kept = [path for path, is_module in after.items() if not is_module]
@@ -310,8 +310,8 @@ def test_cleanup_note_lists_the_input_paths_only_when_read(
 ) -> None:
     """check and compare never read the clean-up step's notes, so a run does not list
     every path of the input module for them; a reader gets the same sentence."""
-    listed = _Counter(Pipeline._module_paths)
-    monkeypatch.setattr(Pipeline, "_module_paths", lambda self: listed(self))
+    listed = _Counter(Pipeline.module_paths)
+    monkeypatch.setattr(Pipeline, "module_paths", lambda self: listed(self))
     module = StatefulNet.scripted()
     pipe = Pipeline(module)
     steps = pipe.run_all()
@@ -323,12 +323,12 @@ def test_cleanup_note_lists_the_input_paths_only_when_read(
 
 def test_cleanup_note_survives_a_failed_count(monkeypatch: pytest.MonkeyPatch) -> None:
     """When the counts cannot be read, the step's own note still leads the one saying so."""
-    import freezeview.engine.freeze_phase as freeze_phase
+    import freezeview.engine.freeze.freeze_phase as freeze_phase
 
     def broken(*args: object) -> object:
         raise RuntimeError("no counts today")
 
-    monkeypatch.setattr(freeze_phase, "_counts", broken)
+    monkeypatch.setattr(freeze_phase, "kind_counts", broken)
     module = StatefulNet.scripted()
     pipe = Pipeline(module)
     cleanup = pipe.run_all()[2]
@@ -515,8 +515,8 @@ def test_stepping_takes_no_snapshot_until_asked(
     counts and notes come on demand too, and so does freezeview's own inlined copy
     (torch inlines its clone inside _freeze_module, unseen by Python).
     """
-    import freezeview.engine.steps as pipeline_module
-    import freezeview.engine.verdicts as verdicts_module
+    import freezeview.engine.freeze.steps as pipeline_module
+    import freezeview.engine.reasons as verdicts_module
 
     snaps = _Counter(pipeline_module.snapshot_graph)
     explains = _Counter(verdicts_module.explain)
@@ -564,9 +564,9 @@ def test_lazy_snapshots_equal_eager_ones(encoder: torch.jit.ScriptModule) -> Non
         eager: dict[int, dict[str, GraphSnapshot]] = {}
         for step in pipe.run():
             if step.kind != "freeze" or step.name == "cleanup":
-                assert pipe._working is not None
+                assert pipe.working is not None
                 eager[step.index] = {
-                    m: snapshot_graph(pipe._working._c._get_method(m).graph, m)
+                    m: snapshot_graph(pipe.working._c._get_method(m).graph, m)
                     for m in step.snapshots
                 }
             elif step.name == "inline":
@@ -605,7 +605,7 @@ def test_pictures_survive_changes_to_the_frozen_module() -> None:
 
 def test_snapshot_is_taken_once_across_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     """The app reads steps from a worker thread: concurrent readers share one snapshot."""
-    import freezeview.engine.steps as pipeline_module
+    import freezeview.engine.freeze.steps as pipeline_module
 
     snaps = _Counter(pipeline_module.snapshot_graph, delay=0.05)
     monkeypatch.setattr(pipeline_module, "snapshot_graph", snaps)
@@ -711,7 +711,7 @@ def test_first_note_and_counts_without_the_kept_reasons(monkeypatch: pytest.Monk
     Its kept-attribute reasons (the notes after the first) run explain; the CLI's table
     shows the counts and the first note only.
     """
-    import freezeview.engine.pipeline as pipeline_mod
+    import freezeview.engine.freeze.pipeline as pipeline_mod
 
     counter = _Counter(pipeline_mod._explain_or_none)
     monkeypatch.setattr(pipeline_mod, "_explain_or_none", counter)
@@ -732,7 +732,7 @@ def test_released_graphs_keep_their_counts(encoder: torch.jit.ScriptModule) -> N
 
     A graph the following step still shows (a pass that changed nothing) is kept.
     """
-    from freezeview.engine.steps import release_graphs
+    from freezeview.engine.freeze.steps import release_graphs
 
     pipe = Pipeline(encoder)
     steps = list(pipe.run())
@@ -763,19 +763,19 @@ def test_fold_picture_takes_the_released_inline_graph_over(
     """Read row by row with releases (as the CLI does), the fold step folds the inline
     step's graph in place instead of copying it; read at the end, it copies. Both say
     the same."""
-    import freezeview.engine.freeze_phase as phase
-    from freezeview.engine.steps import release_graphs
+    import freezeview.engine.freeze.freeze_phase as phase
+    from freezeview.engine.freeze.steps import release_graphs
 
     built: list[object] = []
     folded: list[object] = []
-    real_pick, real_fold = phase._pick, phase._fold_graph
+    real_pick, real_fold = phase.pick_graph, phase.fold_graph
 
     def pick(graphs: object, method: str) -> object:
         build = real_pick(graphs, method)  # type: ignore[arg-type]
         return lambda: built.append(build()) or built[-1]
 
-    monkeypatch.setattr(phase, "_pick", pick)
-    monkeypatch.setattr(phase, "_fold_graph", lambda g, *a: folded.append(g) or real_fold(g, *a))
+    monkeypatch.setattr(phase, "pick_graph", pick)
+    monkeypatch.setattr(phase, "fold_graph", lambda g, *a: folded.append(g) or real_fold(g, *a))
 
     def read(step: Step) -> tuple[object, ...]:
         return step.changed, step.node_count, step.nodes_added, step.nodes_removed, step.notes

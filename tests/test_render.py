@@ -17,37 +17,37 @@ import pytest
 import torch
 from render_models import ConvBnRelu, KeepsBuffer, Stacked, TwoLists, resnet50_scripted, scripted
 
-from freezeview.engine import render as render_module
-from freezeview.engine.box_ceiling import (
+from freezeview.engine.diff.diff import diff_snapshots
+from freezeview.engine.diff.diff_values import GraphDiff
+from freezeview.engine.draw import render as render_module
+from freezeview.engine.draw.box_ceiling import (
     CEILING_BOXES,
     CEILING_EXPONENT,
     CEILING_TIMEOUT,
     Overruns,
     box_ceiling,
 )
-from freezeview.engine.collapse import build_view
-from freezeview.engine.diff import diff_snapshots
-from freezeview.engine.diff_values import GraphDiff
-from freezeview.engine.loading import LoadedModel
-from freezeview.engine.pipeline import Pipeline
-from freezeview.engine.render import (
+from freezeview.engine.draw.collapse import build_view
+from freezeview.engine.draw.render import (
     DotTimeoutError,
     GraphvizMissingError,
     render_diff,
     render_side_by_side,
     render_snapshot,
 )
-from freezeview.engine.render_dot import COLOURS
-from freezeview.engine.render_plan import RenderOptions, auto_level, changed_splits
-from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
-from freezeview.engine.view_prepared import _prepared, drawn_scopes, levels
-from freezeview.engine.view_scopes import (
+from freezeview.engine.draw.render_dot import COLOURS
+from freezeview.engine.draw.render_plan import RenderOptions, auto_level, changed_splits
+from freezeview.engine.draw.view_prepared import drawn_scopes, levels, prepare_view
+from freezeview.engine.draw.view_scopes import (
     box_prefix,
     count_at_level,
     module_paths,
     opened_scopes,
     resolve_scope,
 )
+from freezeview.engine.freeze.pipeline import Pipeline
+from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
+from freezeview.engine.load.loading import LoadedModel
 
 SVG = "{http://www.w3.org/2000/svg}"
 XLINK = "{http://www.w3.org/1999/xlink}"
@@ -395,7 +395,7 @@ def test_checks_freezing_decided_stay_in_their_module() -> None:
     # torch leaves the scope of these If nodes (and what is nested in them) empty.
     assert [n for n in folded.walk() if n.kind == "prim::If" and not n.scope]
     # The root module's own ops, from the inlined graph: top-level, scoped "".
-    side = _prepared(inlined(module), "fold", paths)
+    side = prepare_view(inlined(module), "fold", paths)
     own = [i for i, s in side.scopes.items() if not s and i not in side.folder.folded]
     drawn_root = drawn_scopes(folded, modules=paths).count("")
     assert drawn_root <= len(own)
@@ -585,7 +585,7 @@ def test_dot_writer_writes_what_the_graphviz_package_writes() -> None:
     import graphviz
     from graphviz import quoting
 
-    from freezeview.engine.render_dot import DotWriter, _quote, _quote_edge
+    from freezeview.engine.draw.render_dot import DotWriter, _quote, _quote_edge
 
     rng = random.Random(4)
     alphabet = ["a", "Z", "_", "0", ".", "-", " ", '"', "\\", "<", ">", "\n", ":", "é", "="]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from models.small import example_module
 
-from freezeview.engine.export import export
-from freezeview.engine.pipeline import Plan
+from freezeview.engine.freeze.pipeline import Plan
+from freezeview.engine.output.export import export
 
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -10,12 +10,12 @@ import pytest
 import torch
 from models.small import Branchy, Counter, scripted
 
-from freezeview.engine.snapshot import (
+from freezeview.engine.graph.snapshot import (
     module_scope,
     parse_source_range,
     snapshot_graph,
 )
-from freezeview.engine.snapshot_walk import summarize_value
+from freezeview.engine.graph.snapshot_walk import summarize_value
 
 
 def _inlined(module: torch.jit.ScriptModule) -> torch._C.Graph:
@@ -37,7 +37,7 @@ def test_snapshot_counts_every_node_including_nested_blocks() -> None:
 
 def test_walk_order_is_the_blocks_pre_order_and_survives_pickling() -> None:
     """The parser's node table and a lazily made one both give the blocks' pre-order."""
-    from freezeview.engine.snapshot_values import GraphSnapshot, _walk_block
+    from freezeview.engine.graph.snapshot_values import GraphSnapshot, _walk_block
 
     snap = snapshot_graph(_inlined(scripted(Branchy)))
     by_blocks = tuple(_walk_block(snap.block))
@@ -114,14 +114,14 @@ def test_producers_and_consumers_agree() -> None:
 
 def test_fast_path_agrees_with_the_per_node_path() -> None:
     """The IR-printout parser gives what asking torch node by node gives."""
-    from freezeview.engine import snapshot as snap_mod
-    from freezeview.engine.snapshot_values import _walk_block
+    from freezeview.engine.graph import snapshot as snap_mod
+    from freezeview.engine.graph.snapshot_values import _walk_block
 
     for module in (scripted(Branchy), scripted(Counter), torch.jit.freeze(scripted(Counter))):
         graph = module.forward.graph.copy()
         torch._C._jit_pass_inline(graph)
         fast = snap_mod._fast_snapshot(graph, "forward")
-        builder = snap_mod._Builder()
+        builder = snap_mod.SnapshotBuilder()
         slow_block = builder.block(graph.block(), list(graph.inputs()))
         slow = list(_walk_block(slow_block))
         assert fast.node_count == len(slow)

@@ -16,7 +16,7 @@ import pytest
 from rapidfuzz.distance import Indel
 from test_diff import apply_unified, changed_lines
 
-from freezeview.engine import text_diff
+from freezeview.engine.diff import text_diff
 
 
 def rapidfuzz_blocks(a: list[int], b: list[int]) -> list[tuple[int, int, int]]:

@@ -2,7 +2,7 @@
 
 collapse.py places whole scopes at a time, counts edges by scope pair, walks each
 snapshot backwards once and finds the readers of removed ops from the drawn edges
-(see ``_Side`` and ``_ViewBuilder``). Each test here computes the same thing the plain
+(see ``PreparedSide`` and ``_ViewBuilder``). Each test here computes the same thing the plain
 way, one node or one edge at a time, on graphs with blocks (If/Loop, RaiseException
 branches), ModuleLists and diffs, and compares.
 """
@@ -17,22 +17,22 @@ import pytest
 import torch
 from render_models import KeepsBuffer, Stacked, scripted, transformer_encoder
 
-from freezeview.engine.collapse import build_view
-from freezeview.engine.collapse_values import ViewGraph
-from freezeview.engine.diff import diff_snapshots, index_nodes
-from freezeview.engine.diff_values import GraphDiff
-from freezeview.engine.snapshot import GraphSnapshot, snapshot_graph
-from freezeview.engine.view_boxes import _top_kinds
-from freezeview.engine.view_prepared import (
-    _prepared,
-    _readers,
-    _ScopeOps,
-    _Side,
+from freezeview.engine.diff.diff import diff_snapshots, index_nodes
+from freezeview.engine.diff.diff_values import GraphDiff
+from freezeview.engine.draw.collapse import build_view
+from freezeview.engine.draw.collapse_values import ViewGraph
+from freezeview.engine.draw.view_boxes import _top_kinds
+from freezeview.engine.draw.view_prepared import (
+    PreparedSide,
+    ScopeOps,
     drawn_scope_counts,
     drawn_scopes,
     levels,
+    prepare_view,
+    readers_of,
 )
-from freezeview.engine.view_scopes import module_paths
+from freezeview.engine.draw.view_scopes import module_paths
+from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
 
 Edge = tuple[int, int | str, str, str]
 
@@ -67,7 +67,7 @@ def _case(name: str) -> tuple[GraphDiff, frozenset[str]]:
 CASES = ["encoder", "keeps", "stacked"]
 
 
-def _edges_reference(side: _Side) -> list[Edge]:
+def _edges_reference(side: PreparedSide) -> list[Edge]:
     """Drawn edges, walking forwards with a set of every value read."""
     info, folder, snapshot = side.info, side.folder, side.snapshot
     inputs = {v.name: f"i{k}" for k, v in enumerate(snapshot.inputs)}
@@ -101,9 +101,9 @@ def _edges_reference(side: _Side) -> list[Edge]:
     return out
 
 
-def _sides(name: str) -> list[_Side]:
+def _sides(name: str) -> list[PreparedSide]:
     d, modules = _case(name)
-    return [_prepared(s, c, modules) for s in (d.before, d.after) for c in ("fold", "nodes")]
+    return [prepare_view(s, c, modules) for s in (d.before, d.after) for c in ("fold", "nodes")]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -148,7 +148,7 @@ def test_ops_by_scope_lists_every_drawn_op_once_in_walk_order(name: str) -> None
 def test_readers_from_edges_are_the_snapshots_consumers(name: str) -> None:
     for side in _sides(name):
         drawn = {i for i in side.info if i not in side.folder.folded}
-        readers = _readers(side.edges, drawn)
+        readers = readers_of(side.edges, drawn)
         consumers = side.snapshot.consumers()
         for node_id in drawn:
             for out in side.info[node_id].node.outputs:
@@ -159,7 +159,7 @@ def test_readers_from_edges_are_the_snapshots_consumers(name: str) -> None:
 def test_top_kinds_ranks_as_most_common_over_the_ops_in_walk_order() -> None:
     # Ties (conv x2, relu x2, add x2) broken by first occurrence across two scopes.
     walk = ["aten::relu", "aten::conv2d", "aten::add", "aten::relu", "aten::add", "aten::conv2d"]
-    a, b = _ScopeOps(), _ScopeOps()
+    a, b = ScopeOps(), ScopeOps()
     for position, kind in enumerate(walk):
         ops = a if position % 2 else b
         seen = ops.kinds.setdefault(kind, [0, position])
@@ -169,7 +169,7 @@ def test_top_kinds_ranks_as_most_common_over_the_ops_in_walk_order() -> None:
     assert _top_kinds([b, a]) == expected
 
 
-def _edges_by_walk(view: ViewGraph, side: _Side) -> list[tuple[str, str, str, int]]:
+def _edges_by_walk(view: ViewGraph, side: PreparedSide) -> list[tuple[str, str, str, int]]:
     """The view's edges as walking each drawn edge of the snapshot one at a time gives
     them: (tail, head, first value, count), in order of first occurrence."""
 
@@ -194,7 +194,7 @@ def _edges_by_walk(view: ViewGraph, side: _Side) -> list[tuple[str, str, str, in
 def test_edges_counted_by_scope_pair_are_the_edges_walked_one_by_one(name: str) -> None:
     d, modules = _case(name)
     for snapshot in (d.before, d.after):
-        side = _prepared(snapshot, "fold", modules)
+        side = prepare_view(snapshot, "fold", modules)
         for level in levels(snapshot, modules=modules):
             view = build_view(snapshot, level=level, modules=modules)
             got = [(e.tail, e.head, e.tooltip.split(" ")[0][1:], e.count) for e in view.edges]

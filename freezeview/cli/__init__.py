@@ -3,7 +3,7 @@
 
 Each subcommand lives in its own module exposing ``register(subparsers)``; the module
 sets ``func`` on its parser to a ``run(args) -> int``. Errors the engine expects
-(:class:`~freezeview.engine.errors.FreezeviewError`) become one sentence on stderr and
+(:class:`~freezeview.engine.plumbing.errors.FreezeviewError`) become one sentence on stderr and
 their exit code; anything else is a bug and also gets one sentence, with the traceback
 only under ``--debug``.
 """
@@ -23,8 +23,8 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..engine.errors import FreezeviewError
-from ..engine.interrupts import interrupts_deferred
+from ..engine.plumbing.errors import FreezeviewError
+from ..engine.plumbing.interrupts import interrupts_deferred
 from .options import quiet_torch_warnings
 
 if TYPE_CHECKING:

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         # torch is imported only on this error path (the first screen must not wait for
         # it); the sentence is the same as every other subcommand's.
-        from ..engine.loading import check_model_file
+        from ..engine.load.loading import check_model_file
 
         check_model_file(path)
     plan = {

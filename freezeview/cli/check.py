@@ -11,8 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..engine.atomic import check_output_path, write_text
-from ..engine.errors import BadInputError
+from ..engine.plumbing.atomic import check_output_path, write_text
+from ..engine.plumbing.errors import BadInputError
 from .options import (
     add_input_options,
     add_model_options,
@@ -110,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.output:
         check_output_path(args.output, force=True)
-    from ..engine.check import check
-    from ..engine.ci_report import render_github, render_json, render_junit, render_text
+    from ..engine.ci.check import check
+    from ..engine.ci.ci_report import render_github, render_json, render_junit, render_text
 
     loaded = load_from_args(args)
     report = check(loaded, args.expect)
@@ -131,8 +131,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(args: argparse.Namespace) -> int:
-    from ..engine.check import expectations_text
-    from ..engine.model_facts import gather_facts
+    from ..engine.ci.check import expectations_text
+    from ..engine.ci.model_facts import gather_facts
 
     out = check_output_path(args.write_expect, force=args.force)
     plan = plan_from_args(args)

@@ -68,8 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview compare``; returns the exit code."""
-    from ..engine.compare import compare, render_markdown, render_text
-    from ..engine.loading import load_model
+    from ..engine.ci.compare import compare, render_markdown, render_text
+    from ..engine.load.loading import load_model
 
     plan = plan_from_args(args)
     inputs = inputs_from_args(args)

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..engine.verdicts import AttributeVerdict, Explanation, explain
+from ..engine.reasons.verdicts import AttributeVerdict, Explanation, explain
 from .options import add_model_options, add_plan_options, load_from_args, preserved_from_args
 
 __all__ = ["print_disagreements", "register", "render_explanation", "run"]

@@ -10,12 +10,12 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from ..engine.box_ceiling import box_ceiling
-from ..engine.collapse_values import CONSTANT_MODES
-from ..engine.errors import BadInputError
-from ..engine.export import ExportResult, export
-from ..engine.render import FORMATS
-from ..engine.render_plan import RenderOptions
+from ..engine.draw.box_ceiling import box_ceiling
+from ..engine.draw.collapse_values import CONSTANT_MODES
+from ..engine.draw.render import FORMATS
+from ..engine.draw.render_plan import RenderOptions
+from ..engine.output.export import ExportResult, export
+from ..engine.plumbing.errors import BadInputError
 from .options import (
     add_model_options,
     add_pass_options,
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
             force=args.force,
             progress=None if quiet else (lambda text: status.update(text + "…")),
             # The only other thread here is the progress spinner's, which takes no lock
-            # the diffs need: the forked helper is safe (engine/forked.py).
+            # the diffs need: the forked helper is safe (engine/plumbing/forked.py).
             parallel=args.parallel,
         )
     if args.json:

@@ -10,12 +10,12 @@ from typing import Any
 
 import torch
 
-from ..engine.atomic import atomic_path, check_output_path
-from ..engine.errors import OutputError, PlanError
-from ..engine.loading import check_eval
-from ..engine.pipeline import Pipeline, Step
-from ..engine.report import result_json, step_json, step_row, steps_table
-from ..engine.steps import release_graphs
+from ..engine.freeze.pipeline import Pipeline, Step
+from ..engine.freeze.steps import release_graphs
+from ..engine.load.loading import check_eval
+from ..engine.output.report import result_json, step_json, step_row, steps_table
+from ..engine.plumbing.atomic import atomic_path, check_output_path
+from ..engine.plumbing.errors import OutputError, PlanError
 from .options import (
     add_input_options,
     add_model_options,

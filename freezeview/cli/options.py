@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..engine.loading import LoadedModel
-    from ..engine.pipeline import Plan
+    from ..engine.freeze.pipeline import Plan
+    from ..engine.load.loading import LoadedModel
 
 __all__ = [
     "add_extension_options",
@@ -100,7 +100,7 @@ def preserved_from_args(args: argparse.Namespace) -> list[str]:
 def load_from_args(args: argparse.Namespace) -> LoadedModel:
     """Load ``args.model`` with the loading flags."""
     # Imported here: loading imports torch, which `freezeview MODEL.pt` must not wait for.
-    from ..engine.loading import load_model
+    from ..engine.load.loading import load_model
 
     loaded = load_model(
         args.model,
@@ -167,8 +167,8 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
     """The freeze plan from the preserve and pass options."""
-    from ..engine.passes import default_passes
-    from ..engine.pipeline import Plan
+    from ..engine.freeze.passes import default_passes
+    from ..engine.freeze.pipeline import Plan
 
     preserved = tuple(preserved_from_args(args))
     inference = bool(getattr(args, "optimize_for_inference", False))
@@ -192,7 +192,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
 
 def inputs_from_args(args: argparse.Namespace) -> tuple[Any, ...] | None:
     """Sample inputs from ``--inputs`` or ``--input-shape`` (None when neither is given)."""
-    from ..engine.numerics import load_inputs, random_inputs
+    from ..engine.freeze.numerics import load_inputs, random_inputs
 
     if getattr(args, "inputs", None):
         return load_inputs(args.inputs)

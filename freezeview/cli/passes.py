@@ -8,7 +8,7 @@ import sys
 
 from rich.console import Console
 
-from ..engine.report import passes_json, passes_table
+from ..engine.output.report import passes_json, passes_table
 
 __all__ = ["register", "run"]
 

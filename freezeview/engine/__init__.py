@@ -13,46 +13,48 @@ Example::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .errors import BadInputError, FreezeviewError, OutputError, PlanError
+from .plumbing.errors import BadInputError, FreezeviewError, OutputError, PlanError
+from .plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .inventory import AttributeInfo, Inventory, ModuleInfo, build_inventory
-    from .loading import LoadedModel, check_eval, load_model
-    from .snapshot import GraphSnapshot, NodeSnapshot, snapshot_graph
-    from .verdicts import REASON_CODES, AttributeVerdict, Explanation, Reason, explain
+    from .graph import (
+        AttributeInfo,
+        GraphSnapshot,
+        Inventory,
+        ModuleInfo,
+        NodeSnapshot,
+        build_inventory,
+        snapshot_graph,
+    )
+    from .load import LoadedModel, check_eval, load_model
+    from .reasons import REASON_CODES, AttributeVerdict, Explanation, Reason, explain
 
-# Re-exports are resolved on first use (PEP 562): importing freezeview.engine.errors (or
-# the app, whose first screen must appear before torch has loaded) does not import torch.
-_LAZY = {
-    "REASON_CODES": "verdicts",
-    "AttributeVerdict": "verdicts",
-    "Explanation": "verdicts",
-    "Reason": "verdicts",
-    "explain": "verdicts",
-    "AttributeInfo": "inventory",
-    "Inventory": "inventory",
-    "ModuleInfo": "inventory",
-    "build_inventory": "inventory",
-    "LoadedModel": "loading",
-    "check_eval": "loading",
-    "load_model": "loading",
-    "GraphSnapshot": "snapshot",
-    "NodeSnapshot": "snapshot",
-    "snapshot_graph": "snapshot",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
+# Re-exports are resolved on first use (PEP 562): importing freezeview.engine.plumbing
+# (or the app, whose first screen must appear before torch has loaded) does not import
+# torch. The engine's stages are its sub-packages, in the order their imports flow:
+# plumbing, load, graph, reasons, diff, freeze, draw, output, ci.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "REASON_CODES": "reasons",
+        "AttributeVerdict": "reasons",
+        "Explanation": "reasons",
+        "Reason": "reasons",
+        "explain": "reasons",
+        "AttributeInfo": "graph",
+        "Inventory": "graph",
+        "ModuleInfo": "graph",
+        "build_inventory": "graph",
+        "LoadedModel": "load",
+        "check_eval": "load",
+        "load_model": "load",
+        "GraphSnapshot": "graph",
+        "NodeSnapshot": "graph",
+        "snapshot_graph": "graph",
+    },
+)
 
 __all__ = [
     "REASON_CODES",

@@ -23,7 +23,7 @@ from textual.screen import Screen
 from .screens.main import MainScreen
 
 if TYPE_CHECKING:
-    from ..engine.loading import LoadedModel
+    from ..engine.load.loading import LoadedModel
     from .remote_session import RemoteSession
     from .session import Session
 

@@ -47,11 +47,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..engine.errors import BadInputError, FreezeviewError, OutputError, PlanError
+from ..engine.plumbing.errors import BadInputError, FreezeviewError, OutputError, PlanError
 
 if TYPE_CHECKING:
-    from ..engine.inventory_values import Inventory
-    from ..engine.snapshot_values import GraphSnapshot
+    from ..engine.graph.inventory_values import Inventory
+    from ..engine.graph.snapshot_values import GraphSnapshot
     from .views import AttrView, OpenedView, StepView
 
 __all__ = ["EngineError", "RemoteSession", "forward_warnings", "serve"]
@@ -336,7 +336,7 @@ class RemoteSession:
     @staticmethod
     def diff_text(before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
         """Unified IR diff between two snapshots (torch-free: computed here)."""
-        from ..engine.diff import unified_ir_diff
+        from ..engine.diff.diff import unified_ir_diff
 
         return unified_ir_diff(before, after, before_label=a, after_label=b)
 

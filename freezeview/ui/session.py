@@ -17,18 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..engine.atomic import write_text
-from ..engine.errors import BadInputError, PlanError
-from ..engine.loading import LoadedModel, load_model
-from ..engine.mutation import inline_method_graph
-from ..engine.passes import REGISTRY, default_passes
-from ..engine.snapshot_values import GraphSnapshot, SourceLocation
+from ..engine.freeze.passes import REGISTRY, default_passes
+from ..engine.graph.snapshot_values import GraphSnapshot, SourceLocation
+from ..engine.load.loading import LoadedModel, load_model
+from ..engine.plumbing.atomic import write_text
+from ..engine.plumbing.errors import BadInputError, PlanError
+from ..engine.reasons.mutation import inline_method_graph
 from .views import AttrView, OpenedView, PassView, ReasonView, StepView
 
 # Explain, the pipeline, diffs and numerics are imported where they are used: opening a
 # model needs none of them, and the app's engine process answers "open" first.
 if TYPE_CHECKING:
-    from ..engine.inventory_values import Inventory
+    from ..engine.graph.inventory_values import Inventory
 
 __all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "Session", "StepView"]
 
@@ -119,7 +119,7 @@ class Session:
 
     def build_inventory(self) -> Inventory:
         """The module tree and every attribute."""
-        from ..engine.inventory import build_inventory
+        from ..engine.graph.inventory import build_inventory
 
         if self.inventory is None:
             self.inventory = build_inventory(self.module)
@@ -138,7 +138,7 @@ class Session:
                 f"{self.name} holds a module in training mode; freezing needs eval mode: "
                 "start freezeview with --eval."
             )
-        from ..engine.verdicts import explain
+        from ..engine.reasons.verdicts import explain
 
         explanation = explain(self.load(), preserved_attrs=list(preserved))
         return [
@@ -167,7 +167,7 @@ class Session:
 
     def sample_inputs(self) -> tuple[Any, ...] | None:
         """Sample inputs from ``--inputs`` or ``--input-shape`` (None if neither)."""
-        from ..engine.numerics import load_inputs, random_inputs
+        from ..engine.freeze.numerics import load_inputs, random_inputs
 
         if self._inputs is None and self.inputs_file is not None:
             self._inputs = tuple(load_inputs(self.inputs_file))
@@ -183,7 +183,7 @@ class Session:
         progress: Callable[[Any], None] | None = None,
     ) -> Iterator[StepView]:
         """Freeze with the given plan one step at a time (a blocking generator)."""
-        from ..engine.pipeline import Pipeline
+        from ..engine.freeze.pipeline import Pipeline
 
         pipeline = Pipeline(self.load(), _plan(preserved, passes), inputs=self.sample_inputs())
         self.final_code = None
@@ -201,7 +201,7 @@ class Session:
     @staticmethod
     def diff_text(before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
         """Unified IR diff between two snapshots."""
-        from ..engine.diff import unified_ir_diff
+        from ..engine.diff.diff import unified_ir_diff
 
         return unified_ir_diff(before, after, before_label=a, after_label=b)
 
@@ -209,11 +209,11 @@ class Session:
         self, before: GraphSnapshot | None, after: GraphSnapshot, out_dir: Path, stem: str
     ) -> list[Path]:
         """Write the step's graph (and its diff against ``before``) into ``out_dir``."""
-        from ..engine.box_ceiling import Overruns
-        from ..engine.diff import diff_snapshots
-        from ..engine.render import render_diff, render_snapshot
-        from ..engine.render_plan import RenderOptions
-        from ..engine.view_scopes import module_paths
+        from ..engine.diff.diff import diff_snapshots
+        from ..engine.draw.box_ceiling import Overruns
+        from ..engine.draw.render import render_diff, render_snapshot
+        from ..engine.draw.render_plan import RenderOptions
+        from ..engine.draw.view_scopes import module_paths
 
         out_dir.mkdir(parents=True, exist_ok=True)
         self.last_notes = []
@@ -239,7 +239,7 @@ class Session:
 
     def export(self, out_dir: Path, preserved: Sequence[str], passes: Sequence[str]) -> list[Path]:
         """Write everything ``freezeview export`` writes into ``out_dir``."""
-        from ..engine.export import export
+        from ..engine.output.export import export
 
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         result = export(self.load(), out_dir, plan=_plan(preserved, passes), force=True)
@@ -249,7 +249,7 @@ class Session:
 
 def _plan(preserved: Sequence[str], passes: Sequence[str]) -> Any:
     """The pipeline plan for the app's preserved names and ticked passes."""
-    from ..engine.pipeline import Plan
+    from ..engine.freeze.pipeline import Plan
 
     # Ticking an optimize_for_inference pass is asking for optimize_for_inference.
     inference = any(REGISTRY[p].group == "inference" for p in passes if p in REGISTRY)

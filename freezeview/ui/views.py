@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..engine.snapshot_values import GraphSnapshot
+    from ..engine.graph.snapshot_values import GraphSnapshot
 
 __all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "StepView"]
 

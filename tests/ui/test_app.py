@@ -368,7 +368,7 @@ async def test_bad_file_shows_an_error_and_goes_on(tmp_path: Path, engine_proces
 async def test_engine_error_during_steps_keeps_the_session(
     small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from freezeview.engine.errors import PlanError
+    from freezeview.engine.plumbing.errors import PlanError
     from freezeview.ui.remote_session import RemoteSession
 
     app = app_for(small_pt, tmp_path, engine_process=True)
@@ -456,7 +456,7 @@ async def test_a_loaded_module_keeps_the_torch_work_in_this_process(
     small_pt: Path, tmp_path: Path
 ) -> None:
     """The Python API's FreezeviewApp(loaded=...) uses thread workers, no engine process."""
-    from freezeview.engine.loading import LoadedModel
+    from freezeview.engine.load.loading import LoadedModel
     from freezeview.ui.session import Session
 
     loaded = LoadedModel.from_module(torch.jit.load(str(small_pt)), name="small.pt")

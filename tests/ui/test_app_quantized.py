@@ -14,7 +14,7 @@ import pytest
 import torch
 from corpus import case_by_name
 
-from freezeview.engine.loading import LoadedModel
+from freezeview.engine.load.loading import LoadedModel
 from freezeview.ui.app import FreezeviewApp
 
 from .conftest import wait_ready

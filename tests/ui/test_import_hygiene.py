@@ -27,8 +27,8 @@ def test_what_the_screen_receives_from_the_engine_process_is_torch_free() -> Non
     # The screen unpickles snapshots, inventories and views sent by the engine process,
     # and diffs snapshots itself; none of that may bring torch into the screen.
     assert not _imports_torch(
-        "import freezeview.engine.snapshot_values, freezeview.engine.inventory_values, "
-        "freezeview.engine.diff, freezeview.engine.facts, freezeview.ui.views, "
+        "import freezeview.engine.graph.snapshot_values, freezeview.engine.graph.inventory_values, "
+        "freezeview.engine.diff.diff, freezeview.engine.graph.facts, freezeview.ui.views, "
         "freezeview.ui.remote_session"
     )
 

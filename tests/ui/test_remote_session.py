@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from freezeview.engine.errors import BadInputError, PlanError
+from freezeview.engine.plumbing.errors import BadInputError, PlanError
 from freezeview.ui.remote_session import EngineError, RemoteSession
 from freezeview.ui.session import Session
 

@@ -24,7 +24,7 @@ from ..widgets.ir_view import IRView, highlight_lines
 from .main_layout import MainLayout
 
 if TYPE_CHECKING:
-    from ...engine.snapshot_values import GraphSnapshot
+    from ...engine.graph.snapshot_values import GraphSnapshot
 
 __all__ = ["MainIRPane"]
 
@@ -218,7 +218,7 @@ class MainIRPane(MainLayout):
 
     def line_index(self, snap: GraphSnapshot) -> tuple[dict[int, int], dict[int, int]]:
         """Cached IR line <-> node map for a snapshot."""
-        from ...engine.facts import line_index
+        from ...engine.graph.facts import line_index
 
         key = id(snap)
         if key not in self._line_index:
@@ -234,7 +234,7 @@ class MainIRPane(MainLayout):
         if snap is None or path is None or self.view_mode != "ir":
             self.ir.mark_lines(())
             return
-        from ...engine.facts import attribute_node_ids
+        from ...engine.graph.facts import attribute_node_ids
 
         _by_line, by_node = self.line_index(snap)
         ids = attribute_node_ids(snap, path)
@@ -270,7 +270,7 @@ class MainIRPane(MainLayout):
         snap = self.current_snapshot()
         if snap is None or self.view_mode != "ir" or not event.view.has_focus:
             return
-        from ...engine.facts import node_facts
+        from ...engine.graph.facts import node_facts
 
         by_line, _ = self.line_index(snap)
         node_id = by_line.get(event.line)

@@ -22,7 +22,7 @@ from textual import work
 from textual.widgets import Label
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from ...engine.errors import BadInputError, FreezeviewError
+from ...engine.plumbing.errors import BadInputError, FreezeviewError
 from ..messages import (
     EngineFailed,
     ExplanationReady,
@@ -36,7 +36,7 @@ from ..views import StepView
 from .main_ir_pane import MainIRPane
 
 if TYPE_CHECKING:
-    from ...engine.snapshot_values import GraphSnapshot
+    from ...engine.graph.snapshot_values import GraphSnapshot
 
 __all__ = ["MainWorkers"]
 

@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 if TYPE_CHECKING:
-    from ...engine.facts import NodeFacts
+    from ...engine.graph.facts import NodeFacts
 from ..views import AttrView
 from .model_tree import badge
 

@@ -27,7 +27,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...engine.naming import demangle
+from ...engine.graph.naming import demangle
 from ..lexer import TorchScriptIRLexer
 
 __all__ = ["IRView", "highlight_lines", "lexer_for"]

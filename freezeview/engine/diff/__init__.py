@@ -1,0 +1,44 @@
+"""Diff: two graph snapshots in, what was added, removed and changed out.
+
+:func:`diff_snapshots` matches nodes across renamings (:mod:`.diff_match`) into a
+:class:`GraphDiff`; :func:`unified_ir_diff` writes ``diff -u`` text of two IR printouts.
+Uses graph and plumbing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..plumbing.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .diff import adopt_diff, diff_snapshots, index_nodes
+    from .diff_values import DiffFacts, GraphDiff, NodeInfo, diff_facts, notable_kind_changes
+    from .text_diff import unified_ir_diff
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "adopt_diff": "diff",
+        "diff_snapshots": "diff",
+        "index_nodes": "diff",
+        "DiffFacts": "diff_values",
+        "GraphDiff": "diff_values",
+        "NodeInfo": "diff_values",
+        "diff_facts": "diff_values",
+        "notable_kind_changes": "diff_values",
+        "unified_ir_diff": "text_diff",
+    },
+)
+
+__all__ = [
+    "DiffFacts",
+    "GraphDiff",
+    "NodeInfo",
+    "adopt_diff",
+    "diff_facts",
+    "diff_snapshots",
+    "index_nodes",
+    "notable_kind_changes",
+    "unified_ir_diff",
+]

@@ -1,0 +1,57 @@
+"""Draw: snapshots and diffs in, Graphviz pictures out.
+
+:mod:`.collapse` turns a snapshot (or a diff) into the boxes freezeview draws, folded
+by module at the level that fits (:mod:`.view_scopes`, :mod:`.view_folding`,
+:mod:`.render_plan`, :mod:`.box_ceiling`); :mod:`.render` hands the DOT to Graphviz
+with timeouts and coarser fallbacks (:func:`render_snapshot`, :func:`render_diff`,
+:func:`render_side_by_side`). Uses diff, graph and plumbing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..plumbing.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .box_ceiling import Overruns
+    from .render import (
+        FORMATS,
+        GraphvizMissingError,
+        RenderResult,
+        find_dot,
+        render_diff,
+        render_side_by_side,
+        render_snapshot,
+    )
+    from .render_plan import RenderOptions
+    from .view_scopes import module_paths
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "Overruns": "box_ceiling",
+        "FORMATS": "render",
+        "GraphvizMissingError": "render",
+        "RenderResult": "render",
+        "find_dot": "render",
+        "render_diff": "render",
+        "render_side_by_side": "render",
+        "render_snapshot": "render",
+        "RenderOptions": "render_plan",
+        "module_paths": "view_scopes",
+    },
+)
+
+__all__ = [
+    "FORMATS",
+    "GraphvizMissingError",
+    "Overruns",
+    "RenderOptions",
+    "RenderResult",
+    "find_dot",
+    "module_paths",
+    "render_diff",
+    "render_side_by_side",
+    "render_snapshot",
+]

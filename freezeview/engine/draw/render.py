@@ -1,0 +1,435 @@
+"""Render graph snapshots and diffs as pictures (SVG, PNG or DOT) with Graphviz.
+
+Rendering is where users of freezeview wait (DESIGN.md: freezing takes 0.05-0.25 s,
+a naive picture of the same graph minutes), so it is built to stay fast at any size:
+
+- constants, constant lists and submodule reads are drawn inside their users, and
+  module scopes are clusters (:mod:`freezeview.engine.draw.collapse`);
+- above a node budget the picture is collapsed to one box per submodule, at the finest
+  level that fits the budget; ``expand`` opens chosen scopes down to their ops
+  (:mod:`freezeview.engine.draw.render_plan` chooses the level and the boxes to open);
+- ``dot`` runs in a subprocess with a timeout. If it overruns, freezeview draws the
+  next coarser level instead and says so in :attr:`RenderResult.notes`; output files
+  are written only from a finished layout, atomically, so nothing partial is left.
+- a picture far above what ``dot`` lays out within the timeout (``RenderOptions.max_boxes``,
+  by default :func:`~freezeview.engine.draw.box_ceiling.box_ceiling` of the timeout) is not
+  handed to ``dot`` at all: it goes straight to the coarser level an overrun would have
+  given, with a note.
+
+This module runs Graphviz and writes the files; the DOT text of each picture comes from
+:mod:`freezeview.engine.draw.render_pictures`.
+
+Layout engine and settings were chosen by measurement (``benchmarks/bench_render.py``,
+figures in docs/notes/render.md): plain ``dot`` with module clusters. On the fully
+expanded inlined ResNet-50-style graph (1,462 boxes) it took 0.45 s, against 1.26 s with
+``newrank=true`` and 1.05 s with ``newrank`` plus ``ordering=out``; on collapsed
+pictures all settings tie (0.08 s). ``sfdp`` (0.55 s) ignores clusters and loses the
+top-to-bottom data flow, so freezeview collapses big graphs instead of switching engine.
+The settings stay selectable through :class:`GraphAttrs` and ``RenderOptions.engine``.
+
+Graphviz is run directly with :mod:`subprocess` rather than ``graphviz.pipe`` because
+the package offers no timeout, and a run that never finishes is exactly the failure
+this module has to survive.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..diff import GraphDiff
+from ..graph import GraphSnapshot
+from ..plumbing import FreezeviewError, OutputError, atomic
+from .collapse_values import ViewGraph
+from .render_pictures import Picture, diff_picture, side_by_side_picture, snapshot_picture
+from .render_plan import (
+    RenderOptions,
+    auto_level,
+    changed_splits,
+    coarser_level,
+    ghost_scopes,
+    level_name,
+    merge_levels,
+    plan_picture,
+    scopes_drawn,
+)
+from .view_prepared import levels
+from .view_scopes import count_at_level
+
+__all__ = [
+    "FORMATS",
+    "DotTimeoutError",
+    "GraphvizMissingError",
+    "RenderResult",
+    "find_dot",
+    "render_diff",
+    "render_picture",
+    "render_side_by_side",
+    "render_snapshot",
+    "run_dot",
+]
+
+#: Output formats: ``dot`` writes the DOT text and needs no Graphviz.
+FORMATS = ("svg", "png", "dot")
+
+INSTALL_HINT = (
+    "Graphviz's `dot` program is not installed; install it (Debian/Ubuntu: "
+    "`apt-get install graphviz`, macOS: `brew install graphviz`) to draw pictures."
+)
+
+
+class GraphvizMissingError(FreezeviewError):
+    """``dot`` is not on PATH (or not at the configured path)."""
+
+    exit_code = 1
+
+
+class DotTimeoutError(FreezeviewError):
+    """Graphviz did not finish a layout within the time allowed."""
+
+    exit_code = 1
+
+
+@dataclass
+class RenderResult:
+    """What :func:`render_picture` wrote and how long each part took.
+
+    Attributes:
+        path: the file written.
+        format: ``svg``, ``png`` or ``dot``.
+        level: the collapse level finally drawn.
+        requested_level: the level first tried.
+        nodes: boxes drawn.
+        edges: edges drawn.
+        build_seconds: freezeview's time choosing the level and building views and DOT
+            (all attempts).
+        dot_seconds: Graphviz's time (all attempts, the overrun ones included).
+        write_seconds: time writing the file.
+        size: bytes written.
+        notes: sentences for the user (fallbacks taken).
+        split: module boxes opened one level because something in them changed.
+        views: the view graphs drawn, whose node keys are the SVG elements' ids (the
+            review page describes each box from them).
+    """
+
+    path: Path
+    format: str
+    level: int | None
+    requested_level: int | None
+    nodes: int
+    edges: int
+    build_seconds: float
+    dot_seconds: float
+    write_seconds: float
+    size: int
+    notes: list[str] = field(default_factory=list)
+    split: tuple[str, ...] = ()
+    views: list[ViewGraph] = field(default_factory=list, repr=False)
+
+    @property
+    def total_seconds(self) -> float:
+        """Build + Graphviz + write time."""
+        return self.build_seconds + self.dot_seconds + self.write_seconds
+
+
+def find_dot(options: RenderOptions) -> str:
+    """Path of the Graphviz program to run.
+
+    Raises:
+        GraphvizMissingError: it is not installed.
+    """
+    command = options.dot_command or options.engine
+    found = shutil.which(command)
+    if found is None:
+        raise GraphvizMissingError(INSTALL_HINT)
+    return found
+
+
+def run_dot(source: str, fmt: str, options: RenderOptions) -> bytes:
+    """Lay out and render DOT ``source``; return the output bytes.
+
+    Args:
+        source: DOT text.
+        fmt: ``svg`` or ``png``.
+        options: engine, timeout and the program's path.
+
+    Returns:
+        The rendered bytes.
+
+    Raises:
+        GraphvizMissingError: the program is not installed.
+        DotTimeoutError: it did not finish within ``options.timeout`` (it is killed).
+        OutputError: it failed (its first error line is quoted).
+    """
+    command = find_dot(options)
+    try:
+        done = subprocess.run(
+            [command, f"-K{options.engine}", f"-T{fmt}"],
+            input=source.encode("utf-8"),
+            capture_output=True,
+            timeout=options.timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise DotTimeoutError(f"Graphviz did not finish within {options.timeout:g} s.") from exc
+    except OSError as exc:
+        raise GraphvizMissingError(f"cannot run {command}: {exc.strerror or exc}.") from exc
+    if done.returncode != 0 or not done.stdout:
+        first = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[0]
+        raise OutputError(f"Graphviz failed to draw the picture ({first[:200]}).")
+    return done.stdout
+
+
+def render_picture(
+    make: Callable[[int | None], Picture],
+    path: str | os.PathLike[str],
+    *,
+    fmt: str,
+    options: RenderOptions,
+    level: int | None,
+    candidates: list[int | None],
+    scopes: Sequence[str] | Mapping[str, int],
+    split: tuple[str, ...] = (),
+) -> RenderResult:
+    """Draw ``make(level)`` into ``path``, falling back to coarser levels on overrun.
+
+    A level with more boxes than ``options.ceiling`` is not handed to Graphviz: the next
+    coarser level is taken at once, as after an overrun, with a note (the coarsest level
+    is always tried).
+
+    Args:
+        make: builds the picture for a level.
+        path: the file to write (atomically).
+        fmt: one of :data:`FORMATS`.
+        options: drawing options (timeout, engine...).
+        level: the level to try first.
+        candidates: the levels that exist for this graph, coarsest first.
+        scopes: scopes of the drawn nodes, or scope -> count (to pick fallback levels
+            that are really smaller).
+        split: the boxes ``make`` opens at ``level`` (recorded in the result; a fallback
+            level opens none).
+
+    Returns:
+        A :class:`RenderResult`.
+
+    Raises:
+        GraphvizMissingError: ``dot`` is missing (``fmt`` other than ``dot``).
+        DotTimeoutError: even the coarsest level overran.
+    """
+    if fmt not in FORMATS:
+        raise OutputError(f"unknown picture format {fmt!r}; use one of {', '.join(FORMATS)}.")
+    notes: list[str] = []
+    build = dot_time = 0.0
+    current: int | None = level
+    memo = options.overruns if fmt != "dot" else None
+    ceiling = options.ceiling if fmt != "dot" else None
+    counts = Counter(scopes)
+    while True:
+        # An earlier picture of this run overran with no more boxes than this one will
+        # have: building it and waiting out the timeout again would only cost the user
+        # time, so the coarser level is taken at once (the count is known beforehand).
+        boxes = count_at_level(counts, current, options.expand)
+        known = memo is not None and memo.too_big(boxes)
+        nxt: int | bool | None = None
+        capped = False
+        if not known and ceiling is not None and boxes > ceiling:
+            # Far beyond what Graphviz lays out within the timeout: skip the run it
+            # could not finish. The coarsest level is always tried, since the ceiling
+            # is a forecast and only the timeout is a measurement.
+            nxt = coarser_level(current, candidates, counts, options.expand)
+            capped = nxt is not False
+        picture = None if known or capped else make(current)
+        if picture is not None:
+            build += picture.build_seconds
+            if fmt == "dot":
+                data = picture.source.encode("utf-8")
+                break
+            start = time.perf_counter()
+            try:
+                data = run_dot(picture.source, fmt, options)
+                dot_time += time.perf_counter() - start
+                break
+            except DotTimeoutError:
+                dot_time += time.perf_counter() - start
+                # Remembered by the same count later pictures are checked with (drawn
+                # pictures hold an input/output box or two more): recording the drawn
+                # count let the very same picture wait out the timeout again.
+                if memo is not None:
+                    memo.overran(boxes)
+                boxes = picture.nodes
+        if not capped:
+            nxt = coarser_level(current, candidates, counts, options.expand)
+        if nxt is False:
+            raise DotTimeoutError(
+                f"Graphviz did not finish drawing {Path(path).name} within "
+                f"{options.timeout:g} s even with {level_name(current)}; nothing was written.",
+                hint="Raise the timeout or draw fewer scopes expanded.",
+            ) from None
+        assert not isinstance(nxt, bool)
+        if capped:
+            notes.append(
+                f"{Path(path).name}: {level_name(current)} would be {boxes:,} boxes, above "
+                f"the {ceiling:,}-box ceiling for a {options.timeout:g} s timeout, so freezeview "
+                f"drew {level_name(nxt)} without running Graphviz; raise the timeout or the "
+                "ceiling (--timeout, --max-boxes) to try it anyway."
+            )
+        else:
+            notes.append(
+                f"{Path(path).name}: Graphviz did not finish within {options.timeout:g} s "
+                f"with {level_name(current)} ({boxes} boxes"
+                + ("; a picture that size had already overrun" if known else "")
+                + f"); drew {level_name(nxt)} instead."
+            )
+        current = nxt
+    assert picture is not None
+    start = time.perf_counter()
+    atomic.write_bytes(path, data)
+    write = time.perf_counter() - start
+    return RenderResult(
+        path=Path(path),
+        format=fmt,
+        level=current,
+        requested_level=level,
+        nodes=picture.nodes,
+        edges=picture.edges,
+        build_seconds=build,
+        dot_seconds=dot_time,
+        write_seconds=write,
+        size=len(data),
+        notes=notes,
+        split=split if current == level else (),
+        views=picture.views,
+    )
+
+
+def render_snapshot(
+    snapshot: GraphSnapshot,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+) -> RenderResult:
+    """Draw one graph snapshot into ``path``.
+
+    Args:
+        snapshot: the graph.
+        path: output file (written atomically).
+        fmt: ``svg``, ``png`` or ``dot``.
+        options: drawing options.
+        title: caption.
+
+    Returns:
+        A :class:`RenderResult`.
+
+    Example::
+
+        render_snapshot(snapshot_graph(torch.jit.freeze(m).graph), "after.svg")
+    """
+    options = options or RenderOptions()
+    start = time.perf_counter()
+    level, candidates, scopes = plan_picture(snapshot, options)
+    planned = time.perf_counter() - start
+    result = render_picture(
+        lambda lv: snapshot_picture(snapshot, options, lv, title=title),
+        path,
+        fmt=fmt,
+        options=options,
+        level=level,
+        candidates=candidates,
+        scopes=scopes,
+    )
+    # Choosing the level and the boxes to open is view building too.
+    result.build_seconds += planned
+    return result
+
+
+def render_diff(
+    diff: GraphDiff,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+) -> RenderResult:
+    """Draw the after-graph of ``diff`` with added ops green, changed amber, removed as ghosts.
+
+    The level is chosen on the after-graph plus the ghosts, so a step that removed most
+    of the graph still fits the budget; at the automatic level, the boxes where things
+    changed are then opened while the budget allows (:func:`changed_splits`).
+    """
+    options = options or RenderOptions()
+    start = time.perf_counter()
+    scopes = scopes_drawn(diff.after, options) + ghost_scopes(diff, options)
+    candidates = merge_levels(
+        levels(diff.after, options.constants, options.modules),
+        levels(diff.before, options.constants, options.modules),
+    )
+    if options.level == "auto":
+        level = auto_level(scopes, candidates, options)
+    elif isinstance(options.level, str):
+        raise ValueError(f"unknown level {options.level!r}")
+    else:
+        level = options.level
+    split: tuple[str, ...] = ()
+    if options.level == "auto" and options.open_changed:
+        split = changed_splits(diff, scopes, level, options)
+
+    def make(lv: int | None) -> Picture:
+        return diff_picture(diff, options, lv, title=title, split=split if lv == level else ())
+
+    planned = time.perf_counter() - start
+    result = render_picture(
+        make,
+        path,
+        fmt=fmt,
+        options=options,
+        level=level,
+        candidates=candidates,
+        scopes=scopes,
+        split=split,
+    )
+    # Choosing the level and the boxes to open is view building too.
+    result.build_seconds += planned
+    return result
+
+
+def render_side_by_side(
+    diff: GraphDiff,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+) -> RenderResult:
+    """Draw before and after next to each other.
+
+    Removed ops are red on the left, added ones green on the right, changed amber on both.
+    """
+    options = options or RenderOptions()
+    start = time.perf_counter()
+    level_a, cand_a, scopes_a = plan_picture(diff.after, options)
+    _level_b, cand_b, scopes_b = plan_picture(diff.before, options)
+    candidates = merge_levels(cand_a, cand_b)
+    level = level_a
+    if options.level == "auto":
+        level = auto_level(scopes_a + scopes_b, candidates, options)
+    planned = time.perf_counter() - start
+    result = render_picture(
+        lambda lv: side_by_side_picture(diff, options, lv, title=title),
+        path,
+        fmt=fmt,
+        options=options,
+        level=level,
+        candidates=candidates,
+        scopes=scopes_a + scopes_b,
+    )
+    # Choosing the level and the boxes to open is view building too.
+    result.build_seconds += planned
+    return result

@@ -1,0 +1,155 @@
+"""The fold step's picture: attribute reads in an inlined graph, folded as torch does.
+
+torch folds attributes inside ``torch._C._freeze_module`` and shows nothing of it; the
+stepwise pipeline draws that moment itself: every attribute read from ``self`` (a chain
+of ``prim::GetAttr``), and the same graph with each attribute torch folded replaced by
+its constant. Also the small module walks the run needs (dotted paths, the attribute
+paths of a module tree, calls left in a graph).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from ..graph import attribute_paths
+from .steps import OnceGraphs
+
+__all__: list[str] = []
+
+
+def resolve_attribute(cmod: torch._C.ScriptModule, dotted: str) -> tuple[Any, str] | None:
+    """Owner object and last name of a dotted path, or None if a part is missing."""
+    *parts, last = dotted.split(".")
+    obj: Any = cmod
+    for part in parts:
+        if not (hasattr(obj, "hasattr") and obj.hasattr(part)):
+            return None
+        obj = obj.getattr(part)
+    return obj, last
+
+
+def is_module_value(value: Any) -> bool:
+    return isinstance(value, torch._C.ScriptModule)
+
+
+def module_paths(module: Any) -> tuple[set[str], set[str]]:
+    """``(attribute paths, all paths)`` of a module tree, from one torch call.
+
+    ``all paths`` includes submodules. torch walks the whole tree in C++ once; asking
+    per attribute would walk it once per attribute.
+    """
+    paths = attribute_paths(getattr(module, "_c", module))
+    return {path for path, is_module in paths.items() if not is_module}, set(paths)
+
+
+def pick_graph(graphs: OnceGraphs, method: str) -> Callable[[], torch._C.Graph]:
+    """A builder for one method's graph out of a lazily built ``{method: graph}``."""
+
+    def build() -> torch._C.Graph:
+        return graphs.get()[method]  # type: ignore[no-any-return]
+
+    return build
+
+
+_CALL_KINDS = ("prim::CallMethod", "prim::CallFunction")
+
+
+def call_count(graph: torch._C.Graph) -> int:
+    """Calls left in a graph (nested blocks included), counted by torch in C++."""
+    found: list[list[torch._C.Node]] = [graph.findAllNodes(k) for k in _CALL_KINDS]  # type: ignore[attr-defined]
+    return sum(len(nodes) for nodes in found)
+
+
+def _attribute_chains(
+    graph: torch._C.Graph, cmod: torch._C.ScriptModule
+) -> Iterator[tuple[torch._C.Node, str, Any]]:
+    """Every attribute read from ``self`` in ``graph``: ``(node, dotted path, value)``.
+
+    A read is a chain of ``prim::GetAttr`` starting at ``self``; torch finds the nodes
+    in C++ (pre-order, nested blocks included), so a chain's earlier links come first.
+    """
+    inputs = list(graph.inputs())
+    if not inputs:
+        return
+    paths: dict[torch._C.Value, str] = {inputs[0]: ""}
+    for node in graph.findAllNodes("prim::GetAttr"):  # type: ignore[attr-defined]
+        base = paths.get(node.input())
+        if base is None:
+            continue
+        name = node.s("name")
+        path = f"{base}.{name}" if base else name
+        found = resolve_attribute(cmod, path)
+        if found is None:
+            continue
+        owner, last = found
+        try:
+            value = owner.getattr(last)
+        except (RuntimeError, AttributeError):
+            continue
+        if is_module_value(value):
+            paths[node.output()] = path
+        yield node, path, value
+
+
+def attribute_reads(
+    graph: torch._C.Graph, cmod: torch._C.ScriptModule, kept_paths: set[str]
+) -> tuple[set[str], set[str]]:
+    """``(folded, kept)`` attribute paths read in ``graph``, as torch decided them."""
+    folded: set[str] = set()
+    kept: set[str] = set()
+    for _node, path, value in _attribute_chains(graph, cmod):
+        if is_module_value(value):
+            continue
+        (kept if path in kept_paths else folded).add(path)
+    return folded, kept
+
+
+def fold_graph(
+    graph: torch._C.Graph, cmod: torch._C.ScriptModule, kept_paths: set[str]
+) -> set[str]:
+    """Replace each folded attribute read in ``graph`` by a constant, as torch does.
+
+    An attribute read's dotted path is folded unless it survives on the frozen module
+    (``kept_paths``). The constant is the attribute's current value (tensors detached,
+    never copied), named ``self.<path>`` like torch's; the reads left without users
+    are removed.
+
+    Returns:
+        The paths torch folded that have no constant form freezeview can insert from
+        Python (they stay attribute reads in the picture).
+    """
+    top = list(graph.block().nodes())
+    if not top:
+        return set()
+    constants: dict[str, torch._C.Value] = {}
+    unshown: set[str] = set()
+    touched: list[torch._C.Node] = []
+    for node, path, value in list(_attribute_chains(graph, cmod)):
+        if is_module_value(value):
+            touched.append(node)
+            continue
+        if path in kept_paths:
+            continue
+        const = constants.get(path)
+        if const is None:
+            if isinstance(value, torch.Tensor):
+                value = value.detach()  # shares storage: a snapshot never copies weights
+            try:
+                with graph.insert_point_guard(top[0]):
+                    const = graph.insertConstant(value)  # type: ignore[attr-defined]
+            except Exception:
+                unshown.add(path)
+                continue
+            const.setDebugName(f"self.{path}")
+            constants[path] = const
+        node.output().replaceAllUsesWith(const)
+        touched.append(node)
+    # Remove the reads this fold left without users (deepest first, so chains unwind);
+    # other dead code stays for the clean-up step to remove, as torch does.
+    for node in reversed(touched):
+        if not node.output().uses():
+            node.destroy()
+    return unshown

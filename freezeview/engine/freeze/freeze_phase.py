@@ -1,0 +1,400 @@
+"""The freeze phase of a run: inline, fold attributes, clean-up (torch's own result).
+
+:class:`~.run_state.RunState` is what one run of a pipeline carries (the plan, the
+steps so far, the graphs the last step shows); :class:`FreezePhase` adds the three
+freeze steps: *inline* and *fold attributes* are pictures freezeview builds when first
+read, *clean-up* is the real ``torch._C._freeze_module`` result. The optimization passes
+follow in :mod:`.pipeline_run`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+import torch
+
+from ..reasons import torch_outcome
+from .fold_picture import attribute_reads, call_count, fold_graph, module_paths, pick_graph
+from .run_state import RunHost, RunState
+from .steps import (
+    LazyGraph,
+    OnceGraphs,
+    Step,
+    StepDetails,
+    kind_counts,
+    step_details,
+)
+
+__all__: list[str] = []
+
+
+_FREEZE_TITLES = {
+    "inline": "inline calls",
+    "fold_attributes": "fold attributes to constants",
+    "cleanup": "clean-up (torch._C._freeze_module)",
+}
+
+
+class FreezePhase(RunState):
+    """The freeze phase: inline, fold attributes, clean-up."""
+
+    # --- freeze phase -----------------------------------------------------------------
+
+    def freeze_phase(self) -> Iterator[Step]:
+        pipe, plan = self.pipe, self.plan
+        cmod = pipe.module._c
+        for m in self.methods:
+            if m not in pipe.initial_graphs:
+                picture = LazyGraph(m, self._method_graph(cmod, m), live=True)
+                # A copy: a picture must not follow later edits of the caller's module.
+                picture.detach()
+                pipe.initial_graphs[m] = picture
+        initial = {m: pipe.initial_graphs[m] for m in self.methods}
+
+        # 1. inline
+        if not self._announce("inline", _FREEZE_TITLES["inline"], "freeze"):
+            return
+        start = time.perf_counter()
+        methods = list(self.methods)
+
+        def inline_all() -> dict[str, torch._C.Graph]:
+            graphs = {}
+            for m in methods:
+                graph = self._method_graph(cmod, m).copy()
+                torch._C._jit_pass_inline(graph)
+                graphs[m] = graph
+            return graphs
+
+        # The inlined copies are freezeview's pictures, built when first needed: torch
+        # inlines its own clone inside _freeze_module, and inlining the caller's module
+        # a second time (compiling each callee's optimized graph again) would cost a
+        # third of torch's whole freeze.
+        inlined = OnceGraphs(inline_all)
+        inline_graphs = {m: LazyGraph(m, build=pick_graph(inlined, m)) for m in methods}
+        old = self._reuse("inline", None)
+        changed: bool | OnceGraphs = False
+        if old is None:
+            sources = {m: self._method_graph(cmod, m) for m in methods}
+            changed = self._inline_changed(sources, initial, inlined, inline_graphs)
+        seconds = time.perf_counter() - start
+        # freeze itself (torch's work) happens now: the fold step needs to know what
+        # torch kept, and the guard for numerics needs it before any run.
+        start = time.perf_counter()
+        frozen: torch.jit.ScriptModule | None = None
+        freeze_error: str | None = None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                # With torch's freezing log: explain reads its statuses off this very
+                # run instead of freezing the model a second time.
+                outcome = torch_outcome(cmod, list(plan.preserved_attrs), plan.freeze_interfaces)
+            if plan.freeze_interfaces:
+                pipe.outcomes[tuple(plan.preserved_attrs)] = outcome
+            frozen = torch.jit.RecursiveScriptModule(outcome.frozen)
+            torch.jit.RecursiveScriptModule._finalize_scriptmodule(frozen)
+        except Exception as exc:
+            freeze_error = _refusal(exc, pipe.loaded.name or "the model")
+        freeze_seconds = time.perf_counter() - start
+        kept_paths: set[str] = set()
+        frozen_all: set[str] = set()
+        if frozen is not None:
+            kept_paths, frozen_all = module_paths(frozen)
+            pipe.prepare_numerics(kept_paths, frozen)
+        if old is None:
+            forward = inline_graphs.get("forward")
+            num, note = pipe.step_numerics(
+                forward.graph if forward is not None else None, pipe.module
+            )
+            tail: tuple[str, ...] = (note,) if note else ()
+
+            def inline_details(
+                before: Mapping[str, LazyGraph] = initial,
+                after: Mapping[str, LazyGraph] = inline_graphs,
+                changed: bool | OnceGraphs = changed,
+                # Bound now: the clean-up step below gives ``tail`` its own notes.
+                tail: tuple[str, ...] = tail,
+            ) -> StepDetails:
+                a, r, c, notes = kind_counts(before, after)
+                if not (changed.get() if isinstance(changed, OnceGraphs) else changed):
+                    notes = ["nothing to inline: the methods call no other methods or functions"]
+                return a, r, c, (*notes, *tail)
+
+            yield self._add(
+                Step(
+                    0,
+                    "inline",
+                    _FREEZE_TITLES["inline"],
+                    "freeze",
+                    changed,
+                    seconds,
+                    num,
+                    _graphs=inline_graphs,
+                    _lazy=step_details(inline_details, tail),
+                )
+            )
+        else:
+            self._add(old)
+
+        # 2. fold attributes
+        if not self._announce("fold_attributes", _FREEZE_TITLES["fold_attributes"], "freeze"):
+            return
+        old = self._reuse("fold_attributes", None)
+        if old is not None:
+            self._add(old)
+        else:
+            yield self._add(
+                self._fold_step(inlined, kept_paths, freeze_error, inline_graphs, changed)
+            )
+        if self.stopped:
+            return
+
+        # 3. clean-up: torch's own _freeze_module result
+        if not self._announce("cleanup", _FREEZE_TITLES["cleanup"], "freeze"):
+            return
+        old = self._reuse("cleanup", None)
+        if old is not None and frozen is not None:
+            self._add(old)
+        elif frozen is None:
+            yield self._add(
+                Step(
+                    2,
+                    "cleanup",
+                    _FREEZE_TITLES["cleanup"],
+                    "freeze",
+                    False,
+                    freeze_seconds,
+                    error=freeze_error,
+                )
+            )
+            return
+        else:
+            before = dict(self.current)
+            # The working module's own graphs, until a pass is about to change them.
+            after = {
+                m: LazyGraph(m, self._method_graph(frozen._c, m), live=True)
+                for m in self.methods
+                if frozen._c._has_method(m)
+            }
+            num, note = pipe.step_numerics(
+                self._method_graph(frozen._c, "forward") if "forward" in after else None, frozen
+            )
+            # The working module from now on (readers of the step see its graphs).
+            pipe.working = frozen
+
+            def cleanup_tail(
+                kept_paths: set[str] = kept_paths,
+                frozen_all: set[str] = frozen_all,
+                note: str = note,
+            ) -> tuple[str, ...]:
+                # Listing every path of the input module (~3 ms on a ResNet-50) waits
+                # for a reader of the notes: check and compare never read them.
+                dropped = pipe.module_paths()[0] - frozen_all
+                kept_note = (
+                    f"{len(kept_paths)} attribute(s) kept on the frozen module; "
+                    f"{len(dropped)} attribute or submodule path(s) removed"
+                )
+                return (kept_note, note) if note else (kept_note,)
+
+            def cleanup_details(
+                before: Mapping[str, LazyGraph] = before,
+                after: Mapping[str, LazyGraph] = after,
+            ) -> StepDetails:
+                a, r, c, notes = kind_counts(before, after)
+                return a, r, c, (*notes, *cleanup_tail())
+
+            yield self._add(
+                Step(
+                    2,
+                    "cleanup",
+                    _FREEZE_TITLES["cleanup"],
+                    "freeze",
+                    True,
+                    freeze_seconds,
+                    num,
+                    _graphs=after,
+                    _lazy=step_details(cleanup_details, cleanup_tail),
+                )
+            )
+        pipe.working = frozen
+
+    @staticmethod
+    def _inline_changed(
+        sources: Mapping[str, torch._C.Graph],
+        initial: Mapping[str, LazyGraph],
+        inlined: OnceGraphs,
+        pictures: Mapping[str, LazyGraph],
+    ) -> bool | OnceGraphs:
+        """Whether inlining changes any graph: False at once when there is no call.
+
+        Otherwise the answer waits for the inlined pictures (inlining only ever
+        replaces calls, but torch leaves calls through module interfaces in place).
+        """
+        calls = {m: call_count(g) for m, g in sources.items()}
+        if not any(calls.values()):
+            return False
+
+        def compare() -> bool:
+            graphs: dict[str, torch._C.Graph] = inlined.get()
+            for m, count in calls.items():
+                # The picture's printout: the step's counts read the same text.
+                if not count:
+                    continue
+                if call_count(graphs[m]) < count or initial[m].text != pictures[m].text:
+                    return True
+            return False
+
+        return OnceGraphs(compare)
+
+    def _fold_step(
+        self,
+        inlined: OnceGraphs,
+        kept_paths: set[str],
+        freeze_error: str | None,
+        inline_graphs: Mapping[str, LazyGraph],
+        inline_changed: bool | OnceGraphs,
+    ) -> Step:
+        """The inlined graphs with every attribute torch folded replaced by a constant.
+
+        Which attributes torch folded and which it kept comes from torch's own result
+        (the attributes left on the frozen module are the kept ones), read off the
+        inlined graphs. Like the picture itself, that is worked out when someone first
+        asks (or when sample inputs run through the picture).
+        """
+        pipe = self.pipe
+        before = dict(self.current)
+        if freeze_error is not None:
+            return Step(
+                1,
+                "fold_attributes",
+                _FREEZE_TITLES["fold_attributes"],
+                "freeze",
+                False,
+                _graphs=before,
+                error=freeze_error,
+            )
+        start = time.perf_counter()
+        cmod = pipe.module._c
+
+        def classify() -> tuple[tuple[str, ...], tuple[str, ...]]:
+            folded: set[str] = set()
+            kept: set[str] = set()
+            graphs: dict[str, torch._C.Graph] = inlined.get()
+            for g in graphs.values():
+                f, k = attribute_reads(g, cmod, kept_paths)
+                folded |= f
+                kept |= k
+            return tuple(sorted(folded)), tuple(sorted(kept))
+
+        attributes = OnceGraphs(classify)
+        unshown: set[str] = set()
+
+        def builder(method: str) -> Callable[[], torch._C.Graph]:
+            def build() -> torch._C.Graph:
+                source = inlined.get()[method]
+                # The inlined graph is folded in place once nothing reads it any more:
+                # the inline step's picture has let it go (the CLI's table, row by row),
+                # the attribute reads are classified and the inline step's change known.
+                # Copying a 9k-node graph is the largest allocation of the whole run.
+                done = (
+                    before.get(method) is inline_graphs.get(method)
+                    and inline_graphs[method].released
+                    and attributes.done
+                    and not (isinstance(inline_changed, OnceGraphs) and not inline_changed.done)
+                )
+                copy = source if done else source.copy()
+                unshown.update(fold_graph(copy, cmod, kept_paths))
+                return copy
+
+            return build
+
+        after = {m: LazyGraph(m, build=builder(m)) for m in before}
+        forward = after.get("forward")
+        num, note = pipe.step_numerics(forward.graph if forward is not None else None, pipe.module)
+        preserved = self.plan.preserved_attrs
+
+        def fold_counts() -> StepDetails:
+            folded, kept = attributes.get()
+            head = f"{len(folded)} attribute(s) folded into constants, {len(kept)} kept"
+            a, r, c, notes = kind_counts(before, after)
+            for graph in after.values():
+                _ = graph.text  # builds the folded graph, which fills ``unshown``
+            return a, r, c, (head, *notes)
+
+        # The counts and the head sentence come without the kept attributes' reasons:
+        # those run explain, which a reader of the counts alone (the CLI's table) skips.
+        counted = OnceGraphs(fold_counts)
+
+        def fold_details() -> StepDetails:
+            a, r, c, lead = counted.get()
+            kept = attributes.get()[1]
+            tail = list(_kept_reasons(pipe, preserved, list(kept))) if kept else []
+            if unshown:
+                tail.append(
+                    "folded by torch but shown as attribute reads here (no constant form in "
+                    "Python): " + ", ".join(sorted(unshown)[:8])
+                )
+            if note:
+                tail.append(note)
+            return a, r, c, (*lead, *tail)
+
+        return Step(
+            1,
+            "fold_attributes",
+            _FREEZE_TITLES["fold_attributes"],
+            "freeze",
+            OnceGraphs(lambda: bool(attributes.get()[0])),
+            time.perf_counter() - start,
+            num,
+            _attributes=attributes,
+            _graphs=after,
+            _lazy=step_details(fold_details),
+            _head=step_details(counted.get),
+        )
+
+
+_ASSERT_PREFIX_RE = re.compile(
+    r"^.*INTERNAL ASSERT FAILED at .*?please report a bug to PyTorch\.\s*"
+)
+
+
+def _refusal(exc: Exception, model: str) -> str:
+    """torch's refusal to freeze as freezeview's sentence (file name and fix), quoting torch.
+
+    The sentence is the one ``freezeview explain`` gives for the same model; torch's own
+    first line follows, so a user can search for it.
+    """
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    # torch words some refusals as failed internal asserts; the sentence after the
+    # assert's boilerplate is the part that says something.
+    first = _ASSERT_PREFIX_RE.sub("", lines[0] if lines else type(exc).__name__)[:300]
+    try:
+        from ..reasons import torch_refusal
+
+        sentence = torch_refusal(str(exc), model)
+    except Exception:
+        return f"torch refused to freeze {model}: {first}"
+    return sentence if first in sentence else f"{sentence} (torch: {first})"
+
+
+def _kept_reasons(pipe: RunHost, preserved: Sequence[str], kept: list[str]) -> list[str]:
+    """One note per kept attribute, with explain's reason when explain is there.
+
+    Runs when someone reads the fold step's notes, never while the pipeline runs: on a
+    large model explain's alias analysis costs about as much as freezing itself.
+    """
+    reasons: dict[str, str] = {}
+    try:
+        verdicts = pipe.explanation(preserved)
+        if verdicts is not None:
+            for path in kept:
+                verdict = verdicts.by_path(path)
+                if verdict is not None and verdict.reasons:
+                    reasons[path] = verdict.reasons[0].message
+    except Exception:
+        reasons = {}
+    return [f"kept {p}: {reasons[p]}" if p in reasons else f"kept {p}" for p in kept[:20]] + (
+        [f"... and {len(kept) - 20} more kept"] if len(kept) > 20 else []
+    )

@@ -1,0 +1,435 @@
+"""Run ``torch.jit.freeze`` as a sequence of visible steps.
+
+``torch.jit.freeze`` is one opaque call. freezeview runs the same work one step at a
+time and keeps a picture of the graphs after each, so a user sees what every step did to
+the graph and to the numbers, can choose which passes run, and still gets exactly
+torch's result:
+
+1. **freeze phase** (kind ``freeze``): *inline* (a copy of each preserved method with
+   ``torch._C._jit_pass_inline`` applied), *fold attributes* (that inlined copy with
+   every attribute torch folded replaced by its constant -- a picture built by
+   freezeview, shown so the user sees the folding before torch tidies up) and
+   *clean-up* (the real ``torch._C._freeze_module`` result: constant propagation,
+   dead-code elimination, unused attributes and methods removed).
+2. **optimization phase** (kind ``optimize``): every pass of the plan on the frozen
+   module's graphs, in torch's order; consecutive loop passes repeat until a whole
+   round reports no fold (torch's own test), each call its own step.
+3. **inference phase** (kind ``inference``): the ``optimize_for_inference`` passes,
+   when asked.
+
+A run costs about what ``torch.jit.freeze`` costs: a step keeps a graph (a private
+copy, or the working graph until the next pass is about to rewrite it), and its
+:class:`~freezeview.engine.graph.snapshot.GraphSnapshot`, node counts and notes (explain's
+reasons for kept attributes, why a pass did not fire) are computed the first time
+someone reads them, once, from any thread.
+
+The engine knows nothing about who watches: :meth:`Pipeline.run` is an iterator of
+:class:`Step` and takes a progress callback and a ``threading.Event`` to cancel.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..load import LoadedModel, check_eval, load_model
+from ..plumbing import BadInputError, PlanError
+from ..reasons import TorchOutcome
+from .fold_picture import is_module_value, module_paths, resolve_attribute
+from .numerics import Numerics, StateGuard, compare_outputs, run_graph
+from .passes import (
+    REGISTRY,
+    PassInfo,
+    default_passes,
+)
+from .pipeline_run import RunContext
+from .plan import Plan
+from .steps import (
+    FULL_DIFF_LIMIT,
+    FreezeResult,
+    LazyGraph,
+    OnceGraphs,
+    Progress,
+    ProgressCallback,
+    SnapshotMap,
+    Step,
+)
+
+if TYPE_CHECKING:  # verdicts imports the engine's loading too; only the type is needed here
+    from ..reasons import Explanation
+
+__all__ = [
+    "FREEZE_STEPS",
+    "FULL_DIFF_LIMIT",
+    "FreezeResult",
+    "Pipeline",
+    "Plan",
+    "Progress",
+    "SnapshotMap",
+    "Step",
+    "freeze",
+]
+
+#: The freeze phase's step names, in order.
+FREEZE_STEPS = ("inline", "fold_attributes", "cleanup")
+
+
+class Pipeline:
+    """The stepwise freeze of one module with one plan.
+
+    Args:
+        model: a :class:`LoadedModel`, a ScriptModule, or a path to a ``.pt`` file.
+        plan: what to preserve and which passes to run (default: torch's plan).
+        inputs: sample inputs for ``forward``; each step then reports its numerics.
+        registry: the pass registry (tests inject failing passes here).
+
+    The input module is never modified: freezing works on a clone that shares tensor
+    storage with it, and running sample inputs restores any state a run changes.
+    Steps hold their graph pictures, counts and notes lazily: a step's snapshot is
+    taken the first time someone reads ``step.snapshot``.
+
+    Example::
+
+        pipe = Pipeline(torch.jit.script(net.eval()))
+        for step in pipe.run():
+            print(step.index, step.title, step.changed)
+        frozen = pipe.frozen_module
+    """
+
+    def __init__(
+        self,
+        model: LoadedModel | torch.jit.ScriptModule | str | Path,
+        plan: Plan | None = None,
+        inputs: Sequence[Any] | None = None,
+        *,
+        registry: Mapping[str, PassInfo] | None = None,
+    ) -> None:
+        if isinstance(model, (str, Path)):
+            model = load_model(model)
+        self.loaded = model if isinstance(model, LoadedModel) else LoadedModel.from_module(model)
+        check_eval(self.loaded)
+        self.module: torch.jit.ScriptModule = self.loaded.module
+        self.registry: Mapping[str, PassInfo] = REGISTRY if registry is None else registry
+        self.plan = (plan or Plan.default()).validate(self.registry)
+        self._check_preserved(self.plan)
+        self.inputs: tuple[Any, ...] | None = tuple(inputs) if inputs is not None else None
+        self.steps: list[Step] = []
+        self.frozen_module: torch.jit.ScriptModule | None = None
+        self.cancelled = False
+        self.failed = False
+        self.warnings: list[str] = []
+        self._reference: Any = None
+        self._reference_ready = False
+        self._reference_error: str | None = None
+        self._guards: list[StateGuard] = []
+        self.working: torch.jit.ScriptModule | None = None
+        # Per pipeline, not per run: the input module never changes.
+        self.initial_graphs: dict[str, LazyGraph] = {}
+        self._paths: tuple[set[str], set[str]] | None = None
+        # explain's verdicts by preserved names: the fold step's notes and an export's
+        # kept-attribute tooltips both need them, and on a large model one explain
+        # costs about as much as freezing itself.
+        self._explained: dict[tuple[str, ...], OnceGraphs] = {}
+        self._explained_lock = threading.Lock()
+        # torch's freeze per preserved names, from the freeze step (explain reuses it).
+        self.outcomes: dict[tuple[str, ...], TorchOutcome] = {}
+
+    # --- public API -------------------------------------------------------------------
+
+    def run(
+        self,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[Step]:
+        """Run every step from the start, yielding each as soon as it is done.
+
+        Args:
+            progress: called with a :class:`Progress` before each step starts.
+            cancel: when set, the pipeline stops before the next step
+                (``self.cancelled`` becomes True).
+
+        Yields:
+            :class:`Step` values; ``self.steps`` grows as they come.
+        """
+        yield from self._execute([], 0, None, progress, cancel)
+
+    def run_all(self) -> list[Step]:
+        """Run to the end and return all steps."""
+        for _ in self.run():
+            pass
+        return self.steps
+
+    def step(self, index: int) -> Step:
+        """The step at ``index`` (negative indices count from the end)."""
+        return self.steps[index]
+
+    def rerun_from(
+        self,
+        index: int,
+        plan: Plan | None = None,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[Step]:
+        """Go back to step ``index`` and run on from there, maybe with another plan.
+
+        Steps before ``index`` are kept as they are (snapshots, numerics and all): the
+        module is not reloaded; freezing is redone by torch (fast) and the passes of
+        the kept steps are replayed without new snapshots, so the module is in the state
+        the kept steps show. If the new plan changes what is preserved, the freeze
+        phase differs and everything is recomputed from step 0.
+
+        Args:
+            index: the first step to recompute (0 <= index <= len(steps)).
+            plan: the new plan (default: the current one).
+            progress: as for :meth:`run`.
+            cancel: as for :meth:`run`.
+
+        Yields:
+            The recomputed steps (``self.steps`` holds the kept ones too).
+
+        Raises:
+            PlanError: ``index`` is out of range or the plan is invalid.
+        """
+        if not 0 <= index <= len(self.steps):
+            raise PlanError(
+                f"cannot go back to step {index}: the pipeline has steps 0..{len(self.steps) - 1}."
+            )
+        new_plan = (plan or self.plan).validate(self.registry)
+        self._check_preserved(new_plan)
+        old, old_plan = list(self.steps), self.plan
+        keep = index if new_plan.freeze_key == old_plan.freeze_key else 0
+        self.plan = new_plan
+        yield from self._execute(old, keep, old_plan, progress, cancel)
+
+    @property
+    def done(self) -> bool:
+        """True when the last run reached the end without failing or being cancelled."""
+        return self.frozen_module is not None
+
+    def torch_outcome(self, preserved: Sequence[str]) -> TorchOutcome | None:
+        """torch's freeze of the input module from this run's freeze step, if it ran.
+
+        Args:
+            preserved: the preserved attribute names it was run with.
+
+        Returns:
+            The :class:`~freezeview.engine.reasons.torch_freeze.TorchOutcome`, or None when no
+            run froze the module with these names (and torch's default interfaces).
+        """
+        return self.outcomes.get(tuple(preserved))
+
+    def explanation(self, preserved: Sequence[str] | None = None) -> Explanation | None:
+        """freezeview's explain of the input module with ``preserved`` (default: the plan's).
+
+        Computed on first use and kept for the pipeline's life (the input module never
+        changes), so the fold step's notes and whoever draws the kept attributes share
+        one run. None when explain cannot say (its failure is not the pipeline's).
+
+        Args:
+            preserved: the preserved attribute names (as in ``Plan.preserved_attrs``).
+
+        Returns:
+            The :class:`~freezeview.engine.reasons.verdicts.Explanation`, or None.
+        """
+        names = tuple(self.plan.preserved_attrs if preserved is None else preserved)
+        with self._explained_lock:
+            once = self._explained.get(names)
+            if once is None:
+                outcome = self.outcomes.get(names)
+                once = self._explained[names] = OnceGraphs(
+                    partial(_explain_or_none, self.module, names, outcome)
+                )
+        return once.get()  # type: ignore[no-any-return]
+
+    # --- the run ----------------------------------------------------------------------
+
+    def _check_preserved(self, plan: Plan) -> None:
+        cmod = self.module._c
+        for name in plan.preserved_attrs:
+            found = resolve_attribute(cmod, name)
+            ok = (
+                found is not None
+                and is_module_value(found[0])
+                and (found[0].hasattr(found[1]) or found[0]._has_method(found[1]))
+            )
+            if not ok:
+                hint = ""
+                try:
+                    from ..graph import build_inventory
+
+                    close = build_inventory(self.module).suggest(name)
+                    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+                except Exception:
+                    hint = ""
+                raise PlanError(
+                    f"cannot preserve {name!r}: the model has no attribute, submodule or "
+                    f"method of that name{hint}."
+                )
+
+    def methods_for(self, plan: Plan) -> list[str]:
+        """Methods torch optimizes and freezeview shows: forward + preserved methods."""
+        cmod = self.module._c
+        names = ["forward"] if cmod._has_method("forward") else []
+        names += [n for n in plan.preserved_attrs if cmod._has_method(n) and n not in names]
+        return names
+
+    def module_paths(self) -> tuple[set[str], set[str]]:
+        """The input module's attribute paths and all paths (computed once)."""
+        if self._paths is None:
+            self._paths = module_paths(self.module)
+        return self._paths
+
+    def _execute(
+        self,
+        old: list[Step],
+        keep: int,
+        old_plan: Plan | None,
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> Iterator[Step]:
+        self.steps = []
+        self.frozen_module = None
+        self.working = None
+        self.cancelled = False
+        self.failed = False
+        plan = self.plan
+        ctx = RunContext(self, plan, old[:keep], progress, cancel)
+        try:
+            for step in ctx.freeze_phase():
+                yield step
+            if ctx.stopped:
+                return
+            for step in ctx.optimize_phase():
+                yield step
+            if ctx.stopped:
+                return
+            self.frozen_module = self.working
+        finally:
+            # The last step may still show the working module's own graphs; from now on
+            # they belong to the caller (who may run optimize_for_inference on them).
+            ctx.detach_all()
+
+    # --- numerics ---------------------------------------------------------------------
+
+    def prepare_numerics(self, kept_paths: set[str], frozen: torch.jit.ScriptModule) -> None:
+        """Guard state and compute the reference outputs (once per pipeline)."""
+        if self.inputs is None:
+            return  # nothing will run: no state to guard
+        self._guards = [StateGuard(self.module, kept_paths), StateGuard(frozen, kept_paths)]
+        if self._reference_ready or self._reference_error:
+            return
+        if not self.module._c._has_method("forward"):
+            self._reference_error = "the model has no forward method"
+            return
+        try:
+            with torch.no_grad():
+                self._reference = self.module.forward(*self.inputs)
+            self._reference_ready = True
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise BadInputError(
+                f"the sample inputs do not fit the model: forward failed on them ({first})."
+            ) from exc
+        finally:
+            self._restore()
+
+    def _restore(self) -> None:
+        for guard in self._guards:
+            guard.restore()
+
+    def step_numerics(
+        self, graph: Callable[[], torch._C.Graph | None] | torch._C.Graph | None, self_module: Any
+    ) -> tuple[Numerics | None, str]:
+        """Numerics of a forward graph on the sample inputs, and a note if impossible.
+
+        ``graph`` may be a function giving the graph, so a graph freezeview builds only
+        for display is built here only when there are inputs to run.
+        """
+        if self.inputs is None:
+            return None, ""
+        if self._reference_error:
+            return None, f"numerics not checked: {self._reference_error}"
+        if callable(graph):
+            graph = graph()
+        if graph is None:
+            return None, "numerics not checked: no forward graph"
+        try:
+            out = run_graph(graph, self_module, self.inputs)
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            return None, f"numerics not checked: this step's graph failed on the inputs ({first})"
+        finally:
+            self._restore()
+        return compare_outputs(self._reference, out), ""
+
+
+def _explain_or_none(
+    module: torch.jit.ScriptModule, preserved: Sequence[str], outcome: TorchOutcome | None
+) -> Any:
+    """explain's :class:`~freezeview.engine.reasons.verdicts.Explanation`, or None if it fails."""
+    try:
+        from ..reasons import explain as run_explain
+
+        return run_explain(module, preserved_attrs=list(preserved), outcome=outcome)
+    except Exception:
+        return None
+
+
+def freeze(
+    model_or_path: LoadedModel | torch.jit.ScriptModule | str | Path,
+    preserved_attrs: Sequence[str] = (),
+    passes: Sequence[str] | None = None,
+    *,
+    optimize_numerics: bool = True,
+    optimize_for_inference: bool = False,
+    freeze_interfaces: bool = True,
+    inputs: Sequence[Any] | None = None,
+    eval_mode: bool = False,
+) -> FreezeResult:
+    """Freeze a TorchScript model step by step; the result equals ``torch.jit.freeze``.
+
+    Args:
+        model_or_path: a ScriptModule, a :class:`LoadedModel`, or a ``.pt`` path.
+        preserved_attrs: as ``torch.jit.freeze(preserved_attrs=...)``.
+        passes: pass ids to run (default: torch's passes for the installed version).
+        optimize_numerics: as ``torch.jit.freeze(optimize_numerics=...)``.
+        optimize_for_inference: also run ``torch.jit.optimize_for_inference``'s passes.
+        freeze_interfaces: inline module interfaces (torch's default).
+        inputs: sample inputs; each step then reports max abs/rel output differences.
+        eval_mode: switch a training-mode model loaded from a path to eval mode.
+
+    Returns:
+        A :class:`FreezeResult` with every step and the frozen module.
+
+    Raises:
+        BadInputError: the file cannot be loaded, or the inputs do not fit the model.
+        PlanError: a bad plan, a training-mode model, or a step failed (its message).
+
+    Example::
+
+        result = freeze(torch.jit.script(net.eval()), preserved_attrs=["version"])
+        print([s.title for s in result.steps if s.changed])
+        torch.jit.save(result.module, "frozen.pt")
+    """
+    if isinstance(model_or_path, (str, Path)):
+        model_or_path = load_model(model_or_path, eval_mode=eval_mode)
+    plan = Plan(
+        preserved_attrs=tuple(preserved_attrs),
+        passes=tuple(passes)
+        if passes is not None
+        else default_passes(optimize_numerics, optimize_for_inference),
+        optimize_numerics=optimize_numerics,
+        optimize_for_inference=optimize_for_inference,
+        freeze_interfaces=freeze_interfaces,
+    )
+    pipe = Pipeline(model_or_path, plan, inputs)
+    steps = pipe.run_all()
+    failed = next((s for s in steps if s.error), None)
+    if failed is not None:
+        raise PlanError(f"step {failed.index} ({failed.title}) failed: {failed.error}")
+    return FreezeResult(tuple(steps), pipe.frozen_module, pipe.plan)

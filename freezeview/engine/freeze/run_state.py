@@ -1,0 +1,128 @@
+"""The state of one run of freezing, and what a run needs of the pipeline running it.
+
+A :class:`~.pipeline.Pipeline` starts a run (:class:`~.pipeline_run.RunContext`, built on
+:class:`~.freeze_phase.FreezePhase`, built on :class:`RunState`) and the run writes its
+steps and results back. :class:`RunHost` says what the run reads and writes there, so
+the run's modules need not import the pipeline's: imports flow pipeline -> pipeline_run
+-> freeze_phase -> run_state, one way.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+
+from .plan import Plan
+from .steps import LazyGraph, Progress, ProgressCallback, Step
+
+if TYPE_CHECKING:
+    from ..load import LoadedModel
+    from ..reasons import Explanation, TorchOutcome
+    from .numerics import Numerics
+    from .passes import PassInfo
+
+__all__ = ["RunHost", "RunState"]
+
+
+class RunHost(Protocol):
+    """What one run of freezing reads and writes on the pipeline that runs it."""
+
+    loaded: LoadedModel
+    module: torch.jit.ScriptModule
+    registry: Mapping[str, PassInfo]
+    steps: list[Step]
+    warnings: list[str]
+    cancelled: bool
+    failed: bool
+    #: the module being frozen: the frozen clone once the clean-up step has run.
+    working: torch.jit.ScriptModule | None
+    #: the input module's method graphs as first seen (one picture per method).
+    initial_graphs: dict[str, LazyGraph]
+    #: torch's freeze per preserved names, from the clean-up step.
+    outcomes: dict[tuple[str, ...], TorchOutcome]
+
+    def methods_for(self, plan: Plan) -> list[str]:
+        """The methods torch optimizes and freezeview shows under ``plan``."""
+        ...
+
+    def module_paths(self) -> tuple[set[str], set[str]]:
+        """The input module's attribute paths and all its paths."""
+        ...
+
+    def prepare_numerics(self, kept_paths: set[str], frozen: torch.jit.ScriptModule) -> None:
+        """Guard the state sample inputs may change, and compute the reference outputs."""
+        ...
+
+    def step_numerics(
+        self, graph: Callable[[], torch._C.Graph | None] | torch._C.Graph | None, self_module: Any
+    ) -> tuple[Numerics | None, str]:
+        """A forward graph's outputs compared with the reference, or why not."""
+        ...
+
+    def explanation(self, preserved: Sequence[str] | None = None) -> Explanation | None:
+        """explain's verdicts for ``preserved`` (worked out once)."""
+        ...
+
+
+class RunState:
+    """State of one run (or rerun) of a pipeline."""
+
+    def __init__(
+        self,
+        pipe: RunHost,
+        plan: Plan,
+        reusable: list[Step],
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> None:
+        self.pipe = pipe
+        self.plan = plan
+        self.reusable = reusable
+        self.progress = progress
+        self.cancel = cancel
+        self.stopped = False
+        self.methods = pipe.methods_for(plan)
+        self.current: dict[str, LazyGraph] = {}
+        # Whether the last pass step reported a rewrite (drives the fold loop).
+        self.fired = False
+
+    # --- helpers ----------------------------------------------------------------------
+
+    def _announce(self, name: str, title: str, phase: str) -> bool:
+        """Call progress; return False if cancelled."""
+        if self.cancel is not None and self.cancel.is_set():
+            self.pipe.cancelled = True
+            self.stopped = True
+            return False
+        if self.progress is not None:
+            self.progress(Progress(len(self.pipe.steps), name, title, phase))
+        return True
+
+    def _reuse(self, name: str, round_: int | None) -> Step | None:
+        index = len(self.pipe.steps)
+        if index < len(self.reusable):
+            old = self.reusable[index]
+            if old.name == name and old.round == round_ and old.error is None:
+                return old
+        return None
+
+    def _add(self, step: Step) -> Step:
+        self.pipe.steps.append(step)
+        if step._graphs:
+            self.current = dict(step._graphs)
+        if step.error is not None:
+            self.pipe.failed = True
+            self.stopped = True
+        return step
+
+    def detach_all(self) -> None:
+        """Give every picture still showing a working graph a private copy."""
+        for graph in self.current.values():
+            graph.detach()
+
+    @staticmethod
+    def _method_graph(cmod: torch._C.ScriptModule, method: str) -> torch._C.Graph:
+        return cmod._get_method(method).graph

@@ -1,0 +1,59 @@
+"""Graph: torch graphs and modules in, torch-free values out.
+
+:func:`snapshot_graph` takes a value picture of a TorchScript graph
+(:class:`GraphSnapshot`: nodes, types, source ranges, module scopes; constants
+summarised, never their storage); :func:`build_inventory` lists a model's module tree
+and every attribute (:class:`Inventory`). The ``*_values`` modules are torch-free, so
+the app's screen process can hold them. Uses plumbing only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..plumbing.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .inventory import build_inventory, module_iterators, raw_module
+    from .inventory_values import AttributeInfo, Inventory, ModuleInfo
+    from .module_slots import attribute_paths, attribute_values
+    from .naming import demangle
+    from .snapshot import snapshot_graph
+    from .snapshot_values import GraphSnapshot, NodeSnapshot, SourceLocation, parse_source_range
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "build_inventory": "inventory",
+        "module_iterators": "inventory",
+        "raw_module": "inventory",
+        "AttributeInfo": "inventory_values",
+        "Inventory": "inventory_values",
+        "ModuleInfo": "inventory_values",
+        "attribute_paths": "module_slots",
+        "attribute_values": "module_slots",
+        "demangle": "naming",
+        "snapshot_graph": "snapshot",
+        "GraphSnapshot": "snapshot_values",
+        "NodeSnapshot": "snapshot_values",
+        "SourceLocation": "snapshot_values",
+        "parse_source_range": "snapshot_values",
+    },
+)
+
+__all__ = [
+    "AttributeInfo",
+    "GraphSnapshot",
+    "Inventory",
+    "ModuleInfo",
+    "NodeSnapshot",
+    "SourceLocation",
+    "attribute_paths",
+    "attribute_values",
+    "build_inventory",
+    "demangle",
+    "module_iterators",
+    "parse_source_range",
+    "raw_module",
+    "snapshot_graph",
+]

@@ -1,0 +1,421 @@
+"""Pickles read as opcodes only: what a pickle names, without running any of it.
+
+A pickle can run any code when it is unpickled, so freezeview never unpickles one to
+find out what a file is: :mod:`pickletools` walks the opcodes, which is enough to list
+the globals a pickle names (``torch._utils._rebuild_tensor_v2``, ``os.system``), tell a
+state_dict from a whole pickled module, and read the tensor records a TorchScript
+archive's ``data.pkl`` refers to.
+"""
+
+from __future__ import annotations
+
+import io
+import pickletools
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["pickle_globals", "sniff_pickle", "storage_refs"]
+
+PICKLE_PROTO = 0x80
+# Globals a TorchScript archive's pickles legitimately name: TorchScript classes
+# (``__torch__.``), torch's tensor/storage rebuild helpers, OrderedDict.
+TORCHSCRIPT_GLOBALS = ("__torch__.", "torch.", "collections.OrderedDict")
+# Modules whose callables turn unpickling into running code (shell, files, imports).
+_DANGEROUS_MODULES = frozenset(
+    {
+        "os",
+        "posix",
+        "nt",
+        "subprocess",
+        "sys",
+        "shutil",
+        "socket",
+        "importlib",
+        "runpy",
+        "pty",
+        "code",
+        "ctypes",
+        "pickle",
+        "marshal",
+        "webbrowser",
+        "commands",
+        "platform",
+        "multiprocessing",
+        "asyncio",
+        "io",
+        "pathlib",
+        "tempfile",
+        "urllib",
+        "requests",
+    }
+)
+# builtins that only build plain values; any other builtin (eval, exec, getattr,
+# __import__, open, ...) makes a pickle an instruction to run code.
+_HARMLESS_BUILTINS = frozenset(
+    {
+        "set",
+        "frozenset",
+        "slice",
+        "complex",
+        "bytearray",
+        "bytes",
+        "list",
+        "dict",
+        "tuple",
+        "int",
+        "float",
+        "bool",
+        "str",
+        "range",
+        "object",
+    }
+)
+
+
+# --------------------------------------------------------------------------- pickles
+
+
+def _iter_pickles(data: bytes, max_pickles: int) -> Iterator[tuple[str, object]]:
+    """(opcode name, argument) of up to ``max_pickles`` consecutive pickles in ``data``.
+
+    Legacy ``torch.save`` files are several pickles back to back (magic number,
+    protocol, system info, the object, storage keys) followed by raw storage bytes;
+    reading stops quietly at the first thing that is not a pickle.
+    """
+    stream = io.BytesIO(data)
+    for _ in range(max_pickles):
+        start = stream.tell()
+        if start >= len(data):
+            return
+        try:
+            for opcode, arg, _pos in pickletools.genops(stream):
+                yield opcode.name, arg
+        except Exception:
+            return
+        if stream.tell() == start:
+            return
+
+
+class _Mark:
+    """The pickle MARK on the simulated stack."""
+
+
+class _Global(str):
+    """A global reference (``module.name``) on the simulated stack."""
+
+
+_MARK = _Mark()
+# The pickles whose tensors become the module's state. (traced_inputs.pkl is written
+# by torch.jit.trace with deliberately empty records, and is not module state.)
+STATE_PICKLES = frozenset({"data.pkl", "constants.pkl"})
+_STRING_OPS = frozenset(
+    {
+        "SHORT_BINUNICODE",
+        "BINUNICODE",
+        "UNICODE",
+        "BINUNICODE8",
+        "SHORT_BINSTRING",
+        "BINSTRING",
+        "STRING",
+    }
+)
+_INT_OPS = frozenset({"BININT", "BININT1", "BININT2", "INT", "LONG", "LONG1", "LONG4"})
+
+
+def _pop_to_mark(stack: list[object]) -> list[object]:
+    items: list[object] = []
+    while True:
+        item = stack.pop()  # IndexError on a malformed pickle: the scan stops
+        if item is _MARK:
+            return items[::-1]
+        items.append(item)
+
+
+def _scan(data: bytes, max_pickles: int) -> tuple[list[str], list[tuple[str, str, str, int]]]:
+    """What :func:`_scan_pickles` reads of ``data``, without whether it was whole.
+
+    Returns:
+        (globals as ``module.name``, storages as ``(key, storage type, device, numel)``);
+        see :func:`_scan_pickles`.
+    """
+    names, refs, _whole = _scan_pickles(data, max_pickles)
+    return names, refs
+
+
+def scan_archive_pickle(data: bytes) -> tuple[list[str], list[tuple[str, str, str, int]]] | None:
+    """Globals and storages of one pickle as TorchScript writes them, in one pass.
+
+    Returns:
+        ``(pickle_globals(data), storage_refs(data))`` when ``data`` is exactly one
+        complete pickle (protocol header, STOP, nothing after it); None otherwise, and
+        the caller asks the careful questions one by one (what is wrong with it).
+    """
+    if data[:1] != bytes([PICKLE_PROTO]):
+        return None
+    names, refs, whole = _scan_pickles(data, 1)
+    return (list(dict.fromkeys(names)), refs) if whole else None
+
+
+def _scan_pickles(
+    data: bytes, max_pickles: int
+) -> tuple[list[str], list[tuple[str, str, str, int]], bool]:
+    """Run a pickle's opcodes on a simulated stack; nothing is ever called or imported.
+
+    The stack holds only what freezeview needs to know — strings, ints, globals, tuples
+    and the memo — and a placeholder for everything else, using each opcode's declared
+    stack effect (``pickletools``' opcode table). That is enough to resolve every
+    global the pickle would import (even when built from memoised strings with
+    ``STACK_GLOBAL``) and to read TorchScript's tensor storage ids.
+
+    Returns:
+        (globals as ``module.name``, storages as ``(key, storage type, device, numel)``,
+        whether ``data`` was read to its end as complete pickles).
+    """
+    names: list[str] = []
+    refs: list[tuple[str, str, str, int]] = []
+    stream = io.BytesIO(data)
+    for _ in range(max_pickles):
+        if stream.tell() >= len(data):
+            break
+        stack: list[object] = []
+        memo: dict[object, object] = {}
+        finished = False
+        try:
+            for opcode, arg, _pos in pickletools.genops(stream):
+                name = opcode.name
+                if name in _STRING_OPS:
+                    stack.append(arg.decode("latin-1") if isinstance(arg, bytes) else str(arg))
+                elif name in _INT_OPS:
+                    stack.append(arg)
+                elif name in ("GLOBAL", "INST"):
+                    glob = _Global(str(arg).replace(" ", "."))
+                    names.append(glob)
+                    stack.append(glob if name == "GLOBAL" else None)
+                    if name == "INST":
+                        _pop_to_mark(stack)
+                elif name == "STACK_GLOBAL":
+                    attr, module = stack.pop(), stack.pop()
+                    ok = isinstance(attr, str) and isinstance(module, str)
+                    glob = _Global(f"{module}.{attr}" if ok else "?.?")
+                    names.append(glob)
+                    stack.append(glob)
+                elif name in ("EXT1", "EXT2", "EXT4"):
+                    # copyreg's extension registry can name any callable: unknowable here.
+                    names.append(_Global("?.?"))
+                    stack.append(None)
+                elif name == "MARK":
+                    stack.append(_MARK)
+                elif name == "TUPLE":
+                    stack.append(tuple(_pop_to_mark(stack)))
+                elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
+                    n = int(name[-1])
+                    if len(stack) < n:
+                        raise IndexError
+                    items = stack[-n:]
+                    del stack[-n:]
+                    stack.append(tuple(items))
+                elif name == "EMPTY_TUPLE":
+                    stack.append(())
+                elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                    memo[arg] = stack[-1]
+                elif name == "MEMOIZE":
+                    memo[len(memo)] = stack[-1]
+                elif name in ("GET", "BINGET", "LONG_BINGET"):
+                    stack.append(memo.get(arg))
+                elif name == "BINPERSID":
+                    pid = stack.pop()
+                    if (
+                        isinstance(pid, tuple)
+                        and len(pid) >= 5
+                        and pid[0] == "storage"
+                        and isinstance(pid[1], _Global)
+                        and isinstance(pid[2], str)
+                        and isinstance(pid[3], str)
+                        and isinstance(pid[4], int)
+                    ):
+                        refs.append((pid[2], str(pid[1]), pid[3], pid[4]))
+                    stack.append(None)
+                elif name == "STOP":
+                    finished = True
+                    break
+                else:
+                    # Everything else matters only for its effect on the stack's shape.
+                    op = opcode
+                    before = op.stack_before
+                    if pickletools.markobject in before:
+                        _pop_to_mark(stack)
+                        extra = before.index(pickletools.markobject)
+                    else:
+                        extra = len(before)
+                    for _ in range(extra):
+                        stack.pop()
+                    stack.extend([None] * len(op.stack_after))
+        except Exception:  # damaged, or not a pickle: keep what was read before it
+            return names, refs, False
+        if not finished:
+            return names, refs, False
+    return names, refs, stream.tell() >= len(data)
+
+
+def pickle_globals(data: bytes, *, max_pickles: int = 8) -> list[str]:
+    """The dotted names a pickle would import when unpickled, read without unpickling.
+
+    The opcodes run on a simulated stack (see :func:`_scan`), so names built from
+    memoised strings are resolved too; a name the scan cannot resolve is reported as
+    ``"?.?"``, which counts as dangerous.
+
+    Args:
+        data: the pickle bytes (or several pickles back to back, as legacy
+            ``torch.save`` writes them).
+        max_pickles: how many consecutive pickles to read.
+
+    Returns:
+        Names such as ``"collections.OrderedDict"`` or ``"posix.system"``, in order,
+        duplicates removed.
+    """
+    return list(dict.fromkeys(_scan(data, max_pickles)[0]))
+
+
+def dangerous_globals(names: list[str]) -> list[str]:
+    out = []
+    for name in names:
+        root, _, rest = name.partition(".")
+        if (
+            root in _DANGEROUS_MODULES
+            # protocol 2 pickles spell Python 3's builtins as __builtin__
+            or (root in ("builtins", "__builtin__") and rest not in _HARMLESS_BUILTINS)
+        ):
+            out.append(name)
+    return out
+
+
+def sniff_pickle(data: bytes) -> str:
+    """Say what a pickle holds without unpickling it.
+
+    Args:
+        data: pickle bytes (a bare pickle, or a zip's ``data.pkl``).
+
+    Returns:
+        ``"code"`` when unpickling would call something that runs code (``os.system``,
+        ``builtins.eval``, ...), ``"module"`` when it names an ``nn.Module`` or another
+        Python class to rebuild, ``"state_dict"`` for a mapping of tensors,
+        ``"tensors"`` for bare tensors or containers of them, and ``"pickle"`` when it
+        cannot tell.
+    """
+    names = pickle_globals(data)
+    if dangerous_globals(names):
+        return "code"
+    plain = (
+        "torch._utils.",
+        "torch.storage",
+        "collections.",
+        "builtins.",
+        "__builtin__.",
+        "_codecs.encode",
+    )
+    others = [
+        n for n in names if not n.startswith(plain) and not re.fullmatch(r"torch\.\w*Storage", n)
+    ]
+    if others:
+        return "module"
+    if names:
+        return "state_dict" if _object_is_mapping(data) else "tensors"
+    return "pickle"
+
+
+def _object_is_mapping(data: bytes) -> bool:
+    """True if the pickled object (the first pickle that names a global) is a dict.
+
+    Legacy ``torch.save`` files start with small pickles (magic number, protocol, a
+    dict of system info) before the object itself, hence "the first that names a
+    global". A dict starts with EMPTY_DICT, an OrderedDict with its class.
+    """
+    stream = io.BytesIO(data)
+    for _ in range(8):
+        first: tuple[str, object] | None = None
+        has_global = False
+        try:
+            for opcode, arg, _pos in pickletools.genops(stream):
+                if opcode.name in ("PROTO", "FRAME"):
+                    continue
+                if first is None:
+                    first = (opcode.name, arg)
+                has_global = has_global or opcode.name in ("GLOBAL", "STACK_GLOBAL")
+        except Exception:  # damaged or not a pickle
+            return False
+        if has_global and first is not None:
+            name, arg = first
+            return name == "EMPTY_DICT" or (
+                name in ("GLOBAL", *_STRING_OPS)
+                and str(arg) in ("collections OrderedDict", "collections")
+            )
+        if stream.tell() >= len(data):
+            return False
+    return False
+
+
+def describe_pickle(path: Path, data: bytes) -> str:
+    kind = sniff_pickle(data)
+    names = pickle_globals(data)
+    if kind == "code":
+        calls = ", ".join(dangerous_globals(names)[:3])
+        return (
+            f"{path} is a pickle that would run code when unpickled (it calls {calls}); "
+            "freezeview did not unpickle it: do not load it with torch.load, and ask for a "
+            "model saved with torch.jit.save."
+        )
+    if kind == "state_dict":
+        return (
+            f"{path} is a torch.save'd state_dict (weights only), not TorchScript: load it "
+            "into its nn.Module, then torch.jit.script (or trace) the module and save it "
+            "with torch.jit.save."
+        )
+    if kind == "module":
+        classes = [
+            n
+            for n in names
+            if not n.startswith(("torch._utils.", "collections.", "builtins.", "__builtin__."))
+        ]
+        first = classes[0] if classes else "a Python object"
+        return (
+            f"{path} is a torch.save'd pickle of a Python object ({first}), not TorchScript: "
+            "torch.jit.script (or trace) the module and save it with torch.jit.save."
+        )
+    if kind == "tensors":
+        return (
+            f"{path} holds torch.save'd tensors, not a TorchScript model: give the model "
+            "file saved with torch.jit.save."
+        )
+    return (
+        f"{path} is a Python pickle, not a TorchScript model: save the model with torch.jit.save."
+    )
+
+
+def is_pickle(data: bytes) -> bool:
+    """True if ``data`` starts with a complete, well-formed pickle (any protocol)."""
+    if data[:1] == bytes([PICKLE_PROTO]) and len(data) > 1 and 2 <= data[1] <= 5:
+        return True
+    try:
+        ops = [name for name, _arg in _iter_pickles(data[: 1024**2], 1)]
+    except Exception:
+        return False
+    return bool(ops) and ops[-1] == "STOP" and len(ops) > 1
+
+
+def storage_refs(data: bytes) -> list[tuple[str, str, str, int]]:
+    """The tensor storages a TorchScript pickle refers to, read without unpickling.
+
+    TorchScript pickles a tensor's storage as a persistent id
+    ``("storage", torch.FloatStorage, key, device, numel)``; its bytes live in the
+    archive record ``<pickle name>/<key>`` (``data.pkl`` -> ``data/0``).
+
+    Args:
+        data: a pickle from a TorchScript archive (``data.pkl``, ``constants.pkl``).
+
+    Returns:
+        ``(key, storage type name, device, element count)`` for each storage, in
+        order.
+        A damaged pickle yields the storages read before the damage.
+    """
+    return _scan(data, 1)[1]

@@ -1,0 +1,588 @@
+"""Write the pictures and diffs of a freeze to a directory, plus one page to read them.
+
+``export`` runs the stepwise pipeline (:mod:`freezeview.engine.freeze.pipeline`) and writes:
+
+- ``before.svg`` (the inlined graph), ``after.svg`` (the final frozen graph),
+  ``diff.svg`` (after, coloured: added green, changed amber, removed as red ghosts),
+  ``side-by-side.svg`` (before and after next to each other) and ``ir.diff`` (a unified
+  diff of the IR printouts);
+- with ``per_step``, ``NN-<step>.svg`` (that step's diff picture) and ``NN-<step>.diff``,
+  for the steps that changed the graph (a step that changed nothing leaves no file);
+- ``index.html``: the interactive review page (:mod:`.review_page`): one self-contained
+  file that pans and zooms every picture, shows a box's details on a click, searches,
+  steps through the freeze and lists every attribute with its status and reasons.
+
+Every file is written atomically. When Graphviz is missing, the ``.dot`` sources, the
+``.diff`` files and the page are still written, then :class:`GraphvizMissingError` says
+how to install Graphviz.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import ParamSpec
+
+import torch
+
+from ..diff import DiffFacts, GraphDiff, adopt_diff, diff_facts, diff_snapshots, unified_ir_diff
+from ..draw import (
+    FORMATS,
+    GraphvizMissingError,
+    Overruns,
+    RenderOptions,
+    RenderResult,
+    find_dot,
+    module_paths,
+    render_diff,
+    render_side_by_side,
+    render_snapshot,
+)
+from ..freeze import Pipeline, Plan, Step
+from ..graph import GraphSnapshot, snapshot_graph
+from ..load import LoadedModel, load_model
+from ..plumbing import Forked, OutputError, PlanError, atomic, collector_paused
+from .review_page import PagePicture, PageStep, review_page, source_texts
+
+_P = ParamSpec("_P")
+
+__all__ = ["ExportResult", "PictureEntry", "StepEntry", "export", "step_stem"]
+
+
+@dataclass
+class PictureEntry:
+    """One picture written (or, without Graphviz, its DOT source)."""
+
+    name: str
+    title: str
+    result: RenderResult
+
+
+@dataclass
+class StepEntry:
+    """What export wrote for one pipeline step."""
+
+    step: Step
+    summary: str
+    diff_file: Path | None  # None when the step changed nothing (no empty file is left)
+    picture: PictureEntry | None
+    before: GraphSnapshot | None = None
+    after: GraphSnapshot | None = None
+
+
+@dataclass
+class ExportResult:
+    """Everything :func:`export` wrote and how long it took.
+
+    Attributes:
+        directory: the output directory.
+        files: every file written, in order.
+        pictures: the main pictures (before, after, diff, side-by-side).
+        steps: per-step entries (empty without ``per_step``).
+        index: the ``index.html`` path.
+        notes: sentences for the user (Graphviz fallbacks, missing Graphviz).
+        freeze_seconds: time running the pipeline (torch's own work).
+        snapshot_seconds: time the pipeline took to snapshot the graphs drawn (it
+            snapshots lazily, when export first reads them).
+        notes_seconds: time the pipeline took to summarise its steps for the page.
+        reasons_seconds: time finding why kept attributes were kept (explain).
+        diff_seconds: time diffing snapshots.
+        ir_diff_seconds: time writing the IR diffs.
+        index_seconds: time writing ``index.html``.
+        helper_seconds: the time a forked helper process spent on diffs and IR diffs
+            while this one explained and drew (:mod:`.forked`). What was made here is
+            in ``diff_seconds`` and ``ir_diff_seconds`` instead.
+        helper_wait_seconds: how long the export waited for that helper's results.
+        gc_seconds: time the garbage collector took at the end, scanning what the
+            export built (it is paused while the export runs).
+        total_seconds: the whole export, from its call to its return (gc included).
+        graphviz_missing: True when only text outputs could be written.
+    """
+
+    directory: Path
+    files: list[Path] = field(default_factory=list)
+    pictures: list[PictureEntry] = field(default_factory=list)
+    steps: list[StepEntry] = field(default_factory=list)
+    index: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    freeze_seconds: float = 0.0
+    snapshot_seconds: float = 0.0
+    notes_seconds: float = 0.0
+    reasons_seconds: float = 0.0
+    diff_seconds: float = 0.0
+    ir_diff_seconds: float = 0.0
+    index_seconds: float = 0.0
+    helper_seconds: float = 0.0
+    helper_wait_seconds: float = 0.0
+    gc_seconds: float = 0.0
+    total_seconds: float = 0.0
+    graphviz_missing: bool = False
+
+    def all_renders(self) -> list[RenderResult]:
+        """Every render result (main pictures and step pictures)."""
+        out = [p.result for p in self.pictures]
+        out += [s.picture.result for s in self.steps if s.picture is not None]
+        return out
+
+    @property
+    def build_seconds(self) -> float:
+        """freezeview's time building views and DOT, all pictures."""
+        return sum(r.build_seconds for r in self.all_renders())
+
+    @property
+    def dot_seconds(self) -> float:
+        """Graphviz's time, all pictures."""
+        return sum(r.dot_seconds for r in self.all_renders())
+
+    @property
+    def write_seconds(self) -> float:
+        """Time writing picture files."""
+        return sum(r.write_seconds for r in self.all_renders())
+
+
+def step_stem(step: Step) -> str:
+    """``03-fold_conv_bn``: the file name stem of a step's outputs."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", step.name)
+    return f"{step.index:02d}-{name}"
+
+
+def _check_directory(directory: Path, names: Sequence[str], force: bool) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise OutputError(f"{directory} is a file; give a directory to write the pictures into.")
+    if not directory.exists():
+        # The same sentences as for any output file: a missing parent, a parent that is a
+        # file, a read-only location.
+        atomic.check_output_path(directory)
+        try:
+            directory.mkdir()
+        except OSError as exc:
+            raise OutputError(f"cannot create {directory}: {exc.strerror or exc}.") from exc
+        return
+    atomic.check_output_path(directory / (names[0] if names else "index.html"), force=True)
+    if not force:
+        clash = [n for n in names if (directory / n).exists()]
+        if clash:
+            raise OutputError(
+                f"{directory} already holds {clash[0]}"
+                + (f" and {len(clash) - 1} more output file(s)" if len(clash) > 1 else "")
+                + "; pass --force to overwrite."
+            )
+
+
+def _kept_reasons(pipe: Pipeline, steps: Sequence[Step]) -> dict[str, str]:
+    """Attribute path -> why freezing kept it, from freezeview's explain when it can.
+
+    The explanation is the pipeline's own (:meth:`Pipeline.explanation`), which the fold
+    step's notes read too: on a 12-layer transformer one explain costs about half a
+    second, and the page needs both.
+    """
+    kept: set[str] = set()
+    for step in steps:
+        kept.update(step.kept)
+    reasons = {path: "kept as a module attribute by torch.jit.freeze" for path in kept}
+    if not kept:
+        return reasons  # nothing to explain: skip explain's alias analysis
+    explanation = pipe.explanation(pipe.plan.preserved_attrs)
+    if explanation is None:
+        return reasons
+    for verdict in explanation.attributes:
+        if verdict.status == "kept" and verdict.reasons:
+            first = verdict.reasons[0]
+            text = f"{first.code}: {first.message}"
+            if first.source:
+                text += f" ({first.source})"
+            reasons[verdict.path] = text
+    return reasons
+
+
+def _step_pairs(
+    loaded: LoadedModel, shown: Sequence[Step]
+) -> list[tuple[Step, GraphSnapshot | None, GraphSnapshot]]:
+    """Each drawn step with the snapshot before it and its own.
+
+    Step 00 inlines the method as saved (one call per submodule), so that is its
+    "before"; a model without a forward method has none.
+    """
+    previous: GraphSnapshot | None = (
+        snapshot_graph(loaded.module._c._get_method("forward").graph)
+        if loaded.module._c._has_method("forward")
+        else None
+    )
+    pairs = []
+    for step in shown:
+        snap = step.snapshot
+        assert snap is not None
+        pairs.append((step, previous, snap))
+        previous = snap
+    return pairs
+
+
+# (before label, after label, before snapshot or None, after snapshot): one IR diff,
+# and one structural diff unless the two are the same snapshot.
+_DiffJob = tuple[str, str, GraphSnapshot | None, GraphSnapshot]
+
+
+@dataclass(frozen=True)
+class _DiffOutput:
+    """What :func:`_diff_outputs` made for one job, and how long it took."""
+
+    facts: DiffFacts | None  # None: no diff to draw
+    text: str
+    diff_seconds: float
+    ir_diff_seconds: float
+
+
+def _diff_outputs(jobs: Sequence[_DiffJob]) -> Iterator[_DiffOutput]:
+    """Per job, its diff's facts and its IR diff text.
+
+    Pure Python on snapshots alone, so a forked helper can run it (forked.py).
+    """
+    for before_label, after_label, previous, snap in jobs:
+        start = time.perf_counter()
+        facts = (
+            diff_facts(diff_snapshots(previous, snap))
+            if previous is not None and previous is not snap
+            else None
+        )
+        diffed = time.perf_counter()
+        text = (
+            unified_ir_diff(previous, snap, before_label=before_label, after_label=after_label)
+            if previous is not None
+            else ""
+        )
+        yield _DiffOutput(facts, text, diffed - start, time.perf_counter() - diffed)
+
+
+def _taken(helper: Forked[_DiffOutput], result: ExportResult) -> _DiffOutput:
+    """The helper's next output (or the same made here), its time booked in ``result``."""
+    from_helper = helper.from_helper
+    output = next(helper)
+    if helper.from_helper > from_helper:
+        result.helper_seconds += output.diff_seconds + output.ir_diff_seconds
+    else:
+        result.diff_seconds += output.diff_seconds
+        result.ir_diff_seconds += output.ir_diff_seconds
+    result.helper_wait_seconds = helper.wait_seconds
+    return output
+
+
+def _collector_paused(func: Callable[_P, ExportResult]) -> Callable[_P, ExportResult]:
+    """Run ``func`` with the cyclic garbage collector paused (:func:`collector_paused`).
+
+    Drawing a 17k-node model builds millions of small objects (snapshots, diffs, views);
+    the collector's full passes over them cost more than a second per export of a
+    12-layer transformer. The catch-up is timed as :attr:`ExportResult.gc_seconds`.
+    """
+
+    @functools.wraps(func)
+    def paused(*args: _P.args, **kwargs: _P.kwargs) -> ExportResult:
+        called = time.perf_counter()
+        with collector_paused() as catch_up:
+            result = func(*args, **kwargs)
+        result.gc_seconds = catch_up.seconds
+        result.total_seconds = time.perf_counter() - called
+        return result
+
+    return paused
+
+
+@_collector_paused
+def export(
+    model: LoadedModel | torch.jit.ScriptModule | str | os.PathLike[str],
+    directory: str | os.PathLike[str],
+    *,
+    plan: Plan | None = None,
+    fmt: str = "svg",
+    per_step: bool = False,
+    options: RenderOptions | None = None,
+    force: bool = False,
+    side_by_side: bool = True,
+    progress: Callable[[str], None] | None = None,
+    parallel: bool | None = None,
+) -> ExportResult:
+    """Freeze ``model`` step by step and write its pictures and diffs into ``directory``.
+
+    Args:
+        model: a loaded model, a ScriptModule or a path to a TorchScript file (never
+            modified).
+        directory: where to write; created if missing (its parent must exist).
+        plan: what to preserve and which passes to run (default: torch's plan).
+        fmt: ``svg``, ``png`` or ``dot`` (DOT text only, no Graphviz needed).
+        per_step: also write one picture and one IR diff per pipeline step.
+        options: drawing options (level, expand, budget, timeout...).
+        force: overwrite output files that already exist.
+        side_by_side: also write ``side-by-side.<fmt>``.
+        progress: called with a short text before each picture is drawn.
+        parallel: let a forked helper process make the diffs and IR diffs while this
+            one explains and draws, when the machine has a second CPU and can fork
+            (:mod:`.forked`). None: only if this process runs no other thread; True:
+            the caller vouches that its other threads hold no lock the diffs take
+            (the CLI's progress spinner does not); False: never. The files written
+            are the same either way.
+
+    Returns:
+        An :class:`ExportResult`.
+
+    Raises:
+        BadInputError: the model cannot be read.
+        PlanError: the model cannot be frozen with ``plan``.
+        OutputError: the directory cannot be written, or holds outputs and not ``force``.
+        GraphvizMissingError: ``dot`` is missing; the text outputs were written first.
+
+    Example::
+
+        result = export("model.pt", "out", per_step=True)
+        print(result.index)  # out/index.html
+    """
+    if fmt not in FORMATS:
+        raise OutputError(f"unknown picture format {fmt!r}; use one of {', '.join(FORMATS)}.")
+    options = options or RenderOptions()
+    loaded = (
+        model
+        if isinstance(model, LoadedModel)
+        else (
+            load_model(model)
+            if isinstance(model, (str, os.PathLike))
+            else LoadedModel.from_module(model)
+        )
+    )
+    directory = Path(directory)
+    result = ExportResult(directory=directory)
+    say = progress or (lambda _text: None)
+
+    start = time.perf_counter()
+    say("freezing")
+    pipe = Pipeline(loaded, plan)
+    steps = pipe.run_all()
+    result.freeze_seconds = time.perf_counter() - start
+    failed = next((s for s in steps if s.error is not None), None)
+    if failed is not None:
+        raise PlanError(f"step {failed.index} ({failed.title}) failed: {failed.error}")
+    # Listing a step's methods takes no snapshot; only the graphs drawn are snapshotted.
+    shown = [s for s in steps if any(m == "forward" for m in s.snapshots)]
+    if not shown:
+        raise PlanError("the model has no forward method to draw; preserve a method to export it.")
+
+    gv_missing = False
+    if fmt != "dot":
+        try:
+            find_dot(options)
+        except GraphvizMissingError:
+            gv_missing = True
+    pic_fmt = "dot" if gv_missing else fmt
+    names = [f"{n}.{pic_fmt}" for n in ("before", "after", "diff")]
+    names += [f"side-by-side.{pic_fmt}"] if side_by_side else []
+    names += ["ir.diff", "index.html"]
+    if per_step:
+        for step in shown:
+            names += [f"{step_stem(step)}.diff", f"{step_stem(step)}.{pic_fmt}"]
+    _check_directory(directory, names, force)
+
+    # The pipeline takes its snapshots lazily; taking them is the pipeline's work, timed
+    # apart from freezeview's drawing.
+    start = time.perf_counter()
+    for step in shown if per_step else (shown[0], shown[-1]):
+        _ = step.snapshot
+    pairs = _step_pairs(loaded, shown) if per_step else []
+    result.snapshot_seconds = time.perf_counter() - start
+
+    # Diffs and IR diffs need nothing but the snapshots: a forked copy of this process
+    # makes them on the other CPU while this one explains and draws (forked.py; without
+    # a second CPU they are made here, each when first needed). The overall diff comes
+    # first: the diff picture needs it long before the steps are drawn.
+    before, after = shown[0].snapshot, shown[-1].snapshot
+    assert before is not None and after is not None
+    jobs: list[_DiffJob] = [("before", "after", before, after)]
+    jobs += [
+        (f"before {step.name}", f"after {step.name}", previous, snap)
+        for step, previous, snap in pairs
+    ]
+    with Forked(partial(_diff_outputs, jobs), enabled=parallel) as helper:
+        start = time.perf_counter()
+        reasons = _kept_reasons(pipe, steps)
+        result.reasons_seconds = time.perf_counter() - start
+        modules = options.modules if options.modules is not None else module_paths(loaded.module)
+        overruns = options.overruns if options.overruns is not None else Overruns()
+        opts = replace(options, reasons=reasons, modules=modules, overruns=overruns)
+
+        def draw(name: str, title: str, render: Callable[..., RenderResult]) -> PictureEntry:
+            # `render`: a render_* function given all but where, how and its title.
+            say(f"drawing {name}")
+            rendered = render(directory / f"{name}.{pic_fmt}", fmt=pic_fmt, title=title)
+            result.files.append(rendered.path)
+            result.notes.extend(rendered.notes)
+            return PictureEntry(name, title, rendered)
+
+        model_name = loaded.name or "model"
+        # The before graph has no kept attributes yet: every attribute read is plain there.
+        before_opts = replace(opts, reasons=None)
+        title = f"{model_name}: before freezing (inlined)"
+        result.pictures.append(
+            draw("before", title, partial(render_snapshot, before, options=before_opts))
+        )
+        title = f"{model_name}: after freezing"
+        result.pictures.append(draw("after", title, partial(render_snapshot, after, options=opts)))
+
+        done = _taken(helper, result)
+        ir_text = done.text
+        start = time.perf_counter()
+        overall = (
+            adopt_diff(before, after, done.facts)
+            if done.facts is not None
+            else diff_snapshots(before, after)
+        )
+        result.diff_seconds += time.perf_counter() - start
+        title = f"{model_name}: {overall.summary()}"
+        result.pictures.append(draw("diff", title, partial(render_diff, overall, options=opts)))
+        if side_by_side:
+            title = f"{model_name}: before / after"
+            render = partial(render_side_by_side, overall, options=opts)
+            result.pictures.append(draw("side-by-side", title, render))
+        start = time.perf_counter()
+        result.files.append(atomic.write_text(directory / "ir.diff", ir_text))
+        result.ir_diff_seconds += time.perf_counter() - start
+
+        for step, previous, snap in pairs:
+            done = _taken(helper, result)
+            facts, text = done.facts, done.text
+            stem = step_stem(step)
+            start = time.perf_counter()
+            # A step that left the graph alone shares its snapshot with the step before
+            # it (pipeline.py): it gets an empty .diff file and no picture, and no diff
+            # (one of a graph against itself would report nothing).
+            step_diff = (
+                adopt_diff(previous, snap, facts)
+                if facts is not None and previous is not None
+                else None
+            )
+            result.diff_seconds += time.perf_counter() - start
+            start = time.perf_counter()
+            diff_file = atomic.write_text(directory / f"{stem}.diff", text) if text else None
+            if diff_file is not None:
+                result.files.append(diff_file)
+            result.ir_diff_seconds += time.perf_counter() - start
+            summary = (
+                "no change"
+                if previous is snap
+                else step_diff.summary()
+                if step_diff is not None
+                else "first graph"
+            )
+            picture = None
+            title = f"{step.index:02d} {step.title}: {summary}"
+            if step.changed and step_diff is not None and not step_diff.is_empty:
+                # Inlining replaces one call by the whole graph: the diff of step 00 is
+                # "all added", so the plain inlined graph says the same, more quietly.
+                render = (
+                    partial(render_snapshot, snap, options=before_opts)
+                    if step.index == 0
+                    else partial(render_diff, step_diff, options=opts)
+                )
+                picture = draw(stem, title, render)
+            result.steps.append(StepEntry(step, summary, diff_file, picture, previous, snap))
+
+    # Each step's notes are the pipeline's own lazy summary (counts, explain's reasons).
+    start = time.perf_counter()
+    for step in steps:
+        _ = step.notes
+    result.notes_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    result.index = atomic.write_text(
+        directory / "index.html",
+        _index_html(result, loaded, pipe, overall, steps, pic_fmt, ir_text),
+    )
+    result.files.append(result.index)
+    result.index_seconds = time.perf_counter() - start
+    if gv_missing:
+        result.graphviz_missing = True
+        raise GraphvizMissingError(
+            f"Graphviz's `dot` program is not installed, so {directory} got the .dot and "
+            ".diff files but no pictures; install it with `apt-get install graphviz` "
+            "(macOS: `brew install graphviz`) and export again."
+        )
+    return result
+
+
+# -- index.html ----------------------------------------------------------------------
+
+
+def _index_html(
+    result: ExportResult,
+    loaded: LoadedModel,
+    pipe: Pipeline,
+    overall: GraphDiff,
+    steps: Sequence[Step],
+    fmt: str,
+    ir_text: str,
+) -> str:
+    """The review page (:mod:`.review_page`) for what this export wrote."""
+    before, after = overall.before, overall.after
+    graphs = {"diff": (before, after), "after": (None, after), "before": (None, before)}
+    pictures = [
+        PagePicture(p.name, p.title, p.result, *reversed(graphs.get(p.name, (None, None))))
+        for key in ("diff", "after", "before", "side-by-side")
+        for p in result.pictures
+        if p.name == key
+    ]
+    page_steps: list[PageStep] = []
+    by_index = {e.step.index: e for e in result.steps}
+    for step in steps:
+        entry = by_index.get(step.index)
+        picture_id = None
+        if entry is not None and entry.picture is not None:
+            picture_id = f"step-{step.index}"
+            pictures.append(
+                PagePicture(
+                    picture_id,
+                    entry.picture.title,
+                    entry.picture.result,
+                    entry.after,
+                    entry.before,
+                    kind="step",
+                    step=step.index,
+                )
+            )
+        diff_file = entry.diff_file if entry is not None else None
+        page_steps.append(
+            PageStep(
+                step,
+                entry.summary
+                if entry is not None
+                else ("changed" if step.changed else "no change"),
+                diff_file.name if diff_file is not None else None,
+                diff_file.read_text(encoding="utf-8") if diff_file is not None else "",
+                picture_id,
+            )
+        )
+    summary = (
+        f"{overall.before.node_count} nodes before, {overall.after.node_count} after · "
+        f"{overall.summary()}"
+    )
+    return review_page(
+        name=loaded.name or "model",
+        plan=pipe.plan,
+        summary=summary,
+        pictures=pictures,
+        steps=page_steps,
+        explanation=pipe.explanation(pipe.plan.preserved_attrs),
+        ir_diff=ir_text,
+        notes=result.notes,
+        picture_format=fmt,
+        texts=_source_texts(loaded),
+    )
+
+
+def _source_texts(loaded: LoadedModel) -> dict[str, str]:
+    """Source line texts of the model's forward (inlined), for the page's box details."""
+    cmod = loaded.module._c
+    if not cmod._has_method("forward"):
+        return {}
+    graph = cmod._get_method("forward").graph.copy()
+    torch._C._jit_pass_inline(graph)
+    return source_texts(graph)

@@ -1,0 +1,211 @@
+"""Step and plan reports shared by the CLI and the app: JSON objects and rich tables.
+
+``freezeview freeze --json`` prints one JSON object per line: one per step
+(``"type": "step"``), then one ``"type": "result"``. The same dictionaries feed the
+app's report export, so the CLI and the UI never disagree on what a step said.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..freeze import REGISTRY, Numerics, PassInfo, Plan, Step, default_passes, needs_guard
+
+if TYPE_CHECKING:  # rich is imported by the tables only: `freeze --json` never draws one
+    from rich.table import Table
+    from rich.text import Text
+
+__all__ = [
+    "numerics_text",
+    "passes_json",
+    "passes_table",
+    "plan_json",
+    "result_json",
+    "step_json",
+    "step_row",
+    "steps_table",
+]
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    """The plan as JSON, with the torch version it runs on."""
+    data = plan.to_json()
+    data["torch_version"] = torch.__version__
+    return data
+
+
+def step_json(step: Step) -> dict[str, Any]:
+    """One step as a JSON object (no graph text: use ``export`` for graphs)."""
+    return {
+        "type": "step",
+        "index": step.index,
+        "name": step.name,
+        "title": step.title,
+        "kind": step.kind,
+        "round": step.round,
+        "changed": step.changed,
+        "nodes": step.node_count,
+        "nodes_added": step.nodes_added,
+        "nodes_removed": step.nodes_removed,
+        "nodes_changed": step.nodes_changed,
+        "seconds": round(step.seconds, 6),
+        "notes": list(step.notes),
+        "numerics": step.numerics.to_json() if step.numerics is not None else None,
+        "error": step.error,
+        "methods": sorted(step.snapshots),
+        "folded": list(step.folded),
+        "kept": list(step.kept),
+    }
+
+
+def result_json(
+    steps: Sequence[Step],
+    plan: Plan,
+    *,
+    model: str,
+    output: str | None,
+    warnings: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The closing JSON object of a run."""
+    failed = next((s for s in steps if s.error), None)
+    last = steps[-1] if steps else None
+    return {
+        "type": "result",
+        "model": model,
+        "output": output,
+        "ok": failed is None,
+        "error": failed.error if failed else None,
+        "plan": plan_json(plan),
+        "steps": len(steps),
+        "changed_steps": sum(1 for s in steps if s.changed),
+        "nodes": last.node_count if last else None,
+        "seconds": round(sum(s.seconds for s in steps), 6),
+        "warnings": list(warnings),
+    }
+
+
+def numerics_text(numerics: Numerics | None) -> str:
+    """``1.2e-07 / 3.4e-08`` (max abs / max rel), ``exact``, or ``not checked``."""
+    if numerics is None:
+        return "not checked"
+    if numerics.note:
+        return numerics.note
+    if numerics.max_abs == 0.0:
+        return "exact"
+    return f"{numerics.max_abs:.2g} / {numerics.max_rel:.2g}"
+
+
+def step_row(step: Step, *, show_numerics: bool = True) -> list[str | Text]:
+    """One row of :func:`steps_table`: reads only what the row shows.
+
+    The CLI takes each row as its step arrives, so the step's graphs can go before the
+    next step runs.
+    """
+    from rich.text import Text
+
+    if step.error:
+        status = Text(step.title, style="bold red")
+    elif step.changed:
+        status = Text(step.title, style="bold")
+    else:
+        status = Text(step.title, style="dim")
+    delta = (
+        f"+{step.nodes_added}/-{step.nodes_removed}/~{step.nodes_changed}" if step.changed else "-"
+    )
+    # The first note only: the rest can cost more than the whole run (explain).
+    notes = step.error or step.first_note
+    if len(notes) > 160 and not step.error:
+        notes = notes[:157] + "..."
+    row: list[str | Text] = [
+        str(step.index),
+        status,
+        str(step.node_count) if step.node_count is not None else "-",
+        delta,
+        f"{step.seconds * 1000:.1f}",
+    ]
+    if show_numerics:
+        row.append(numerics_text(step.numerics))
+    row.append(Text(notes, style="red" if step.error else ("" if step.changed else "dim")))
+    return row
+
+
+def steps_table(
+    steps: Sequence[Step],
+    *,
+    show_numerics: bool = True,
+    rows: Sequence[Sequence[str | Text]] | None = None,
+) -> Table:
+    """A rich table of steps: what each did, in nodes, time and (if checked) numerics.
+
+    Args:
+        steps: the steps, in order.
+        show_numerics: add the numerics column.
+        rows: the rows, if already taken with :func:`step_row` (same ``show_numerics``).
+    """
+    from rich.table import Table
+
+    table = Table(title=None, show_lines=False, header_style="bold")
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("step")
+    table.add_column("nodes", justify="right")
+    table.add_column("+/-/~", justify="right")
+    table.add_column("ms", justify="right")
+    if show_numerics:
+        table.add_column("max abs / rel diff", justify="right")
+    table.add_column("notes", overflow="fold")
+    if rows is None:
+        rows = [step_row(step, show_numerics=show_numerics) for step in steps]
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def passes_json(registry: Mapping[str, PassInfo] | None = None) -> list[dict[str, Any]]:
+    """Every registry pass as JSON, with whether the default plan runs it."""
+    reg = REGISTRY if registry is None else registry
+    default = set(default_passes(True, False, reg))
+    inference = set(default_passes(True, True, reg)) - default
+    out = []
+    for info in reg.values():
+        data = info.to_json(default)
+        data["default_with_optimize_for_inference"] = info.id in inference
+        out.append(data)
+    return out
+
+
+def passes_table(registry: Mapping[str, PassInfo] | None = None) -> Table:
+    """The registry as a rich table (``freezeview passes``)."""
+    from rich.table import Table
+
+    reg = REGISTRY if registry is None else registry
+    default = set(default_passes(True, False, reg))
+    inference = set(default_passes(True, True, reg)) - default
+    guard = " (+ a guard step: order not verified on this torch)" if needs_guard() else ""
+    table = Table(
+        title=f"frozen-graph passes on torch {torch.__version__}{guard}",
+        header_style="bold",
+        show_lines=True,
+    )
+    table.add_column("pass")
+    table.add_column("exact", justify="center")
+    table.add_column("default", justify="center")
+    table.add_column("what it does / when it fires", overflow="fold")
+    for info in reg.values():
+        if info.id in default:
+            mark = "yes" if info.group != "loop" else "yes (loop)"
+        elif info.id in inference:
+            mark = "--optimize-for-inference"
+        else:
+            mark = "no"
+        if not info.available:
+            mark = "unavailable"
+        table.add_row(
+            info.id,
+            "yes" if info.exact else "no",
+            mark,
+            f"{info.description}\n[dim]fires on: {info.fires_when}[/dim]",
+        )
+    return table

@@ -1,0 +1,358 @@
+"""``index.html``: the interactive review page of an export.
+
+One self-contained file (it works from ``file://`` with no network): every picture sits in
+a ``<template>`` until it is shown, so a page of twenty 2,000-box pictures opens at once;
+a viewer pans and zooms it (``page/review.js``, freezeview's own); clicking a box shows its
+IR line, module, source line and text, what the step did to it and, for an attribute, its
+status and reasons; a search box finds boxes; a timeline steps through the freeze; a table
+lists every attribute. What the script needs travels as one JSON document keyed by the
+SVG elements' ids (the DOT node ids freezeview sets).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import torch
+
+from ..draw import RenderResult
+from ..freeze import Plan, Step
+from ..graph import GraphSnapshot, NodeSnapshot, parse_source_range
+from ..reasons import Explanation
+
+__all__ = ["PagePicture", "PageStep", "box_facts", "review_page", "source_texts"]
+
+_SELF_VALUE = re.compile(r"%self\.([\w.]+?)(?:\.\d+)?\b(?![\w.])")
+_MAX_DIFF_LINES = 400
+
+
+@dataclass(frozen=True)
+class PagePicture:
+    """A picture of the page and the graphs it shows.
+
+    Attributes:
+        id: the picture's key in the page (``diff``, ``step-5``).
+        title: its caption.
+        result: what the renderer wrote (its file, format and views).
+        before: the graph before (for removed boxes' facts), if any.
+        after: the graph drawn.
+        kind: ``overall`` or ``step``.
+        step: the step index, for step pictures.
+    """
+
+    id: str
+    title: str
+    result: RenderResult
+    after: GraphSnapshot | None
+    before: GraphSnapshot | None = None
+    kind: str = "overall"
+    step: int | None = None
+
+
+@dataclass(frozen=True)
+class PageStep:
+    """One step of the timeline."""
+
+    step: Step
+    summary: str
+    diff_name: str | None
+    diff_text: str
+    picture: str | None
+
+
+def _node(snapshot: GraphSnapshot | None, node_id: int) -> NodeSnapshot | None:
+    if snapshot is None:
+        return None
+    try:
+        return snapshot.node(node_id)
+    except (IndexError, KeyError):
+        return None
+
+
+def source_texts(graph: torch._C.Graph) -> dict[str, str]:
+    """``"file:line" -> the line's text`` for every node of ``graph`` (nested blocks too).
+
+    The text comes from the model archive's debug information (TorchScript keeps the
+    source it compiled), so it is there when the recorded file is not. Snapshots, read
+    from torch's printout, only know ``file:line``; the page takes the text from here.
+    """
+    texts: dict[str, str] = {}
+    stack = [graph.block()]
+    while stack:
+        for node in stack.pop().nodes():
+            stack.extend(node.blocks())
+            found = parse_source_range(node.sourceRange())
+            if found is not None and found.text:
+                texts.setdefault(str(found), found.text)
+    return texts
+
+
+def box_facts(
+    picture: PagePicture, texts: Mapping[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """What the page shows for each box of ``picture``, keyed by its SVG element id.
+
+    Args:
+        picture: the picture and its graphs.
+        texts: source line texts by ``file:line`` (:func:`source_texts`).
+    """
+    texts = texts or {}
+    boxes: dict[str, dict[str, Any]] = {}
+    for view in picture.result.views:
+        for key, box in view.nodes.items():
+            lines = [line for line in box.tooltip.splitlines() if line.strip()]
+            facts: dict[str, Any] = {
+                "role": box.role,
+                "status": box.status,
+                "title": box.title,
+            }
+            if box.kept:
+                facts["kept"] = True
+            if box.rows:
+                facts["rows"] = list(box.rows)
+            graph = picture.before if box.role == "ghost" else picture.after
+            node = _node(graph, box.node_ids[0]) if box.node_ids else None
+            if node is not None and box.role != "scope":
+                facts["ir"] = node.line
+                if node.scope:
+                    facts["scope"] = node.scope
+                if node.source is not None:
+                    facts["source"] = str(node.source)
+                    text = node.source.text or texts.get(str(node.source))
+                    if text:
+                        facts["text"] = text
+            elif lines:
+                facts["ir"] = lines[0]
+            if box.role == "scope":
+                facts["scope"] = box.title
+                counts = ", ".join(f"{n} {k}" for k, n in sorted(box.counts.items()) if n)
+                facts["holds"] = counts or f"{len(box.node_ids)} ops"
+            if box.role == "attribute":
+                # Drawn as the GetAttr chain from the graph's module: `self.layer1.0.bn`.
+                facts["attribute"] = box.title.removeprefix("self.")
+            change = [line for line in lines[1:] if not line.startswith("/") and ":" in line]
+            if box.status != "same":
+                facts["change"] = "; ".join([box.status, *change[-2:]])
+            reads = sorted(set(_SELF_VALUE.findall(facts.get("ir", ""))))
+            if reads:
+                facts["reads"] = reads
+            boxes[key] = facts
+    return boxes
+
+
+def _asset(name: str) -> str:
+    return resources.files("freezeview.engine.output").joinpath("page", name).read_text("utf-8")
+
+
+def _json_for_script(value: Any) -> str:
+    # Inside <script type="application/json">: nothing may close the element early.
+    return json.dumps(value, separators=(",", ":")).replace("</", "<\\/")
+
+
+def _svg_text(result: RenderResult) -> str:
+    text = result.path.read_text("utf-8")
+    return re.sub(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<!--.*?-->", "", text, flags=re.S).strip()
+
+
+def _template(picture: PagePicture) -> str:
+    if picture.result.format == "svg":
+        body = _svg_text(picture.result)
+    elif picture.result.format == "png":
+        import base64
+
+        encoded = base64.b64encode(picture.result.path.read_bytes()).decode()
+        body = f'<img alt="{html.escape(picture.title)}" src="data:image/png;base64,{encoded}">'
+    else:
+        name = html.escape(picture.result.path.name)
+        body = f'<p id="empty">DOT source: <a href="{name}">{name}</a> (install Graphviz).</p>'
+    return f'<template id="tpl-{picture.id}">{body}</template>'
+
+
+def _diff_html(text: str) -> str:
+    if not text:
+        return '<p class="meta">The IR printout did not change.</p>'
+    lines = text.splitlines()
+    shown = lines[:_MAX_DIFF_LINES]
+    out = []
+    for line in shown:
+        cls = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "")
+        esc = html.escape(line)
+        out.append(f'<span class="{cls}">{esc}</span>' if cls else esc)
+    more = len(lines) - len(shown)
+    tail = f"\n… {more} more lines in the file" if more > 0 else ""
+    return '<pre class="diff">' + "\n".join(out) + html.escape(tail) + "</pre>"
+
+
+def _timeline_item(entry: PageStep) -> str:
+    step = entry.step
+    unchanged = not step.changed
+    classes = "unchanged hidden" if unchanged else ""
+    numerics = ""
+    if step.numerics is not None:
+        numerics = f" · max abs {step.numerics.max_abs:.2g}"
+    # The step's first note repeats its counts, which the line above shows already.
+    notes = "; ".join(n for n in step.notes if not n.startswith(entry.summary))
+    picture = f' data-picture="{entry.picture}"' if entry.picture else ""
+    counts = html.escape(entry.summary)
+    return (
+        f'<li class="{classes}" data-step="{step.index}"{picture}>'
+        f"<b>{step.index:02d}</b> {html.escape(step.title)}"
+        f'<div class="counts">{counts} · {step.seconds * 1000:.0f} ms{numerics}</div>'
+        + (f'<div class="notes">{html.escape(notes)}</div>' if notes else "")
+        + "</li>"
+    )
+
+
+def _attribute_rows(explanation: Explanation | None) -> tuple[list[dict[str, Any]], str]:
+    if explanation is None:
+        return [], '<p class="meta">freezeview could not explain this model.</p>'
+    rows = []
+    data = []
+    order = {"kept": 0, "inlined": 1, "dropped": 2}
+    for verdict in sorted(explanation.attributes, key=lambda v: (order[v.status], v.path)):
+        data.append(
+            {
+                "path": verdict.path,
+                "kind": verdict.kind,
+                "type": verdict.type,
+                "status": verdict.status,
+                "reasons": [r.to_json() for r in verdict.reasons],
+            }
+        )
+        first = verdict.reasons[0] if verdict.reasons else None
+        why = f"{first.code}: {first.message}" if first else ""
+        rows.append(
+            f'<tr data-path="{html.escape(verdict.path)}"><td>{html.escape(verdict.path)}</td>'
+            f'<td><span class="badge {verdict.status}">{verdict.status}</span></td>'
+            f'<td class="meta">{html.escape(why[:160])}</td></tr>'
+        )
+    return data, '<table id="attr-table">' + "".join(rows) + "</table>"
+
+
+def _plan_text(plan: Plan) -> str:
+    data: Mapping[str, Any] = plan.to_json()
+    preserved = ", ".join(data["preserved_attrs"]) or "nothing (forward only)"
+    passes = ", ".join(data["passes"]) or "none"
+    extra = " · optimize_for_inference" if data["optimize_for_inference"] else ""
+    numerics = "" if data["optimize_numerics"] else " · optimize_numerics=False"
+    return f"preserved: {preserved} · passes: {passes}{extra}{numerics}"
+
+
+def review_page(
+    *,
+    name: str,
+    plan: Plan,
+    summary: str,
+    pictures: Sequence[PagePicture],
+    steps: Sequence[PageStep],
+    explanation: Explanation | None,
+    ir_diff: str,
+    notes: Sequence[str] = (),
+    picture_format: str = "svg",
+    texts: Mapping[str, str] | None = None,
+) -> str:
+    """The whole ``index.html``.
+
+    Args:
+        name: the model's name.
+        plan: the plan that was exported.
+        summary: one line on the graph before and after.
+        pictures: every picture, overall ones first.
+        steps: every step of the freeze, for the timeline.
+        explanation: the verdicts (the attributes table, the details of attribute boxes).
+        ir_diff: the overall IR diff.
+        notes: sentences for the user (fallbacks taken while drawing).
+        picture_format: ``svg``, ``png`` or ``dot``.
+        texts: source line texts by ``file:line`` (:func:`source_texts`).
+
+    Returns:
+        The page's HTML text.
+    """
+    attributes, attribute_table = _attribute_rows(explanation)
+    data = {
+        "pictures": [
+            {
+                "id": p.id,
+                "title": p.title,
+                "file": p.result.path.name,
+                "kind": p.kind,
+                "step": p.step,
+            }
+            for p in pictures
+        ],
+        "start": pictures[0].id if pictures else None,
+        "attributes": attributes,
+        "boxes": {p.id: box_facts(p, texts) for p in pictures if p.result.format == "svg"},
+    }
+    options = "".join(f'<option value="{p.id}">{html.escape(p.title)}</option>' for p in pictures)
+    esc = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>freezeview: {esc(name)}</title>",
+        f"<style>{_asset('review.css')}</style></head><body>",
+        "<header>",
+        f"<h1>What torch.jit.freeze did to {esc(name)}</h1>",
+        f'<p class="meta">torch {esc(torch.__version__)} · {len(steps)} steps · {esc(summary)}</p>',
+        f'<p class="meta">{esc(_plan_text(plan))}</p>',
+        '<p class="meta legend">'
+        '<span style="background:#c9f2cf;border-color:#1a7f37">added</span>'
+        '<span style="background:#ffe3a3;border-color:#b7791f">changed</span>'
+        '<span style="background:#ffe1e1;border-color:#cf222e;border-style:dashed">removed</span>'
+        '<span style="background:#eadcff;border-color:#6d28d9">kept attribute</span>'
+        " Drag to pan, wheel or <kbd>+</kbd>/<kbd>-</kbd> to zoom, <kbd>0</kbd> fits, "
+        "<kbd>n</kbd>/<kbd>p</kbd> step, <kbd>/</kbd> searches; click a box for its details.</p>",
+        *(f'<p class="note">{esc(n)}</p>' for n in notes),
+        "</header>",
+        '<div id="layout">',
+        '<nav id="sidebar"><div class="tabs">'
+        '<button class="active" data-tab="steps-tab">Steps</button>'
+        '<button data-tab="attrs-tab">Attributes</button></div>',
+        '<section class="tab" id="steps-tab">',
+        '<label class="meta"><input type="checkbox" id="show-unchanged"> '
+        "show steps that changed nothing</label>",
+        '<ol id="timeline">' + "".join(_timeline_item(s) for s in steps) + "</ol></section>",
+        '<section class="tab" id="attrs-tab" hidden>',
+        '<input id="attr-filter" placeholder="filter attributes (path, status, reason)">',
+        attribute_table,
+        "</section></nav>",
+        '<section id="stage"><div id="toolbar">',
+        f'<select id="picture-select" aria-label="picture">{options}</select>',
+        '<button id="prev" title="previous changed step (p)">◀</button>',
+        '<button id="next" title="next changed step (n)">▶</button>',
+        '<span class="search"><input id="search" placeholder="search kind, value, attribute, '
+        'file:line (/)"><span id="search-count" class="meta"></span></span>',
+        '<button id="zoom-out" title="zoom out (-)">&minus;</button>',
+        '<button id="zoom-in" title="zoom in (+)">+</button>',
+        '<button id="fit" title="fit (0)">fit</button>',
+        '<a id="picture-link" class="meta" href="#"></a>',
+        '</div><div id="viewport"><div id="canvas"></div></div></section>',
+        '<aside id="details"><div id="details-body"><p class="meta">Click a box in the '
+        "picture, or an attribute in the table, for its details.</p></div></aside>",
+        "</div>",
+        '<section class="diffs"><details><summary>IR diff, before → after '
+        '(<a href="ir.diff">ir.diff</a>)</summary>' + _diff_html(ir_diff) + "</details>",
+    ]
+    for entry in steps:
+        if entry.diff_name and entry.diff_text:
+            parts.append(
+                f'<details id="step-{entry.step.index}"><summary>{entry.step.index:02d} · '
+                f"{esc(entry.step.title)}: {esc(entry.summary)} "
+                f'(<a href="{esc(entry.diff_name)}">{esc(entry.diff_name)}</a>)</summary>'
+                + _diff_html(entry.diff_text)
+                + "</details>"
+            )
+    parts.append(f'<p class="meta">Written by freezeview · pictures: {esc(picture_format)}</p>')
+    parts.append("</section>")
+    parts.extend(_template(p) for p in pictures)
+    parts.append(f'<script type="application/json" id="fv-data">{_json_for_script(data)}</script>')
+    parts.append(f"<script>{_asset('review.js')}</script>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

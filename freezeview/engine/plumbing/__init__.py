@@ -1,0 +1,52 @@
+"""Plumbing every stage shares: errors, files written whole, forked helpers, Ctrl-C.
+
+Takes nothing from the other stages; gives them the error types users see
+(:class:`FreezeviewError` and its kinds), atomic output files (:mod:`.atomic`), work
+done by a forked copy of the process (:mod:`.forked`), Ctrl-C that waits for torch's
+C++ (:mod:`.interrupts`), the paused garbage collector (:mod:`.collector`), torch's C++
+standard error captured (:mod:`.stderr_capture`) and the lazy names of every stage's
+``__init__`` (:mod:`.lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .atomic import protect_input
+    from .collector import collector_paused
+    from .errors import BadInputError, FreezeviewError, OutputError, PlanError
+    from .forked import Forked, renewed_in_children
+    from .interrupts import interrupts_deferred
+    from .stderr_capture import capture_stderr_fd
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "protect_input": "atomic",
+        "collector_paused": "collector",
+        "BadInputError": "errors",
+        "FreezeviewError": "errors",
+        "OutputError": "errors",
+        "PlanError": "errors",
+        "Forked": "forked",
+        "renewed_in_children": "forked",
+        "interrupts_deferred": "interrupts",
+        "capture_stderr_fd": "stderr_capture",
+    },
+)
+
+__all__ = [
+    "BadInputError",
+    "Forked",
+    "FreezeviewError",
+    "OutputError",
+    "PlanError",
+    "capture_stderr_fd",
+    "collector_paused",
+    "interrupts_deferred",
+    "protect_input",
+    "renewed_in_children",
+]

@@ -1,0 +1,49 @@
+"""Reasons: a loaded model and a plan in, every attribute's status and why out.
+
+torch decides: :mod:`.torch_freeze` runs torch's own freeze on a clone and reads what it
+kept and folded. freezeview explains: :mod:`.replay` replays freeze_module.cpp's
+decisions with alias analysis (:mod:`.mutation`), and :func:`explain` joins the two
+into an :class:`Explanation` of :class:`AttributeVerdict` values (:mod:`.agreement`
+keeps torch's status where they differ). Uses load, graph and plumbing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..plumbing.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .refusals import torch_refusal
+    from .torch_freeze import TorchOutcome, module_statuses, torch_outcome
+    from .verdict_values import REASON_CODES, AttributeVerdict, Explanation, Reason
+    from .verdicts import explain, torch_statuses_only
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "torch_refusal": "refusals",
+        "TorchOutcome": "torch_freeze",
+        "module_statuses": "torch_freeze",
+        "torch_outcome": "torch_freeze",
+        "AttributeVerdict": "verdict_values",
+        "Explanation": "verdict_values",
+        "REASON_CODES": "verdict_values",
+        "Reason": "verdict_values",
+        "explain": "verdicts",
+        "torch_statuses_only": "verdicts",
+    },
+)
+
+__all__ = [
+    "REASON_CODES",
+    "AttributeVerdict",
+    "Explanation",
+    "Reason",
+    "TorchOutcome",
+    "explain",
+    "module_statuses",
+    "torch_outcome",
+    "torch_refusal",
+    "torch_statuses_only",
+]

@@ -1,0 +1,361 @@
+"""freeze_module.cpp's decisions, replayed on copies of a model's graphs.
+
+``torch._C._freeze_module`` decides attribute by attribute what to fold, keep or remove
+(``AttributePropagator`` in ``torch/csrc/jit/passes/freeze_module.cpp``) and says
+nothing about why. :class:`FreezeReplay` takes the same decisions in the same order, on
+copies of the method graphs, and remembers every fact behind them (who writes what,
+what could not be a constant, which slots a class type keeps) for
+:mod:`freezeview.engine.reasons.verdicts` to turn into reasons. The model is never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..graph import Inventory
+from ..plumbing import PlanError
+from .module_objects import (
+    ModuleObject,
+    ModuleView,
+    is_mutable,
+    is_object,
+    join_path,
+    materializable,
+)
+from .mutation import GraphWriters, Writer
+from .refusals import refusal
+from .replay_graphs import (
+    GraphContext,
+    ReplayGraphs,
+    insert_constant,
+    prune_fork_inputs,
+    type_name,
+)
+
+__all__ = ["FreezeReplay", "WriteFact"]
+
+# ---------------------------------------------------------------------------------------
+# freeze_module.cpp's AttributePropagator, decision by decision.
+
+
+@dataclass
+class WriteFact:
+    """One fact behind an attribute's fate: a reason code and the node that writes it."""
+
+    code: str
+    writer: Writer | None = None
+    detail: str = ""
+
+
+class FreezeReplay(ReplayGraphs):
+    """Replays freezing's decisions on copies of the method graphs."""
+
+    def __init__(
+        self,
+        model: ModuleView,
+        preserved_attrs: Sequence[str],
+        inventory: Inventory,
+        freeze_interfaces: bool,
+        display: str,
+    ) -> None:
+        self.model = model
+        self.root = model.root
+        self.display = display
+        self.freeze_interfaces = freeze_interfaces
+        self.preserved_values: set[tuple[Any, ...]] = set()
+        self.preserved_sub: set[tuple[Any, ...]] = set()  # sub-values of non-object ones
+        self.preserved_scalars: set[tuple[int, str]] = set()
+        self.preserved_submodules: set[int] = set()
+        self.user_preserved: dict[int, set[str]] = {}
+        self.user_names: dict[tuple[int, str], str] = {}
+        self.methods: list[str] = []
+        self.sub_methods: list[str] = []  # preserved methods of submodules ("tool.square")
+        self.method_holders: dict[tuple[int, str], str] = {}  # slot -> the method it holds
+        self.graphs: dict[str, torch._C.Graph] = {}
+        self.contexts: list[GraphContext] = []
+        # What happened to each attribute slot, keyed by (module key, name).
+        self.facts: dict[tuple[int, str], list[WriteFact]] = {}
+        self.mutable_slots: set[tuple[int, str]] = set()
+        self.read: set[tuple[int, str]] = set()
+        self.folded: dict[tuple[int, str], set[str]] = {}
+        self.not_materializable: set[tuple[int, str]] = set()
+        self.unreplaced: dict[int, set[int]] = {}
+        self.used: dict[tuple[int, str], None] = {}
+        self.referenced: set[tuple[int, str]] = set()
+        self.escaping: set[int] = set()
+        self.interface_paths: set[str] = set()
+        self.keep: dict[str, set[str] | None] = {}  # type -> kept slot names (None = all)
+        self.instances: dict[str, list[ModuleObject]] = {}
+        self.type_keep_source: dict[tuple[str, str], tuple[int, str]] = {}
+
+        if "forward" in self.root.methods:
+            self.methods.append("forward")
+        for name in preserved_attrs:
+            self._check_name(name, inventory)
+
+    # -- preserved_attrs -----------------------------------------------------------------
+
+    def _check_name(self, name: str, inventory: Inventory) -> None:
+        parts = name.split(".")
+        mod = self.root
+        chain: list[tuple[ModuleObject, str]] = []
+        for part in parts[:-1]:
+            child = mod.children.get(part)
+            if child is None:
+                self._unknown(name, inventory)
+            chain.append((mod, part))
+            mod = child  # type: ignore[assignment]
+        leaf = parts[-1]
+        if leaf in mod.attrs:
+            for parent, sub in chain:
+                self.user_preserved.setdefault(parent.key, set()).add(sub)
+            self.user_preserved.setdefault(mod.key, set()).add(leaf)
+            self.user_names[(mod.key, leaf)] = name
+            if leaf in mod.children:
+                self.preserved_submodules.add(mod.children[leaf].key)
+            self._insert_mutable(mod, leaf)
+        elif leaf in mod.methods and leaf:
+            for parent, sub in chain:
+                self.user_preserved.setdefault(parent.key, set()).add(sub)
+                self.method_holders.setdefault((parent.key, sub), name)
+            if mod is not self.root:
+                # torch preserves a submodule's method too (its graph is frozen against
+                # the top-level module, so it may read none of its own attributes).
+                self.sub_methods.append(name)
+            elif leaf not in self.methods:
+                self.methods.append(leaf)
+        else:
+            self._unknown(name, inventory)
+
+    def _unknown(self, name: str, inventory: Inventory) -> None:
+        close = inventory.suggest(name)
+        hint = f"; closest: {', '.join(close)}" if close else ""
+        raise PlanError(
+            f"unknown name {name!r} in preserved attributes: {self.display} has no attribute, "
+            f"submodule or method of that name{hint}."
+        )
+
+    def _insert_mutable(self, mod: ModuleObject, name: str) -> None:
+        value = mod.attrs[name]
+        if is_mutable(value):
+            key = self.model.value_key(mod, name)
+            self.preserved_values.add(key)
+            if not is_object(value):
+                self.preserved_sub |= self.model.sub_keys(mod, name)
+        else:
+            self.preserved_scalars.add((mod.key, name))
+
+    def record_other_reads(self) -> None:
+        """Which attributes the *unpreserved* top-level methods would read.
+
+        Freezing deletes methods it does not preserve; an attribute only they read is
+        dropped, and the user wants to know which method to preserve to keep it.
+        """
+        called: set[str] = set()
+        for method in self.methods:
+            graph = self.root.cmod._get_method(method).graph
+            self_unique = next(iter(graph.inputs())).unique()
+            for node in graph.findAllNodes("prim::CallMethod", True):
+                if node.inputsAt(0).unique() == self_unique:
+                    called.add(node.s("name"))
+        self.other_reads: dict[tuple[int, str], list[str]] = {}
+        for method in sorted(self.root.methods - set(self.methods) - called):
+            try:
+                graph = self.root.cmod._get_method(method).graph.copy()
+                torch._C._jit_pass_inline(graph)
+            except RuntimeError:
+                continue
+            self._use_graph(graph)
+            for node in graph.findAllNodes("prim::GetAttr", True):
+                owner = self.owner_of(node.inputsAt(0))
+                if owner is not None:
+                    self.other_reads.setdefault((owner.key, node.s("name")), []).append(method)
+
+    # -- phase 1: mutations across all preserved methods ------------------------------------
+
+    def record_mutations(self) -> None:
+        for ctx in self.contexts:
+            graph = ctx.graph
+            writers = ctx.writers
+            self._use_graph(graph, ctx.base)
+            used: list[tuple[int, str]] = []
+            # Assignments first: a later read of an assigned attribute is never folded.
+            nodes = graph.findAllNodes("prim::SetAttr", True) + graph.findAllNodes(
+                "prim::GetAttr", True
+            )
+            for node in nodes:
+                kind = node.kind()
+                name = node.s("name")
+                self._record_fact(node, name, writers)
+                mod = self.find_constant_attr(node.inputsAt(0), name)
+                if mod is None:
+                    continue
+                attr = mod.attrs[name]
+                if kind == "prim::GetAttr":
+                    if is_object(attr) or not is_mutable(attr):
+                        continue
+                    used.append((mod.key, name))
+                if kind == "prim::SetAttr" or writers.has_writers(node.output()):
+                    self.mutable_slots.add((mod.key, name))
+                    self._insert_mutable(mod, name)
+            self._check_overlaps(used)
+
+    def _record_fact(self, node: torch._C.Node, name: str, writers: GraphWriters) -> None:
+        """Who writes this attribute, for the reasons (independent of the decision)."""
+        owner = self.owner_of(node.inputsAt(0))
+        if owner is None or name not in owner.attrs:
+            return
+        slot = (owner.key, name)
+        facts = self.facts.setdefault(slot, [])
+        if node.kind() == "prim::SetAttr":
+            facts.append(WriteFact("set-attr", writers.describe_node(node)))
+            return
+        self.read.add(slot)
+        value = owner.attrs[name]
+        if is_object(value) or not is_mutable(value):
+            return
+        if writers.has_writers(node.output()):
+            found = writers.writers_of(node.output())
+            if not found:
+                facts.append(WriteFact("in-place-write", None, writers.method))
+            present = {f.writer for f in facts}
+            for writer in found:
+                if writer not in present:
+                    present.add(writer)
+                    facts.append(WriteFact("in-place-write", writer))
+
+    def _check_overlaps(self, used: list[tuple[int, str]]) -> None:
+        # freeze_module.cpp refuses attributes whose values share sub-values (alias
+        # analysis cannot track them); report it as torch would, in one sentence. Reads
+        # of one value under two names (tied weights) are one entry, as in torch's
+        # alias-hashed set.
+        self.used.update(dict.fromkeys(used))
+        unique: dict[tuple[Any, ...], tuple[ModuleObject, str]] = {}
+        for key, name in self.used:
+            mod = self.model.modules[key]
+            unique.setdefault(self.model.value_key(mod, name), (mod, name))
+        seen: dict[tuple[Any, ...], str] = {}
+        for mod, name in unique.values():
+            path = join_path(mod.paths[0], name)
+            subs = self.model.sub_keys(mod, name)
+            for sub in subs:
+                if sub in seen:
+                    raise PlanError(
+                        refusal("overlapping", self.display, name=f"({seen[sub]!r} and {path!r}) ")
+                    )
+            for sub in subs:
+                seen[sub] = path
+
+    # -- phase 2: folding, then torch's clean-up ------------------------------------------------
+
+    def propagate(self) -> None:
+        for ctx in self.contexts:
+            graph, method = ctx.graph, ctx.method
+            self._use_graph(graph, ctx.base)
+            first = next(iter(graph.block().nodes()), None)
+            constants: dict[tuple[int, str], torch._C.Value | None] = {}
+            for node in graph.findAllNodes("prim::GetAttr", True):
+                name = node.s("name")
+                mod = self.find_constant_attr(node.inputsAt(0), name)
+                if mod is None:
+                    continue
+                slot = (mod.key, name)
+                value = mod.attrs[name]
+                if not materializable(value):
+                    self.not_materializable.add(slot)
+                    continue
+                self.folded.setdefault(slot, set()).add(method)
+                if slot not in constants:
+                    constants[slot] = insert_constant(graph, first, value)
+                constant = constants[slot]
+                if constant is not None:
+                    node.output().replaceAllUsesWith(constant)
+                    node.removeAllInputs()
+                else:
+                    # Python cannot build this constant (a TorchScript object); torch can,
+                    # so the read counts as folded even though it stays in our copy.
+                    self.unreplaced.setdefault(id(ctx), set()).add(node.output().unique())
+            # The parts of runOptimization that decide which reads survive; dead-code
+            # elimination first, as there, to drop the emptied GetAttr nodes.
+            torch._C._jit_pass_dce(graph)
+            torch._C._jit_pass_constant_propagation(graph)
+            torch._C._jit_pass_dce(graph)
+        for ctx in reversed(self.contexts):
+            if ctx.fork_node is not None and ctx.parent is not None:
+                prune_fork_inputs(ctx.fork_node, ctx.graph)
+                torch._C._jit_pass_dce(ctx.parent)
+
+    # -- phase 3: clean-up of the module --------------------------------------------------
+
+    def cleanup(self) -> None:
+        for ctx in self.contexts:
+            self._record_referenced(ctx)
+        for ctx in self.contexts:
+            if not ctx.is_fork:
+                self._handle_shared_class_type(self.root, ctx.graph)
+
+    def _record_referenced(self, ctx: GraphContext) -> None:
+        graph = ctx.graph
+        modules: list[ModuleObject] = [ctx.base]
+        unreplaced = self.unreplaced.get(id(ctx), set())
+        for node in graph.findAllNodes("prim::GetAttr", True):
+            if node.inputsSize() == 0 or node.output().unique() in unreplaced:
+                continue
+            name = node.s("name")
+            input_type = type_name(node.inputsAt(0).type())
+            for mod in list(modules):
+                if mod.type_name != input_type or name not in mod.attrs:
+                    continue
+                self.referenced.add((mod.key, name))
+                self._insert_mutable(mod, name)
+                child = mod.children.get(name)
+                if child is not None and child not in modules:
+                    modules.append(child)
+        for key, names in self.user_preserved.items():
+            mod = self.model.modules[key]
+            for name in names:
+                self._insert_mutable(mod, name)
+
+    def _escapes(self, mod: ModuleObject, graph: torch._C.Graph) -> bool:
+        for out in graph.outputs():
+            if type_name(out.type()) == mod.type_name:
+                return True
+        return mod.key in self.preserved_submodules
+
+    def _is_kept_slot(self, mod: ModuleObject, name: str) -> bool:
+        value = mod.attrs[name]
+        if is_mutable(value):
+            return self.model.value_key(mod, name) in self.preserved_values
+        return (mod.key, name) in self.preserved_scalars
+
+    def _handle_shared_class_type(self, mod: ModuleObject, graph: torch._C.Graph) -> None:
+        if self._escapes(mod, graph):
+            self.keep[mod.type_name] = None
+            self.escaping.add(mod.key)
+            return
+        instances = self.instances.setdefault(mod.type_name, [])
+        if mod not in instances:
+            instances.append(mod)
+        kept = self.keep.setdefault(mod.type_name, set())
+        for name in mod.order:
+            if not self._is_kept_slot(mod, name):
+                continue
+            if kept is not None:
+                kept.add(name)
+                self.type_keep_source.setdefault((mod.type_name, name), (mod.key, name))
+            child = mod.children.get(name)
+            if child is not None:
+                self._handle_shared_class_type(child, graph)
+
+    def slot_survives(self, mod: ModuleObject, name: str) -> bool:
+        """Whether removeUnusedAttrs leaves ``name`` on ``mod``."""
+        if mod.type_name not in self.keep:
+            return True
+        kept = self.keep[mod.type_name]
+        if kept is None or mod not in self.instances.get(mod.type_name, []):
+            return True
+        return name in kept

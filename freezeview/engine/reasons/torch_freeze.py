@@ -1,0 +1,191 @@
+"""What torch's real freeze does with a model: the statuses freezeview shows.
+
+freezeview explains freezing; torch decides it. :func:`torch_outcome` runs
+``torch._C._freeze_module`` (the call ``torch.jit.freeze`` makes before its graph
+optimizations, which never add or remove attributes) on the model and plan, and reads
+two facts off the result:
+
+* the attribute paths still present on the frozen module (``kept``);
+* the attributes torch folded into constants, from torch's own freezing log: with the
+  logging option ``>>freeze_module``, ``freeze_module.cpp`` writes one line per folded
+  ``prim::GetAttr`` (``[UPDATE freeze_module.cpp:716] Folding GetAttr %x with
+  self.conv.weight``) to the process's C-level standard error.
+
+:func:`torch_statuses` turns them into ``inlined`` / ``kept`` / ``dropped`` per path.
+freezeview's replay of freeze_module.cpp (:mod:`.replay`) only supplies the reasons.
+torch freezes a clone: the model itself is never modified.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..graph import attribute_paths, attribute_values
+from ..plumbing import capture_stderr_fd
+
+__all__ = [
+    "FREEZE_LOG_LINE",
+    "TorchOutcome",
+    "module_statuses",
+    "torch_outcome",
+    "torch_statuses",
+]
+
+# The GRAPH_UPDATE line AttributePropagator writes for each folded prim::GetAttr; the
+# constant is named "self." + the GetAttr chain from the graph's module.
+_FOLD_LINE = re.compile(r"Folding GetAttr %\S+ with self\.(?P<path>\S+)\s*$")
+# torch's freezing log lines (``torch._C._jit_set_logging_option('>>freeze_module')``).
+FREEZE_LOG_LINE = re.compile(r"^\[(DUMP|UPDATE|DEBUG) freeze_module\.cpp:\d+\]")
+
+
+@dataclass(frozen=True, slots=True)
+class TorchOutcome:
+    """What ``torch._C._freeze_module`` did with one model and plan.
+
+    Attributes:
+        kept: attribute paths (submodules included) present on the frozen module.
+        folded: the constants torch's log says it folded, as attribute chains from the
+            module of the graph being frozen (``"conv.weight"``), in log order.
+        log: torch's freezing log lines (for ``--debug`` and bug reports).
+        seconds: how long torch's freeze took, log capture included.
+        frozen: the frozen C++ module itself (the stepwise pipeline shows it; explain
+            only reads the fields above).
+    """
+
+    kept: frozenset[str]
+    folded: tuple[str, ...]
+    log: tuple[str, ...]
+    seconds: float
+    frozen: Any = field(default=None, compare=False, repr=False)
+
+
+def torch_outcome(
+    cmod: torch._C.ScriptModule,
+    preserved_attrs: Sequence[str] = (),
+    freeze_interfaces: bool = True,
+) -> TorchOutcome:
+    """Freeze a clone of ``cmod`` with torch and report what it kept and folded.
+
+    Args:
+        cmod: the C++ module (``module._c``), in eval mode.
+        preserved_attrs: as for ``torch.jit.freeze``.
+        freeze_interfaces: as for ``torch.jit.freeze``.
+
+    Returns:
+        A :class:`TorchOutcome`.
+
+    Raises:
+        RuntimeError: torch refuses to freeze the model (its own message).
+    """
+    start = time.perf_counter()
+    previous = torch._C._jit_get_logging_option()
+    torch._C._jit_set_logging_option(">>freeze_module")
+    try:
+        with capture_stderr_fd(FREEZE_LOG_LINE) as lines:
+            frozen = torch._C._freeze_module(cmod, list(preserved_attrs), freeze_interfaces)
+    finally:
+        torch._C._jit_set_logging_option(previous)
+    folded = tuple(found["path"] for line in lines if (found := _FOLD_LINE.search(line)))
+    return TorchOutcome(
+        kept=frozenset(attribute_paths(frozen)),
+        folded=folded,
+        log=tuple(lines),
+        seconds=time.perf_counter() - start,
+        frozen=frozen,
+    )
+
+
+def torch_statuses(
+    outcome: TorchOutcome,
+    paths: Mapping[str, bool],
+    canonical: Mapping[str, str],
+    fork_bases: Iterable[str] = (),
+) -> dict[str, str]:
+    """torch's status for every attribute path of the original model.
+
+    Args:
+        outcome: what torch's freeze did.
+        paths: every attribute path of the original model, mapped to whether it is a
+            submodule.
+        canonical: each path to one name of the same (module object, attribute) slot,
+            so a submodule shared under two names gets one status.
+        fork_bases: paths of submodules a ``torch.jit.fork`` hands its subgraph: torch
+            logs constants folded in there relative to that submodule.
+
+    Returns:
+        ``{path: "kept" | "inlined" | "dropped"}``: kept when torch's frozen module
+        still has it; inlined when torch folded it into a constant (a submodule: when
+        something under it was folded, its code having been inlined); dropped otherwise.
+    """
+    kept = {canonical.get(path, path) for path in outcome.kept}
+    bases = [""] + [b for b in fork_bases if b]
+    folded: set[str] = set()
+    for name in outcome.folded:
+        for base in bases:
+            full = f"{base}.{name}" if base else name
+            if full in paths:
+                folded.add(canonical.get(full, full))
+                break
+    # A submodule counts as inlined when anything under it was folded.
+    folded_prefixes = {p.rsplit(".", i)[0] for p in folded for i in range(1, p.count(".") + 1)}
+    statuses: dict[str, str] = {}
+    for path, is_module in paths.items():
+        key = canonical.get(path, path)
+        if key in kept:
+            statuses[path] = "kept"
+        elif key in (folded_prefixes if is_module else folded):
+            statuses[path] = "inlined"
+        else:
+            statuses[path] = "dropped"
+    return statuses
+
+
+def module_statuses(
+    outcome: TorchOutcome, cmod: torch._C.ScriptModule
+) -> tuple[dict[str, str], frozenset[str]] | None:
+    """torch's status for every attribute path of ``cmod``, from one listing by torch.
+
+    The statuses :func:`torch_statuses` gives with explain's module view, without that
+    view: torch lists every attribute path with its value in one call, and a submodule
+    shared under several names is named by the first of them (the order of that listing
+    is the module view's depth-first declaration order).
+
+    Args:
+        outcome: what torch's freeze of ``cmod`` did.
+        cmod: the C++ module that was frozen.
+
+    Returns:
+        ``({path: status}, submodule paths)``, or None when the answer needs the module
+        view: torch cannot list the attributes in one call (a TorchScript class object
+        whose Python class is not importable here), or its log names a constant relative
+        to a ``torch.jit.fork`` body.
+    """
+    named = attribute_values(cmod)
+    if named is None:
+        return None
+    paths = {path: isinstance(value, torch._C.ScriptModule) for path, value in named}
+    if any(name not in paths for name in outcome.folded):
+        return None
+    canonical: dict[str, str] = {}
+    seen: dict[str, list[tuple[torch._C.ScriptModule, str]]] = {}
+    for path, value in named:
+        if not isinstance(value, torch._C.ScriptModule):
+            continue
+        # As the module view tells modules apart: by type name, then the C++ object.
+        same_type = seen.setdefault(value._type().qualified_name(), [])
+        first = next((name for known, name in same_type if known == value), None)
+        if first is None:
+            same_type.append((value, path))
+        canonical[path] = first or path
+    for path, is_module in paths.items():
+        if not is_module:
+            owner, _, name = path.rpartition(".")
+            canonical[path] = f"{canonical[owner]}.{name}" if owner else name
+    submodules = frozenset(path for path, is_module in paths.items() if is_module)
+    return torch_statuses(outcome, paths, canonical), submodules
