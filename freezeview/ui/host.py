@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from textual.binding import Binding
+
     from .remote_session import RemoteSession
     from .session import Session
 
@@ -29,10 +31,17 @@ class ScreenHost(Protocol):
     output_dir: Path
     #: The names in ``preserved_attrs`` (the screen edits this list).
     preserved: list[str]
+    #: The pass ids asked for (``--passes``); None for torch's default plan.
+    passes: list[str] | None
     #: Show per-step timings (snapshot tests switch them off).
     show_timings: bool
     #: The engine session (in this process, or the engine process).
     session: Session | RemoteSession | None
+    #: Warnings torch raised, kept as information (the help screen lists them).
+    captured_warnings: list[str]
 
     def record_warning(self, text: str) -> None:
         """Keep a warning torch raised, to show as information."""
+
+    def all_bindings(self) -> list[Binding]:
+        """Every key of the main screen and of the app (the help screen lists them)."""

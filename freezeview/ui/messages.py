@@ -1,7 +1,9 @@
-"""Messages the app's workers post back to the event loop.
+"""Messages of the main screen that no one widget owns.
 
 Workers run engine calls in threads and never touch widgets; each result arrives as one
-of these small messages and is drawn by a handler on the app.
+of these small messages and the screen routes it to the widgets that show it. A widget's
+own messages (the model tree's ``PreserveToggled``, the steps bar's ``StepSelected``, ...)
+are nested in the widget's class.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.message import Message
+from textual.worker import Worker
+
+from ..engine.plumbing.errors import FreezeviewError
+from .views import AttrView, PassView, StepView
 
 if TYPE_CHECKING:
-    pass
-from .views import AttrView, PassView, StepView
+    from ..engine.graph.inventory_values import Inventory
 
 __all__ = [
     "EngineFailed",
@@ -24,6 +29,7 @@ __all__ = [
     "Highlighted",
     "ModelLoaded",
     "Rendered",
+    "Status",
     "StepReady",
     "StepsFinished",
 ]
@@ -48,7 +54,7 @@ class ExplanationReady(Message):
 
     views: list[AttrView]
     preserved: tuple[str, ...]
-    inventory: Any
+    inventory: Inventory | None
 
 
 @dataclass
@@ -95,9 +101,30 @@ class Exported(Message):
 
 
 @dataclass
+class Status(Message):
+    """A sentence for the status line (what the app is doing, or an error)."""
+
+    text: str | Text
+    error: bool = False
+
+
+@dataclass
 class EngineFailed(Message):
-    """An engine call failed; ``task`` says which (load, explain, steps, render, export)."""
+    """A worker failed; ``task`` is its group (load, explain, steps, render, export, ...)."""
 
     task: str
     message: str
     fatal: bool = False
+
+    @classmethod
+    def of(cls, worker: Worker[Any]) -> EngineFailed:
+        """The failure of ``worker`` in one sentence (freezeview's own, or the first line
+        of any other error); a failed load is fatal."""
+        error = worker.error
+        if isinstance(error, FreezeviewError):
+            message = error.message
+        else:
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            message = f"{type(error).__name__}: {first[:200]}"
+        task = worker.group
+        return cls(task, message, fatal=task == "load")

@@ -1,35 +1,77 @@
 """The main screen: model tree, IR pane, inspector and steps bar, with every key.
 
-:class:`MainScreen` is the screen users work in; this file holds its keys (``BINDINGS``)
-and their ``action_*`` methods. What it is built on, one idea per file:
-:mod:`.main_layout` (the panes, reactives and widgets), :mod:`.main_ir_pane` (what the
-IR pane shows and the panes that follow it), :mod:`.main_workers` (the engine calls,
-in thread workers, and their results).
+The widgets (:mod:`freezeview.ui.widgets`) own what they show, their state and their
+own keys, and say what the user did by messages; this screen holds the plan's run (the
+engine session, the steps, the verdicts), runs every engine call in a thread worker and
+routes:
+
+- the widgets' messages: the model tree's ``PreserveToggled`` (explain again) and
+  ``AttributeSelected`` (IR marks, inspector), the steps bar's ``StepSelected`` (the IR
+  pane shows that step), ``PassToggled`` and ``PassesChanged`` (the plan changed), the IR
+  pane's ``NodeSelected`` (inspector), and ``Status`` from any of them;
+- the workers' results (:mod:`freezeview.ui.messages`) to the widgets that show them.
+  Every worker failure ends in one handler, :meth:`MainScreen.on_engine_failed`.
+
+The screen's keys (``BINDINGS``) work wherever the focus is; their actions ask the
+widget concerned. A new view of a step (a graph view) is one more widget: composed in
+:meth:`MainScreen.compose`, given the step in :meth:`MainScreen.show_step`; its own
+engine work runs in its own workers, which post ``EngineFailed`` when they fail (as the
+IR pane's highlighting does).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
-from typing import TYPE_CHECKING
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Input, Tabs
+from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Header, Label, Tab, Tabs
+from textual.worker import Worker, WorkerState, get_current_worker
 
+from ...engine.plumbing.errors import BadInputError
+from ..messages import (
+    EngineFailed,
+    ExplanationReady,
+    Exported,
+    ModelLoaded,
+    Rendered,
+    Status,
+    StepReady,
+    StepsFinished,
+)
+from ..views import AttrView, PassView, StepView
+from ..widgets.inspector import Inspector, attribute_panel, node_panel
+from ..widgets.ir_pane import IRPane
 from ..widgets.ir_view import IRView
-from ..widgets.model_tree import FILTERS
-from .main_workers import MainWorkers
+from ..widgets.keys_footer import KeysFooter
+from ..widgets.model_tree import ModelTree
+from ..widgets.status_line import StatusLine
+from ..widgets.steps_bar import StepsBar
 
 if TYPE_CHECKING:
+    from ...engine.graph.snapshot_values import GraphSnapshot
     from ..host import ScreenHost
+    from ..remote_session import RemoteSession
+    from ..session import Session
 
 __all__ = ["MainScreen"]
 
-VIEW_MODES = ("ir", "code", "diff")
 
+class MainScreen(Screen[None]):
+    """The one screen users work in (see the module docstring)."""
 
-class MainScreen(MainWorkers):
-    """The one screen users work in."""
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
 
     BINDINGS = [
         # First, so a narrow footer still shows it (it only appears when narrow).
@@ -62,14 +104,152 @@ class MainScreen(MainWorkers):
         Binding("question_mark", "help", "Help", key_display="?", tooltip="Show every key"),
     ]
 
+    #: True while the model loads (the IR pane shows a loading state).
+    loading_model: reactive[bool] = reactive(True)
+    #: True while freezing steps are being computed.
+    stepping: reactive[bool] = reactive(False)
+    #: True when the plan changed since the steps were computed (press r).
+    stale: reactive[bool] = reactive(False)
+    #: Which pane a narrow terminal shows (``model``, ``ir``, ``inspector``, ``steps``).
+    narrow_pane: reactive[str] = reactive("ir")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.session: Session | RemoteSession | None = None
+        #: The current run's steps, in order, as they arrive.
+        self.steps: list[StepView] = []
+        #: The last picture rendered (g) or review page exported (e): what ``o`` opens.
+        self.last_output: Path | None = None
+        #: Every attribute's verdict under the current preserved names.
+        self.views: list[AttrView] = []
+        self.passes: list[PassView] = []
+        #: Which run the steps belong to (0: none yet); older runs' messages are dropped.
+        self.run_id = 0
+        self._cancel = threading.Event()
+        self._explaining = False
+        self._run_after_explain = False
+        self._run_plan: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+
+    @property
+    def fv_app(self) -> ScreenHost:
+        """The app that hosts this screen, as the screen uses it (no import of ui/app)."""
+        # Any app with ScreenHost's attributes may host the screen; FreezeviewApp does.
+        return cast("ScreenHost", self.app)
+
+    # -- layout --------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Tabs(
+            Tab("Model", id="tab-model"),
+            Tab("IR", id="tab-ir"),
+            Tab("Inspector", id="tab-inspector"),
+            Tab("Steps", id="tab-steps"),
+            active="tab-ir",
+            id="narrow-tabs",
+        )
+        with Horizontal(id="main"):
+            with Vertical(id="model-pane", classes="pane"):
+                yield Label("model", id="model-title", classes="pane-title")
+                yield ModelTree(id="tree")
+            yield IRPane(id="ir-pane", classes="pane")
+            with Vertical(id="inspector-pane", classes="pane"):
+                yield Label("inspector", classes="pane-title")
+                yield Inspector(id="inspector")
+        yield StepsBar(id="steps-bar")
+        yield StatusLine("", id="status")
+        yield KeysFooter()
+
+    @property
+    def model_tree(self) -> ModelTree:
+        """The model tree."""
+        return self.query_one(ModelTree)
+
+    @property
+    def ir_pane(self) -> IRPane:
+        """The IR pane."""
+        return self.query_one(IRPane)
+
+    @property
+    def ir(self) -> IRView:
+        """The IR pane's text view."""
+        return self.query_one(IRView)
+
+    @property
+    def inspector(self) -> Inspector:
+        """The inspector."""
+        return self.query_one(Inspector)
+
+    @property
+    def steps_bar(self) -> StepsBar:
+        """The steps bar."""
+        return self.query_one(StepsBar)
+
+    # -- what the widgets hold, read here ----------------------------------------------
+    @property
+    def current_step(self) -> int:
+        """The step shown (the steps bar's; -1: the loaded model)."""
+        return self.steps_bar.current_step
+
+    @property
+    def view_mode(self) -> str:
+        """What the IR pane shows: ``ir``, ``code`` or ``diff``."""
+        return self.ir_pane.view_mode
+
+    @property
+    def status_filter(self) -> str:
+        """Which attributes the model tree lists."""
+        return self.model_tree.status_filter
+
+    def enabled_passes(self) -> list[str]:
+        """Pass ids checked in the steps bar."""
+        return self.steps_bar.enabled_passes()
+
+    def set_status(self, text: str | Text, error: bool = False) -> None:
+        """One line above the footer: what the app is doing, or the last error."""
+        self.query_one(StatusLine).show(text, error)
+
+    def update_titles(self) -> None:
+        """The IR pane's and the timeline's titles, and the narrow IR tab's label."""
+        self.ir_pane.update_title()
+        self.steps_bar.update_title()
+        self._update_tab_label()
+
+    def _update_tab_label(self) -> None:
+        if self.has_class("-narrow"):
+            tab = self.query_one("#tab-ir", Tab)
+            label = f"IR {self.current_step + 1}/{len(self.steps)}"
+            if tab.label_text != label:
+                tab.label = label
+
+    # -- screen state ----------------------------------------------------------------
     def on_mount(self) -> None:
         self.title = "freezeview"
         self.sub_title = self.fv_app.model_label
         self.watch_narrow_pane(self.narrow_pane)
         self.watch_loading_model(True)
+        self.update_titles()
         self.set_status(f"loading {self.fv_app.model_label} (torch.jit.load)…")
         self.query_one(IRView).focus()
         self.load_model()
+
+    def watch_loading_model(self, value: bool) -> None:
+        # A static loading state rather than Textual's animated LoadingIndicator: the
+        # animation would compete for the GIL with the worker importing torch.
+        if value:
+            self.ir_pane.show_text(f"loading {self.fv_app.model_label} …\n")
+
+    def watch_stepping(self, value: bool) -> None:
+        # No class on the screen for this: nothing styles it, and a screen class change
+        # restyles every widget (twice a run).
+        self.steps_bar.running = value
+
+    def watch_stale(self, value: bool) -> None:
+        self.steps_bar.stale = value
+
+    def update_stale(self) -> None:
+        """The plan differs from the one the steps were computed with."""
+        plan = (tuple(self.fv_app.preserved), tuple(self.enabled_passes()))
+        self.stale = bool(self.run_id) and plan != self._run_plan
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The pane switcher only matters (and only shows in the footer) when narrow.
@@ -81,42 +261,36 @@ class MainScreen(MainWorkers):
         # Crossing the 120-column breakpoint shows or hides the pane switcher.
         self.call_after_refresh(self.refresh_bindings)
 
+    def watch_narrow_pane(self, pane: str) -> None:
+        for name in ("model", "ir", "inspector", "steps"):
+            self.set_class(name == pane, f"-show-{name}")
+        if self.has_class("-narrow"):
+            # The pane's own widget takes the keys (space on the tree, t on the passes).
+            target = {"model": "#tree", "ir": "#ir", "inspector": "#inspector", "steps": "#passes"}
+            self.call_after_refresh(self.query_one(target[pane]).focus)
+
+    @on(Tabs.TabActivated, "#narrow-tabs")
+    def _narrow_tab(self, event: Tabs.TabActivated) -> None:
+        if event.tab.id:
+            self.narrow_pane = event.tab.id.removeprefix("tab-")
+
+    def key_escape(self) -> None:
+        self.ir_pane.close_search()
+
+    # -- keys ------------------------------------------------------------------------
     def action_next_pane(self) -> None:
         """Show the next pane on a narrow terminal."""
         order = ("model", "ir", "inspector", "steps")
         nxt = order[(order.index(self.narrow_pane) + 1) % len(order)]
         self.query_one(Tabs).active = f"tab-{nxt}"
 
-    # -- actions -------------------------------------------------------------------
-    def action_open_output(self) -> None:
-        """Open the last rendered picture or exported page in the local browser."""
-        path = self.last_output
-        if path is None:
-            self.notify("nothing written yet: g renders the step, e exports", timeout=3)
-            return
-        if not _has_local_browser():
-            self.set_status(f"no browser on this machine (SSH?): open {path} where you are")
-            return
-        self.app.open_url(path.resolve().as_uri())
-        self.set_status(f"opened {path} in the browser")
-
     def action_next_step(self) -> None:
         """Show the next step (waits for it if it is still being computed)."""
-        if self.current_step + 1 < len(self.steps):
-            self.current_step += 1
-        elif self.stepping:
-            self._pending_next = 1
-            self.set_status("next step still running; it will show when ready")
-        else:
-            self.notify("this is the last step", timeout=2)
+        self.steps_bar.next_step()
 
     def action_previous_step(self) -> None:
         """Show the previous step."""
-        self._pending_next = 0
-        if self.current_step > 0:
-            self.current_step -= 1
-        else:
-            self.notify("this is the first step", timeout=2)
+        self.steps_bar.previous_step()
 
     def action_rerun(self) -> None:
         """Freeze again from the start with the current plan."""
@@ -128,49 +302,28 @@ class MainScreen(MainWorkers):
 
     def action_toggle_preserve(self) -> None:
         """Add or remove the selected attribute from ``preserved_attrs``."""
-        path = self.model_tree.selected_path
-        if not path:
-            self.notify("select an attribute or module in the model tree first", timeout=3)
-            return
-        preserved = self.fv_app.preserved
-        if path in preserved:
-            preserved.remove(path)
-            verb = "no longer preserved"
-        else:
-            preserved.append(path)
-            verb = "preserved"
-        self.set_status(f"{path} {verb}; explanation updating (r re-runs the steps)")
-        self.update_stale()
-        self.start_explain()
+        self.model_tree.action_toggle_preserve()
 
     def action_toggle_pass(self) -> None:
         """Switch the highlighted pass on or off."""
-        lst = self.steps_bar.passes
-        if lst.option_count == 0:
-            return
-        index = lst.highlighted if lst.highlighted is not None else 0
-        option = lst.get_option_at_index(index)
-        lst.toggle(option.id if option.id is not None else index)  # type: ignore[arg-type]
-        on = option.id in lst.selected
-        self.set_status(f"pass {option.id} {'on' if on else 'off'}: press r to re-run")
-        self.update_stale()
+        self.steps_bar.toggle_pass()
 
     def action_cycle_view(self) -> None:
         """IR → code → diff → IR."""
-        self.view_mode = VIEW_MODES[(VIEW_MODES.index(self.view_mode) + 1) % len(VIEW_MODES)]
+        self.ir_pane.cycle_view()
 
     def action_cycle_filter(self) -> None:
         """Cycle the model tree's status filter."""
-        self.status_filter = FILTERS[(FILTERS.index(self.status_filter) + 1) % len(FILTERS)]
-        self.set_status(f"model tree shows: {self.status_filter}")
+        self.model_tree.cycle_filter()
 
     def action_render(self) -> None:
         """Render the current step (graph and diff) to SVG files."""
-        step = self.current()
-        if step is None:
+        index = self.current_step
+        if not 0 <= index < len(self.steps):
             self.notify("no step to render yet", timeout=2)
             return
-        before = self.steps[self.current_step - 1].snapshot if self.current_step > 0 else None
+        step = self.steps[index]
+        before = self.steps[index - 1].snapshot if index > 0 else None
         out = self.fv_app.output_dir / "steps"
         self.set_status(f"rendering step {step.name} into {out}…")
         self.render_step(step, before, out)
@@ -184,21 +337,311 @@ class MainScreen(MainWorkers):
         self.set_status(f"exporting into {out}…")
         self.export(out, tuple(self.fv_app.preserved), tuple(self.enabled_passes()))
 
+    def action_open_output(self) -> None:
+        """Open the last rendered picture or exported page in the local browser."""
+        path = self.last_output
+        if path is None:
+            self.notify("nothing written yet: g renders the step, e exports", timeout=3)
+            return
+        if not _has_local_browser():
+            self.set_status(f"no browser on this machine (SSH?): open {path} where you are")
+            return
+        self.app.open_url(path.resolve().as_uri())
+        self.set_status(f"opened {path} in the browser")
+
     def action_search(self) -> None:
         """Open the search box of the IR pane."""
         if self.has_class("-narrow"):
             self.query_one(Tabs).active = "tab-ir"
-        search = self.query_one("#search", Input)
-        self._search_anchor = self.ir.cursor_line
-        search.add_class("-visible")
-        search.focus()
+        self.ir_pane.open_search()
 
     def action_help(self) -> None:
         """Show every key."""
         from .help import HelpScreen
 
-        app: ScreenHost = self.fv_app
+        app = self.fv_app
         self.app.push_screen(HelpScreen(app.all_bindings(), app.captured_warnings))
+
+    # -- what the widgets say --------------------------------------------------------
+    @on(Status)
+    def _status(self, message: Status) -> None:
+        self.set_status(message.text, message.error)
+
+    @on(ModelTree.PreserveToggled)
+    def _preserve_toggled(self, message: ModelTree.PreserveToggled) -> None:
+        path = message.path
+        preserved = self.fv_app.preserved
+        if path in preserved:
+            preserved.remove(path)
+            verb = "no longer preserved"
+        else:
+            preserved.append(path)
+            verb = "preserved"
+        self.set_status(f"{path} {verb}; explanation updating (r re-runs the steps)")
+        self.update_stale()
+        self.start_explain()
+
+    @on(ModelTree.AttributeSelected)
+    def _attribute_selected(self, message: ModelTree.AttributeSelected) -> None:
+        self.ir_pane.mark_attribute(message.path if self.views else None)
+        self._show_attribute(message.view)
+        self.ir_pane.scroll_to_marks()
+
+    def _show_attribute(self, view: AttrView | None) -> None:
+        """The attribute's verdict, facts and marked lines in the inspector."""
+        if view is None:
+            return
+        inventory = self.session.inventory if self.session else None
+        info = inventory.by_path(view.path) if inventory else None
+        self.inspector.show(attribute_panel(view, info, len(self.ir.marked_lines)))
+
+    @on(IRPane.NodeSelected)
+    def _node_selected(self, message: IRPane.NodeSelected) -> None:
+        self.inspector.show(node_panel(message.facts))
+
+    @on(StepsBar.StepSelected)
+    def _step_selected(self, message: StepsBar.StepSelected) -> None:
+        if message.index != self.current_step:
+            return  # the user moved on: a newer selection is on its way
+        self.show_step(message.index)
+
+    def show_step(self, index: int) -> None:
+        """Show step ``index`` of the run (-1: the loaded model) in every view of a step."""
+        self.ir_pane.show_step(self.run_id, self.steps, index)
+        self._update_tab_label()
+
+    @on(StepsBar.PassToggled)
+    def _pass_toggled(self, message: StepsBar.PassToggled) -> None:
+        on = "on" if message.on else "off"
+        self.set_status(f"pass {message.pass_id} {on}: press r to re-run")
+        self.update_stale()
+
+    @on(StepsBar.PassesChanged)
+    def _passes_changed(self, message: StepsBar.PassesChanged) -> None:
+        self.update_stale()
+
+    # -- workers -------------------------------------------------------------------
+    @work(thread=True, exclusive=True, exit_on_error=False, group="load", description="loading")
+    def load_model(self) -> None:
+        """Load the model, take its inlined graph's IR and list the passes."""
+        session = self.fv_app.session
+        if session is None:
+            raise BadInputError("no model given: freezeview MODEL.pt opens one.")
+        self.session = session
+        opened = session.open()
+        self.post_message(
+            ModelLoaded(
+                name=opened.name,
+                text=opened.text,
+                node_count=opened.node_count,
+                code=opened.code,
+                load_seconds=opened.load_seconds,
+                warnings=list(opened.warnings),
+                passes=list(opened.passes),
+            )
+        )
+
+    @work(
+        thread=True, exclusive=True, exit_on_error=False, group="explain", description="explaining"
+    )
+    def explain(self, preserved: tuple[str, ...]) -> None:
+        """Compute every attribute's verdict under ``preserved``."""
+        assert self.session is not None
+        views = self.session.explain(list(preserved))
+        if not get_current_worker().is_cancelled:
+            self.post_message(ExplanationReady(views, preserved, self.session.inventory))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="steps", description="freezing")
+    def run_steps(
+        self,
+        run_id: int,
+        preserved: tuple[str, ...],
+        passes: tuple[str, ...],
+        cancel: threading.Event,
+    ) -> None:
+        """Freeze one step at a time, posting each step as it is ready."""
+        assert self.session is not None
+        start = time.perf_counter()
+        count = 0
+        try:
+            for step in self.session.run_steps(preserved, passes, cancel=cancel):
+                if cancel.is_set():
+                    return
+                self.post_message(StepReady(run_id, step))
+                count += 1
+        finally:
+            self.post_message(StepsFinished(run_id, count, time.perf_counter() - start))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="render", description="rendering")
+    def render_step(self, step: StepView, before: GraphSnapshot | None, out_dir: Path) -> None:
+        """Render the step's graph and its diff to SVG."""
+        assert self.session is not None
+        stem = f"{step.index:02d}-{step.name}"
+        paths = self.session.render_step(before, step.snapshot, out_dir, stem)
+        self.post_message(Rendered(paths))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="export", description="exporting")
+    def export(self, out_dir: Path, preserved: tuple[str, ...], passes: tuple[str, ...]) -> None:
+        """Export everything like ``freezeview export``."""
+        assert self.session is not None
+        paths = self.session.export(out_dir, preserved, passes)
+        self.post_message(Exported(out_dir, paths))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # Worker messages do not bubble; the widgets' workers post EngineFailed too.
+        if event.state == WorkerState.ERROR:
+            self.post_message(EngineFailed.of(event.worker))
+
+    # -- what the workers give -------------------------------------------------------
+    def on_engine_failed(self, message: EngineFailed) -> None:
+        """Every worker failure ends here: one sentence on screen, the session goes on."""
+        self.set_status(f"{message.task} failed: {message.message}", error=True)
+        self.notify(message.message, title=f"{message.task} failed", severity="error", timeout=8)
+        if message.task == "load":
+            self.loading_model = False
+            self.add_class("-failed")
+            self.ir_pane.show_failure(message.message)
+            self.update_titles()
+        elif message.task == "explain":
+            self._explaining = False
+            self._start_pending_run()
+        elif message.task == "steps":
+            self.stepping = False
+
+    def on_model_loaded(self, message: ModelLoaded) -> None:
+        self.passes = message.passes
+        app = self.fv_app
+        enabled = app.passes if app.passes is not None else [p.id for p in self.passes if p.default]
+        unknown = [p for p in enabled if p not in {v.id for v in self.passes}]
+        if unknown:
+            valid = ", ".join(v.id for v in self.passes)
+            self.notify(
+                f"unknown pass {', '.join(unknown)}; valid passes are: {valid}.",
+                title="--passes",
+                severity="error",
+                timeout=10,
+            )
+        self.steps_bar.set_passes(self.passes, enabled)
+        assert self.session is not None
+        self.ir_pane.set_loaded(message.text, message.code, self.session)
+        self.loading_model = False
+        self.sub_title = message.name
+        took = f" in {message.load_seconds:.2f} s" if app.show_timings else ""
+        self.set_status(
+            f"loaded {message.name}{took} — "
+            f"{message.node_count} nodes after inlining; explaining and freezing…"
+        )
+        for warning in message.warnings:
+            app.record_warning(warning)
+        self.show_step(self.current_step)
+        # Paint the IR first: the explain and freeze workers keep the GIL busy, and the
+        # user should not wait for them to see the model.
+        # Then explain, then freeze: one torch worker at a time leaves the event loop
+        # a bigger share of the GIL than two competing ones.
+        self._run_after_explain = True
+        self.call_after_refresh(self.start_explain)
+
+    def on_explanation_ready(self, message: ExplanationReady) -> None:
+        if tuple(self.fv_app.preserved) != message.preserved:
+            return  # an older request; a newer one is on its way
+        self._explaining = False
+        self.views = message.views
+        self._start_pending_run()
+        tree = self.model_tree
+        tree.show(self.session.name if self.session else "model", self.views)
+        self.ir_pane.mark_attribute(tree.selected_path, refresh=False)
+        self._show_attribute(tree.selected_view)
+        self.query_one("#model-title", Label).update(
+            layout=False,
+            content=Text.assemble(
+                "model  ", ("★ preserved: ", "magenta"), ", ".join(message.preserved) or "none"
+            ),
+        )
+
+    def on_step_ready(self, message: StepReady) -> None:
+        if message.run_id != self.run_id:
+            return
+        self.steps.append(message.step)
+        # Shows the step if it is the first, or if n was pressed for it.
+        self.steps_bar.add_step(message.step, self.fv_app.show_timings)
+        self.ir_pane.update_title()
+        self._update_tab_label()
+        if message.step.error:
+            self.set_status(f"step {message.step.name} failed: {message.step.error}", error=True)
+
+    def on_steps_finished(self, message: StepsFinished) -> None:
+        if message.run_id != self.run_id:
+            return
+        self.stepping = False
+        # A full garbage collection walks every object; with a big model's snapshots
+        # and highlighted lines that is ~200 ms of frozen event loop at a random key
+        # press. Objects alive now are long-lived: move them out of the collector's
+        # reach (refcounting still frees them when a re-run drops them).
+        gc.freeze()
+        self.ir_pane.prefetch(self.run_id, list(self.steps))
+        self.steps_bar.finish()
+        if not any(s.error for s in self.steps):
+            final = self.steps[-1].snapshot.node_count if self.steps else 0
+            took = f" in {message.seconds:.2f} s" if self.fv_app.show_timings else ""
+            self.set_status(
+                f"{message.count} steps{took}; final graph {final} nodes. "
+                "n/p step, space preserve, t pass, r re-run, ? help"
+            )
+        self.update_titles()
+
+    def on_rendered(self, message: Rendered) -> None:
+        where = message.paths[0].parent if message.paths else "?"
+        names = ", ".join(p.name for p in message.paths)
+        self.notify(f"wrote {names} in {where}", title="rendered")
+        self._notify_notes()
+        pictures = [p for p in message.paths if p.suffix in (".svg", ".png")]
+        written = pictures or message.paths
+        self.last_output = written[-1] if written else None
+        self.query_one(StatusLine).show_link("rendered", self.last_output)
+
+    def on_exported(self, message: Exported) -> None:
+        self.notify(f"{len(message.paths)} files in {message.directory}", title="exported")
+        self._notify_notes()
+        page = message.directory / "index.html"
+        self.last_output = page if page.exists() else message.directory
+        self.query_one(StatusLine).show_link(
+            f"exported {len(message.paths)} files:", self.last_output
+        )
+
+    def _notify_notes(self) -> None:
+        """What the engine noted while drawing (pictures too big to lay out, ...)."""
+        for note in self.session.last_notes if self.session else []:
+            self.notify(note, severity="warning")
+
+    # -- the plan's runs ---------------------------------------------------------------
+    def start_explain(self) -> None:
+        """Recompute verdicts for the current preserved names."""
+        self._explaining = True
+        self.explain(tuple(self.fv_app.preserved))
+
+    def start_run(self) -> None:
+        """Run freezing from the start with the current plan."""
+        self._cancel.set()
+        self._cancel = threading.Event()
+        self.run_id += 1
+        self.steps = []
+        self.steps_bar.clear_steps()
+        self.stepping = True
+        self._run_plan = (tuple(self.fv_app.preserved), tuple(self.enabled_passes()))
+        self.stale = False
+        self.show_step(-1)
+        self.run_steps(
+            self.run_id, tuple(self.fv_app.preserved), tuple(self.enabled_passes()), self._cancel
+        )
+
+    def _start_pending_run(self) -> None:
+        if self._run_after_explain:
+            self._run_after_explain = False
+            self.start_run()
+
+    def cancel_run(self) -> None:
+        """Ask a running pipeline to stop before its next step."""
+        self._cancel.set()
 
 
 def _has_local_browser() -> bool:

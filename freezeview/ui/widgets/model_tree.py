@@ -1,18 +1,28 @@
 """The Model pane's tree: modules, their attributes, a status badge on each and the
-reason for every kept one; filterable by status; preserved names marked."""
+reason for every kept one; filterable by status; preserved names marked.
+
+The tree owns its filter and says what the user did by messages: which attribute is
+selected (:class:`ModelTree.AttributeSelected`), which one to add to or remove from
+``preserved_attrs`` (:class:`ModelTree.PreserveToggled`). The screen changes the plan.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
 from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from ..messages import Status
 from ..views import AttrView
 
-__all__ = ["STATUS_STYLES", "ModelTree", "badge"]
+__all__ = ["FILTERS", "STATUS_STYLES", "ModelTree", "badge"]
 
 #: Attributes every scripted module carries; listed only when kept.
 HOUSEKEEPING = frozenset({"training", "_is_full_backward_hook"})
@@ -23,6 +33,7 @@ STATUS_STYLES = {
     "kept": "bold black on yellow",
     "dropped": "dim",
 }
+#: The tree's status filters, in the order ``f`` cycles through them.
 FILTERS = ("all", "inlined", "kept", "dropped")
 
 
@@ -35,22 +46,39 @@ class ModelTree(Tree[AttrView | str]):
     """Module tree; each leaf's data is its :class:`AttrView`, each module's its path."""
 
     BINDINGS = [
-        # Space toggles preserve on the selected attribute (the app's binding), not
-        # the tree's expand/collapse: enter and the mouse still expand nodes.
+        # Space toggles preserve on the selected attribute, not the tree's
+        # expand/collapse: enter and the mouse still expand nodes.
         Binding(
             "space",
-            "screen.toggle_preserve",
+            "toggle_preserve",
             "Preserve",
             tooltip="Add/remove the selected attribute to preserved_attrs",
         ),
     ]
+
+    #: Which attributes the tree lists: ``all``, ``inlined``, ``kept`` or ``dropped``.
+    status_filter: reactive[str] = reactive("all", init=False)
+
+    @dataclass
+    class PreserveToggled(Message):
+        """The user asked to add ``path`` to ``preserved_attrs``, or to remove it."""
+
+        path: str
+
+    @dataclass
+    class AttributeSelected(Message):
+        """The cursor is on ``path`` (an attribute, a module, or None on the root)."""
+
+        path: str | None
+        #: The attribute's verdict (None on a plain module or the root).
+        view: AttrView | None
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("model", id=id)
         self.show_root = True
         self.guide_depth = 2
         self._views: list[AttrView] = []
-        self.status_filter = "all"
+        self._model_name = "model"
 
     @property
     def views(self) -> list[AttrView]:
@@ -61,13 +89,38 @@ class ModelTree(Tree[AttrView | str]):
         """The attribute at ``path``."""
         return next((v for v in self._views if v.path == path), None)
 
-    def show(self, name: str, views: Sequence[AttrView], status_filter: str = "all") -> None:
+    def show(self, name: str, views: Sequence[AttrView]) -> None:
+        """Show ``views`` (the model's attributes and verdicts) under ``status_filter``."""
+        self._model_name = name
+        self._views = list(views)
+        self._rebuild()
+
+    def watch_status_filter(self, value: str) -> None:
+        if self._views:
+            self._rebuild()
+
+    def cycle_filter(self) -> None:
+        """The next status filter (all → inlined → kept → dropped → all)."""
+        self.status_filter = FILTERS[(FILTERS.index(self.status_filter) + 1) % len(FILTERS)]
+        self.post_message(Status(f"model tree shows: {self.status_filter}"))
+
+    def action_toggle_preserve(self) -> None:
+        """Add the selected attribute to ``preserved_attrs``, or remove it."""
+        path = self.selected_path
+        if not path:
+            self.notify("select an attribute or module in the model tree first", timeout=3)
+            return
+        self.post_message(self.PreserveToggled(path))
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[Any]) -> None:
+        self.post_message(self.AttributeSelected(self.selected_path, self.selected_view))
+
+    def _rebuild(self) -> None:
         """Rebuild the tree, keeping the cursor on the same path when it still exists."""
         selected = self.selected_path
-        self._views = list(views)
-        self.status_filter = status_filter
+        status_filter = self.status_filter
         self.clear()
-        self.root.set_label(Text.assemble((name, "bold"), "  ", self._summary()))
+        self.root.set_label(Text.assemble((self._model_name, "bold"), "  ", self._summary()))
         self.root.data = ""
         modules: dict[str, TreeNode[AttrView | str]] = {"": self.root}
         # Every module carries `training` and a hook placeholder; hundreds of those rows

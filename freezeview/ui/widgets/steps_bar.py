@@ -1,15 +1,28 @@
-"""The Steps bar: passes with checkboxes and the timeline of steps."""
+"""The Steps bar: passes with checkboxes and the timeline of steps.
+
+The bar owns which step is shown (``current_step``, moved by ``n``/``p``, the timeline's
+enter or click, and a step arriving that ``n`` waited for), whether a run is going on
+and whether the plan changed since. It says what happened by messages: a step was
+selected (:class:`StepsBar.StepSelected`: the IR pane, and any other view of a step,
+follows it), a pass was switched (:class:`StepsBar.PassToggled`), the checked passes
+changed (:class:`StepsBar.PassesChanged`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import DataTable, Label, SelectionList
 from textual.widgets.selection_list import Selection
 
+from ..messages import Status
 from ..views import PassView, StepView
 
 __all__ = ["StepsBar", "step_row"]
@@ -41,6 +54,37 @@ def step_row(step: StepView, timings: bool = True) -> tuple[Text, ...]:
 class StepsBar(Horizontal):
     """Pass checkboxes (left) and the step timeline (right)."""
 
+    #: The step shown, as a row of the timeline (-1: none yet, the loaded model).
+    current_step: reactive[int] = reactive(-1, init=False)
+    #: True while a run is computing steps (the title says so; ``n`` waits for them).
+    running: reactive[bool] = reactive(False, init=False)
+    #: True when the plan changed since the steps were computed (the title asks for r).
+    stale: reactive[bool] = reactive(False, init=False)
+
+    @dataclass
+    class StepSelected(Message):
+        """Step ``index`` of the run is the one to show (-1: the loaded model)."""
+
+        index: int
+
+    @dataclass
+    class PassToggled(Message):
+        """The user switched pass ``pass_id`` on or off."""
+
+        pass_id: str
+        on: bool
+
+    @dataclass
+    class PassesChanged(Message):
+        """The checked passes changed (``enabled``, in the list's order)."""
+
+        enabled: list[str]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        # Presses of n while the next step is still being computed.
+        self._pending_next = 0
+
     def compose(self) -> ComposeResult:
         with Vertical(id="passes-box"):
             yield Label("passes", classes="pane-title")
@@ -53,7 +97,7 @@ class StepsBar(Horizontal):
             yield table
 
     def on_mount(self) -> None:
-        table = self.query_one("#timeline", DataTable)
+        table = self.timeline
         for col in COLUMNS:
             table.add_column(col, key=col)
 
@@ -67,6 +111,12 @@ class StepsBar(Horizontal):
         """The step table."""
         return self.query_one("#timeline", DataTable)
 
+    @property
+    def step_count(self) -> int:
+        """Steps in the timeline."""
+        return self.timeline.row_count
+
+    # -- passes ----------------------------------------------------------------------
     def set_passes(self, passes: Sequence[PassView], enabled: Sequence[str]) -> None:
         """Fill the pass list."""
         lst = self.passes
@@ -78,12 +128,36 @@ class StepsBar(Horizontal):
             ]
         )
 
+    def enabled_passes(self) -> list[str]:
+        """Pass ids checked, in the list's order."""
+        return [str(v) for v in self.passes.selected]
+
+    def toggle_pass(self) -> None:
+        """Switch the highlighted pass (the first one if none is) on or off."""
+        lst = self.passes
+        if lst.option_count == 0:
+            return
+        index = lst.highlighted if lst.highlighted is not None else 0
+        option = lst.get_option_at_index(index)
+        pass_id = option.id if option.id is not None else str(index)
+        lst.toggle(pass_id)
+        self.post_message(self.PassToggled(pass_id, pass_id in lst.selected))
+
+    @on(SelectionList.SelectedChanged, "#passes")
+    def _passes_changed(self, event: SelectionList.SelectedChanged[str]) -> None:
+        self.post_message(self.PassesChanged(self.enabled_passes()))
+
+    # -- steps -----------------------------------------------------------------------
     def clear_steps(self) -> None:
         """Empty the timeline (before a re-run)."""
+        self._pending_next = 0
         self.timeline.clear()
+        self.current_step = -1
+        self.update_title()
 
     def add_step(self, step: StepView, timings: bool = True) -> None:
-        """Append a step to the timeline."""
+        """Append a step to the timeline; show it if it is the first, or if ``n`` was
+        pressed for it before it arrived."""
         table = self.timeline
         row = step_row(step, timings)
         # DataTable measures new rows on its next idle, but a frame painted before that
@@ -92,7 +166,63 @@ class StepsBar(Horizontal):
         for column, cell in zip(table.ordered_columns, row, strict=True):
             column.content_width = max(column.content_width, cell.cell_len)
         table.add_row(*row, key=str(step.index))
+        if self.current_step < 0:
+            self.current_step = 0
+        elif self._pending_next and self.current_step == table.row_count - 2:
+            self._pending_next -= 1
+            self.current_step += 1
+        else:
+            self.update_title()
 
-    def set_title(self, text: Text | str) -> None:
-        """Text above the timeline (status, staleness)."""
-        self.query_one("#timeline-title", Label).update(text, layout=False)
+    def finish(self) -> None:
+        """The run is over: no more steps will arrive for ``n`` to wait for."""
+        self._pending_next = 0
+        self.running = False
+        self.update_title()
+
+    def next_step(self) -> None:
+        """Show the next step (waits for it if it is still being computed)."""
+        if self.current_step + 1 < self.step_count:
+            self.current_step += 1
+        elif self.running:
+            self._pending_next = 1
+            self.post_message(Status("next step still running; it will show when ready"))
+        else:
+            self.notify("this is the last step", timeout=2)
+
+    def previous_step(self) -> None:
+        """Show the previous step."""
+        self._pending_next = 0
+        if self.current_step > 0:
+            self.current_step -= 1
+        else:
+            self.notify("this is the first step", timeout=2)
+
+    def watch_current_step(self, old: int, new: int) -> None:
+        self.post_message(self.StepSelected(new))
+        if 0 <= new < self.timeline.row_count:
+            self.timeline.move_cursor(row=new, animate=False)
+
+    @on(DataTable.RowSelected, "#timeline")
+    def _timeline_selected(self, event: DataTable.RowSelected) -> None:
+        if event.cursor_row != self.current_step and 0 <= event.cursor_row < self.step_count:
+            self.current_step = event.cursor_row
+
+    # -- title -----------------------------------------------------------------------
+    def watch_running(self, value: bool) -> None:
+        self.update_title()
+
+    def watch_stale(self, value: bool) -> None:
+        self.set_class(value, "-stale")
+        self.update_title()
+
+    def update_title(self) -> None:
+        """The timeline's title: how many steps, running, plan changed."""
+        status = Text("steps ")
+        if self.running:
+            status.append("running…", "bold yellow")
+        else:
+            status.append(f"{self.step_count}", "bold")
+        if self.stale:
+            status.append("  plan changed: press r to re-run", "bold black on yellow")
+        self.query_one("#timeline-title", Label).update(status, layout=False)

@@ -1,0 +1,362 @@
+"""The IR pane: the loaded model or a step as IR, ``.code`` or the step's diff.
+
+The pane owns what it shows (``view_mode``, the run's steps it was given and which one),
+its documents (highlighted off the event loop, every step's IR ahead of time, cached),
+the marks of the selected attribute's readers and writers, its search box and its title.
+It posts :class:`IRPane.NodeSelected` when the cursor lands on a node's line (the
+inspector shows its facts). The screen tells it which step to show
+(:meth:`IRPane.show_step`, on the steps bar's ``StepSelected``) and which attribute to
+mark (:meth:`IRPane.mark_attribute`, on the model tree's ``AttributeSelected``).
+"""
+
+from __future__ import annotations
+
+import gc
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Input, Label
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from ..messages import EngineFailed, Highlighted, Status
+from ..views import StepView
+from .ir_view import IRView, highlight_lines
+
+if TYPE_CHECKING:
+    from ...engine.graph.facts import NodeFacts
+    from ...engine.graph.snapshot_values import GraphSnapshot
+
+__all__ = ["VIEW_MODES", "DocumentSource", "IRPane"]
+
+#: What the pane can show, in the order ``d`` cycles through them.
+VIEW_MODES = ("ir", "code", "diff")
+
+# Documents up to this many lines are highlighted on the spot; longer ones in a worker
+# so that stepping through a big graph never holds the event loop.
+_SYNC_HIGHLIGHT_LINES = 120
+
+
+class DocumentSource(Protocol):
+    """What the pane asks of the engine session: diffs, and the final module's code."""
+
+    @property
+    def final_code(self) -> str | None:
+        """``.code`` of the last run's frozen module (None before a run ends)."""
+
+    def diff_text(self, before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
+        """The unified IR diff between two snapshots (blocking)."""
+
+
+class IRPane(Vertical):
+    """Title, IR text view and search box (see the module docstring)."""
+
+    #: What the pane shows: ``ir``, ``code`` or ``diff``.
+    view_mode: reactive[str] = reactive("ir", init=False)
+
+    @dataclass
+    class NodeSelected(Message):
+        """The IR cursor is on the line of a node: its inputs, outputs and writes."""
+
+        facts: NodeFacts
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        #: The run whose steps are shown (documents are cached per run).
+        self.run_id = 0
+        #: The run's steps (the screen's list: it grows as steps arrive).
+        self.steps: Sequence[StepView] = ()
+        #: Which of them is shown (-1: the loaded model).
+        self.index = -1
+        #: True when the model could not be opened (the title says so).
+        self.failed = False
+        self._loaded_text = ""
+        self._loaded_code = ""
+        self._source: DocumentSource | None = None
+        self._attribute: str | None = None
+        self._doc_cache: dict[tuple[Any, ...], tuple[str, list[Text]]] = {}
+        self._line_index: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
+        self._search_anchor = 0
+
+    def compose(self) -> ComposeResult:
+        yield Label("IR", id="ir-title", classes="pane-title")
+        yield IRView(id="ir")
+        yield Input(placeholder="search the IR (enter: next match, esc: close)", id="search")
+
+    @property
+    def ir(self) -> IRView:
+        """The text view."""
+        return self.query_one(IRView)
+
+    # -- what the screen tells the pane ------------------------------------------------
+    def show_text(self, text: str) -> None:
+        """Plain text instead of a graph (loading, or why the model did not open)."""
+        self.ir.set_document(text, "text")
+
+    def show_failure(self, message: str) -> None:
+        """Why the model could not be opened, in place of a graph."""
+        self.failed = True
+        wrapped = textwrap.fill(message, width=max(40, self.ir.size.width - 2))
+        self.show_text(f"could not open the model:\n\n{wrapped}\n")
+        self.update_title()
+
+    def set_loaded(self, text: str, code: str, source: DocumentSource) -> None:
+        """The loaded model's IR and ``.code`` (shown until the first step), and where
+        diffs and the final code come from."""
+        self._loaded_text = text
+        self._loaded_code = code
+        self._source = source
+
+    def show_step(self, run_id: int, steps: Sequence[StepView], index: int) -> None:
+        """Show step ``index`` of run ``run_id`` (-1: the loaded model)."""
+        self.run_id = run_id
+        self.steps = steps
+        self.index = index
+        self.show_current()
+
+    def mark_attribute(self, path: str | None, refresh: bool = True) -> None:
+        """Mark the lines that read or write ``path`` (None: no marks)."""
+        self._attribute = path
+        if refresh:
+            self.refresh_marks()
+
+    def cycle_view(self) -> None:
+        """IR → code → diff → IR."""
+        self.view_mode = VIEW_MODES[(VIEW_MODES.index(self.view_mode) + 1) % len(VIEW_MODES)]
+
+    def open_search(self) -> None:
+        """Show the search box and focus it."""
+        search = self.query_one("#search", Input)
+        self._search_anchor = self.ir.cursor_line
+        search.add_class("-visible")
+        search.focus()
+
+    def scroll_to_marks(self) -> None:
+        """Bring the first marked line into view if it is not."""
+        ir = self.ir
+        marks = sorted(ir.marked_lines)
+        if marks and not ir.scroll_offset.y <= marks[0] < ir.scroll_offset.y + ir.size.height:
+            ir.scroll_to(y=max(0, marks[0] - 3), animate=False)
+
+    # -- highlighting off the event loop ---------------------------------------------
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="highlight",
+        description="highlighting",
+    )
+    def highlight(self, key: tuple[Any, ...], text_fn: Callable[[], str], mode: str) -> None:
+        """Build (and lex) a document off the event loop."""
+        text = text_fn()
+        lines = highlight_lines(text, mode)
+        if not get_current_worker().is_cancelled:
+            self.post_message(Highlighted(key, lines, text))
+
+    @work(
+        thread=True, exclusive=True, exit_on_error=False, group="prefetch", description="prefetch"
+    )
+    def prefetch(self, run_id: int, steps: list[StepView]) -> None:
+        """Highlight every step's IR ahead of time, so stepping only swaps lines."""
+        worker = get_current_worker()
+        for i, step in enumerate(steps):
+            if worker.is_cancelled or run_id != self.run_id:
+                return
+            key = (run_id, i, "ir")
+            if key in self._doc_cache:
+                continue
+            text = step.snapshot.text
+            self.post_message(Highlighted(key, highlight_lines(text, "ir"), text, prefetch=True))
+        # Every step's highlighted IR exists now: long-lived, and big. Left in the
+        # collector's reach, each full collection walks it (~30 ms of frozen event loop at
+        # a random key press), so it joins the objects frozen when the steps arrived.
+        gc.freeze()
+
+    def on_highlighted(self, message: Highlighted) -> None:
+        message.stop()
+        text = message.text
+        self._doc_cache[message.key] = (text, message.lines)
+        if message.key == self.document_key() and not (
+            message.prefetch and self.ir.document == text and self.ir.highlighted
+        ):
+            self.ir.set_document(text, self.view_mode, message.lines)
+            self.refresh_marks()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # Worker messages do not bubble: the screen's one failure handler gets it this way.
+        if event.state == WorkerState.ERROR:
+            self.post_message(EngineFailed.of(event.worker))
+
+    # -- the document ------------------------------------------------------------------
+    def watch_view_mode(self, mode: str) -> None:
+        self.show_current()
+
+    def current(self) -> StepView | None:
+        """The step shown (None before the first step arrives)."""
+        if 0 <= self.index < len(self.steps):
+            return self.steps[self.index]
+        return None
+
+    def current_snapshot(self) -> GraphSnapshot | None:
+        """The graph shown."""
+        step = self.current()
+        return step.snapshot if step is not None else None
+
+    def document_key(self) -> tuple[Any, ...]:
+        """Identifies what the pane should show now."""
+        return (self.run_id, self.index, self.view_mode)
+
+    def _document_text(self) -> Callable[[], str]:
+        """A function building the current document's text (may be slow for diffs)."""
+        step = self.current()
+        mode = self.view_mode
+        snap = self.current_snapshot()
+        if snap is None:
+            preview = self._loaded_text if mode != "code" else self._loaded_code
+            return lambda: preview
+        if mode == "ir":
+            return lambda: snap.text
+        if mode == "code":
+            code = self._code_for(self.index)
+            return lambda: code
+        previous = self.steps[self.index - 1].snapshot if self.index > 0 else None
+        if step is None or previous is None:
+            return lambda: "(the first step has nothing before it to compare with)\n"
+        source = self._source
+        assert source is not None
+        a = f"{self.index - 1:02d}-{self.steps[self.index - 1].name}"
+        b = f"{step.index:02d}-{step.name}"
+
+        def build() -> str:
+            text = source.diff_text(previous, snap, a, b)
+            return text or f"(step {step.name} did not change the graph)\n"
+
+        return build
+
+    def _code_for(self, index: int) -> str:
+        # The pipeline keeps graphs, not modules, per step: a step's own code is shown
+        # when the engine gives it; otherwise the loaded module's code up to the
+        # attribute folding, and the final frozen module's from the clean-up on.
+        for i in range(min(index, len(self.steps) - 1), -1, -1):
+            code = self.steps[i].code
+            if code:
+                return code
+        step = self.current()
+        final = self._source.final_code if self._source else None
+        if step is not None and step.name not in ("inline", "fold_attributes") and final:
+            return "# .code of the final frozen module\n" + final
+        return self._loaded_code
+
+    def show_current(self) -> None:
+        """Put the current document in the pane (highlighting off the loop)."""
+        key = self.document_key()
+        cached = self._doc_cache.get(key)
+        if cached is not None:
+            self.ir.set_document(cached[0], self.view_mode, cached[1])
+        else:
+            build = self._document_text()
+            snap = self.current_snapshot()
+            cheap = self.view_mode != "diff" or (snap is not None and snap.node_count < 200)
+            text = build() if cheap else ""
+            if cheap and text.count("\n") < _SYNC_HIGHLIGHT_LINES:
+                lines = highlight_lines(text, self.view_mode)
+                self._doc_cache[key] = (text, lines)
+                self.ir.set_document(text, self.view_mode, lines)
+            else:
+                # Plain text now (cheap), colours when the worker is done.
+                self.ir.set_document(text or "computing…", self.view_mode)
+                self.highlight(key, (lambda: text) if cheap else build, self.view_mode)
+        self.refresh_marks()
+        self.update_title()
+
+    def update_title(self) -> None:
+        """The pane's title: the step, its changes, the view and the node count."""
+        step = self.current()
+        mode = {"ir": "IR", "code": ".code", "diff": "diff"}[self.view_mode]
+        title = Text()
+        if self.failed:
+            title.append("no model", "bold red")
+        elif step is None:
+            title.append("loaded model (inlined forward)", "bold")
+        else:
+            title.append(f"step {self.index + 1}/{len(self.steps)}", "bold")
+            title.append(f" · {step.name} · ")
+            title.append(f"+{step.added} ", "green")
+            title.append(f"-{step.removed} ", "red")
+            title.append(f"~{step.changed_nodes}", "yellow")
+            if step.numerics:
+                title.append(f" · Δ {step.numerics}")
+        title.append(f"  [{mode}]", "bold cyan")
+        snap = self.current_snapshot()
+        if snap is not None:
+            title.append(f"  {snap.node_count} nodes", "dim")
+        self.query_one("#ir-title", Label).update(title, layout=False)
+
+    # -- marks and the node under the cursor ---------------------------------------------
+    def line_index(self, snap: GraphSnapshot) -> tuple[dict[int, int], dict[int, int]]:
+        """Cached IR line <-> node map for a snapshot."""
+        from ...engine.graph.facts import line_index
+
+        key = id(snap)
+        if key not in self._line_index:
+            if len(self._line_index) > 64:
+                self._line_index.clear()
+            self._line_index[key] = line_index(snap)
+        return self._line_index[key]
+
+    def refresh_marks(self) -> None:
+        """Mark the IR lines that read or write the selected attribute."""
+        snap = self.current_snapshot()
+        path = self._attribute
+        if snap is None or path is None or self.view_mode != "ir":
+            self.ir.mark_lines(())
+            return
+        from ...engine.graph.facts import attribute_node_ids
+
+        _by_line, by_node = self.line_index(snap)
+        ids = attribute_node_ids(snap, path)
+        self.ir.mark_lines(by_node[i] for i in ids if i in by_node)
+
+    @on(IRView.CursorMoved)
+    def _ir_line_moved(self, event: IRView.CursorMoved) -> None:
+        snap = self.current_snapshot()
+        if snap is None or self.view_mode != "ir" or not event.view.has_focus:
+            return
+        from ...engine.graph.facts import node_facts
+
+        by_line, _ = self.line_index(snap)
+        node_id = by_line.get(event.line)
+        if node_id is not None:
+            self.post_message(self.NodeSelected(node_facts(snap, node_id)))
+
+    # -- search ------------------------------------------------------------------------
+    @on(Input.Changed, "#search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        matches = self.ir.search(event.value)
+        if matches:
+            # Typing refines the query: go to the first match from where the search began.
+            self.ir.cursor_line = next((m for m in matches if m >= self._search_anchor), matches[0])
+        self.post_message(
+            Status(f"/{event.value}: {len(matches)} matching lines" if event.value else "")
+        )
+
+    @on(Input.Submitted, "#search")
+    def _search_next(self, event: Input.Submitted) -> None:
+        self.ir.next_match()
+
+    def close_search(self) -> bool:
+        """Hide the search box if it is open (the IR view takes the focus); False if it
+        was not open."""
+        search = self.query_one("#search", Input)
+        if not search.has_class("-visible"):
+            return False
+        search.remove_class("-visible")
+        self.ir.focus()
+        return True
