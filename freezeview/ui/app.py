@@ -14,7 +14,7 @@ import threading
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -152,7 +152,7 @@ class FreezeviewApp(App[int]):
         self._old_switch = sys.getswitchinterval()
         sys.setswitchinterval(0.001)
         self._old_showwarning = warnings.showwarning
-        warnings.showwarning = self._showwarning  # type: ignore[assignment]
+        warnings.showwarning = self._showwarning
 
     def on_unmount(self) -> None:
         self.close_engine()
@@ -161,7 +161,13 @@ class FreezeviewApp(App[int]):
         sys.setswitchinterval(self._old_switch)
 
     def _showwarning(
-        self, message: Any, category: type[Warning], *args: Any, **kwargs: Any
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
     ) -> None:
         self.record_warning(f"{category.__name__}: {message}")
 

@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -109,7 +110,7 @@ def node_panel(facts: NodeFacts) -> RenderableType:
 class Inspector(VerticalScroll):
     """Scrollable panel showing one renderable."""
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield Static(
             Text("Select an attribute in the model tree or a line in the IR.", "dim"),
             id="inspector-body",
@@ -129,9 +130,9 @@ class Inspector(VerticalScroll):
 
         from rich.console import Console
 
-        console = Console(width=width, file=io.StringIO(), color_system=None)
-        console.print(self.shown)
-        return console.file.getvalue()  # type: ignore[attr-defined]
+        out = io.StringIO()
+        Console(width=width, file=out, color_system=None).print(self.shown)
+        return out.getvalue()
 
     @property
     def body(self) -> Static:
