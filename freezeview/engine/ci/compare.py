@@ -200,8 +200,8 @@ def compare(
         # torch's statuses first (the new model's by a forked child when a CPU is
         # idle); the new model's reasons only if a status changed.
         facts = list(gather_pair(loaded[0], loaded[1], plan, inputs))
-        before = {v.path: v.status for v in facts[0].explanation.attributes}
-        if any(before.get(v.path, v.status) != v.status for v in facts[1].explanation.attributes):
+        statuses = {v.path: v.status for v in facts[0].explanation.attributes}
+        if any(statuses.get(v.path, v.status) != v.status for v in facts[1].explanation.attributes):
             facts[1] = facts[1].with_reasons()
     before = {v.path: v for v in facts[0].explanation.attributes}
     after = {v.path: v for v in facts[1].explanation.attributes}
@@ -290,10 +290,10 @@ def render_text(comparison: Comparison) -> str:
     for a, b in c.renamed_hints:
         lines.append(f"  hint: {a} -> {b}? (similar names: a renamed module?)")
     lines.append(f"  kept tensor bytes: {c.old.kept_bytes:,} -> {c.new.kept_bytes:,}")
-    for name, (a, b) in c.pass_changes.items():
-        lines.append(f"  pass {name}: fired {a}x -> {b}x")
-    for kind, (a, b) in c.kind_changes.items():
-        lines.append(f"  {kind}: {a} -> {b} nodes")
+    for name, (fired_old, fired_new) in c.pass_changes.items():
+        lines.append(f"  pass {name}: fired {fired_old}x -> {fired_new}x")
+    for kind, (count_old, count_new) in c.kind_changes.items():
+        lines.append(f"  {kind}: {count_old} -> {count_new} nodes")
     for label, facts in (("old", c.old), ("new", c.new)):
         if facts.numerics is not None:
             n = facts.numerics

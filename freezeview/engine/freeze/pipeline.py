@@ -29,10 +29,10 @@ The engine knows nothing about who watches: :meth:`Pipeline.run` is an iterator 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -103,13 +103,13 @@ class Pipeline:
 
     def __init__(
         self,
-        model: LoadedModel | torch.jit.ScriptModule | str | Path,
+        model: LoadedModel | torch.jit.ScriptModule | str | os.PathLike[str],
         plan: Plan | None = None,
         inputs: Sequence[Any] | None = None,
         *,
         registry: Mapping[str, PassInfo] | None = None,
     ) -> None:
-        if isinstance(model, (str, Path)):
+        if isinstance(model, (str, os.PathLike)):
             model = load_model(model)
         self.loaded = model if isinstance(model, LoadedModel) else LoadedModel.from_module(model)
         check_eval(self.loaded)
@@ -381,7 +381,7 @@ def _explain_or_none(
 
 
 def freeze(
-    model_or_path: LoadedModel | torch.jit.ScriptModule | str | Path,
+    model_or_path: LoadedModel | torch.jit.ScriptModule | str | os.PathLike[str],
     preserved_attrs: Sequence[str] = (),
     passes: Sequence[str] | None = None,
     *,
@@ -416,7 +416,7 @@ def freeze(
         print([s.title for s in result.steps if s.changed])
         torch.jit.save(result.module, "frozen.pt")
     """
-    if isinstance(model_or_path, (str, Path)):
+    if isinstance(model_or_path, (str, os.PathLike)):
         model_or_path = load_model(model_or_path, eval_mode=eval_mode)
     plan = Plan(
         preserved_attrs=tuple(preserved_attrs),

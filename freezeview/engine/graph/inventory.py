@@ -76,7 +76,7 @@ def _declared_types_and_uses(
         if self_value is None:
             continue
         for kind, table in (("prim::GetAttr", readers), ("prim::SetAttr", writers)):
-            for node in graph.findAllNodes(kind, True):
+            for node in graph.findAllNodes(kind, True):  # type: ignore[attr-defined]
                 if node.inputsAt(0).unique() != self_value.unique():
                     continue
                 name = node.s("name")

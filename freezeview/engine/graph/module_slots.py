@@ -49,7 +49,7 @@ class OpaqueObject:
 
 def _printed_slots(cmod: torch._C.ScriptModule) -> list[tuple[str, str]]:
     """``(name, printed value)`` of the module's own attributes, in slot order."""
-    text = cmod.dump_to_str(False, False, False)
+    text = cmod.dump_to_str(False, False, False)  # type: ignore[attr-defined]
     slots: list[tuple[str, str]] = []
     inside = False
     for line in text.splitlines():
@@ -61,7 +61,7 @@ def _printed_slots(cmod: torch._C.ScriptModule) -> list[tuple[str, str]]:
             inside
             and (found := _SLOT.match(line))
             # A printed string may span lines; hasattr weeds out look-alike lines.
-            and cmod.hasattr(found["name"])
+            and cmod.hasattr(found["name"])  # type: ignore[attr-defined]
             and all(found["name"] != name for name, _ in slots)
         ):
             slots.append((found["name"], found["value"]))
@@ -85,14 +85,14 @@ def _slot_by_slot(cmod: torch._C.ScriptModule) -> dict[str, list[tuple[str, Any]
     attributes: list[tuple[str, Any]] = []
     for name, printed in _printed_slots(cmod):
         try:
-            value = cmod.getattr(name)
+            value = cmod.getattr(name)  # type: ignore[attr-defined]
         except RuntimeError:
             value = _opaque(printed)
         attributes.append((name, value))
     return {
         "named_attributes": attributes,
-        "named_parameters": list(torch._C.ParameterDict(cmod).items()),
-        "named_buffers": list(torch._C.BufferDict(cmod).items()),
+        "named_parameters": list(torch._C.ParameterDict(cmod).items()),  # type: ignore[attr-defined]
+        "named_buffers": list(torch._C.BufferDict(cmod).items()),  # type: ignore[attr-defined]
     }
 
 
@@ -107,7 +107,7 @@ def module_iterators(cmod: torch._C.ScriptModule) -> dict[str, list[tuple[str, A
         read slot by slot, with :class:`OpaqueObject` for values that cannot be converted.
     """
     try:
-        found = torch._C._jit_debug_module_iterators(cmod)
+        found = torch._C._jit_debug_module_iterators(cmod)  # type: ignore[attr-defined]
     except RuntimeError:
         return _slot_by_slot(cmod)
     return {
@@ -129,7 +129,7 @@ def attribute_values(cmod: torch._C.ScriptModule) -> list[tuple[str, Any]] | Non
         when torch cannot convert every value to Python (read slot by slot instead).
     """
     try:
-        named: list[tuple[str, Any]] = torch._C._jit_debug_module_iterators(cmod)[
+        named: list[tuple[str, Any]] = torch._C._jit_debug_module_iterators(cmod)[  # type: ignore[attr-defined]
             "named_attributes_r"
         ]
     except RuntimeError:

@@ -239,14 +239,19 @@ def _walk_block(block: BlockSnapshot) -> Iterator[NodeSnapshot]:
             yield from _walk_block(sub)
 
 
-def parse_source_range(text: str) -> SourceLocation | None:
+def parse_source_range(text: object) -> SourceLocation | None:
     """Turn torch's ``sourceRange()`` printout into a :class:`SourceLocation`.
+
+    torch's binding returns the printout as a ``str``; its type stubs say
+    ``SourceRange``, so anything else is read as its text.
 
     ``'  File "m.py", line 7\\n    def forward(...):\\n        x.add_(1)\\n        ~~~~ <--- HERE'``
     becomes ``SourceLocation("m.py", 7, "x.add_(1)")``: the highlighted source line.
     """
     if not text:
         return None
+    if not isinstance(text, str):
+        text = str(text)
     match = _SOURCE_RE.search(text)
     if match is None:
         return None

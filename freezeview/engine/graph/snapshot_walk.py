@@ -139,7 +139,7 @@ def _attribute_text(node: torch._C.Node, name: str) -> str:
     if kind == "ss":
         return repr(node.ss(name))
     if kind == "is":
-        return repr(node.is_(name))
+        return repr(node.is_(name))  # type: ignore[attr-defined]
     if kind == "t":
         return _tensor_text(node.t(name))
     if kind == "ty":

@@ -524,12 +524,12 @@ def _index_html(
     """The review page (:mod:`.review_page`) for what this export wrote."""
     before, after = overall.before, overall.after
     graphs = {"diff": (before, after), "after": (None, after), "before": (None, before)}
-    pictures = [
-        PagePicture(p.name, p.title, p.result, *reversed(graphs.get(p.name, (None, None))))
-        for key in ("diff", "after", "before", "side-by-side")
-        for p in result.pictures
-        if p.name == key
-    ]
+    pictures = []
+    for key in ("diff", "after", "before", "side-by-side"):
+        for p in result.pictures:
+            if p.name == key:
+                old, new = graphs.get(p.name, (None, None))
+                pictures.append(PagePicture(p.name, p.title, p.result, new, old))
     page_steps: list[PageStep] = []
     by_index = {e.step.index: e for e in result.steps}
     for step in steps:

@@ -195,7 +195,7 @@ class GraphWriters:
         self.graph = graph
         self.method = method
         self.module_types = module_types
-        self.db = graph.alias_db(isFrozen=frozen)
+        self.db = graph.alias_db(isFrozen=frozen)  # type: ignore[call-arg]
         self._writer_nodes: list[tuple[torch._C.Node, list[torch._C.Value]]] | None = None
         # One record per writing node and written values: a weight read in every layer
         # of a transformer has the same hundred writers each time, and describing a
@@ -215,7 +215,7 @@ class GraphWriters:
             self._writer_nodes = []
             kinds = set(_KIND_RE.findall(str(self.graph)))
             for kind in sorted(k for k in kinds if _may_write(k)):
-                for node in self.graph.findAllNodes(kind, True):
+                for node in self.graph.findAllNodes(kind, True):  # type: ignore[attr-defined]
                     written = _written_inputs(node)
                     if written:
                         self._writer_nodes.append((node, written))
@@ -223,7 +223,7 @@ class GraphWriters:
 
     def has_writers(self, value: torch._C.Value) -> bool:
         """torch's own answer: may anything write ``value`` (or what it aliases)?"""
-        return bool(self.db.has_writers(value))
+        return bool(self.db.has_writers(value))  # type: ignore[attr-defined]
 
     def writers_of(self, value: torch._C.Value) -> list[Writer]:
         """The nodes that write ``value`` or a value that may alias it.
@@ -233,7 +233,7 @@ class GraphWriters:
         """
         found: list[Writer] = []
         unique = value.unique()
-        may_alias = self.db.may_contain_alias
+        may_alias = self.db.may_contain_alias  # type: ignore[attr-defined]
         for index, node, written in self._value_writers:
             hits = [w for w in written if w.unique() == unique or may_alias(w, value)]
             if hits:

@@ -159,7 +159,7 @@ class FreezeReplay(ReplayGraphs):
         for method in self.methods:
             graph = self.root.cmod._get_method(method).graph
             self_unique = next(iter(graph.inputs())).unique()
-            for node in graph.findAllNodes("prim::CallMethod", True):
+            for node in graph.findAllNodes("prim::CallMethod", True):  # type: ignore[attr-defined]
                 if node.inputsAt(0).unique() == self_unique:
                     called.add(node.s("name"))
         self.other_reads: dict[tuple[int, str], list[str]] = {}
@@ -170,7 +170,7 @@ class FreezeReplay(ReplayGraphs):
             except RuntimeError:
                 continue
             self._use_graph(graph)
-            for node in graph.findAllNodes("prim::GetAttr", True):
+            for node in graph.findAllNodes("prim::GetAttr", True):  # type: ignore[attr-defined]
                 owner = self.owner_of(node.inputsAt(0))
                 if owner is not None:
                     self.other_reads.setdefault((owner.key, node.s("name")), []).append(method)
@@ -184,7 +184,7 @@ class FreezeReplay(ReplayGraphs):
             self._use_graph(graph, ctx.base)
             used: list[tuple[int, str]] = []
             # Assignments first: a later read of an assigned attribute is never folded.
-            nodes = graph.findAllNodes("prim::SetAttr", True) + graph.findAllNodes(
+            nodes = graph.findAllNodes("prim::SetAttr", True) + graph.findAllNodes(  # type: ignore[attr-defined]
                 "prim::GetAttr", True
             )
             for node in nodes:
@@ -258,7 +258,7 @@ class FreezeReplay(ReplayGraphs):
             self._use_graph(graph, ctx.base)
             first = next(iter(graph.block().nodes()), None)
             constants: dict[tuple[int, str], torch._C.Value | None] = {}
-            for node in graph.findAllNodes("prim::GetAttr", True):
+            for node in graph.findAllNodes("prim::GetAttr", True):  # type: ignore[attr-defined]
                 name = node.s("name")
                 mod = self.find_constant_attr(node.inputsAt(0), name)
                 if mod is None:
@@ -302,7 +302,7 @@ class FreezeReplay(ReplayGraphs):
         graph = ctx.graph
         modules: list[ModuleObject] = [ctx.base]
         unreplaced = self.unreplaced.get(id(ctx), set())
-        for node in graph.findAllNodes("prim::GetAttr", True):
+        for node in graph.findAllNodes("prim::GetAttr", True):  # type: ignore[attr-defined]
             if node.inputsSize() == 0 or node.output().unique() in unreplaced:
                 continue
             name = node.s("name")
@@ -322,7 +322,7 @@ class FreezeReplay(ReplayGraphs):
 
     def _escapes(self, mod: ModuleObject, graph: torch._C.Graph) -> bool:
         for out in graph.outputs():
-            if type_name(out.type()) == mod.type_name:
+            if type_name(out.type()) == mod.type_name:  # type: ignore[arg-type]
                 return True
         return mod.key in self.preserved_submodules
 

@@ -89,7 +89,7 @@ class ReplayGraphs:
         self.contexts.append(GraphContext(method, graph, base, writers, is_fork, fork_node, parent))
         # torch.jit.fork bodies live in a subgraph attribute; freezing inlines and folds
         # them too, against the module handed to the fork (applyToForkSubgraph).
-        for node in graph.findAllNodes("prim::fork", True):
+        for node in graph.findAllNodes("prim::fork", True):  # type: ignore[attr-defined]
             self._use_graph(graph, base)
             sub = node.g("Subgraph").copy()
             torch._C._jit_pass_inline(sub)
@@ -110,17 +110,17 @@ class ReplayGraphs:
         # type and inlines its calls; doing the same lets torch's own inliner do the work.
         interface_slots = {
             (type_name(n.inputsAt(0).type()), n.s("name"))
-            for n in graph.findAllNodes("prim::GetAttr", True)
+            for n in graph.findAllNodes("prim::GetAttr", True)  # type: ignore[attr-defined]
             if isinstance(n.output().type(), torch._C.InterfaceType)
         }
-        for node in graph.findAllNodes("prim::SetAttr", True):
+        for node in graph.findAllNodes("prim::SetAttr", True):  # type: ignore[attr-defined]
             if (type_name(node.inputsAt(0).type()), node.s("name")) in interface_slots:
                 raise PlanError(
                     refusal("interface-setattr", self.display, name=repr(node.s("name")))
                 )
         for _ in range(32):
             changed = False
-            for node in graph.findAllNodes("prim::GetAttr", True):
+            for node in graph.findAllNodes("prim::GetAttr", True):  # type: ignore[attr-defined]
                 if not isinstance(node.output().type(), torch._C.InterfaceType):
                     continue
                 if not self.freeze_interfaces:
@@ -148,7 +148,7 @@ class ReplayGraphs:
             self._use_graph(graph)
 
     def _check_supported(self, graph: torch._C.Graph, method: str) -> None:
-        suspicious = graph.findAllNodes("prim::ModuleContainerIndex", True) + graph.findAllNodes(
+        suspicious = graph.findAllNodes("prim::ModuleContainerIndex", True) + graph.findAllNodes(  # type: ignore[attr-defined]
             "prim::SetAttr", True
         )
         for node in suspicious:
@@ -260,7 +260,7 @@ def prune_fork_inputs(fork: torch._C.Node, sub: torch._C.Graph) -> None:
 def type_name(t: torch._C.Type) -> str:
     """A class or interface type's qualified name, any other type's printout."""
     if isinstance(t, torch._C.ClassType | torch._C.InterfaceType):
-        return str(t.qualified_name())
+        return str(t.qualified_name())  # type: ignore[union-attr]
     return str(t)
 
 
@@ -288,9 +288,9 @@ def insert_constant(
     value = _detached(value)
     try:
         if first is None:
-            return graph.insertConstant(value)
+            return graph.insertConstant(value)  # type: ignore[attr-defined]
         with graph.insert_point_guard(first):
-            return graph.insertConstant(value)
+            return graph.insertConstant(value)  # type: ignore[attr-defined]
     except (RuntimeError, TypeError, ValueError):
         if not isinstance(value, torch.ScriptObject):
             return None
@@ -298,8 +298,8 @@ def insert_constant(
     # its module's __setstate__) holds a strong reference to its compilation unit, which
     # insertConstant refuses; freezing copies it to a weak reference first, which Python
     # cannot. The replay only needs a constant of the right type in its place.
-    node = graph.create("prim::Constant")
-    node.ival_("value", value)
+    node = graph.create("prim::Constant")  # type: ignore[call-arg]
+    node.ival_("value", value)  # type: ignore[arg-type]
     node.output().setType(value._type())
     if first is None:
         return graph.insertNode(node).output()
