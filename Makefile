@@ -67,9 +67,11 @@ test-fast: $(STAMP) $(EXAMPLE)
 test-slow: $(STAMP) $(EXAMPLE) test-tools
 	$(PYTEST) -m slow
 
+# ruff (lint and format) and mypy: the facade's and the engine's types are checked, not promised.
 check: $(STAMP)
 	$(VENV)/bin/ruff check freezeview tests benchmarks examples scripts
 	$(VENV)/bin/ruff format --check freezeview tests benchmarks examples scripts
+	$(VENV)/bin/mypy freezeview
 
 screenshots: $(STAMP) $(EXAMPLE)
 	$(PY) scripts/export_screenshots.py
