@@ -187,7 +187,8 @@ def test_no_open_changed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_max_boxes_reaches_the_render_options(
     model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from freezeview.cli import export as export_cli
+    import importlib
+
     from freezeview.engine.draw.box_ceiling import box_ceiling
     from freezeview.engine.draw.render_plan import RenderOptions
 
@@ -197,7 +198,9 @@ def test_max_boxes_reaches_the_render_options(
         seen.append(options)
         raise KeyboardInterrupt  # stop before any freezing or drawing
 
-    monkeypatch.setattr(export_cli, "export", recording)
+    # `export` imports the function when it runs: patched where it lives, it is what it gets.
+    export_module = importlib.import_module("freezeview.engine.output.export")
+    monkeypatch.setattr(export_module, "export", recording)
     base = ["export", str(model_path), "-o", str(tmp_path / "o"), "--format", "dot"]
     for extra in (["--max-boxes", "123"], ["--timeout", "120"]):
         main([*base, *extra])

@@ -209,13 +209,17 @@ def test_table_runs_no_explain_json_does(tmp_path: Path, monkeypatch, capsys) ->
 def test_table_rows_taken_as_steps_arrive(model: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The table's rows are read as each step arrives, then the step before lets its
     graphs go; the rows are those of the same steps read at the end."""
-    from freezeview.cli import freeze as freeze_cmd
+    import importlib
+
     from freezeview.engine.freeze.pipeline import Pipeline
     from freezeview.engine.output.report import step_row
 
+    # `freeze` imports these when it runs: patched where they live, they are what it gets.
+    steps_module = importlib.import_module("freezeview.engine.freeze.steps")
+    report_module = importlib.import_module("freezeview.engine.output.report")
     released: list[object] = []
     tables: list[object] = []
-    real_release, real_table = freeze_cmd.release_graphs, freeze_cmd.steps_table
+    real_release, real_table = steps_module.release_graphs, report_module.steps_table
 
     def release(done, following, *, settled=False):  # type: ignore[no-untyped-def]
         if not settled:
@@ -226,8 +230,8 @@ def test_table_rows_taken_as_steps_arrive(model: Path, tmp_path: Path, monkeypat
         tables.append(kw["rows"])
         return real_table(steps, **kw)
 
-    monkeypatch.setattr(freeze_cmd, "release_graphs", release)
-    monkeypatch.setattr(freeze_cmd, "steps_table", table)
+    monkeypatch.setattr(steps_module, "release_graphs", release)
+    monkeypatch.setattr(report_module, "steps_table", table)
     assert main(["freeze", str(model), "-o", str(tmp_path / "out.pt")]) == 0
     (rows,) = tables
     steps = Pipeline(torch.jit.load(str(model))).run_all()
@@ -240,8 +244,8 @@ def test_table_rows_taken_as_steps_arrive(model: Path, tmp_path: Path, monkeypat
 
 
 def test_freeze_imports_only_what_it_needs(model: Path, tmp_path: Path) -> None:
-    """``freeze`` loads no other subcommand's machinery, never textual, and rich only to
-    draw its table."""
+    """``freeze`` loads no other subcommand's machinery, never textual, and rich (with
+    the console helper that sizes it) only to draw its table."""
     # One fresh interpreter: `--json` first (what it imports is all it needs), then the
     # table, whose imports are what is new after it.
     probe = (
@@ -272,6 +276,8 @@ def test_freeze_imports_only_what_it_needs(model: Path, tmp_path: Path) -> None:
         found[table] = eval(modules)  # a printed list of module names
     assert found[False] == ["freezeview.cli.freeze", "freezeview.cli.options"]
     table_only = sorted(set(found[True]) - set(found[False]))
+    assert "freezeview.cli.console" in table_only
+    table_only.remove("freezeview.cli.console")
     assert table_only and all(m.split(".")[0] == "rich" for m in table_only)
 
 

@@ -2,7 +2,11 @@
 ``explain``, ``freeze``, ``export`` and ``passes`` are thin calls into the engine.
 
 Each subcommand lives in its own module exposing ``register(subparsers)``; the module
-sets ``func`` on its parser to a ``run(args) -> int``. Errors the engine expects
+sets ``func`` on its parser to a ``run(args) -> int``. No subcommand module imports
+torch or the engine when it is imported: building the parser, ``--help``, ``--version``
+and usage errors take no more than the standard library. A module whose ``run`` needs
+the engine has an ``import_engine()`` that :func:`main` calls first, with Ctrl-C held
+while torch initialises its C++ library. Errors the engine expects
 (:class:`~freezeview.engine.plumbing.errors.FreezeviewError`) become one sentence on stderr and
 their exit code; anything else is a bug and also gets one sentence, with the traceback
 only under ``--debug``.
@@ -42,15 +46,13 @@ def _register_all(
 ) -> None:
     # Imported lazily so that a missing optional piece never breaks the others.
     modules = []
-    # The subcommands import torch; Ctrl-C during that import waits until it is done.
-    with interrupts_deferred():
-        for name in commands:
-            try:
-                modules.append(__import__(f"{__name__}.{name}", fromlist=["register"]))
-            except ImportError as exc:
-                if exc.name and exc.name.startswith(__name__):
-                    continue
-                raise
+    for name in commands:
+        try:
+            modules.append(__import__(f"{__name__}.{name}", fromlist=["register"]))
+        except ImportError as exc:
+            if exc.name and exc.name.startswith(__name__):
+                continue
+            raise
     for module in modules:
         module.register(sub)
 
@@ -58,9 +60,10 @@ def _register_all(
 def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     """The argument parser with the given subcommands (all of them by default).
 
-    The app's module imports no torch; the others load it when imported, so
-    ``freezeview MODEL.pt`` builds a parser with ``app`` only and its first screen appears
-    before torch has loaded.
+    No subcommand's module imports torch or the engine (they do when they run), so
+    the parser costs the standard library's argparse and freezeview's own option
+    tables; ``freezeview MODEL.pt`` builds a parser with ``app`` only, and
+    ``freezeview COMMAND`` one with that command only.
     """
     parser = argparse.ArgumentParser(
         prog="freezeview",
@@ -132,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _main(args_list, process=process)
         return code
     except KeyboardInterrupt:
-        # Also while torch is still importing (subcommand modules load it).
+        # Also while torch is still importing (each command's import_engine).
         _stderr().print("[bold red]interrupted:[/] no partial file was left behind.")
         code = 130
         return code
@@ -184,8 +187,8 @@ def _main(args_list: list[str], *, process: bool = False) -> int:
     if app_only:
         commands: Sequence[str] = ("app",)
     elif args_list and args_list[0] in COMMANDS[:-1]:
-        # One subcommand's module only: each imports its own part of the engine, and
-        # `freezeview freeze` has no use for the export, check or compare machinery.
+        # One subcommand's module only: `freezeview freeze` has no use for the export,
+        # check or compare options.
         commands = (args_list[0],)
     else:
         commands = COMMANDS
@@ -209,13 +212,19 @@ def _main(args_list: list[str], *, process: bool = False) -> int:
     if not getattr(args, "func", None):
         parser.print_usage(sys.stderr)
         return 2
-    if process and args_list[0] == "freeze":
-        # What is imported by now (torch: hundreds of thousands of objects) lives as long
-        # as the process: a full collection, which the run's own objects trigger now and
-        # then, need not walk it again (0.1-0.2 s each on a loaded machine).
-        gc.freeze()
+    import_engine = getattr(sys.modules.get(args.func.__module__), "import_engine", None)
     try:
         with quiet_torch_warnings():
+            if import_engine is not None:
+                # `import torch` initialises its C++ library: Ctrl-C waits until it is done.
+                with interrupts_deferred():
+                    import_engine()
+            if process and args_list[0] == "freeze":
+                # What is imported by now (torch: hundreds of thousands of objects) lives
+                # as long as the process: a full collection, which the run's own objects
+                # trigger now and then, need not walk it again (0.1-0.2 s each on a loaded
+                # machine).
+                gc.freeze()
             return int(args.func(args))
     except FreezeviewError as exc:
         if getattr(args, "debug", False):

@@ -8,9 +8,10 @@ import os
 import sys
 from pathlib import Path
 
+from .console import is_terminal
 from .options import add_extension_options, add_input_options, split_names
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "terminal_missing"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -50,8 +51,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.set_defaults(func=run)
 
 
+def terminal_missing() -> str | None:
+    """The first of standard input, output and error that is not a terminal, or None.
+
+    The app reads keys from standard input, takes its screen size from standard output
+    and draws on standard error (Textual's Linux driver). Without a terminal on each it
+    cannot work: piped or redirected it stays on its first screen, redrawing between two
+    sizes at full CPU.
+    """
+    for name, stream in (
+        ("standard input", sys.stdin),
+        ("standard output", sys.stdout),
+        ("standard error", sys.stderr),
+    ):
+        if not is_terminal(stream):
+            return name
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the app until the user quits; returns the exit code."""
+    missing = terminal_missing()
+    if missing is not None:
+        from ..engine.plumbing.errors import BadInputError
+
+        raise BadInputError(
+            f"freezeview's app needs a terminal and {missing} is not one (a pipe, a file "
+            f"or a CI step): for text, run `freezeview explain {args.model}` or "
+            f"`freezeview freeze {args.model} -o OUT.pt`, with --json for machine output."
+        )
     path = Path(args.model)
     # Cheap checks before the screen takes over the terminal, so a typo gets the usual
     # one-line error; everything else (damaged files, torch errors) shows in the app.

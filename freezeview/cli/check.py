@@ -11,8 +11,6 @@ import os
 import sys
 from pathlib import Path
 
-from ..engine.plumbing.atomic import check_output_path, write_text
-from ..engine.plumbing.errors import BadInputError
 from .options import (
     add_input_options,
     add_model_options,
@@ -23,7 +21,7 @@ from .options import (
     plan_from_args,
 )
 
-__all__ = ["register", "run"]
+__all__ = ["import_engine", "register", "run"]
 
 FORMATS = ("text", "json", "github", "junit")
 
@@ -98,8 +96,17 @@ def _plan_flags_given(args: argparse.Namespace) -> list[str]:
     return given
 
 
+def import_engine() -> None:
+    """Import the engine (and torch) :func:`run` uses; the CLI calls it with Ctrl-C held."""
+    from ..engine.ci.check import check  # noqa: F401
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview check``; returns the exit code."""
+    # The engine is imported here, not at the top: --help must not wait for it.
+    from ..engine.plumbing.atomic import check_output_path, write_text
+    from ..engine.plumbing.errors import BadInputError
+
     if args.write_expect:
         return _write(args)
     given = _plan_flags_given(args)
@@ -133,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
 def _write(args: argparse.Namespace) -> int:
     from ..engine.ci.check import expectations_text
     from ..engine.ci.model_facts import gather_facts
+    from ..engine.plumbing.atomic import check_output_path, write_text
 
     out = check_output_path(args.write_expect, force=args.force)
     plan = plan_from_args(args)

@@ -21,7 +21,7 @@ from .options import (
     split_names,
 )
 
-__all__ = ["register", "run"]
+__all__ = ["import_engine", "register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -64,6 +64,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
     parser.set_defaults(func=run)
+
+
+def import_engine() -> None:
+    """Import the engine (and torch) :func:`run` uses; the CLI calls it with Ctrl-C held."""
+    from ..engine.ci.compare import compare  # noqa: F401
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,4 +1,8 @@
-"""``freezeview explain``: why each attribute is, or is not, inlined by freezing."""
+"""``freezeview explain``: why each attribute is, or is not, inlined by freezing.
+
+rich and the engine (torch) are imported when the command runs: ``--help`` needs
+neither.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,19 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-from ..engine.reasons.verdicts import AttributeVerdict, Explanation, explain
+from .console import fit_table, is_unbounded, report_console
 from .options import add_model_options, add_plan_options, load_from_args, preserved_from_args
 
-__all__ = ["print_disagreements", "register", "render_explanation", "run"]
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..engine.reasons.verdicts import AttributeVerdict, Explanation
+
+__all__ = ["import_engine", "print_disagreements", "register", "render_explanation", "run"]
 
 STATUS_STYLE = {"kept": "bold yellow", "inlined": "green", "dropped": "dim"}
 STATUS_ORDER = {"kept": 0, "inlined": 1, "dropped": 2}
@@ -48,18 +56,24 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(func=run)
 
 
+def import_engine() -> None:
+    """Import the engine (and torch) :func:`run` uses; the CLI calls it with Ctrl-C held."""
+    from ..engine.reasons.verdicts import explain  # noqa: F401
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview explain``; returns the exit code."""
+    from ..engine.reasons.verdicts import explain
+
     loaded = load_from_args(args)
     result = explain(loaded, preserved_from_args(args))
     if args.debug and result.disagreements:
-        print_disagreements(Console(stderr=True, highlight=False), result)
+        print_disagreements(report_console(stderr=True), result)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    console = Console(highlight=False)
-    render_explanation(console, result, statuses=args.status, show_all=args.all)
+    render_explanation(report_console(), result, statuses=args.status, show_all=args.all)
     return 0
 
 
@@ -89,6 +103,8 @@ def _groups(verdicts: list[AttributeVerdict]) -> dict[str, list[AttributeVerdict
 
 
 def _reason_text(v: AttributeVerdict) -> Text:
+    from rich.text import Text
+
     text = Text()
     for i, reason in enumerate(v.reasons):
         if i:
@@ -123,6 +139,8 @@ def _value_text(v: AttributeVerdict) -> str:
 
 def _print_compact(console: Console, title: str, rows: list[AttributeVerdict]) -> None:
     """One attribute per line plus indented reasons: readable in 80 columns."""
+    from rich.text import Text
+
     console.print()
     console.print(f"[bold underline]{title}[/]")
     for v in rows:
@@ -135,6 +153,8 @@ def _print_compact(console: Console, title: str, rows: list[AttributeVerdict]) -
 
 
 def _indent(text: Text) -> Text:
+    from rich.text import Text
+
     out = Text()
     for i, part in enumerate(text.split("\n")):
         if i:
@@ -151,7 +171,14 @@ def render_explanation(
     statuses: list[str] | None = None,
     show_all: bool = False,
 ) -> None:
-    """Print the explanation as rich tables grouped by submodule, kept attributes first."""
+    """Print the explanation as rich tables grouped by submodule, kept attributes first.
+
+    Below 100 columns each attribute is a line with its reasons indented under it. On a
+    console without a width limit (:func:`~freezeview.cli.console.report_console` for a
+    file or a log) each table is as wide as its longest cells and no cell is cut.
+    """
+    from rich.text import Text
+
     shown = _visible(result.attributes, statuses, show_all)
     groups = _groups(shown)
 
@@ -174,12 +201,10 @@ def render_explanation(
         if narrow:
             _print_compact(console, title, rows)
             continue
-        table = Table(title=title, title_justify="left", expand=True, show_lines=False)
-        table.add_column("attribute", overflow="fold", max_width=24)
-        table.add_column("kind", max_width=9, overflow="ellipsis")
-        table.add_column("type / value", overflow="fold", max_width=22)
-        table.add_column("status", no_wrap=True)
-        table.add_column("why", ratio=1, min_width=32, overflow="fold")
+        unbounded = is_unbounded(console)
+        if unbounded:
+            console.print()  # tables one after another in a file: a blank line between
+        table = _table(title, unbounded=unbounded)
         for v in rows:
             value = _value_text(v)
             type_text = _type_text(v) if not value else f"{_type_text(v)}\n{value}"
@@ -190,12 +215,30 @@ def render_explanation(
                 Text(v.status, style=STATUS_STYLE[v.status]),
                 _reason_text(v),
             )
-        console.print(table)
+        console.print(fit_table(console, table))
     hidden = len(result.attributes) - len(shown)
     more = f"  ({hidden} housekeeping or filtered rows hidden; --all shows them)" if hidden else ""
     console.print(f"[bold]{result.summary()}[/]{more}")
     for warning in result.warnings:
         console.print(f"[dim]torch said: {warning}[/]")
+
+
+def _table(title: str, *, unbounded: bool) -> Table:
+    """One submodule's table: fitted to the terminal, or as wide as its cells need."""
+    from rich.table import Table
+
+    if unbounded:
+        table = Table(title=title, title_justify="left", show_lines=False)
+        for name in ("attribute", "kind", "type / value", "status", "why"):
+            table.add_column(name, no_wrap=True)
+        return table
+    table = Table(title=title, title_justify="left", expand=True, show_lines=False)
+    table.add_column("attribute", overflow="fold", max_width=24)
+    table.add_column("kind", max_width=9, overflow="ellipsis")
+    table.add_column("type / value", overflow="fold", max_width=22)
+    table.add_column("status", no_wrap=True)
+    table.add_column("why", ratio=1, min_width=32, overflow="fold")
+    return table
 
 
 def print_disagreements(console: Console, result: Explanation) -> None:

@@ -1,4 +1,8 @@
-"""``freezeview export``: write before/after/diff pictures, IR diffs and an index page."""
+"""``freezeview export``: write before/after/diff pictures, IR diffs and an index page.
+
+The engine (torch, the drawing code) and rich are imported when the command runs:
+``--help`` and usage errors need none of them.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,8 @@ import argparse
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
-
-from ..engine.draw.box_ceiling import box_ceiling
-from ..engine.draw.collapse_values import CONSTANT_MODES
-from ..engine.draw.render import FORMATS
-from ..engine.draw.render_plan import RenderOptions
-from ..engine.output.export import ExportResult, export
-from ..engine.plumbing.errors import BadInputError
 from .options import (
     add_model_options,
     add_pass_options,
@@ -25,7 +21,20 @@ from .options import (
     split_names,
 )
 
-__all__ = ["register", "run"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..engine.output.export import ExportResult
+
+__all__ = ["import_engine", "register", "run"]
+
+# The drawing code's choices and defaults, as --help states them without importing it
+# (60 ms of imports); tests/test_cli_help.py checks that they are the engine's.
+FORMATS = ("svg", "png", "dot")
+CONSTANT_MODES = ("fold", "hide-trivial", "nodes")
+DEFAULT_BUDGET = 300
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_BOXES = 14_000
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -72,9 +81,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument(
         "--budget",
         type=int,
-        default=RenderOptions.budget,
+        default=DEFAULT_BUDGET,
         metavar="N",
-        help=f"most boxes per picture at --level auto (default: {RenderOptions.budget})",
+        help=f"most boxes per picture at --level auto (default: {DEFAULT_BUDGET})",
     )
     parser.add_argument(
         "--constants",
@@ -86,10 +95,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument(
         "--timeout",
         type=float,
-        default=RenderOptions.timeout,
+        default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
         help="time Graphviz may take per picture before a coarser picture is drawn "
-        f"(default: {RenderOptions.timeout:g})",
+        f"(default: {DEFAULT_TIMEOUT:g})",
     )
     parser.add_argument(
         "--max-boxes",
@@ -97,8 +106,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=None,
         metavar="N",
         help="most boxes handed to Graphviz; a bigger picture is drawn coarser without "
-        f"trying (default: {box_ceiling(RenderOptions.timeout)} at a "
-        f"{RenderOptions.timeout:g} s timeout, doubling with every eightfold --timeout)",
+        f"trying (default: {DEFAULT_MAX_BOXES} at a "
+        f"{DEFAULT_TIMEOUT:g} s timeout, doubling with every eightfold --timeout)",
     )
     parser.add_argument(
         "--no-open-changed",
@@ -119,6 +128,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _level(text: str) -> int | str | None:
+    from ..engine.plumbing.errors import BadInputError
+
     if text == "auto":
         return "auto"
     if text in ("ops", "all", "full"):
@@ -128,8 +139,20 @@ def _level(text: str) -> int | str | None:
     raise BadInputError(f"--level {text!r} is not auto, ops or a positive number.")
 
 
+def import_engine() -> None:
+    """Import the engine (and torch) :func:`run` uses; the CLI calls it with Ctrl-C held."""
+    from ..engine.output.export import export  # noqa: F401
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview export``; returns the exit code."""
+    from rich.console import Console
+
+    from ..engine.draw.render_plan import RenderOptions
+    from ..engine.output.export import export
+    from ..engine.plumbing.errors import BadInputError
+    from .console import report_console
+
     if args.budget < 1:
         raise BadInputError("--budget must be at least 1.")
     if args.timeout <= 0:
@@ -169,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(_json(result, load_seconds), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    _print(Console(highlight=False), result)
+    _print(report_console(), result)
     return 0
 
 
@@ -214,6 +237,10 @@ def _json(result: ExportResult, load_seconds: float) -> dict[str, object]:
 
 
 def _print(console: Console, result: ExportResult) -> None:
+    from rich.table import Table
+
+    from .console import fit_table
+
     table = Table(title=f"freezeview export → {result.directory}", title_justify="left")
     table.add_column("picture")
     table.add_column("level")
@@ -228,7 +255,7 @@ def _print(console: Console, result: ExportResult) -> None:
             f"{r.size / 1024:.0f} KB",
             f"{r.dot_seconds:.2f} s",
         )
-    console.print(table)
+    console.print(fit_table(console, table))
     for note in result.notes:
         console.print(f"[yellow]note:[/] {note}")
     if result.index is not None:

@@ -1,4 +1,8 @@
-"""``freezeview freeze``: freeze a model step by step, show every step, write the result."""
+"""``freezeview freeze``: freeze a model step by step, show every step, write the result.
+
+torch and the engine are imported when the command runs (:func:`import_engine`):
+``--help`` and usage errors need neither.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from ..engine.freeze.pipeline import Pipeline, Step
-from ..engine.freeze.steps import release_graphs
-from ..engine.load.loading import check_eval
-from ..engine.output.report import result_json, step_json, step_row, steps_table
-from ..engine.plumbing.atomic import atomic_path, check_output_path
-from ..engine.plumbing.errors import OutputError, PlanError
 from .options import (
     add_input_options,
     add_model_options,
@@ -26,7 +22,10 @@ from .options import (
     plan_from_args,
 )
 
-__all__ = ["register", "run"]
+if TYPE_CHECKING:
+    from ..engine.freeze.pipeline import Step
+
+__all__ = ["import_engine", "register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -64,8 +63,30 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(func=run)
 
 
+def import_engine() -> None:
+    """Import the engine (and torch) :func:`run` uses; the CLI calls it with Ctrl-C held.
+
+    The console script then calls ``gc.freeze()``, which takes those objects out of the
+    collector's way for the rest of the run.
+    """
+    import torch  # noqa: F401
+
+    from ..engine.freeze.pipeline import Pipeline  # noqa: F401
+    from ..engine.freeze.steps import release_graphs  # noqa: F401
+    from ..engine.output.report import steps_table  # noqa: F401
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview freeze``; returns the exit code."""
+    import torch
+
+    from ..engine.freeze.pipeline import Pipeline
+    from ..engine.freeze.steps import release_graphs
+    from ..engine.load.loading import check_eval
+    from ..engine.output.report import result_json, step_json, step_row, steps_table
+    from ..engine.plumbing.atomic import atomic_path, check_output_path
+    from ..engine.plumbing.errors import OutputError, PlanError
+
     model_path = Path(args.model)
     out = check_output_path(args.output, force=args.force)
     if model_path.exists() and out.exists() and out.resolve() == model_path.resolve():
@@ -94,10 +115,11 @@ def run(args: argparse.Namespace) -> int:
         if len(steps) > 1:
             release_graphs(steps[-2], step)
     if not args.json:
-        from rich.console import Console
+        from .console import fit_table, report_console
 
-        console = Console(highlight=False)
-        console.print(steps_table(steps, show_numerics=inputs is not None, rows=rows))
+        console = report_console()
+        table = steps_table(steps, show_numerics=inputs is not None, rows=rows)
+        console.print(fit_table(console, table))
         for warning in pipe.warnings:
             console.print(f"[yellow]note:[/] {warning}")
     failed = next((s for s in steps if s.error), None)

@@ -6,11 +6,7 @@ import argparse
 import json
 import sys
 
-from rich.console import Console
-
-from ..engine.output.report import passes_json, passes_table
-
-__all__ = ["register", "run"]
+__all__ = ["import_engine", "register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -29,11 +25,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(func=run)
 
 
+def import_engine() -> None:
+    """Import the engine (and torch) :func:`run` uses; the CLI calls it with Ctrl-C held."""
+    from ..engine.output.report import passes_table  # noqa: F401
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview passes``; returns the exit code."""
+    # Imported here, not at the top: the report imports torch, which --help must not.
+    from ..engine.output.report import passes_json, passes_table
+
     if args.json:
         json.dump(passes_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    Console(highlight=False).print(passes_table())
+    from .console import fit_table, report_console
+
+    console = report_console()
+    console.print(fit_table(console, passes_table()))
     return 0

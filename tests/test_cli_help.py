@@ -1,0 +1,122 @@
+"""``--help``, ``--version`` and usage errors answer without importing torch.
+
+Building the parser used to import every subcommand's part of the engine, and with it
+torch: ``freezeview --help`` took as long as ``import torch`` (1.2 s). Each case runs in
+one fresh interpreter, in the order below, and what it imported is read right after it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# What answering may import of freezeview's engine: the error classes the CLI catches,
+# the Ctrl-C guard it runs each command's imports under, and the packages around them.
+LIGHT_ENGINE = {
+    "freezeview.engine",
+    "freezeview.engine.plumbing",
+    "freezeview.engine.plumbing.errors",
+    "freezeview.engine.plumbing.interrupts",
+    "freezeview.engine.plumbing.lazy",
+}
+# Never, for an answer that needs no model.
+HEAVY = ("torch", "numpy", "rich", "textual", "pygments", "freezeview.ui")
+
+CASES: list[tuple[list[str], int]] = [
+    (["--help"], 0),
+    (["--version"], 0),
+    ([], 2),
+    (["explain", "--help"], 0),
+    (["freeze", "--help"], 0),
+    (["export", "--help"], 0),
+    (["check", "--help"], 0),
+    (["compare", "--help"], 0),
+    (["passes", "--help"], 0),
+    (["app", "--help"], 0),
+    (["model.pt", "--help"], 0),
+    (["explain"], 2),
+    (["explain", "model.pt", "--no-such-option"], 2),
+    (["freeze", "model.pt"], 2),
+    (["export", "model.pt"], 2),
+    (["export", "model.pt", "-o", "out", "--format", "png8"], 2),
+    (["check", "model.pt"], 2),
+    (["compare", "old.pt"], 2),
+    (["passes", "--no-such-option"], 2),
+    (["model.pt", "--passes"], 2),
+]
+
+PROBE = """
+import contextlib, io, json, sys
+from freezeview.cli import main
+cases = json.loads(sys.argv[1])
+heavy = tuple(json.loads(sys.argv[2]))
+for argv, _ in cases:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+    loaded = sorted(
+        m for m in sys.modules
+        if m.startswith("freezeview.engine") or m.split(".")[0] in heavy or m.startswith(heavy)
+    )
+    print(json.dumps({"argv": argv, "code": code, "loaded": loaded, "out": out.getvalue(),
+                      "err": err.getvalue()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def answers() -> list[dict[str, object]]:
+    """Every case's exit code, output and what was imported by then (one interpreter)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(CASES), json.dumps(HEAVY)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def _params() -> list[object]:
+    return [
+        pytest.param(i, argv, code, id=" ".join(argv) or "(nothing)")
+        for i, (argv, code) in enumerate(CASES)
+    ]
+
+
+@pytest.mark.parametrize(("index", "argv", "code"), _params())
+def test_answers_without_torch(
+    answers: list[dict[str, object]], index: int, argv: list[str], code: int
+) -> None:
+    answer = answers[index]
+    assert answer["argv"] == argv
+    assert answer["code"] == code, answer["err"]
+    said = f"{answer['out']}{answer['err']}"
+    assert "usage: freezeview" in said or said.startswith("freezeview "), said
+    loaded = [str(m) for m in answer["loaded"]]  # type: ignore[attr-defined]
+    command = f"freezeview {' '.join(argv)}"
+    assert "torch" not in loaded, f"{command} imported torch"
+    heavy = [m for m in loaded if not m.startswith("freezeview.engine")]
+    assert heavy == [], f"{command} imported {heavy[:8]}"
+    engine = sorted(set(loaded) - LIGHT_ENGINE)
+    assert engine == [], f"{command} imported {engine}"
+
+
+def test_export_help_states_the_engines_defaults() -> None:
+    """export's --help says the drawing code's choices and defaults without importing it."""
+    from freezeview.cli import export as export_cli
+    from freezeview.engine.draw.box_ceiling import box_ceiling
+    from freezeview.engine.draw.collapse_values import CONSTANT_MODES
+    from freezeview.engine.draw.render import FORMATS
+    from freezeview.engine.draw.render_plan import RenderOptions
+
+    assert export_cli.FORMATS == FORMATS
+    assert export_cli.CONSTANT_MODES == CONSTANT_MODES
+    assert RenderOptions.budget == export_cli.DEFAULT_BUDGET
+    assert RenderOptions.timeout == export_cli.DEFAULT_TIMEOUT
+    assert box_ceiling(RenderOptions.timeout) == export_cli.DEFAULT_MAX_BOXES
