@@ -20,7 +20,18 @@ import pytest
 ENGINE = Path(__file__).resolve().parent.parent / "freezeview" / "engine"
 
 # The order imports flow in: each stage uses only the stages before it.
-STAGES = ("plumbing", "load", "graph", "reasons", "diff", "freeze", "draw", "output", "ci")
+STAGES = (
+    "plumbing",
+    "load",
+    "graph",
+    "reasons",
+    "diff",
+    "freeze",
+    "measure",
+    "draw",
+    "output",
+    "ci",
+)
 
 
 def _modules() -> list[Path]:

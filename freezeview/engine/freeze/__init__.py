@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .numerics import Numerics, load_inputs, random_inputs
+    from .numerics import Numerics, compare_outputs, load_inputs, random_inputs
     from .passes import REGISTRY, PassInfo, default_passes, needs_guard
     from .pipeline import Pipeline, freeze
     from .plan import Plan
@@ -24,6 +24,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "Numerics": "numerics",
+        "compare_outputs": "numerics",
         "load_inputs": "numerics",
         "random_inputs": "numerics",
         "PassInfo": "passes",
@@ -46,6 +47,7 @@ __all__ = [
     "Plan",
     "Progress",
     "Step",
+    "compare_outputs",
     "default_passes",
     "freeze",
     "load_inputs",

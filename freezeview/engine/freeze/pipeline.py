@@ -246,6 +246,39 @@ class Pipeline:
                 )
         return once.get()  # type: ignore[no-any-return]
 
+    def step_graphs(self, step: Step) -> dict[str, torch._C.Graph]:
+        """The torch graphs ``step`` shows, by method, while they are still held.
+
+        Read it when the step has just been yielded (the measure stage does): a step's
+        graphs may be released once later steps are read. Callers must not change them.
+
+        Args:
+            step: a step of this pipeline's current run.
+
+        Returns:
+            Method -> graph; empty for a failed step or released pictures.
+        """
+        graphs: dict[str, torch._C.Graph] = {}
+        for method, picture in step._graphs.items():
+            graph = picture.graph() if not picture.released else None
+            if graph is not None:
+                graphs[method] = graph
+        return graphs
+
+    def step_module(self, step: Step) -> torch.jit.ScriptModule | None:
+        """The module a just-yielded step's graphs run on (bound to ``self``).
+
+        The inline and fold pictures read the input module's attributes; torch's clean-up
+        and every pass after it work on the frozen (working) module.
+        """
+        if step.kind == "freeze" and step.name != "cleanup":
+            return self.module
+        return self.working
+
+    def restore_state(self) -> None:
+        """Put back any module state a run on the sample inputs changed."""
+        self._restore()
+
     # --- the run ----------------------------------------------------------------------
 
     def _check_preserved(self, plan: Plan) -> None:

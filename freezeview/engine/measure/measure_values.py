@@ -1,0 +1,317 @@
+"""What the measure stage found, as torch-free values the app's screen process can hold.
+
+A :class:`Latency` is one forward timed many times; a :class:`Change` says how one latency
+compares with another and whether the difference is inside the noise; :class:`Sizes`
+and :class:`Portability` say what the frozen result weighs and what ties it to one place;
+:class:`Measurement` is all of it for one run, with the verdict line freezeview prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "NOISE_FLOOR",
+    "Change",
+    "Latency",
+    "Measurement",
+    "Portability",
+    "Sizes",
+    "compare_latency",
+    "format_ms",
+    "latency_cell",
+    "verdict_text",
+]
+
+#: A change smaller than this fraction is called the same even on a quiet machine: the
+#: same graph timed twice moves by a few percent (caches, frequency, other processes).
+NOISE_FLOOR = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """One forward timed many times, in milliseconds per call.
+
+    Attributes:
+        median: the median of the per-call times of the timed blocks.
+        min: the fastest block's time per call.
+        max: the slowest block's time per call.
+        spread: the median absolute deviation of the blocks' times per call (the noise;
+            robust to blocks another process interrupted, unlike the IQR).
+        runs: forward calls timed (warm-up and block sizing not counted).
+        threads: torch's intra-op threads while timing.
+        warmup: forward calls made before timing.
+    """
+
+    median: float
+    min: float
+    max: float
+    spread: float
+    runs: int
+    threads: int
+    warmup: int = 0
+
+    @property
+    def noise(self) -> float:
+        """The spread relative to the median."""
+        return self.spread / self.median if self.median > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"median", "min", "max", "runs"}`` (milliseconds), as freeze --json writes it."""
+        return {
+            "median": round(self.median, 6),
+            "min": round(self.min, 6),
+            "max": round(self.max, 6),
+            "runs": self.runs,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """How latency ``after`` compares with ``before``.
+
+    Attributes:
+        ratio: ``after.median / before.median`` (below 1: faster).
+        noise: the relative difference that is still noise for this pair.
+        same: True when the difference is inside the noise.
+    """
+
+    ratio: float
+    noise: float
+    same: bool
+
+    @property
+    def percent(self) -> float:
+        """The change in percent (negative: faster)."""
+        return (self.ratio - 1.0) * 100.0
+
+    def text(self) -> str:
+        """``-38%``, ``+290%`` or ``same (±4%)``."""
+        if self.same:
+            return f"same (±{self.noise * 100:.0f}%)"
+        return f"{self.percent:+.0f}%"
+
+
+def compare_latency(before: Latency, after: Latency) -> Change:
+    """Compare two latencies; a difference within either's spread (or 5%) is noise.
+
+    Args:
+        before: the reference (the unfrozen module, or the previous measured step).
+        after: the one compared with it.
+
+    Returns:
+        A :class:`Change`.
+    """
+    ratio = after.median / before.median if before.median > 0 else 1.0
+    noise = max(before.noise, after.noise, NOISE_FLOOR)
+    return Change(ratio, noise, abs(ratio - 1.0) <= noise)
+
+
+def format_ms(ms: float) -> str:
+    """``0.0213 ms`` / ``1.23 ms`` / ``152 ms``: three significant digits."""
+    if ms >= 100:
+        return f"{ms:.0f} ms"
+    if ms >= 10:
+        return f"{ms:.1f} ms"
+    if ms >= 1:
+        return f"{ms:.2f} ms"
+    return f"{ms:.3g} ms"
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """What the frozen result weighs.
+
+    Attributes:
+        input_file_bytes: the input ``.pt`` file's size (None: not read from a file).
+        output_file_bytes: the frozen file's size (None: not written).
+        constant_bytes: bytes of tensor constants in the final graphs.
+        duplicate_constant_bytes: bytes of constants that hold the same values as
+            another constant (each storage counted once).
+        kept_attribute_bytes: bytes of tensors still held as attributes of the frozen
+            module (each storage counted once).
+    """
+
+    input_file_bytes: int | None
+    output_file_bytes: int | None
+    constant_bytes: int
+    duplicate_constant_bytes: int
+    kept_attribute_bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        """freeze --json's ``sizes`` object."""
+        return {
+            "input_file_bytes": self.input_file_bytes,
+            "output_file_bytes": self.output_file_bytes,
+            "constant_bytes": self.constant_bytes,
+            "duplicate_constant_bytes": self.duplicate_constant_bytes,
+            "kept_attribute_bytes": self.kept_attribute_bytes,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Portability:
+    """What ties a frozen result to one machine, and whether it saves and loads back.
+
+    Attributes:
+        devices: devices of the tensor constants in the graphs (``cpu``, ``cuda:0``).
+        dtypes: their dtypes (``float32``).
+        backend_only_nodes: node kind -> count, for nodes that exist only with one
+            backend (MKLDNN tensors and ops, cuDNN-only fusions, prepacked ops).
+        saveable: torch.jit.save writes it and torch.jit.load can read it back.
+        roundtrip: ``same`` / ``differs`` (outputs after a save and a load in a fresh
+            process), ``unsaveable``, or None when not checked (no sample inputs).
+        note: one sentence on why it cannot be saved or why the round trip differs.
+        step: the step that made it backend-bound or unsaveable (None: none did).
+    """
+
+    devices: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    backend_only_nodes: Mapping[str, int]
+    saveable: bool
+    roundtrip: str | None
+    note: str = ""
+    step: str | None = None
+
+    @property
+    def portable(self) -> bool:
+        """No backend-only nodes and every constant on the CPU."""
+        return not self.backend_only_nodes and all(d == "cpu" for d in self.devices)
+
+    def to_json(self) -> dict[str, Any]:
+        """freeze --json's ``portability`` object."""
+        return {
+            "devices": list(self.devices),
+            "dtypes": list(self.dtypes),
+            "backend_only_nodes": dict(sorted(self.backend_only_nodes.items())),
+            "saveable": self.saveable,
+            "roundtrip": self.roundtrip,
+            "note": self.note,
+            "step": self.step,
+        }
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Everything measured on one run: latency and constant bytes per step, the verdict.
+
+    Attributes:
+        threads: torch's intra-op threads while timing.
+        budget: the time budget per timed forward, in seconds.
+        unfrozen: the unfrozen module's latency (None: not timed).
+        steps: step index -> latency of that step's forward (changed steps only).
+        titles: step index -> the step's title (for verdicts that name steps).
+        names: step index -> the step's name.
+        constant_bytes: step index -> bytes of tensor constants in its graphs.
+        notes: step index -> why it was not timed.
+        sizes: the result's sizes (None until the run finished).
+        portability: the result's portability (None until the run finished).
+    """
+
+    threads: int
+    budget: float
+    unfrozen: Latency | None = None
+    steps: Mapping[int, Latency] = field(default_factory=dict)
+    titles: Mapping[int, str] = field(default_factory=dict)
+    names: Mapping[int, str] = field(default_factory=dict)
+    constant_bytes: Mapping[int, int | None] = field(default_factory=dict)
+    notes: Mapping[int, str] = field(default_factory=dict)
+    sizes: Sizes | None = None
+    portability: Portability | None = None
+
+    @property
+    def frozen(self) -> Latency | None:
+        """The final graph's latency (the last timed step after torch's clean-up)."""
+        for index in sorted(self.steps, reverse=True):
+            if self.names.get(index) not in ("inline", "fold_attributes"):
+                return self.steps[index]
+        return None
+
+    @property
+    def overall(self) -> Change | None:
+        """The frozen module against the unfrozen one."""
+        if self.unfrozen is None or self.frozen is None:
+            return None
+        return compare_latency(self.unfrozen, self.frozen)
+
+    def step_change(self, index: int) -> Change | None:
+        """Step ``index`` against the unfrozen module (None if either was not timed)."""
+        latency = self.steps.get(index)
+        if latency is None or self.unfrozen is None:
+            return None
+        return compare_latency(self.unfrozen, latency)
+
+    def contributions(self) -> list[tuple[int, Change]]:
+        """Each timed step against the timed step before it (the unfrozen module first).
+
+        The steps whose change is outside the noise are the ones that made the difference.
+        """
+        out: list[tuple[int, Change]] = []
+        previous = self.unfrozen
+        for index in sorted(self.steps):
+            latency = self.steps[index]
+            if previous is not None:
+                out.append((index, compare_latency(previous, latency)))
+            previous = latency
+        return out
+
+    def deciding_steps(self) -> list[tuple[int, Change]]:
+        """The steps whose own change is outside the noise, largest first."""
+        moved = [(i, c) for i, c in self.contributions() if not c.same]
+        return sorted(moved, key=lambda item: -abs(item[1].ratio - 1.0))
+
+    def latency_json(self) -> dict[str, Any] | None:
+        """freeze --json's result ``latency_ms`` object (None: nothing was timed)."""
+        if self.unfrozen is None:
+            return None
+        frozen = self.frozen
+        overall = self.overall
+        return {
+            "unfrozen": self.unfrozen.to_json(),
+            "frozen": frozen.to_json() if frozen is not None else None,
+            "ratio": round(overall.ratio, 6) if overall is not None else None,
+            "threads": self.threads,
+            "inside_noise": overall.same if overall is not None else None,
+            "made_by": [self.names[i] for i, _ in self.deciding_steps()],
+            "verdict": verdict_text(self),
+        }
+
+
+def verdict_text(measurement: Measurement) -> str:
+    """The final line: how much faster or slower the frozen module is, and which steps did it.
+
+    Example: ``frozen forward 1.7x faster than unfrozen (0.0153 ms vs 0.0260 ms, median,
+    1 thread); made by: clean-up -41%``.
+    """
+    overall = measurement.overall
+    unfrozen, frozen = measurement.unfrozen, measurement.frozen
+    if overall is None or unfrozen is None or frozen is None:
+        return "latency not measured: give sample inputs (--inputs or --input-shape)"
+    threads = f"{measurement.threads} thread{'s' if measurement.threads != 1 else ''}"
+    figures = f"({format_ms(frozen.median)} vs {format_ms(unfrozen.median)}, median, {threads})"
+    if overall.same:
+        head = f"frozen forward as fast as unfrozen, inside the noise ±{overall.noise * 100:.0f}%"
+    elif overall.ratio < 1:
+        head = f"frozen forward {1 / overall.ratio:.2g}x faster than unfrozen"
+    else:
+        head = f"frozen forward {overall.ratio:.2g}x slower than unfrozen"
+    deciding = measurement.deciding_steps()
+    if deciding:
+        named = ", ".join(f"{measurement.titles.get(i, str(i))} {c.text()}" for i, c in deciding)
+        return f"{head} {figures}; made by: {named}"
+    return f"{head} {figures}; no single step moved it outside the noise"
+
+
+def latency_cell(measurement: Measurement | None, index: int) -> str:
+    """A steps table's latency cell: ``0.0153 ms -41%``, ``same``, or ``-``."""
+    if measurement is None:
+        return "-"
+    latency = measurement.steps.get(index)
+    if latency is None:
+        return "-"
+    change = measurement.step_change(index)
+    if change is None:
+        return format_ms(latency.median)
+    return f"{format_ms(latency.median)} {change.text()}"

@@ -1,0 +1,270 @@
+"""A stepwise freeze with its numbers: latency and constant bytes per step, then the result's.
+
+:class:`MeasuredRun` follows a :class:`~freezeview.engine.freeze.Pipeline` run step by
+step. The moment a step is yielded its graphs are still at hand, so then - and only for
+steps that changed the graph - it counts the bytes of tensor constants and, with sample
+inputs, times the step's forward graph on them (:func:`.latency.time_forward`): the
+unfrozen module first, so every step is compared with what the user had. After the last
+step :meth:`MeasuredRun.finish` adds the result's sizes and portability.
+
+Without sample inputs nothing runs (no forward, no timing): only the constant bytes,
+read off graphs the steps hold anyway.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..freeze import Pipeline, Progress, Step
+from .constants import (
+    backend_only_nodes,
+    constant_bytes,
+    constant_tensors,
+    duplicate_bytes,
+    kept_attribute_bytes,
+)
+from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, Timing, time_forward
+from .measure_values import Latency, Measurement, Sizes
+from .portability import portability, roundtrip
+
+__all__ = ["MeasuredRun"]
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+class MeasuredRun:
+    """Measure a pipeline's run: per-step latency and constant bytes, then the result.
+
+    Args:
+        pipe: the pipeline (its ``inputs`` are the sample inputs; None: nothing is timed).
+        threads: torch's intra-op threads while timing (``--threads``).
+        budget: seconds of timing per forward (``--time-budget``); 0 times nothing.
+
+    Example::
+
+        run = MeasuredRun(Pipeline(module, plan, inputs))
+        for step in run.run():
+            print(step.title, run.measurement.steps.get(step.index))
+        run.finish()
+        print(run.measurement.portability, verdict_text(run.measurement))
+    """
+
+    def __init__(
+        self,
+        pipe: Pipeline,
+        *,
+        threads: int = DEFAULT_THREADS,
+        budget: float = DEFAULT_BUDGET,
+    ) -> None:
+        self.pipe = pipe
+        self.threads = threads
+        self.budget = budget
+        self.timings: list[Timing] = []
+        self._unfrozen: Latency | None = None
+        self._steps: dict[int, Latency] = {}
+        self._titles: dict[int, str] = {}
+        self._names: dict[int, str] = {}
+        self._bytes: dict[int, int | None] = {}
+        self._notes: dict[int, str] = {}
+        self._backend_step: str | None = None
+        self._final_outputs: Any = None
+        self._final_call: Callable[[], Any] | None = None
+        self._result: Measurement | None = None
+
+    @property
+    def timing(self) -> bool:
+        """True when forwards are timed (sample inputs and a budget above zero)."""
+        return self.pipe.inputs is not None and self.budget > 0
+
+    @property
+    def measurement(self) -> Measurement:
+        """What has been measured so far (the result's sizes once :meth:`finish` ran)."""
+        if self._result is not None:
+            return self._result
+        return Measurement(
+            threads=self.threads,
+            budget=self.budget,
+            unfrozen=self._unfrozen,
+            steps=dict(self._steps),
+            titles=dict(self._titles),
+            names=dict(self._names),
+            constant_bytes=dict(self._bytes),
+            notes=dict(self._notes),
+        )
+
+    def run(
+        self,
+        progress: Callable[[Progress], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[Step]:
+        """The pipeline's :meth:`~Pipeline.run`, each step measured before it is yielded."""
+        self._reset()
+        for step in self.pipe.run(progress, cancel):
+            self.observe(step)
+            yield step
+
+    def _reset(self) -> None:
+        self._steps.clear()
+        self._titles.clear()
+        self._names.clear()
+        self._bytes.clear()
+        self._notes.clear()
+        self._backend_step = None
+        self._final_call = None
+        self._result = None
+
+    # --- per step ---------------------------------------------------------------------
+
+    def observe(self, step: Step) -> None:
+        """Measure a step the pipeline has just yielded (its graphs are still held)."""
+        self._titles[step.index] = step.title
+        self._names[step.index] = step.name
+        previous = self._bytes.get(step.index - 1) if step.index else None
+        if step.error is not None:
+            self._bytes[step.index] = None
+            return
+        if not step.changed:
+            self._bytes[step.index] = previous
+            return
+        graphs = self.pipe.step_graphs(step)
+        self._bytes[step.index] = constant_bytes(graphs.values()) if graphs else previous
+        inference = step.kind == "inference" and self._backend_step is None
+        if inference and graphs and backend_only_nodes(graphs.values()):
+            self._backend_step = step.name
+        if not self.timing or "forward" not in graphs:
+            return
+        module = self.pipe.step_module(step)
+        if module is None:
+            return
+        if self._unfrozen is None:
+            self._time_unfrozen()
+        call = self._caller(graphs["forward"], module)
+        try:
+            timing = time_forward(
+                call,
+                threads=self.threads,
+                budget=self.budget,
+                after_call=self.pipe.restore_state,
+            )
+        except Exception as exc:
+            self.pipe.restore_state()
+            why = _first_line(exc)
+            self._notes[step.index] = f"not timed: its forward failed on the inputs ({why})"
+            return
+        self.timings.append(timing)
+        self._steps[step.index] = timing.latency
+        if step.name not in ("inline", "fold_attributes"):
+            self._final_call = call
+
+    def _caller(self, graph: torch._C.Graph, module: Any) -> Callable[[], Any]:
+        """One forward of ``graph`` (a fresh function of a copy) on the sample inputs."""
+        inputs = self.pipe.inputs or ()
+        cmod = getattr(module, "_c", module)
+        # A function of a copy runs exactly what the step shows: a module's method caches
+        # its optimised graph on first run and would not see later passes.
+        fn = torch._C._create_function_from_graph("freezeview_timed", graph.copy())
+
+        def call() -> Any:
+            return fn(cmod, *inputs)
+
+        return call
+
+    def _time_unfrozen(self) -> None:
+        module = self.pipe.module
+        if not module._c._has_method("forward"):
+            return
+        call = self._caller(module._c._get_method("forward").graph, module)
+        try:
+            timing = time_forward(
+                call, threads=self.threads, budget=self.budget, after_call=self.pipe.restore_state
+            )
+        except Exception:
+            self.pipe.restore_state()
+            return
+        self.timings.append(timing)
+        self._unfrozen = timing.latency
+
+    # --- the result -------------------------------------------------------------------
+
+    def finish(
+        self,
+        *,
+        input_file: str | Path | None = None,
+        output_file: str | Path | None = None,
+        check_roundtrip: bool = True,
+    ) -> Measurement:
+        """Add the result's sizes and portability once the run has finished.
+
+        Args:
+            input_file: the model file the run read (its size is reported).
+            output_file: the frozen file written from the result (its size is reported,
+                and the round trip loads it instead of saving again).
+            check_roundtrip: save and load in a fresh process when there are inputs.
+
+        Returns:
+            The complete :class:`Measurement` (also :attr:`measurement` from now on).
+        """
+        base = self.measurement
+        module = self.pipe.frozen_module
+        sizes = None
+        port = None
+        if module is not None:
+            methods = self.pipe.methods_for(self.pipe.plan)
+            cmod = module._c
+            graphs = {m: cmod._get_method(m).graph for m in methods if cmod._has_method(m)}
+            tensors = constant_tensors(graphs.values())
+            sizes = Sizes(
+                input_file_bytes=_size(input_file),
+                output_file_bytes=_size(output_file),
+                constant_bytes=sum(int(t.numel()) * int(t.element_size()) for t in tensors),
+                duplicate_constant_bytes=duplicate_bytes(tensors),
+                kept_attribute_bytes=kept_attribute_bytes(module),
+            )
+            result: tuple[str | None, str] = (None, "")
+            inputs = self.pipe.inputs
+            if check_roundtrip and inputs is not None and "forward" in graphs:
+                result = self._roundtrip(module, graphs["forward"], inputs, output_file)
+            port = portability(
+                module, graphs, roundtrip_result=result, backend_step=self._backend_step
+            )
+        self._result = Measurement(
+            threads=base.threads,
+            budget=base.budget,
+            unfrozen=base.unfrozen,
+            steps=base.steps,
+            titles=base.titles,
+            names=base.names,
+            constant_bytes=base.constant_bytes,
+            notes=base.notes,
+            sizes=sizes,
+            portability=port,
+        )
+        return self._result
+
+    def _roundtrip(
+        self, module: Any, graph: torch._C.Graph, inputs: Any, output_file: str | Path | None
+    ) -> tuple[str | None, str]:
+        call = self._final_call or self._caller(graph, module)
+        try:
+            with torch.no_grad():
+                expected = call()
+        except Exception as exc:
+            return None, f"round trip not checked: the forward failed ({_first_line(exc)})"
+        finally:
+            self.pipe.restore_state()
+        saved = output_file if output_file is not None and Path(output_file).is_file() else None
+        return roundtrip(module, inputs, expected, saved=saved)
+
+
+def _size(path: str | Path | None) -> int | None:
+    if path is None:
+        return None
+    p = Path(path)
+    return p.stat().st_size if p.is_file() else None

@@ -1,0 +1,169 @@
+"""Does the frozen result run elsewhere? Devices, backend-only nodes, save and load back.
+
+A frozen graph carries its weights as constants on the device they were on when it was
+frozen, and ``optimize_for_inference`` may rewrite it into MKLDNN tensors and ops that
+exist only on a CPU build with oneDNN (``prim::ConstantMKLDNNTensor`` cannot even be
+loaded back once saved). :func:`portability` reads those facts off the final graphs, and
+:func:`roundtrip` saves the result with ``torch.jit.save``, loads it with
+``torch.jit.load`` in a fresh Python process (nothing of this process's state helps it)
+and compares the outputs on the sample inputs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..freeze import compare_outputs
+from .constants import backend_only_nodes, constant_tensors, devices_and_dtypes
+from .measure_values import Portability
+
+__all__ = [
+    "MKLDNN_UNSAVEABLE",
+    "ROUNDTRIP_TIMEOUT",
+    "portability",
+    "roundtrip",
+    "unsaveable_reason",
+]
+
+#: Why a graph with MKLDNN constants has no saved form worth writing.
+MKLDNN_UNSAVEABLE = (
+    "its graph holds MKLDNN constants (prim::ConstantMKLDNNTensor, made by "
+    "optimize_for_inference's MKLDNN conversion), which torch.jit.load cannot read back"
+)
+
+#: Seconds the fresh process may take to import torch, load the file and run it.
+ROUNDTRIP_TIMEOUT = 300.0
+
+# The fresh process: torch only, nothing of freezeview, so a missing import shows.
+_CHILD = """
+import sys, warnings
+warnings.simplefilter("ignore")
+import torch
+model_path, inputs_path, outputs_path = sys.argv[1:4]
+module = torch.jit.load(model_path, map_location="cpu")
+inputs = torch.load(inputs_path, weights_only=True)
+with torch.no_grad():
+    out = module(*inputs)
+torch.save(out, outputs_path)
+"""
+
+
+def unsaveable_reason(graphs: Mapping[str, torch._C.Graph]) -> str:
+    """One sentence on why these graphs cannot be saved and loaded back ("" if they can)."""
+    for graph in graphs.values():
+        if graph.findAllNodes("prim::ConstantMKLDNNTensor", True):
+            return MKLDNN_UNSAVEABLE
+    return ""
+
+
+def portability(
+    module: Any,
+    graphs: Mapping[str, torch._C.Graph],
+    *,
+    roundtrip_result: tuple[str | None, str] = (None, ""),
+    backend_step: str | None = None,
+) -> Portability:
+    """What ties the frozen ``module`` (with these final graphs) to one place.
+
+    Args:
+        module: the frozen module.
+        graphs: its method graphs after the last step.
+        roundtrip_result: what :func:`roundtrip` said (``(None, "")``: not checked).
+        backend_step: the step that brought in backend-only nodes.
+
+    Returns:
+        A :class:`Portability`.
+    """
+    tensors = constant_tensors(graphs.values())
+    devices, dtypes = devices_and_dtypes(tensors)
+    backend = backend_only_nodes(graphs.values())
+    reason = unsaveable_reason(graphs)
+    outcome, note = roundtrip_result
+    if reason:
+        outcome, note = "unsaveable", f"not saveable: {reason}."
+    return Portability(
+        devices=tuple(devices),
+        dtypes=tuple(dtypes),
+        backend_only_nodes=backend,
+        saveable=not reason and outcome != "unsaveable",
+        roundtrip=outcome,
+        note=note,
+        step=backend_step if (backend or reason) else None,
+    )
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or ["no message"])[-1][:200]
+
+
+def roundtrip(
+    module: Any,
+    inputs: Sequence[Any],
+    expected: Any,
+    *,
+    saved: str | os.PathLike[str] | None = None,
+    timeout: float = ROUNDTRIP_TIMEOUT,
+) -> tuple[str, str]:
+    """Save ``module``, load it in a fresh process and compare its outputs with ``expected``.
+
+    Args:
+        module: the frozen module (saved with ``torch.jit.save`` unless ``saved`` is given).
+        inputs: the sample inputs.
+        expected: what the frozen module returned on them in this process.
+        saved: a file the module was already saved to (``freeze -o``): loaded as is.
+        timeout: seconds the fresh process may take.
+
+    Returns:
+        ``("same" | "differs" | "unsaveable", sentence)``; the sentence says why when the
+        outputs differ or the file cannot be saved or loaded.
+    """
+    graphs = {m: module._c._get_method(m).graph for m in ("forward",) if module._c._has_method(m)}
+    reason = unsaveable_reason(graphs)
+    if reason:
+        return "unsaveable", f"not saveable: {reason}."
+    with tempfile.TemporaryDirectory(prefix="freezeview-roundtrip-") as tmp:
+        folder = Path(tmp)
+        model_path = Path(saved) if saved is not None else folder / "model.pt"
+        if saved is None:
+            try:
+                torch.jit.save(module, str(model_path))
+            except Exception as exc:
+                return "unsaveable", f"torch.jit.save failed: {_first_line(str(exc))}."
+        torch.save(tuple(inputs), str(folder / "inputs.pt"))
+        out_path = folder / "outputs.pt"
+        try:
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    _CHILD,
+                    str(model_path),
+                    str(folder / "inputs.pt"),
+                    str(out_path),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return "differs", f"the fresh process did not load and run it within {timeout:.0f} s."
+        if done.returncode != 0 or not out_path.exists():
+            return "unsaveable", (
+                "torch.jit.load or the forward failed in a fresh process: "
+                f"{_first_line(done.stderr)}."
+            )
+        got = torch.load(str(out_path), weights_only=False)
+    numerics = compare_outputs(expected, got)
+    if numerics.exact or (numerics.allclose and not numerics.note):
+        return "same", ""
+    detail = numerics.note or f"max abs difference {numerics.max_abs:.3g}"
+    return "differs", f"outputs after a save and a load in a fresh process differ ({detail})."

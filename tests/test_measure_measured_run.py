@@ -1,0 +1,88 @@
+"""A stepwise freeze with its numbers (freezeview/engine/measure/measured_run.py).
+
+Which steps are timed, what the constant bytes are at the end, what the result weighs
+and whether it travels: all held against torch's own freeze of the same module.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import torch
+
+from freezeview.engine.freeze import Pipeline, Plan, default_passes
+from freezeview.engine.measure import MeasuredRun, constant_bytes
+from tests.measure_models import SMALL_INPUT_SHAPE, small_conv_net
+
+BUDGET = 0.01
+
+
+def _run(optimize: bool = False, inputs: bool = True, **finish) -> tuple[MeasuredRun, list]:
+    plan = Plan(passes=default_passes(True, optimize), optimize_for_inference=optimize)
+    x = (torch.randn(SMALL_INPUT_SHAPE),) if inputs else None
+    run = MeasuredRun(Pipeline(small_conv_net(), plan, x), budget=BUDGET)
+    steps = list(run.run())
+    run.finish(**finish)
+    return run, steps
+
+
+def test_changed_steps_are_timed_against_the_unfrozen_module() -> None:
+    threads = torch.get_num_threads()
+    run, steps = _run(check_roundtrip=False)
+    m = run.measurement
+    assert torch.get_num_threads() == threads
+    assert m.unfrozen is not None and m.unfrozen.threads == 1
+    assert sorted(m.steps) == [s.index for s in steps if s.changed]
+    # Unchanged steps carry the bytes of the step before them.
+    for before, step in itertools.pairwise(steps):
+        if not step.changed:
+            assert m.constant_bytes[step.index] == m.constant_bytes[before.index]
+    # The final figure is the last pass's graph, compared with the unfrozen module.
+    assert m.frozen == m.steps[max(m.steps)]
+    assert m.overall is not None and m.overall.ratio == m.frozen.median / m.unfrozen.median
+    assert {t.latency for t in run.timings} == {m.unfrozen, *m.steps.values()}
+    assert all(t.calls >= t.latency.runs for t in run.timings)
+
+
+def test_final_constant_bytes_equal_torch_freeze() -> None:
+    """The last step's constants weigh what torch.jit.freeze's graph holds."""
+    run, steps = _run(inputs=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = torch.jit.freeze(small_conv_net())
+    m = run.measurement
+    assert m.constant_bytes[steps[-1].index] == constant_bytes([reference.graph])
+    assert m.sizes is not None and m.sizes.constant_bytes == constant_bytes([reference.graph])
+    assert m.sizes.duplicate_constant_bytes == 0 and m.sizes.kept_attribute_bytes == 0
+    # The inline step still reads every weight with prim::GetAttr.
+    assert m.constant_bytes[0] == 0
+
+
+def test_without_inputs_nothing_runs() -> None:
+    """No sample inputs: no forward, no timing, no round trip; sizes still reported."""
+    run, _ = _run(inputs=False)
+    m = run.measurement
+    assert run.timings == [] and m.unfrozen is None and m.steps == {}
+    assert m.latency_json() is None
+    assert m.portability is not None and m.portability.roundtrip is None
+    assert m.portability.saveable
+
+
+def test_optimize_for_inference_names_the_mkldnn_step(tmp_path) -> None:
+    """The MKLDNN conversion is the step that makes the result unsaveable and bound."""
+    model = tmp_path / "small.pt"
+    torch.jit.save(small_conv_net(), str(model))
+    run, steps = _run(optimize=True, input_file=model)
+    port = run.measurement.portability
+    sizes = run.measurement.sizes
+    assert sizes is not None and sizes.input_file_bytes == model.stat().st_size
+    assert port is not None
+    mkldnn = next(s for s in steps if s.name == "convert_to_mkldnn")
+    if not mkldnn.changed:
+        assert port.portable
+        return
+    assert not port.saveable and port.roundtrip == "unsaveable"
+    assert port.step == "convert_to_mkldnn"
+    assert "prim::ConstantMKLDNNTensor" in port.backend_only_nodes
+    assert mkldnn.index in run.measurement.steps
