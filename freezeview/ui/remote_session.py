@@ -42,7 +42,7 @@ import tempfile
 import threading
 import traceback
 import warnings
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, OutputError, PlanError
 
 if TYPE_CHECKING:
+    from ..engine.draw.layout_values import GraphLayout
     from ..engine.graph.inventory_values import Inventory
     from ..engine.graph.snapshot_values import GraphSnapshot
     from .views import AttrView, OpenedView, StepView
@@ -360,6 +361,26 @@ class RemoteSession:
         self.last_notes = list(notes)
         return [Path(p) for p in paths]
 
+    def graph_layout(
+        self,
+        before: GraphSnapshot | None,
+        after: GraphSnapshot,
+        level: int | str | None = "auto",
+        expand: Sequence[str] = (),
+        reasons: Mapping[str, str] | None = None,
+    ) -> GraphLayout:
+        """The step's graph (or its diff against ``before``) laid out for the graph view:
+        dot and the diff run in the engine process."""
+        layout: GraphLayout = self._call(
+            "graph_layout",
+            self._ref(before),
+            self._ref(after),
+            level,
+            tuple(expand),
+            dict(reasons or {}),
+        )
+        return layout
+
     def export(self, out_dir: Path, preserved: Sequence[str], passes: Sequence[str]) -> list[Path]:
         """Write everything ``freezeview export`` writes into ``out_dir``."""
         paths, notes = self._call("export", Path(out_dir), list(preserved), list(passes))
@@ -543,6 +564,19 @@ class _Engine:
             self._snapshot(before), self._snapshot(after), out_dir, stem
         )
         return [str(p) for p in paths], list(self.session.last_notes)
+
+    def call_graph_layout(
+        self,
+        rid: int,
+        before: tuple[str, Any],
+        after: tuple[str, Any],
+        level: Any,
+        expand: tuple[str, ...],
+        reasons: dict[str, str],
+    ) -> Any:
+        return self.session.graph_layout(
+            self._snapshot(before), self._snapshot(after), level, expand, reasons
+        )
 
     def call_export(self, rid: int, out_dir: Path, preserved: list[str], passes: list[str]) -> Any:
         paths = self.session.export(out_dir, preserved, passes)

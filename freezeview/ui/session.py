@@ -12,7 +12,7 @@ the app uses it directly only when given an already loaded module (Python API, t
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from .views import AttrView, OpenedView, PassView, ReasonView, StepView
 # Explain, the pipeline, diffs and numerics are imported where they are used: opening a
 # model needs none of them, and the app's engine process answers "open" first.
 if TYPE_CHECKING:
+    from ..engine.draw.layout_values import GraphLayout
     from ..engine.graph.inventory_values import Inventory
 
 __all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "Session", "StepView"]
@@ -65,6 +66,7 @@ class Session:
     last_notes: list[str] = field(default_factory=list)
     _render_options: Any = field(default=None, repr=False)
     _inputs: tuple[Any, ...] | None = field(default=None, repr=False)
+    _layouts: Any = field(default=None, repr=False)
 
     # -- loading ---------------------------------------------------------------------
     @property
@@ -236,6 +238,24 @@ class Session:
             text = self.diff_text(before, after, "before", stem)
             written.append(write_text(out_dir / f"{stem}.diff", text))
         return written
+
+    def graph_layout(
+        self,
+        before: GraphSnapshot | None,
+        after: GraphSnapshot,
+        level: int | str | None = "auto",
+        expand: Sequence[str] = (),
+        reasons: Mapping[str, str] | None = None,
+    ) -> GraphLayout:
+        """The step's graph (its diff against ``before`` when given) laid out by dot in
+        terminal cells for the graph view; kept per step, level and opened boxes."""
+        from ..engine.draw.view_scopes import module_paths
+        from .graph_layouts import StepLayouts
+
+        if self._layouts is None:
+            self._layouts = StepLayouts(module_paths(self.module))
+        layouts: StepLayouts = self._layouts
+        return layouts.layout(before, after, level=level, expand=expand, reasons=reasons)
 
     def export(self, out_dir: Path, preserved: Sequence[str], passes: Sequence[str]) -> list[Path]:
         """Write everything ``freezeview export`` writes into ``out_dir``."""

@@ -1,0 +1,102 @@
+"""The graph view's layouts, made where the engine runs and kept per step and level.
+
+:meth:`freezeview.ui.session.Session.graph_layout` hands its calls here: a step's graph,
+or its diff against the step before, laid out by Graphviz on a grid of terminal cells
+(:func:`freezeview.engine.draw.layout.layout_graph`). Layouts are kept by the snapshots
+they were made from, the level, the opened boxes and the kept attributes, so stepping
+back and forth or zooming out and in again asks dot nothing. In ``freezeview MODEL.pt``
+this runs in the engine process (``RemoteSession.graph_layout`` names the snapshots by
+key), so dot's run and the diff never hold the screen's process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..engine.draw.box_ceiling import Overruns
+from ..engine.draw.layout import TERMINAL_BUDGET, layout_graph
+from ..engine.draw.layout_values import GraphLayout
+from ..engine.draw.render_plan import RenderOptions
+from ..engine.graph.snapshot_values import GraphSnapshot
+
+__all__ = ["VIEW_BUDGET", "VIEW_TIMEOUT", "StepLayouts"]
+
+#: Boxes at the view's automatic level: about one screen of a 160x48 terminal.
+VIEW_BUDGET = min(TERMINAL_BUDGET, 60)
+#: Seconds one dot run of the view may take before it falls back to a coarser level
+#: (the SVGs wait longer: they are files, the view is a key press).
+VIEW_TIMEOUT = 4.0
+# Layouts kept: a few steps, each at a few levels, both plain and as a diff.
+_KEPT = 24
+
+
+class StepLayouts:
+    """Layouts of a model's steps, kept by what they were made from.
+
+    Args:
+        modules: the model's module paths (``module_paths``), for the box names.
+    """
+
+    def __init__(self, modules: frozenset[str] | None) -> None:
+        self.modules = modules
+        self.overruns = Overruns()
+        self._kept: OrderedDict[tuple[Any, ...], tuple[Any, GraphLayout]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def layout(
+        self,
+        before: GraphSnapshot | None,
+        after: GraphSnapshot,
+        *,
+        level: int | str | None = "auto",
+        expand: Sequence[str] = (),
+        reasons: Mapping[str, str] | None = None,
+        title: str = "",
+    ) -> GraphLayout:
+        """``after`` laid out (coloured by its diff against ``before`` when given).
+
+        Args:
+            before: the step before, for the diff; None for the graph alone.
+            after: the step's graph.
+            level: ``"auto"``, a box depth, or None for every op.
+            expand: modules opened down to their ops.
+            reasons: kept attribute path -> why it was kept (marked in the view).
+            title: the caption.
+        """
+        reasons = dict(reasons or {})
+        key = (
+            id(before),
+            id(after),
+            level,
+            tuple(expand),
+            tuple(sorted(reasons.items())),
+        )
+        with self._lock:
+            hit = self._kept.get(key)
+            if hit is not None:
+                self._kept.move_to_end(key)
+                return hit[1]
+        diff = None
+        if before is not None:
+            from ..engine.diff.diff import diff_snapshots
+
+            diff = diff_snapshots(before, after)
+        options = RenderOptions(
+            budget=VIEW_BUDGET,
+            expand=tuple(expand),
+            reasons=reasons or None,
+            timeout=VIEW_TIMEOUT,
+            modules=self.modules,
+            overruns=self.overruns,
+            edge_labels=False,
+        )
+        result = layout_graph(after, diff=diff, level=level, options=options, title=title)
+        with self._lock:
+            # The snapshots are held with the layout so their ids stay theirs.
+            self._kept[key] = ((before, after), result)
+            while len(self._kept) > _KEPT:
+                self._kept.popitem(last=False)
+        return result

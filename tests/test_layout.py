@@ -1,0 +1,124 @@
+"""Tests for the graph view's layout (engine/draw/layout.py) and its character canvas
+(ui/graph_canvas.py): dot's positions and routes turned into terminal cells.
+
+What must hold on every picture: every box of the view is placed, no two boxes (so no
+two labels) overlap, each edge starts on its tail box's frame and ends on its head
+box's frame with every cell between outside both, and a graph dot cannot lay out in
+time falls back to a coarser level, then to a sentence.
+"""
+
+from __future__ import annotations
+
+import shutil
+from itertools import combinations
+
+import pytest
+import torch
+from render_models import ConvBnRelu, Stacked, scripted
+
+from freezeview.engine.diff.diff import diff_snapshots
+from freezeview.engine.draw.box_ceiling import Overruns
+from freezeview.engine.draw.collapse import build_view
+from freezeview.engine.draw.layout import layout_graph
+from freezeview.engine.draw.layout_values import GraphLayout
+from freezeview.engine.draw.render_plan import RenderOptions
+from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
+from freezeview.ui.graph_canvas import Canvas
+
+pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+
+
+def inlined(module: torch.jit.ScriptModule) -> GraphSnapshot:
+    graph = module.forward.graph.copy()
+    torch._C._jit_pass_inline(graph)
+    return snapshot_graph(graph)
+
+
+def frozen(module: torch.jit.ScriptModule) -> GraphSnapshot:
+    return snapshot_graph(torch.jit.freeze(module).graph)
+
+
+def check_readable(layout: GraphLayout) -> None:
+    """No two boxes overlap; every edge runs from its tail's frame to its head's frame."""
+    boxes = list(layout.boxes.values())
+    for a, b in combinations(boxes, 2):
+        apart = a.x + a.w <= b.x or b.x + b.w <= a.x or a.y + a.h <= b.y or b.y + b.h <= a.y
+        assert apart, f"{a.key} {a.lines[0]!r} overlaps {b.key} {b.lines[0]!r}"
+    for box in boxes:
+        assert 0 <= box.x and box.x + box.w <= layout.width
+        assert 0 <= box.y and box.y + box.h <= layout.height
+        for line in box.lines:
+            assert len(line) <= box.w - 4  # each label line fits inside its frame
+    for edge in layout.edges:
+        tail, head = layout.boxes[edge.tail], layout.boxes[edge.head]
+        cells = edge.cells
+        assert tail.on_border(*cells[0]), f"{edge.tail}->{edge.head} starts off its tail"
+        assert head.on_border(*cells[-1]), f"{edge.tail}->{edge.head} ends off its head"
+        for (x0, y0), (x1, y1) in zip(cells, cells[1:], strict=False):
+            assert abs(x1 - x0) + abs(y1 - y0) == 1, "an edge's cells are 4-connected"
+        for cell in cells[1:-1]:
+            assert not tail.contains(*cell) and not head.contains(*cell)
+
+
+def test_small_graph_every_box_placed_and_drawn() -> None:
+    snap = inlined(scripted(ConvBnRelu()))
+    layout = layout_graph(snap, level=None)
+    view = build_view(snap, level=None, edge_labels=False)
+    assert set(layout.boxes) == set(view.nodes)
+    check_readable(layout)
+    text = Canvas(layout).text()
+    for box in layout.boxes.values():
+        assert box.lines[0] in text  # every box's title is on the canvas
+    # The arrow tips sit on the head boxes' frames.
+    assert "▼" in text or "▶" in text or "◀" in text or "▲" in text
+
+
+def test_diff_colours_and_ghosts() -> None:
+    module = scripted(ConvBnRelu())
+    before = inlined(module)
+    after = frozen(module)
+    layout = layout_graph(after, diff=diff_snapshots(before, after), level=None)
+    statuses = {b.status for b in layout.boxes.values()}
+    assert "removed" in statuses  # batch_norm and the attribute reads, as ghosts
+    assert any(b.role == "ghost" for b in layout.boxes.values())
+    assert layout.diff
+    check_readable(layout)
+    canvas = Canvas(layout)
+    # Ghosts are drawn with dashed frames.
+    assert "┄" in canvas.text() or "┆" in canvas.text()
+
+
+def test_levels_module_boxes_and_expand() -> None:
+    module = scripted(Stacked())
+    snap = inlined(module)
+    coarse = layout_graph(snap, level=1)
+    assert coarse.level == 1 and coarse.levels[-1] is None
+    scopes = [b for b in coarse.boxes.values() if b.role == "scope"]
+    assert scopes, "level 1 folds the submodules into boxes"
+    check_readable(coarse)
+    opened = layout_graph(snap, level=1, options=RenderOptions(expand=(scopes[0].scope,)))
+    assert scopes[0].key not in opened.boxes or opened.boxes[scopes[0].key].role != "scope"
+    assert len(opened.boxes) > len(coarse.boxes)
+    check_readable(opened)
+
+
+def test_box_of_finds_the_box_of_a_node() -> None:
+    snap = inlined(scripted(ConvBnRelu()))
+    layout = layout_graph(snap, level=None)
+    box = next(b for b in layout.boxes.values() if b.node_ids)
+    assert layout.box_of(box.node_ids[0]) == box
+    assert layout.box_at(*box.centre) == box
+
+
+def test_overrun_falls_back_then_says_so() -> None:
+    snap = inlined(scripted(Stacked()))
+    # A ceiling of one box: every level is "too big", the coarsest is still tried once
+    # the finer ones are skipped; with a timeout no run can meet, nothing is drawn.
+    options = RenderOptions(timeout=1e-4, overruns=Overruns())
+    layout = layout_graph(snap, level=None, options=options)
+    assert not layout.boxes
+    assert layout.notes and "nothing to draw" in layout.notes[-1]
+    options = RenderOptions(max_boxes=3)
+    layout = layout_graph(snap, level=None, options=options)
+    assert layout.boxes and layout.level is not None
+    assert any("ceiling" in note for note in layout.notes)
