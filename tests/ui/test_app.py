@@ -500,3 +500,19 @@ async def test_the_status_line_links_the_export_and_o_opens_it(
         await pilot.press("o")
         assert opened == [page.resolve().as_uri()]
         assert str(page) in str(screen.query_one("#status").render())
+
+
+async def test_a_pass_switched_off_and_on_keeps_its_place(small_pt: Path, tmp_path: Path) -> None:
+    """Passes run in the list's order: t twice gives back the plan that ran."""
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        before = screen.enabled_passes()
+        screen.steps_bar.passes.focus()
+        screen.steps_bar.passes.highlighted = 0
+        await pilot.press("t")
+        assert screen.enabled_passes() == before[1:] and screen.stale
+        await pilot.press("t")
+        assert screen.enabled_passes() == before
+        assert not screen.stale

@@ -76,7 +76,7 @@ class StepsBar(Horizontal):
 
     @dataclass
     class PassesChanged(Message):
-        """The checked passes changed (``enabled``, in the list's order)."""
+        """The checked passes changed (``enabled``, in the order they run)."""
 
         enabled: list[str]
 
@@ -129,8 +129,13 @@ class StepsBar(Horizontal):
         )
 
     def enabled_passes(self) -> list[str]:
-        """Pass ids checked, in the list's order."""
-        return [str(v) for v in self.passes.selected]
+        """Pass ids checked, in the list's order (the order they run in)."""
+        # Not SelectionList.selected: that is in the order the boxes were checked, and a
+        # pass switched off and on again would move to the end of the run.
+        lst = self.passes
+        selected = set(lst.selected)
+        values = (lst.get_option_at_index(i).value for i in range(lst.option_count))
+        return [str(v) for v in values if v in selected]
 
     def toggle_pass(self) -> None:
         """Switch the highlighted pass (the first one if none is) on or off."""
