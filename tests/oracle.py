@@ -37,6 +37,7 @@ __all__ = [
     "frozen_attribute_paths",
     "frozen_graph_signature",
     "module_aliases",
+    "refreeze",
     "status_from_torch",
     "torch_freeze",
     "torch_inlined_paths",
@@ -265,12 +266,38 @@ def torch_freeze(
     preserved_attrs: Sequence[str] = (),
     optimize_numerics: bool = True,
 ) -> torch.jit.ScriptModule:
-    """``torch.jit.freeze`` with its DeprecationWarning silenced (torch 2.5+ warns)."""
+    """``torch.jit.freeze`` with its DeprecationWarning silenced (torch 2.5+ warns).
+
+    An already-frozen module has no ``training`` attribute, which ``torch.jit.freeze``
+    reads before anything else (``AttributeError``); torch's freezing itself accepts such
+    a module, so the rest of ``torch.jit.freeze`` is called as it calls it.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        return torch.jit.freeze(
-            module, preserved_attrs=list(preserved_attrs), optimize_numerics=optimize_numerics
-        )
+        if module._c.hasattr("training"):
+            return torch.jit.freeze(
+                module, preserved_attrs=list(preserved_attrs), optimize_numerics=optimize_numerics
+            )
+        return refreeze(module, preserved_attrs, optimize_numerics)
+
+
+def refreeze(
+    module: torch.jit.ScriptModule,
+    preserved_attrs: Sequence[str] = (),
+    optimize_numerics: bool = True,
+) -> torch.jit.ScriptModule:
+    """``torch.jit.freeze``'s own steps (torch/jit/_freeze.py) without its training check.
+
+    For a module torch has frozen already: its ``training`` flag was folded and removed,
+    so ``torch.jit.freeze``'s first line cannot read it.
+    """
+    frozen = torch.jit.RecursiveScriptModule(
+        torch._C._freeze_module(module._c, list(preserved_attrs))
+    )
+    torch.jit.RecursiveScriptModule._finalize_scriptmodule(frozen)
+    methods = [name for name in preserved_attrs if module._c._has_method(name)]
+    torch.jit.run_frozen_optimizations(frozen, optimize_numerics, methods)
+    return frozen
 
 
 def module_aliases(module: ModuleLike) -> dict[str, str]:

@@ -12,6 +12,7 @@ import contextlib
 import copy
 import io
 import json
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -60,6 +61,12 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     docs["explain"].append(
         json.loads(_run(["explain", str(model), "--preserve", "temperature", "--json"]))
     )
+    # An already-frozen model: explain lists what freezing left in it.
+    frozen = folder / "frozen-example.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.jit.save(torch.jit.freeze(example_module().build()), str(frozen))
+    docs["explain"].append(json.loads(_run(["explain", str(frozen), "--json"])))
     lines = _run(["freeze", str(model), "-o", str(folder / "frozen.pt"), "--json", *shape])
     for line in lines.splitlines():
         doc = json.loads(line)
@@ -110,6 +117,7 @@ def test_real_output_validates(name: str, documents: dict[str, list[Any]]) -> No
 def test_the_examples_reach_the_interesting_branches(documents: dict[str, list[Any]]) -> None:
     # Without these the schemas' inner objects would be validated against nothing.
     assert any(a["status"] == "kept" for a in documents["explain"][1]["attributes"])
+    assert documents["explain"][2]["already_frozen"]["constants"]
     assert any(s["numerics"] for s in documents["freeze-step"])
     assert any(v["reason"] for r in documents["check"][1]["rules"] for v in r["violations"])
     assert documents["compare"][0]["status_changes"]

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 from corpus import CASES, Case
-from oracle import frozen_attribute_paths
+from oracle import frozen_attribute_paths, torch_freeze
 
 from freezeview.engine.freeze.passes import REGISTRY, PassInfo, default_passes
 from freezeview.engine.freeze.pipeline import (
@@ -129,7 +129,8 @@ def _text(graph: torch._C.Graph) -> str:
 def _torch_freeze(module: torch.jit.ScriptModule, case: Case, **kw: bool) -> torch.jit.ScriptModule:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return torch.jit.freeze(module, preserved_attrs=list(case.preserved_attrs), **kw)
+        # torch.jit.freeze, or its own steps for an already-frozen module (no `training`).
+        return torch_freeze(module, case.preserved_attrs, **kw)
 
 
 def _methods(module: torch.jit.ScriptModule, preserved: tuple[str, ...]) -> Iterator[str]:

@@ -20,9 +20,17 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
+    from ..engine.graph import FrozenContents
     from ..engine.reasons.verdicts import AttributeVerdict, Explanation
 
-__all__ = ["import_engine", "print_disagreements", "register", "render_explanation", "run"]
+__all__ = [
+    "import_engine",
+    "print_disagreements",
+    "print_frozen_contents",
+    "register",
+    "render_explanation",
+    "run",
+]
 
 STATUS_STYLE = {"kept": "bold yellow", "inlined": "green", "dropped": "dim"}
 STATUS_ORDER = {"kept": 0, "inlined": 1, "dropped": 2}
@@ -191,6 +199,8 @@ def render_explanation(
         f"preserved: {', '.join(result.preserved_attrs) or 'nothing'} · "
         f"methods: {', '.join(result.methods)}"
     )
+    if result.frozen is not None:
+        print_frozen_contents(console, result.frozen)
     narrow = console.width < 100
     for owner in sorted(groups, key=group_rank):
         rows = sorted(groups[owner], key=lambda v: STATUS_ORDER[v.status])
@@ -221,6 +231,33 @@ def render_explanation(
     console.print(f"[bold]{result.summary()}[/]{more}")
     for warning in result.warnings:
         console.print(f"[dim]torch said: {warning}[/]")
+
+
+def print_frozen_contents(console: Console, frozen: FrozenContents) -> None:
+    """What freezing left in an already-frozen model: its constants, biggest first."""
+    from rich.table import Table
+
+    console.print(
+        f"[bold]{frozen.summary()}[/]: this is torch.jit.freeze's output; freezing it "
+        "again runs only what still changes it (freezeview freeze shows each step)."
+    )
+    if frozen.kept:
+        console.print(f"kept by freezing: {', '.join(frozen.kept)}")
+    if not frozen.constants:
+        return
+    table = Table(title="constants", title_justify="left", show_lines=False)
+    table.add_column("constant", overflow="fold")
+    table.add_column("type / value", overflow="fold")
+    table.add_column("bytes", justify="right", no_wrap=True)
+    table.add_column("read by", overflow="fold")
+    for constant in frozen.constants:
+        value = (
+            f"{constant.dtype}{list(constant.shape)} {constant.device}"
+            if constant.shape is not None
+            else constant.type
+        )
+        table.add_row(constant.name, value, f"{constant.nbytes:,}", ", ".join(constant.users))
+    console.print(fit_table(console, table))
 
 
 def _table(title: str, *, unbounded: bool) -> Table:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.freeze.passes import REGISTRY, default_passes
 from ..engine.graph.snapshot_values import GraphSnapshot, SourceLocation
-from ..engine.load.loading import LoadedModel, load_model
+from ..engine.load.loading import LoadedModel, in_training_mode, load_model
 from ..engine.plumbing.atomic import write_text
 from ..engine.plumbing.errors import BadInputError, PlanError
 from ..engine.reasons.mutation import inline_method_graph
@@ -87,7 +87,7 @@ class Session:
                 imports=self.imports,
                 libraries=self.libraries,
             )
-        elif self.eval_mode and self.loaded.module.training:
+        elif self.eval_mode and in_training_mode(self.loaded.module):
             self.loaded.module.eval()
         return self.loaded
 
@@ -115,7 +115,11 @@ class Session:
             node_count=node_count,
             code=str(loaded.module.code) if hasattr(loaded.module, "code") else "",
             load_seconds=loaded.load_seconds,
-            warnings=(*loaded.notes, *loaded.warnings),
+            warnings=(
+                *loaded.notes,
+                *(_frozen_note(loaded, self.build_inventory()) if loaded.already_frozen else ()),
+                *loaded.warnings,
+            ),
             passes=tuple(self.available_passes()),
         )
 
@@ -135,7 +139,7 @@ class Session:
             PlanError: a training-mode module, an unknown name, or torch cannot freeze.
         """
         self.build_inventory()
-        if self.module.training:
+        if in_training_mode(self.module):
             raise PlanError(
                 f"{self.name} holds a module in training mode; freezing needs eval mode: "
                 "start freezeview with --eval."
@@ -272,6 +276,14 @@ def _plan(preserved: Sequence[str], passes: Sequence[str]) -> Any:
     from ..engine.freeze.pipeline import Plan
 
     # Ticking an optimize_for_inference pass is asking for optimize_for_inference.
+def _frozen_note(loaded: LoadedModel, inventory: Inventory) -> tuple[str, ...]:
+    """The status line's sentence for an already-frozen model: what freezing left in it."""
+    from ..engine.graph.frozen_contents import frozen_contents
+
+    contents = frozen_contents(loaded.module, inventory)
+    return (f"{contents.summary()}: freezing it again runs only what still changes it",)
+
+
     inference = any(REGISTRY[p].group == "inference" for p in passes if p in REGISTRY)
     return Plan.default(tuple(preserved), optimize_for_inference=inference).replace(
         passes=tuple(passes)

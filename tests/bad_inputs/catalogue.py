@@ -20,6 +20,7 @@ import random
 import re
 import subprocess
 import sys
+import warnings
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -348,6 +349,15 @@ def _newer_format(tmp: Path) -> Built:
     return Built(model=p, guarded=(p,))
 
 
+def _optimized_for_inference(tmp: Path) -> Built:
+    p = tmp / "optimized.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        scripted = torch.jit.script(TinyNet().eval())
+        torch.jit.save(torch.jit.optimize_for_inference(scripted), str(p))
+    return Built(model=p, guarded=(p,))
+
+
 def _state_dict(tmp: Path) -> Built:
     p = tmp / "weights.pt"
     torch.save(TinyNet().state_dict(), p)
@@ -613,6 +623,15 @@ CATALOGUE: tuple[BadInput, ...] = (
         "a file format version newer than this torch reads",
         _newer_format,
         r"was saved by a newer torch than [\d.]+ \(format 99; this torch reads up to \d+\)",
+        2,
+    ),
+    BadInput(
+        "optimized-for-inference-mkldnn",
+        "optimize_for_inference's output of a convolution model (MKLDNN weights torch "
+        "saves as nothing)",
+        _optimized_for_inference,
+        r"holds a graph constant that torch\.jit\.save could not write.*"
+        r"before optimize_for_inference",
         2,
     ),
     BadInput(

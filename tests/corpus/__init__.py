@@ -13,6 +13,7 @@ from . import (
     basic,
     custom_ops,
     foreign,
+    frozen,
     mutation,
     patterns,
     preserve,
@@ -46,6 +47,7 @@ CASES: list[Case] = [
     *foreign.CASES,
     *custom_ops.CASES,
     *submodule_methods.CASES,
+    *frozen.CASES,
 ]
 
 _names = [case.name for case in CASES]

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import torch
 
 from ..freeze import Numerics, Pipeline, Plan
-from ..load import LoadedModel, check_eval, load_model
+from ..load import LoadedModel, check_eval, in_training_mode, load_model
 from ..plumbing import PlanError
 from ..reasons import Explanation, TorchOutcome, explain, module_statuses, torch_statuses_only
 
@@ -191,7 +191,7 @@ def as_loaded(model: Any, eval_mode: bool = False) -> LoadedModel:
         loaded = LoadedModel.from_module(model)
     else:
         return load_model(Path(model), eval_mode=eval_mode)
-    if eval_mode and loaded.module.training:
+    if eval_mode and in_training_mode(loaded.module):
         loaded.module.eval()
     return loaded
 

@@ -31,6 +31,12 @@ from .steps import (
 __all__: list[str] = []
 
 
+#: The inline step's first note when the model is already frozen (torch.jit.freeze's output).
+ALREADY_FROZEN_NOTE = (
+    "the model is already frozen (torch.jit.freeze's output): freezing it again, as torch "
+    "allows, changes only what is left to fold or clean up"
+)
+
 _FREEZE_TITLES = {
     "inline": "inline calls",
     "fold_attributes": "fold attributes to constants",
@@ -109,6 +115,7 @@ class FreezePhase(RunState):
                 forward.graph if forward is not None else None, pipe.module
             )
             tail: tuple[str, ...] = (note,) if note else ()
+            head = (ALREADY_FROZEN_NOTE,) if pipe.loaded.already_frozen else ()
 
             def inline_details(
                 before: Mapping[str, LazyGraph] = initial,
@@ -116,11 +123,12 @@ class FreezePhase(RunState):
                 changed: bool | OnceGraphs = changed,
                 # Bound now: the clean-up step below gives ``tail`` its own notes.
                 tail: tuple[str, ...] = tail,
+                head: tuple[str, ...] = head,
             ) -> StepDetails:
                 a, r, c, notes = kind_counts(before, after)
                 if not (changed.get() if isinstance(changed, OnceGraphs) else changed):
                     notes = ["nothing to inline: the methods call no other methods or functions"]
-                return a, r, c, (*notes, *tail)
+                return a, r, c, (*head, *notes, *tail)
 
             yield self._add(
                 Step(

@@ -14,8 +14,15 @@ from typing import TYPE_CHECKING
 from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from .frozen_contents import frozen_contents
     from .inventory import build_inventory, module_iterators, raw_module
-    from .inventory_values import AttributeInfo, Inventory, ModuleInfo
+    from .inventory_values import (
+        AttributeInfo,
+        FrozenConstant,
+        FrozenContents,
+        Inventory,
+        ModuleInfo,
+    )
     from .module_slots import attribute_paths, attribute_values
     from .naming import demangle
     from .snapshot import snapshot_graph
@@ -24,10 +31,13 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "frozen_contents": "frozen_contents",
         "build_inventory": "inventory",
         "module_iterators": "inventory",
         "raw_module": "inventory",
         "AttributeInfo": "inventory_values",
+        "FrozenConstant": "inventory_values",
+        "FrozenContents": "inventory_values",
         "Inventory": "inventory_values",
         "ModuleInfo": "inventory_values",
         "attribute_paths": "module_slots",
@@ -43,6 +53,8 @@ __getattr__, __dir__ = lazy_exports(
 
 __all__ = [
     "AttributeInfo",
+    "FrozenConstant",
+    "FrozenContents",
     "GraphSnapshot",
     "Inventory",
     "ModuleInfo",
@@ -52,6 +64,7 @@ __all__ = [
     "attribute_values",
     "build_inventory",
     "demangle",
+    "frozen_contents",
     "module_iterators",
     "parse_source_range",
     "raw_module",

@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING
 from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .loading import LoadedModel, check_eval, load_model
+    from .loading import LoadedModel, check_eval, in_training_mode, is_already_frozen, load_model
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "LoadedModel": "loading",
         "check_eval": "loading",
+        "in_training_mode": "loading",
+        "is_already_frozen": "loading",
         "load_model": "loading",
     },
 )
@@ -27,5 +29,7 @@ __getattr__, __dir__ = lazy_exports(
 __all__ = [
     "LoadedModel",
     "check_eval",
+    "in_training_mode",
+    "is_already_frozen",
     "load_model",
 ]

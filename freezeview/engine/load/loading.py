@@ -38,6 +38,8 @@ __all__ = [
     "LoadedModel",
     "check_eval",
     "check_model_file",
+    "in_training_mode",
+    "is_already_frozen",
     "load_model",
     "pickle_globals",
     "sniff_pickle",
@@ -58,6 +60,9 @@ class LoadedModel:
         was_training: True if the module was in training mode when loaded.
         notes: what freezeview did on its own while loading, one sentence each (a
             package it imported to define a custom operator).
+        already_frozen: the module is the output of ``torch.jit.freeze`` (or of
+            ``optimize_for_inference`` / ``optimize_for_mobile``, which freeze): see
+            :func:`is_already_frozen`.
     """
 
     module: torch.jit.ScriptModule
@@ -67,6 +72,7 @@ class LoadedModel:
     warnings: list[str] = field(default_factory=list)
     was_training: bool = False
     notes: list[str] = field(default_factory=list)
+    already_frozen: bool = False
 
     @classmethod
     def from_module(cls, module: torch.jit.ScriptModule, name: str | None = None) -> LoadedModel:
@@ -90,8 +96,37 @@ class LoadedModel:
         return cls(
             module=module,
             name=name or module.original_name,
-            was_training=bool(module.training),
+            was_training=in_training_mode(module),
+            already_frozen=is_already_frozen(module),
         )
+
+
+def is_already_frozen(module: torch.jit.ScriptModule) -> bool:
+    """Whether ``module`` is already frozen (what ``torch.jit.freeze`` returns).
+
+    Every scripted or traced module has a ``training`` attribute; freezing folds it (it
+    is False: torch freezes only eval-mode modules) and removes it with every other
+    attribute nothing reads any more. A root module without it is therefore a frozen
+    one, saved or not. Freezing it again is what torch allows and freezeview runs.
+
+    Args:
+        module: a ScriptModule.
+    """
+    return not module._c.hasattr("training")
+
+
+def in_training_mode(module: torch.jit.ScriptModule) -> bool:
+    """Whether ``module`` is in training mode.
+
+    A module without a ``training`` attribute (an already-frozen one, see
+    :func:`is_already_frozen`) is in eval mode: freezing removed the flag after folding it
+    to False, and torch's own ``module.training`` would raise ``AttributeError`` on it.
+
+    Args:
+        module: a ScriptModule.
+    """
+    cmod = module._c
+    return bool(cmod.hasattr("training") and cmod.getattr("training"))
 
 
 # --------------------------------------------------------------------------- torch errors
@@ -132,6 +167,15 @@ def _torch_error_sentence(p: Path, exc: BaseException) -> str:
         return (
             f"{p} is damaged or incomplete: archive member {missing.group(1)!r} is "
             "missing; copy or save the model again."
+        )
+    if "required keyword attribute 'value' is undefined" in text:
+        # A prim::Constant whose value torch.jit.save could not write: the MKLDNN tensors
+        # optimize_for_inference makes for convolutions are written as nothing.
+        return (
+            f"{p} holds a graph constant that torch.jit.save could not write (the MKLDNN "
+            "weights optimize_for_inference makes), so torch cannot load it back: save the "
+            "model before optimize_for_inference (torch.jit.freeze's output loads, and "
+            "freezeview freeze --optimize-for-inference shows what that pass does)."
         )
     if ("CUDA" in text and "is_available" in text) or "support for cuda" in text:
         return f"{p} holds CUDA tensors and this machine has no CUDA: pass --map-location cpu."
@@ -233,10 +277,11 @@ def load_model(
         name=p.name,
         load_seconds=elapsed,
         warnings=[f"{w.category.__name__}: {w.message}" for w in caught] + printed,
-        was_training=bool(module.training),
+        was_training=in_training_mode(module),
         notes=notes,
+        already_frozen=is_already_frozen(module),
     )
-    if eval_mode and module.training:
+    if eval_mode and loaded.was_training:
         module.eval()
     return loaded
 
@@ -265,7 +310,7 @@ def check_eval(loaded: LoadedModel) -> None:
     Raises:
         PlanError: the module (or the file it came from) is in training mode.
     """
-    if loaded.module.training:
+    if in_training_mode(loaded.module):
         raise PlanError(
             f"{loaded.path or loaded.name} holds a module in training mode, and freezing "
             "needs eval mode: pass --eval (or call .eval() on the module before saving it)."

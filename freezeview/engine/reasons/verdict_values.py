@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..graph import AttributeInfo, Inventory
+from ..graph import AttributeInfo, FrozenContents, Inventory
 
 __all__ = [
     "REASON_CODES",
@@ -115,7 +115,11 @@ class AttributeVerdict:
 
 @dataclass
 class Explanation:
-    """The verdict for every attribute of a model under one plan."""
+    """The verdict for every attribute of a model under one plan.
+
+    ``frozen`` is set when the model is already frozen (``torch.jit.freeze``'s output):
+    the constants and attributes that freezing left in it.
+    """
 
     model: str
     torch_version: str
@@ -128,6 +132,7 @@ class Explanation:
     torch_seconds: float = 0.0
     disagreements: list[Disagreement] = field(default_factory=list)
     torch_log: tuple[str, ...] = ()
+    frozen: FrozenContents | None = None
 
     def counts(self) -> dict[str, int]:
         """How many attributes are inlined, kept and dropped."""
@@ -156,7 +161,7 @@ class Explanation:
 
     def to_json(self) -> dict[str, Any]:
         """JSON document following DESIGN.md's ``explain --json`` contract."""
-        return {
+        data = {
             "model": self.model,
             "torch_version": self.torch_version,
             "plan": self.plan,
@@ -164,6 +169,9 @@ class Explanation:
             "attributes": [v.to_json() for v in self.attributes],
             "disagreements": [d.to_json() for d in self.disagreements],
         }
+        if self.frozen is not None:
+            data["already_frozen"] = self.frozen.to_json()
+        return data
 
 
 @dataclass(frozen=True, slots=True)

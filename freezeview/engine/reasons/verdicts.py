@@ -29,7 +29,14 @@ from typing import Any
 
 import torch
 
-from ..graph import AttributeInfo, Inventory, attribute_paths, build_inventory, raw_module
+from ..graph import (
+    AttributeInfo,
+    Inventory,
+    attribute_paths,
+    build_inventory,
+    frozen_contents,
+    raw_module,
+)
 from ..load import LoadedModel, check_eval, load_model
 from ..plumbing import BadInputError, PlanError, collector_paused
 from .agreement import settle
@@ -486,6 +493,7 @@ def _explain(
 
 
 def torch_statuses_only(
+        frozen=frozen_contents(loaded.module, inventory) if loaded.already_frozen else None,
     loaded: LoadedModel, preserved_attrs: Iterable[str], outcome: TorchOutcome
 ) -> Explanation | None:
     """torch's status for every attribute, without freezeview's reasons (fast).
