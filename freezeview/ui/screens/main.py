@@ -412,8 +412,8 @@ class MainScreen(Screen[None]):
 
     @on(StepsBar.PassToggled)
     def _pass_toggled(self, message: StepsBar.PassToggled) -> None:
-        on = "on" if message.on else "off"
-        self.set_status(f"pass {message.pass_id} {on}: press r to re-run")
+        state = "on" if message.on else "off"
+        self.set_status(f"pass {message.pass_id} {state}: press r to re-run")
         self.update_stale()
 
     @on(StepsBar.PassesChanged)
