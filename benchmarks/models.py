@@ -3,6 +3,8 @@
 * :func:`resnet50` - a torchvision-style ResNet-50 (bottleneck blocks [3, 4, 6, 3]),
   scripted the way torchvision scripts it (``forward`` calls ``_forward_impl``).
 * :func:`transformer_encoder` - a scripted 12-layer ``nn.TransformerEncoder``.
+* :func:`conv_stack` - a flat ``nn.Sequential`` of Conv-BN-ReLU blocks (~50 inlined
+  nodes each): many modules of one type, the shape that shows scans quadratic in them.
 * :func:`densenet_like` - dense blocks of concatenated conv-bn-relu layers (~6k inlined nodes).
 * :func:`speech_encoder` - a wav2vec2-style conv feature extractor plus wide-fan-out
   encoder layers (many small ops per layer).
@@ -14,7 +16,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["MODELS", "densenet_like", "resnet50", "speech_encoder", "transformer_encoder"]
+__all__ = [
+    "MODELS",
+    "conv_stack",
+    "densenet_like",
+    "resnet50",
+    "speech_encoder",
+    "transformer_encoder",
+]
 
 
 class Bottleneck(nn.Module):
@@ -94,6 +103,23 @@ def transformer_encoder(
     layer = nn.TransformerEncoderLayer(d_model, heads, d_model * 4, batch_first=True)
     encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
     return torch.jit.script(encoder.eval())
+
+
+def conv_stack(blocks: int = 512, channels: int = 8) -> torch.jit.ScriptModule:
+    """Scripted flat stack of ``blocks`` Conv-BN-ReLU blocks in eval mode (input
+    1x``channels``x8x8): every block a ``Sequential`` of the same three module types."""
+    torch.manual_seed(0)
+    stack = nn.Sequential(
+        *(
+            nn.Sequential(
+                nn.Conv2d(channels, channels, 3, padding=1, bias=False),
+                nn.BatchNorm2d(channels),
+                nn.ReLU(),
+            )
+            for _ in range(blocks)
+        )
+    )
+    return torch.jit.script(stack.eval())
 
 
 class DenseLayer(nn.Module):

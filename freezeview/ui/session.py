@@ -194,14 +194,19 @@ class Session:
         pipeline = Pipeline(self.load(), _plan(preserved, passes), inputs=self.sample_inputs())
         self.final_code = None
         previous: GraphSnapshot | None = None
-        for step in pipeline.run(progress=progress, cancel=cancel):
-            snapshot = step.snapshot if step.snapshot is not None else previous
-            if snapshot is None:
-                continue  # no forward graph to show yet
-            yield _step_view(step, snapshot)
-            previous = snapshot
-        if pipeline.frozen_module is not None:
-            self.final_code = str(pipeline.frozen_module.code)
+        try:
+            for step in pipeline.run(progress=progress, cancel=cancel):
+                snapshot = step.snapshot if step.snapshot is not None else previous
+                if snapshot is None:
+                    continue  # no forward graph to show yet
+                yield _step_view(step, snapshot)
+                previous = snapshot
+            if pipeline.frozen_module is not None:
+                self.final_code = str(pipeline.frozen_module.code)
+        finally:
+            # Every re-run freezes the same loaded model again: without this, torch
+            # keeps each run's frozen graphs and constants as long as the model lives.
+            pipeline.release()
 
     # -- text, pictures, files -------------------------------------------------------
     @staticmethod
@@ -271,11 +276,6 @@ class Session:
         return [Path(f) for f in result.files]
 
 
-def _plan(preserved: Sequence[str], passes: Sequence[str]) -> Any:
-    """The pipeline plan for the app's preserved names and ticked passes."""
-    from ..engine.freeze.pipeline import Plan
-
-    # Ticking an optimize_for_inference pass is asking for optimize_for_inference.
 def _frozen_note(loaded: LoadedModel, inventory: Inventory) -> tuple[str, ...]:
     """The status line's sentence for an already-frozen model: what freezing left in it."""
     from ..engine.graph.frozen_contents import frozen_contents
@@ -284,6 +284,11 @@ def _frozen_note(loaded: LoadedModel, inventory: Inventory) -> tuple[str, ...]:
     return (f"{contents.summary()}: freezing it again runs only what still changes it",)
 
 
+def _plan(preserved: Sequence[str], passes: Sequence[str]) -> Any:
+    """The pipeline plan for the app's preserved names and ticked passes."""
+    from ..engine.freeze.pipeline import Plan
+
+    # Ticking an optimize_for_inference pass is asking for optimize_for_inference.
     inference = any(REGISTRY[p].group == "inference" for p in passes if p in REGISTRY)
     return Plan.default(tuple(preserved), optimize_for_inference=inference).replace(
         passes=tuple(passes)

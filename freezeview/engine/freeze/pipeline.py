@@ -39,7 +39,7 @@ import torch
 
 from ..load import LoadedModel, check_eval, load_model
 from ..plumbing import BadInputError, PlanError
-from ..reasons import TorchOutcome
+from ..reasons import TorchOutcome, release_clone
 from .fold_picture import is_module_value, module_paths, resolve_attribute
 from .numerics import Numerics, StateGuard, compare_outputs, run_graph
 from .passes import (
@@ -205,6 +205,30 @@ class Pipeline:
         keep = index if new_plan.freeze_key == old_plan.freeze_key else 0
         self.plan = new_plan
         yield from self._execute(old, keep, old_plan, progress, cancel)
+
+    def release(self) -> None:
+        """Free the frozen module and torch's freezes of this pipeline for good.
+
+        torch keeps every frozen clone's graphs (and their folded constants) for as long
+        as the loaded model lives (:func:`~freezeview.engine.reasons.release_clone`): a
+        caller that freezes one loaded model again and again, as the app's re-runs do,
+        calls this once it has read all it needs. ``frozen_module`` is None afterwards,
+        and the steps' graphs must not be read any more (their snapshots taken before
+        stay valid).
+        """
+        clones = {id(o.frozen): o.frozen for o in self.outcomes.values() if o.frozen is not None}
+        for module in (self.working, self.frozen_module):
+            if module is not None:
+                clones[id(module._c)] = module._c
+        self.outcomes.clear()
+        self._explained.clear()
+        self.working = self.frozen_module = None
+        self._guards = []
+        released: list[Any] = []
+        for clone in clones.values():
+            if not any(clone == seen for seen in released):  # wrappers differ per access
+                release_clone(clone, self.module)
+                released.append(clone)
 
     @property
     def done(self) -> bool:

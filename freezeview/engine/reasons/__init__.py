@@ -15,7 +15,7 @@ from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .refusals import torch_refusal
-    from .torch_freeze import TorchOutcome, module_statuses, torch_outcome
+    from .torch_freeze import TorchOutcome, module_statuses, release_clone, torch_outcome
     from .verdict_values import REASON_CODES, AttributeVerdict, Explanation, Reason
     from .verdicts import explain, torch_statuses_only
 
@@ -25,6 +25,7 @@ __getattr__, __dir__ = lazy_exports(
         "torch_refusal": "refusals",
         "TorchOutcome": "torch_freeze",
         "module_statuses": "torch_freeze",
+        "release_clone": "torch_freeze",
         "torch_outcome": "torch_freeze",
         "AttributeVerdict": "verdict_values",
         "Explanation": "verdict_values",
@@ -43,6 +44,7 @@ __all__ = [
     "TorchOutcome",
     "explain",
     "module_statuses",
+    "release_clone",
     "torch_outcome",
     "torch_refusal",
     "torch_statuses_only",

@@ -33,6 +33,7 @@ __all__ = [
     "FREEZE_LOG_LINE",
     "TorchOutcome",
     "module_statuses",
+    "release_clone",
     "torch_outcome",
     "torch_statuses",
 ]
@@ -189,3 +190,78 @@ def module_statuses(
             canonical[path] = f"{canonical[owner]}.{name}" if owner else name
     submodules = frozenset(path for path, is_module in paths.items() if is_module)
     return torch_statuses(outcome, paths, canonical), submodules
+
+
+def _type_names(cmod: torch._C.ScriptModule) -> set[str]:
+    """The qualified names of every class type a module's type holds (its own included),
+    read off the types alone: no attribute value is converted."""
+    names: set[str] = set()
+    todo = [cmod._type()]
+    while todo:
+        kind = todo.pop()
+        name = kind.qualified_name()
+        if name not in names:
+            names.add(name)
+            todo.extend(t for t in kind.containedTypes() if isinstance(t, torch._C.ClassType))
+    return names
+
+
+def _module_types(cmod: torch._C.ScriptModule) -> dict[str, torch._C.ScriptModule]:
+    """One module of each class type in ``cmod``'s module tree (itself included)."""
+    found: dict[str, torch._C.ScriptModule] = {}
+    todo = [cmod]
+    while todo:
+        module = todo.pop()
+        name = module._type().qualified_name()
+        if name not in found:  # same type, same methods
+            found[name] = module
+            todo.extend(child for _, child in torch._C.ModuleDict(module).items())
+    return found
+
+
+def release_clone(clone: Any, original: Any) -> int:
+    """Free what a frozen clone of ``original`` keeps alive after its last use.
+
+    torch registers every class type of a clone, with its methods, in the compilation
+    unit of the module it was cloned from, and that unit lives as long as the loaded
+    model does: each freeze of one loaded model leaves its frozen graphs and their folded
+    constants there for good (ResNet-50: about 100 MB per freeze, with plain
+    ``torch.jit.freeze`` as well). The app freezes one loaded model again at every
+    re-run, so once a run's frozen module is no longer needed its methods' graphs are
+    emptied. Only types the clone does not share with ``original`` are touched: the
+    loaded model keeps all of its own code.
+
+    A method of the clone that was called keeps its executor's own copy of the graph,
+    which torch offers no way to drop: freezeview never calls a frozen clone's methods
+    (sample inputs run a function made from a copy of the graph, which goes with it).
+
+    Args:
+        clone: the frozen module (a ScriptModule or its ``_c``); unusable afterwards.
+        original: the module it was cloned from.
+
+    Returns:
+        How many method graphs were emptied.
+    """
+    clone_c = clone._c if hasattr(clone, "_c") else clone
+    original_c = original._c if hasattr(original, "_c") else original
+    own = _type_names(original_c)
+    emptied = 0
+    for name, module in _module_types(clone_c).items():
+        if name in own:
+            continue
+        for method_name in module._method_names():
+            # (Not _debug_flush_compilation_cache: it would make an executor, and with it
+            # a copy of the graph, for a method that never ran.)
+            _empty_graph(module._get_method(method_name).graph)
+            emptied += 1
+    return emptied
+
+
+def _empty_graph(graph: torch._C.Graph) -> None:
+    """Remove every node of ``graph`` (its inputs stay): the constants they hold go."""
+    graph.return_node().removeAllInputs()
+    torch._C._jit_pass_dce(graph)  # in C++: everything without side effects
+    # What is left has side effects: users come after producers, so go backwards.
+    for node in reversed(list(graph.nodes())):
+        if not any(output.uses() for output in node.outputs()):
+            node.destroy()

@@ -44,7 +44,7 @@ from .module_objects import ModuleObject, ModuleView, is_object, join_path
 from .mutation import Writer
 from .refusals import torch_refusal
 from .replay import FreezeReplay, WriteFact
-from .torch_freeze import TorchOutcome, torch_outcome, torch_statuses
+from .torch_freeze import TorchOutcome, release_clone, torch_outcome, torch_statuses
 from .verdict_values import (
     REASON_CODES,
     STATUSES,
@@ -461,6 +461,7 @@ def _explain(
     # Names are checked first: an unknown one gets freezeview's sentence with the
     # closest names, which torch's own refusal cannot give.
     prop = FreezeReplay(model_view, names, inventory, freeze_interfaces, display)
+    own_outcome = outcome is None
     if outcome is None:
         try:
             outcome = torch_outcome(cmod, names, freeze_interfaces)
@@ -476,6 +477,9 @@ def _explain(
         raise PlanError(torch_refusal(str(exc), display)) from exc
     verdicts = _Verdicts(prop, inventory).build()
     statuses = _torch_statuses(outcome, cmod, model_view, prop)
+    if own_outcome and outcome.frozen is not None:
+        # Read in full: torch would keep its frozen graphs as long as the model lives.
+        release_clone(outcome.frozen, cmod)
     shown, disagreements = settle(verdicts, statuses, outcome)
     return Explanation(
         model=display,

@@ -1,0 +1,51 @@
+"""The app's engine door (``freezeview/ui/session.py``): what a re-run leaves behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from freezeview.ui.session import Session
+
+
+def _use_counts(session: Session) -> dict[str, int]:
+    """How many owners each parameter's storage has: its slot, the tensor read here and
+    whatever else still holds it (a constant of a frozen graph, say)."""
+    return {
+        name: torch._C._storage_Use_Count(p.untyped_storage()._cdata)
+        for name, p in session.module.named_parameters()
+    }
+
+
+def test_reruns_leave_no_frozen_graph_behind(small_pt: Path) -> None:
+    """Each run freezes the same loaded model again; torch keeps a frozen clone's graphs
+    (and the constants folded into them) in the loaded model's compilation unit, so
+    without releasing them every re-run would hold on to one more copy of the model."""
+    session = Session(path=small_pt)
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    before = _use_counts(session)
+    for preserved in ([], ["scale"], [], ["head"]):
+        session.explain(preserved)
+        steps = list(session.run_steps(preserved, passes))
+        assert steps and not any(s.error for s in steps)
+    assert session.final_code  # the last run's code was read before its module went
+    assert _use_counts(session) == before
+
+
+def test_a_cancelled_run_releases_its_clone_too(small_pt: Path) -> None:
+    """A run the user stops half-way (its generator closed) frees what it froze."""
+    session = Session(path=small_pt)
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    before = _use_counts(session)
+    run = session.run_steps([], passes)
+    for _, _step in zip(range(3), run, strict=False):
+        pass
+    run.close()
+    assert _use_counts(session) == before
+    # The loaded model itself is untouched: it still runs, and freezes again.
+    x = torch.randn(1, 3, 8, 8)
+    assert session.module(x).shape == (1, 4)
+    assert list(session.run_steps([], passes))
