@@ -67,7 +67,8 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.jit.save(torch.jit.freeze(example_module().build()), str(frozen))
     docs["explain"].append(json.loads(_run(["explain", str(frozen), "--json"])))
-    lines = _run(["freeze", str(model), "-o", str(folder / "frozen.pt"), "--json", *shape])
+    timing = ["--time-budget", "0.01"]
+    lines = _run(["freeze", str(model), "-o", str(folder / "frozen.pt"), "--json", *shape, *timing])
     for line in lines.splitlines():
         doc = json.loads(line)
         docs["freeze-step" if doc["type"] == "step" else "freeze-result"].append(doc)
@@ -119,6 +120,9 @@ def test_the_examples_reach_the_interesting_branches(documents: dict[str, list[A
     assert any(a["status"] == "kept" for a in documents["explain"][1]["attributes"])
     assert documents["explain"][2]["already_frozen"]["constants"]
     assert any(s["numerics"] for s in documents["freeze-step"])
+    assert any(s["latency_ms"] for s in documents["freeze-step"])
+    result = documents["freeze-result"][0]
+    assert result["latency_ms"]["frozen"] and result["portability"]["roundtrip"] == "same"
     assert any(v["reason"] for r in documents["check"][1]["rules"] for v in r["violations"])
     assert documents["compare"][0]["status_changes"]
 

@@ -14,16 +14,19 @@ from typing import TYPE_CHECKING, Any
 
 from .options import (
     add_input_options,
+    add_measure_options,
     add_model_options,
     add_pass_options,
     add_plan_options,
     inputs_from_args,
     load_from_args,
+    measure_from_args,
     plan_from_args,
 )
 
 if TYPE_CHECKING:
-    from ..engine.freeze.pipeline import Step
+    from ..engine.freeze.pipeline import Pipeline, Plan, Step
+    from ..engine.measure import Measurement
 
 __all__ = ["import_engine", "register", "run"]
 
@@ -55,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(MKLDNN results cannot be saved)",
     )
     add_input_options(parser)
+    add_measure_options(parser)
     parser.add_argument(
         "--json",
         action="store_true",
@@ -73,6 +77,7 @@ def import_engine() -> None:
 
     from ..engine.freeze.pipeline import Pipeline  # noqa: F401
     from ..engine.freeze.steps import release_graphs  # noqa: F401
+    from ..engine.measure.measured_run import MeasuredRun  # noqa: F401
     from ..engine.output.report import steps_table  # noqa: F401
 
 
@@ -83,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from ..engine.freeze.pipeline import Pipeline
     from ..engine.freeze.steps import release_graphs
     from ..engine.load.loading import check_eval
+    from ..engine.measure.measured_run import MeasuredRun
     from ..engine.output.report import result_json, step_json, step_row, steps_table
     from ..engine.plumbing.atomic import atomic_path, check_output_path
     from ..engine.plumbing.errors import OutputError, PlanError
@@ -92,13 +98,17 @@ def run(args: argparse.Namespace) -> int:
     if model_path.exists() and out.exists() and out.resolve() == model_path.resolve():
         raise OutputError(f"{out} is the input model; freezeview never overwrites its input.")
     plan = plan_from_args(args)
+    threads, budget = measure_from_args(args)
     inputs = inputs_from_args(args)
     loaded = load_from_args(args)
     check_eval(loaded)
     pipe = Pipeline(loaded, plan, inputs)
+    # Each step's constant bytes and (with inputs) its forward's latency, read while its
+    # graphs are at hand; without inputs nothing runs.
+    measured = MeasuredRun(pipe, threads=threads, budget=budget)
     steps: list[Step] = []
     rows: list[list[Any]] = []
-    for step in pipe.run():
+    for step in measured.run():
         steps.append(step)
         # What the step's line or row shows is read now, while its graphs are at hand;
         # then the graphs of the step before can go (the table is printed at the end,
@@ -108,17 +118,21 @@ def run(args: argparse.Namespace) -> int:
         if len(steps) > 1:
             release_graphs(steps[-2], step, settled=True)
         if args.json:
-            sys.stdout.write(json.dumps(step_json(step)) + "\n")
+            sys.stdout.write(json.dumps(step_json(step, measured.measurement)) + "\n")
             sys.stdout.flush()
         else:
-            rows.append(step_row(step, show_numerics=inputs is not None))
+            rows.append(
+                step_row(step, show_numerics=inputs is not None, measurement=measured.measurement)
+            )
         if len(steps) > 1:
             release_graphs(steps[-2], step)
     if not args.json:
         from .console import fit_table, report_console
 
         console = report_console()
-        table = steps_table(steps, show_numerics=inputs is not None, rows=rows)
+        table = steps_table(
+            steps, show_numerics=inputs is not None, rows=rows, measurement=measured.measurement
+        )
         console.print(fit_table(console, table))
         for warning in pipe.warnings:
             console.print(f"[yellow]note:[/] {warning}")
@@ -128,7 +142,12 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(
                 json.dumps(
                     result_json(
-                        steps, plan, model=str(model_path), output=None, warnings=pipe.warnings
+                        steps,
+                        plan,
+                        model=str(model_path),
+                        output=None,
+                        warnings=pipe.warnings,
+                        measurement=measured.measurement,
                     )
                 )
                 + "\n"
@@ -140,7 +159,9 @@ def run(args: argparse.Namespace) -> int:
     assert module is not None
     graphs = [module._c._get_method(m).graph for m in ("forward",) if module._c._has_method(m)]
     if any("prim::ConstantMKLDNNTensor" in str(g) for g in graphs):
-        # torch.jit.save writes such a module, but torch.jit.load then fails on it.
+        # torch.jit.save writes such a module, but torch.jit.load then fails on it. What
+        # the plan did to speed and size is still worth showing: often why it is dropped.
+        _report(args, measured.finish(input_file=model_path), steps, plan, model_path, pipe)
         raise PlanError(
             "the optimized model holds MKLDNN constants, which torch cannot load back once "
             "saved; drop --optimize-for-inference or the convert_to_mkldnn pass to write it."
@@ -149,16 +170,46 @@ def run(args: argparse.Namespace) -> int:
     # OUT.pt holds the bytes a plain torch.jit.save to OUT.pt would write.
     with atomic_path(out, same_name=True) as tmp:
         torch.jit.save(module, str(tmp))
-    if args.json:
-        sys.stdout.write(
-            json.dumps(
-                result_json(
-                    steps, plan, model=str(model_path), output=str(out), warnings=pipe.warnings
-                )
-            )
-            + "\n"
-        )
-    else:
+    measurement = measured.finish(input_file=model_path, output_file=out)
+    if not args.json:
         changed = sum(1 for s in steps if s.changed)
         console.print(f"wrote [bold]{out}[/] ({len(steps)} steps, {changed} changed the graph)")
+    _report(args, measurement, steps, plan, model_path, pipe, output=out)
     return 0
+
+
+def _report(
+    args: argparse.Namespace,
+    measurement: Measurement,
+    steps: list[Step],
+    plan: Plan,
+    model_path: Path,
+    pipe: Pipeline,
+    output: Path | None = None,
+) -> None:
+    """The result: a JSON line, or the measurement's lines (latency verdict last)."""
+    from ..engine.output.report import measurement_lines, result_json
+
+    if args.json:
+        result = result_json(
+            steps,
+            plan,
+            model=str(model_path),
+            output=str(output) if output is not None else None,
+            warnings=pipe.warnings,
+            measurement=measurement,
+        )
+        sys.stdout.write(json.dumps(result) + "\n")
+        return
+    from rich.markup import escape
+
+    from .console import report_console
+
+    console = report_console()
+    lines = measurement_lines(measurement)
+    # The verdict (second line when timed) is what the user asked: it goes last, bold.
+    verdict = lines.pop(1) if measurement.unfrozen is not None else None
+    for line in lines:
+        console.print(escape(line))
+    if verdict is not None:
+        console.print(f"[bold]{escape(verdict)}[/]")

@@ -16,11 +16,13 @@ if TYPE_CHECKING:
 __all__ = [
     "add_extension_options",
     "add_input_options",
+    "add_measure_options",
     "add_model_options",
     "add_pass_options",
     "add_plan_options",
     "inputs_from_args",
     "load_from_args",
+    "measure_from_args",
     "plan_from_args",
     "preserved_from_args",
     "quiet_torch_warnings",
@@ -163,6 +165,44 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
         help="random float32 input of this shape (repeatable, one per forward argument; "
         "append :float16 etc. for another dtype)",
     )
+
+
+def add_measure_options(parser: argparse.ArgumentParser) -> None:
+    """How forwards are timed when sample inputs are given: ``--threads``, ``--time-budget``."""
+    parser.add_argument(
+        "--threads",
+        metavar="N",
+        default="1",
+        help="torch threads while timing each step's forward (default 1; stated in the output)",
+    )
+    parser.add_argument(
+        "--time-budget",
+        metavar="SECONDS",
+        default="0.25",
+        help="seconds of timing per step at most, after warm-up (default 0.25; 0 times "
+        "nothing and skips the fresh-process round trip)",
+    )
+
+
+def measure_from_args(args: argparse.Namespace) -> tuple[int, float]:
+    """``(threads, budget)`` from ``--threads`` and ``--time-budget``, checked."""
+    from ..engine.plumbing.errors import BadInputError
+
+    text = str(getattr(args, "threads", "1"))
+    try:
+        threads = int(text)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise BadInputError(f"--threads {text!r} is not a whole number of threads (1 or more).")
+    text = str(getattr(args, "time_budget", "0.25"))
+    try:
+        budget = float(text)
+    except ValueError:
+        budget = -1.0
+    if not budget >= 0 or budget == float("inf"):
+        raise BadInputError(f"--time-budget {text!r} is not a number of seconds (0 or more).")
+    return threads, budget
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:

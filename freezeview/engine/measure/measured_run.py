@@ -45,7 +45,8 @@ class MeasuredRun:
     Args:
         pipe: the pipeline (its ``inputs`` are the sample inputs; None: nothing is timed).
         threads: torch's intra-op threads while timing (``--threads``).
-        budget: seconds of timing per forward (``--time-budget``); 0 times nothing.
+        budget: seconds of timing per forward (``--time-budget``); 0 times nothing and
+            skips the round trip.
 
     Example::
 
@@ -198,7 +199,7 @@ class MeasuredRun:
         *,
         input_file: str | Path | None = None,
         output_file: str | Path | None = None,
-        check_roundtrip: bool = True,
+        check_roundtrip: bool | None = None,
     ) -> Measurement:
         """Add the result's sizes and portability once the run has finished.
 
@@ -206,7 +207,8 @@ class MeasuredRun:
             input_file: the model file the run read (its size is reported).
             output_file: the frozen file written from the result (its size is reported,
                 and the round trip loads it instead of saving again).
-            check_roundtrip: save and load in a fresh process when there are inputs.
+            check_roundtrip: save and load in a fresh process when there are inputs
+                (default: unless the budget is 0, which measures nothing that runs).
 
         Returns:
             The complete :class:`Measurement` (also :attr:`measurement` from now on).
@@ -229,6 +231,8 @@ class MeasuredRun:
             )
             result: tuple[str | None, str] = (None, "")
             inputs = self.pipe.inputs
+            if check_roundtrip is None:
+                check_roundtrip = self.budget > 0
             if check_roundtrip and inputs is not None and "forward" in graphs:
                 result = self._roundtrip(module, graphs["forward"], inputs, output_file)
             port = portability(

@@ -13,12 +13,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..freeze import REGISTRY, Numerics, PassInfo, Plan, Step, default_passes, needs_guard
+from ..measure import Measurement, format_ms, latency_cell, verdict_text
 
 if TYPE_CHECKING:  # rich is imported by the tables only: `freeze --json` never draws one
     from rich.table import Table
     from rich.text import Text
 
 __all__ = [
+    "bytes_text",
+    "measurement_lines",
     "numerics_text",
     "passes_json",
     "passes_table",
@@ -37,9 +40,17 @@ def plan_json(plan: Plan) -> dict[str, Any]:
     return data
 
 
-def step_json(step: Step) -> dict[str, Any]:
-    """One step as a JSON object (no graph text: use ``export`` for graphs)."""
-    return {
+def step_json(step: Step, measurement: Measurement | None = None) -> dict[str, Any]:
+    """One step as a JSON object (no graph text: use ``export`` for graphs).
+
+    Args:
+        step: the step.
+        measurement: what the measure stage found so far; gives ``latency_ms`` (null
+            when the step did not change the graph or nothing was timed) and
+            ``constant_bytes`` (bytes of tensor constants in the step's graphs).
+    """
+    latency = measurement.steps.get(step.index) if measurement is not None else None
+    data = {
         "type": "step",
         "index": step.index,
         "name": step.name,
@@ -58,7 +69,12 @@ def step_json(step: Step) -> dict[str, Any]:
         "methods": sorted(step.snapshots),
         "folded": list(step.folded),
         "kept": list(step.kept),
+        "latency_ms": latency.to_json() if latency is not None else None,
+        "constant_bytes": (
+            measurement.constant_bytes.get(step.index) if measurement is not None else None
+        ),
     }
+    return data
 
 
 def result_json(
@@ -68,8 +84,13 @@ def result_json(
     model: str,
     output: str | None,
     warnings: Iterable[str] = (),
+    measurement: Measurement | None = None,
 ) -> dict[str, Any]:
-    """The closing JSON object of a run."""
+    """The closing JSON object of a run.
+
+    With a finished ``measurement`` it has ``latency_ms`` (unfrozen and frozen medians,
+    their ratio, the threads), ``portability`` and ``sizes``; each is null otherwise.
+    """
     failed = next((s for s in steps if s.error), None)
     last = steps[-1] if steps else None
     return {
@@ -84,6 +105,17 @@ def result_json(
         "nodes": last.node_count if last else None,
         "seconds": round(sum(s.seconds for s in steps), 6),
         "warnings": list(warnings),
+        "latency_ms": measurement.latency_json() if measurement is not None else None,
+        "portability": (
+            measurement.portability.to_json()
+            if measurement is not None and measurement.portability is not None
+            else None
+        ),
+        "sizes": (
+            measurement.sizes.to_json()
+            if measurement is not None and measurement.sizes is not None
+            else None
+        ),
     }
 
 
@@ -98,11 +130,24 @@ def numerics_text(numerics: Numerics | None) -> str:
     return f"{numerics.max_abs:.2g} / {numerics.max_rel:.2g}"
 
 
-def step_row(step: Step, *, show_numerics: bool = True) -> list[str | Text]:
+def bytes_text(count: int | None) -> str:
+    """``83.0 kB``, ``97.8 MB``, or ``-``."""
+    if count is None:
+        return "-"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count} B"
+
+
+def step_row(
+    step: Step, *, show_numerics: bool = True, measurement: Measurement | None = None
+) -> list[str | Text]:
     """One row of :func:`steps_table`: reads only what the row shows.
 
     The CLI takes each row as its step arrives, so the step's graphs can go before the
-    next step runs.
+    next step runs. With a ``measurement`` the row has the constant bytes and, when
+    forwards are timed, the latency and its change against the unfrozen module.
     """
     from rich.text import Text
 
@@ -128,6 +173,10 @@ def step_row(step: Step, *, show_numerics: bool = True) -> list[str | Text]:
     ]
     if show_numerics:
         row.append(numerics_text(step.numerics))
+    if measurement is not None:
+        row.append(bytes_text(measurement.constant_bytes.get(step.index)))
+        if measurement.unfrozen is not None:
+            row.append(latency_cell(measurement, step.index))
     row.append(Text(notes, style="red" if step.error else ("" if step.changed else "dim")))
     return row
 
@@ -137,13 +186,16 @@ def steps_table(
     *,
     show_numerics: bool = True,
     rows: Sequence[Sequence[str | Text]] | None = None,
+    measurement: Measurement | None = None,
 ) -> Table:
     """A rich table of steps: what each did, in nodes, time and (if checked) numerics.
 
     Args:
         steps: the steps, in order.
         show_numerics: add the numerics column.
-        rows: the rows, if already taken with :func:`step_row` (same ``show_numerics``).
+        rows: the rows, if already taken with :func:`step_row` (same ``show_numerics``
+            and ``measurement``).
+        measurement: adds the constants column, and the latency column when timed.
     """
     from rich.table import Table
 
@@ -155,12 +207,72 @@ def steps_table(
     table.add_column("ms", justify="right")
     if show_numerics:
         table.add_column("max abs / rel diff", justify="right")
+    if measurement is not None:
+        table.add_column("constants", justify="right")
+        if measurement.unfrozen is not None:
+            table.add_column("latency vs unfrozen", justify="right")
     table.add_column("notes", overflow="fold")
     if rows is None:
-        rows = [step_row(step, show_numerics=show_numerics) for step in steps]
+        rows = [
+            step_row(step, show_numerics=show_numerics, measurement=measurement) for step in steps
+        ]
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def measurement_lines(measurement: Measurement) -> list[str]:
+    """What a run's measurement says in lines of text: latency, sizes, portability.
+
+    The first line is the unfrozen baseline (how it was timed), the second the verdict
+    (how much faster or slower the frozen module is, and which steps did it).
+    """
+    lines: list[str] = []
+    u = measurement.unfrozen
+    if u is not None:
+        lines.append(
+            f"unfrozen forward: {format_ms(u.median)} median, {format_ms(u.min)} - "
+            f"{format_ms(u.max)} over {u.runs} runs after {u.warmup} warm-up runs; "
+            f"{measurement.threads} thread{'s' if measurement.threads != 1 else ''}, "
+            f"at most {measurement.budget:g} s of timing per step"
+        )
+        lines.append(verdict_text(measurement))
+    for index, note in sorted(measurement.notes.items()):
+        lines.append(f"step {index}: {note}")
+    sizes = measurement.sizes
+    if sizes is not None:
+        text = (
+            f"constants {bytes_text(sizes.constant_bytes)}"
+            f" ({bytes_text(sizes.duplicate_constant_bytes)} duplicated),"
+            f" kept attributes {bytes_text(sizes.kept_attribute_bytes)}"
+        )
+        if sizes.input_file_bytes is not None:
+            text += f"; input file {bytes_text(sizes.input_file_bytes)}"
+        if sizes.output_file_bytes is not None:
+            text += f", frozen file {bytes_text(sizes.output_file_bytes)}"
+            if sizes.input_file_bytes:
+                text += f" ({sizes.output_file_bytes / sizes.input_file_bytes:.2f}x)"
+        lines.append(text)
+    port = measurement.portability
+    if port is not None:
+        where = ", ".join(port.devices) or "no tensor constants"
+        text = f"portability: constants on {where}"
+        if port.dtypes:
+            text += f" ({', '.join(port.dtypes)})"
+        if port.backend_only_nodes:
+            kinds = ", ".join(f"{k} x{n}" for k, n in sorted(port.backend_only_nodes.items()))
+            by = f" (from step {port.step})" if port.step else ""
+            text += f"; backend-only nodes{by}: {kinds}"
+        else:
+            text += "; no backend-only nodes"
+        if port.roundtrip == "same":
+            text += "; saved and loaded in a fresh process: same outputs"
+        elif port.roundtrip is None and port.saveable:
+            text += "; saveable (round trip not checked: no sample inputs)"
+        lines.append(text)
+        if port.note:
+            lines.append(port.note)
+    return lines
 
 
 def passes_json(registry: Mapping[str, PassInfo] | None = None) -> list[dict[str, Any]]:
