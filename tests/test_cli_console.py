@@ -88,6 +88,23 @@ def test_explain_into_a_file_through_the_console_script(model: Path, tmp_path: P
     _on_one_line(lines, f"{model} · torch {torch.__version__}")
 
 
+@pytest.mark.parametrize("command", ["explain", "passes"])
+def test_a_reader_that_went_away_ends_the_command_quietly(model: Path, command: str) -> None:
+    """``freezeview explain model.pt | head -2``: exit 0 and nothing said, as Unix tools do
+    (rich's own answer to a broken pipe was exit 1)."""
+    script = Path(sys.executable).with_name("freezeview")
+    if not script.exists():
+        pytest.skip("the console script is not installed")
+    argv = [str(script), command] + ([str(model)] if command == "explain" else [])
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line
+    try:
+        proc = subprocess.run(argv, stdout=write_end, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
 def test_freeze_prints_one_row_per_step(
     model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

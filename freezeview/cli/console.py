@@ -13,6 +13,8 @@ rich is imported when a console is asked for: ``--help`` and ``--json`` need non
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
 import sys
 from typing import IO, TYPE_CHECKING, cast
@@ -51,19 +53,32 @@ def report_console(*, stderr: bool = False) -> Console:
     Elsewhere: ``COLUMNS`` when set, else :data:`UNBOUNDED` with soft wrapping, and
     trailing padding trimmed from every line either way.
     """
-    from rich.console import Console
-
+    console = _console_class()
     stream = sys.stderr if stderr else sys.stdout
     if is_terminal(stream):
-        return Console(stderr=stderr, highlight=False)
+        return console(stderr=stderr, highlight=False)
     columns = _columns()
-    return Console(
+    return console(
         # A write()/flush() stream is all rich uses of its file.
         file=cast("IO[str]", _TrimmedLines(stderr=stderr)),
         width=columns or UNBOUNDED,
         soft_wrap=columns is None,
         highlight=False,
     )
+
+
+@functools.cache
+def _console_class() -> type[Console]:
+    from rich.console import Console
+
+    class ReportConsole(Console):
+        """rich's console, but a reader that goes away (``| head``) ends the command as
+        any other write to standard output does: quietly, exit 0 (rich exits 1)."""
+
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return ReportConsole
 
 
 def is_unbounded(console: Console) -> bool:
