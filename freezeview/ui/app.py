@@ -185,9 +185,14 @@ class FreezeviewApp(App[int]):
 
     # -- commands --------------------------------------------------------------------
     def all_bindings(self) -> list[Binding]:
-        """Every key of the main screen plus the app's, for help and the palette."""
+        """Every key of the main screen, the app's and the graph view's, for help."""
+        from .widgets.graph_canvas_view import GraphCanvasView
+        from .widgets.graph_view import GraphView
+
         out: list[Binding] = []
-        for b in [*MainScreen.BINDINGS, *self.BINDINGS]:
+        # The graph view's own keys work while it has the focus (v shows it).
+        graph = [*GraphView.BINDINGS, *GraphCanvasView.BINDINGS]
+        for b in [*MainScreen.BINDINGS, *self.BINDINGS, *graph]:
             if isinstance(b, Binding):
                 out.append(b)
         return out

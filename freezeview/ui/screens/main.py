@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from rich.console import Group
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -51,6 +52,7 @@ from ..messages import (
     StepsFinished,
 )
 from ..views import AttrView, PassView, StepView
+from ..widgets.graph_view import GraphView, box_panel
 from ..widgets.inspector import Inspector, attribute_panel, node_panel
 from ..widgets.ir_pane import IRPane
 from ..widgets.ir_view import IRView
@@ -91,6 +93,12 @@ class MainScreen(Screen[None]):
         ),
         Binding(
             "f", "cycle_filter", "Filter", tooltip="Show all / inlined / kept / dropped attributes"
+        ),
+        Binding(
+            "v",
+            "graph_view",
+            "Graph",
+            tooltip="Show (or hide) the current step's graph or diff, drawn in the terminal",
         ),
         Binding("g", "render", "SVG", tooltip="Render the current step's graph and diff to SVG"),
         Binding("e", "export", "Export", tooltip="Write everything `freezeview export` writes"),
@@ -151,6 +159,7 @@ class MainScreen(Screen[None]):
             with Vertical(id="model-pane", classes="pane"):
                 yield Label("model", id="model-title", classes="pane-title")
                 yield ModelTree(id="tree")
+            yield GraphView(id="graph-pane", classes="pane")
             yield IRPane(id="ir-pane", classes="pane")
             with Vertical(id="inspector-pane", classes="pane"):
                 yield Label("inspector", classes="pane-title")
@@ -173,6 +182,11 @@ class MainScreen(Screen[None]):
     def ir(self) -> IRView:
         """The IR pane's text view."""
         return self.query_one(IRView)
+
+    @property
+    def graph_view(self) -> GraphView:
+        """The graph view (shown by ``v``)."""
+        return self.query_one(GraphView)
 
     @property
     def inspector(self) -> Inspector:
@@ -316,6 +330,23 @@ class MainScreen(Screen[None]):
         """Cycle the model tree's status filter."""
         self.model_tree.cycle_filter()
 
+    def action_graph_view(self) -> None:
+        """Show or hide the graph view (it takes the model pane's place)."""
+        showing = not self.has_class("-graph")
+        self.set_class(showing, "-graph")
+        if showing:
+            self._show_graph()
+            self.graph_view.canvas_view.focus()
+        else:
+            self.ir.focus()
+
+    def _show_graph(self) -> None:
+        """Hand the graph view the step shown and the kept attributes' reasons."""
+        reasons = {
+            v.path: v.reasons[0].message for v in self.views if v.status == "kept" and v.reasons
+        }
+        self.graph_view.show_step(self.session, self.run_id, self.steps, self.current_step, reasons)
+
     def action_render(self) -> None:
         """Render the current step (graph and diff) to SVG files."""
         index = self.current_step
@@ -398,6 +429,27 @@ class MainScreen(Screen[None]):
     @on(IRPane.NodeSelected)
     def _node_selected(self, message: IRPane.NodeSelected) -> None:
         self.inspector.show(node_panel(message.facts))
+        if self.has_class("-graph"):
+            self.graph_view.centre_node(message.facts.node.id)
+
+    @on(GraphView.BoxSelected)
+    def _box_selected(self, message: GraphView.BoxSelected) -> None:
+        if message.node_id is None or message.snapshot is None:
+            self.inspector.show(box_panel(message.box))
+            return
+        from ...engine.graph.facts import node_facts
+
+        facts = node_facts(message.snapshot, message.node_id)
+        view = next((v for v in self.views if v.path == facts.attribute), None)
+        if view is not None:
+            # The node, then the attribute it reads: its status and why.
+            inventory = self.session.inventory if self.session else None
+            info = inventory.by_path(view.path) if inventory else None
+            self.inspector.show(Group(node_panel(facts), "", attribute_panel(view, info)))
+        else:
+            self.inspector.show(node_panel(facts))
+        if message.box.role != "ghost":
+            self.ir_pane.go_to_node(message.node_id)
 
     @on(StepsBar.StepSelected)
     def _step_selected(self, message: StepsBar.StepSelected) -> None:
@@ -408,6 +460,8 @@ class MainScreen(Screen[None]):
     def show_step(self, index: int) -> None:
         """Show step ``index`` of the run (-1: the loaded model) in every view of a step."""
         self.ir_pane.show_step(self.run_id, self.steps, index)
+        if self.has_class("-graph"):
+            self._show_graph()
         self._update_tab_label()
 
     @on(StepsBar.PassToggled)

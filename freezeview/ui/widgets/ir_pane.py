@@ -324,6 +324,21 @@ class IRPane(Vertical):
         ids = attribute_node_ids(snap, path)
         self.ir.mark_lines(by_node[i] for i in ids if i in by_node)
 
+    def go_to_node(self, node_id: int) -> bool:
+        """Put the cursor on IR node ``node_id``'s line (the IR view; the graph view
+        selected it); False if the node has no line here."""
+        snap = self.current_snapshot()
+        if snap is None:
+            return False
+        if self.view_mode != "ir":
+            self.view_mode = "ir"
+        _by_line, by_node = self.line_index(snap)
+        line = by_node.get(node_id)
+        if line is None:
+            return False
+        self.ir.cursor_line = line
+        return True
+
     @on(IRView.CursorMoved)
     def _ir_line_moved(self, event: IRView.CursorMoved) -> None:
         snap = self.current_snapshot()

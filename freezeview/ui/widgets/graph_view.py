@@ -1,0 +1,439 @@
+"""The graph view (``v``): the current step's graph, or its diff, drawn in the terminal.
+
+The engine lays the step out with Graphviz (``Session.graph_layout``: the same boxes,
+labels and module folding as the SVGs, dot's own positions and edge routes, kept per
+step and level in the engine process); this widget draws the result with box-drawing
+characters (:mod:`freezeview.ui.graph_canvas`) in a scrollable canvas
+(:mod:`.graph_canvas_view`). It owns what it shows (the step, graph or diff, the level,
+the opened boxes, the selected box, the search) and says what the user did by
+messages: ``BoxSelected`` (the screen shows the box in the inspector and moves the IR
+pane to its line) and ``Status``. Layouts run in a thread worker; until one arrives the
+view says what it is waiting for, and every key stays live.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input, Label
+from textual.worker import Worker, WorkerState
+
+from ...engine.draw.layout_values import BoxLayout, GraphLayout
+from ..graph_canvas import Canvas
+from ..messages import EngineFailed, Status
+from ..views import StepView
+from .graph_canvas_view import GraphCanvasView
+
+if TYPE_CHECKING:
+    from ...engine.graph.snapshot_values import GraphSnapshot
+
+__all__ = ["GraphView", "box_panel"]
+
+# Drawn graphs kept in the widget (steps x levels x graph/diff): going back is instant.
+_KEPT = 12
+
+
+@dataclass
+class _Drawn:
+    layout: GraphLayout
+    canvas: Canvas | None
+
+
+def box_panel(box: BoxLayout) -> Table:
+    """What the inspector shows for a module box or a box without an IR line."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    kind = {"scope": "module box", "ghost": "removed op (ghost)"}.get(box.role, box.role)
+    table.add_row("box", Text(kind, "bold green"))
+    table.add_row("label", "\n".join(box.lines))
+    if box.status != "same":
+        table.add_row("diff", box.status)
+    if box.kept:
+        table.add_row("kept", Text("reads an attribute freezing kept", "bold magenta"))
+    if box.tooltip:
+        table.add_row("about", Text(box.tooltip[:600], "dim"))
+    if box.role == "scope":
+        table.add_row("", Text("Enter opens it down to its ops", "italic"))
+    return table
+
+
+class GraphView(Vertical):
+    """The step's graph (or diff) drawn with characters; see the module docstring."""
+
+    BINDINGS = [
+        Binding("plus,equals_sign", "zoom_in", "Zoom in", key_display="+",
+                tooltip="Finer: from one box per module down to every op"),
+        Binding("minus", "zoom_out", "Zoom out", key_display="-",
+                tooltip="Coarser: one box per module, a level up"),
+        Binding("enter", "open_box", "Open box",
+                tooltip="Open the selected module box down to its ops (again: close it)"),
+        Binding("d", "toggle_diff", "Graph/diff",
+                tooltip="The step's graph, or its diff against the step before"),
+        Binding("right_square_bracket", "next_box", "Next box", key_display="]",
+                tooltip="Select the next box (reading order)"),
+        Binding("left_square_bracket", "previous_box", "Prev box", key_display="[",
+                tooltip="Select the previous box (reading order)"),
+        Binding("slash", "search", "Find node", key_display="/",
+                tooltip="Jump to the box whose label holds the text typed"),
+        Binding("escape", "close_search", "Close search", show=False,
+                tooltip="Close the graph view's search box"),
+    ]  # fmt: skip
+
+    class BoxSelected(Message):
+        """A box was selected: ``node_id`` is its IR node in ``snapshot`` (None for a
+        module box; a ghost's node is in the step before's snapshot)."""
+
+        def __init__(
+            self, box: BoxLayout, snapshot: GraphSnapshot | None, node_id: int | None
+        ) -> None:
+            super().__init__()
+            self.box = box
+            self.snapshot = snapshot
+            self.node_id = node_id
+
+    class LayoutReady(Message):
+        """The worker laid out and drew a graph (``key`` says for which state)."""
+
+        def __init__(self, key: tuple[Any, ...], drawn: _Drawn) -> None:
+            super().__init__()
+            self.key = key
+            self.drawn = drawn
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.session: Any = None
+        self.run_id = 0
+        self.steps: list[StepView] = []
+        self.index = -1
+        #: Coloured by the diff against the step before (``d`` switches).
+        self.diff = True
+        #: The level asked for: ``"auto"``, a box depth, or None for every op.
+        self.level: int | str | None = "auto"
+        #: Modules opened down to their ops (Enter).
+        self.expand: tuple[str, ...] = ()
+        #: Kept attribute path -> why (the screen hands the explanation's).
+        self.reasons: dict[str, str] = {}
+        self.drawn: _Drawn | None = None
+        self._kept: OrderedDict[tuple[Any, ...], _Drawn] = OrderedDict()
+        self._want: tuple[Any, ...] | None = None
+        self._shown: tuple[Any, ...] | None = None
+        self._follow: int | None = None  # node id to select once the layout arrives
+        self._matches: list[BoxLayout] = []
+
+    def compose(self) -> ComposeResult:
+        yield Label("graph", id="graph-title", classes="pane-title")
+        yield Input(placeholder="find a box: op, module or attribute", id="graph-search")
+        yield GraphCanvasView(id="graph-canvas")
+
+    @property
+    def canvas_view(self) -> GraphCanvasView:
+        """The drawing surface."""
+        return self.query_one(GraphCanvasView)
+
+    @property
+    def layout_shown(self) -> GraphLayout | None:
+        """The layout on screen (None while waiting for one)."""
+        return self.drawn.layout if self.drawn is not None else None
+
+    @property
+    def ready(self) -> bool:
+        """True when the graph on screen is the one the view's state asks for."""
+        return self.drawn is not None and self._shown == self._key()
+
+    @property
+    def selected(self) -> BoxLayout | None:
+        """The selected box."""
+        return self.canvas_view.selected
+
+    # -- what the screen tells it ------------------------------------------------------
+    def show_step(
+        self,
+        session: Any,
+        run_id: int,
+        steps: Sequence[StepView],
+        index: int,
+        reasons: Mapping[str, str] | None = None,
+    ) -> None:
+        """Show step ``index`` of run ``run_id`` (the layout is asked for if needed)."""
+        if run_id != self.run_id:
+            self._kept.clear()
+        selected = self.selected
+        if selected is not None and selected.node_ids:
+            self._follow = selected.node_ids[0]  # n/p: the view follows the node
+        self.session = session
+        self.run_id = run_id
+        self.steps = list(steps)
+        self.index = index
+        if reasons is not None:
+            self.reasons = dict(reasons)
+        self.request()
+
+    def centre_node(self, node_id: int) -> bool:
+        """Select and centre the box showing IR node ``node_id``; False if none does."""
+        layout = self.layout_shown
+        box = layout.box_of(node_id) if layout is not None else None
+        if box is None:
+            return False
+        self.canvas_view.select(box)
+        return True
+
+    # -- the layout ----------------------------------------------------------------------
+    def _step(self) -> StepView | None:
+        return self.steps[self.index] if 0 <= self.index < len(self.steps) else None
+
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self.run_id,
+            self.index,
+            self.diff and self.index > 0,
+            self.level,
+            self.expand,
+            tuple(sorted(self.reasons.items())),
+        )
+
+    def request(self) -> None:
+        """Show the layout for the current state: kept, or asked of the engine."""
+        step = self._step()
+        if step is None or self.session is None:
+            self.drawn = None
+            self.canvas_view.show_canvas(None, "no step yet: the graph appears with the first")
+            self.update_title()
+            return
+        key = self._key()
+        kept = self._kept.get(key)
+        if kept is not None:
+            self._kept.move_to_end(key)
+            self._shown = key
+            self._show(kept)
+            return
+        self._want = key
+        self.drawn = None
+        what = "diff" if key[2] else "graph"
+        self.canvas_view.show_canvas(None, f"laying out the {what} of step {step.name} with dot…")
+        self.update_title(busy=True)
+        before = self.steps[self.index - 1].snapshot if key[2] else None
+        self._lay_out(key, self.session, before, step.snapshot, self.level, self.expand)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="graph", description="graph")
+    def _lay_out(
+        self,
+        key: tuple[Any, ...],
+        session: Any,
+        before: GraphSnapshot | None,
+        after: GraphSnapshot,
+        level: int | str | None,
+        expand: tuple[str, ...],
+    ) -> None:
+        """Ask the engine for the layout and draw its canvas (both off the event loop)."""
+        layout = session.graph_layout(before, after, level, expand, self.reasons)
+        canvas = Canvas(layout) if layout.boxes else None
+        self.post_message(self.LayoutReady(key, _Drawn(layout, canvas)))
+
+    def on_graph_view_layout_ready(self, message: GraphView.LayoutReady) -> None:
+        self._kept[message.key] = message.drawn
+        while len(self._kept) > _KEPT:
+            self._kept.popitem(last=False)
+        if message.key == self._want:
+            self._shown = message.key
+            self._show(message.drawn)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            self.canvas_view.show_canvas(None, "no layout: see the status line")
+            self.update_title()
+            self.post_message(EngineFailed.of(event.worker))
+
+    def _show(self, drawn: _Drawn) -> None:
+        self.drawn = drawn
+        layout = drawn.layout
+        if drawn.canvas is None:
+            note = layout.notes[-1] if layout.notes else "nothing to draw"
+            self.canvas_view.show_canvas(None, note)
+        else:
+            self.canvas_view.show_canvas(drawn.canvas)
+        for note in layout.notes:
+            self.post_message(Status(note, error=drawn.canvas is None))
+        follow, self._follow = self._follow, None
+        # Scrolled once the new canvas size is in force (it bounds the scroll offset).
+        self.call_after_refresh(self._place, layout, follow)
+        self.update_title()
+
+    def _place(self, layout: GraphLayout, follow: int | None) -> None:
+        """Select the box that shows ``follow`` (or a diff's first change), or show the
+        top of the graph."""
+        if self.layout_shown is not layout:
+            return
+        box = layout.box_of(follow) if follow is not None else None
+        if box is None and layout.diff:
+            # A diff opens on the first change in reading order.
+            changed = [b for b in layout.boxes.values() if b.status != "same"]
+            box = min(changed, key=lambda b: (b.y, b.x)) if changed else None
+        if box is not None:
+            self.canvas_view.select(box)
+        else:
+            self.canvas_view.action_home()
+
+    def update_title(self, busy: bool = False) -> None:
+        """Step, graph or diff, level, box count; ``laying out…`` while waiting."""
+        step = self._step()
+        title = Text()
+        if step is None:
+            title.append("graph", "bold")
+        else:
+            what = "diff" if self.diff and self.index > 0 else "graph"
+            title.append(f"{what} · step {self.index + 1}/{len(self.steps)} · {step.name}", "bold")
+        layout = self.layout_shown
+        if busy:
+            title.append("  laying out…", "italic yellow")
+        elif layout is not None:
+            level = "every op" if layout.level is None else f"module level {layout.level}"
+            title.append(f"  [{level}]", "bold cyan")
+            title.append(f"  {len(layout.boxes)} boxes", "dim")
+            if layout.diff:
+                title.append("  +added", "green")
+                title.append(" ~changed", "yellow")
+                title.append(" -removed", "red")
+        self.query_one("#graph-title", Label).update(title, layout=False)
+
+    # -- keys ------------------------------------------------------------------------
+    def _levels(self) -> tuple[int | None, ...]:
+        layout = self.layout_shown
+        return layout.levels if layout is not None else ()
+
+    def _zoom(self, step: int) -> None:
+        layout = self.layout_shown
+        if layout is None:
+            return
+        levels = list(layout.levels)
+        if layout.level not in levels:
+            return
+        i = levels.index(layout.level) + step
+        if not 0 <= i < len(levels):
+            self.post_message(Status("already at " + ("every op" if step > 0 else "the top level")))
+            return
+        selected = self.selected
+        if selected is not None and selected.node_ids:
+            self._follow = selected.node_ids[0]
+        self.level = levels[i]
+        self.request()
+
+    def action_zoom_in(self) -> None:
+        """One level finer (towards every op)."""
+        self._zoom(1)
+
+    def action_zoom_out(self) -> None:
+        """One level coarser (towards one box per top module)."""
+        self._zoom(-1)
+
+    def action_toggle_diff(self) -> None:
+        """Graph <-> diff against the step before."""
+        self.diff = not self.diff
+        selected = self.selected
+        if selected is not None and selected.node_ids:
+            self._follow = selected.node_ids[0]
+        self.request()
+
+    def action_open_box(self) -> None:
+        """Open the selected module box down to its ops, or close the module it is in."""
+        box = self.selected
+        if box is None:
+            self.post_message(Status("select a box first: click it, ] / [ or /"))
+            return
+        if box.role == "scope":
+            self.expand = (*self.expand, box.scope)
+            self._follow = box.node_ids[0] if box.node_ids else None
+        else:
+            opened = [s for s in self.expand if box.scope == s or box.scope.startswith(s + ".")]
+            if not opened:
+                self.post_message(Status(f"{box.lines[0]} is an op: nothing to open"))
+                return
+            self.expand = tuple(s for s in self.expand if s not in opened)
+            self._follow = box.node_ids[0] if box.node_ids else None
+        self.request()
+
+    def _reading_order(self) -> list[BoxLayout]:
+        layout = self.layout_shown
+        boxes = list(layout.boxes.values()) if layout is not None else []
+        return sorted(boxes, key=lambda b: (b.y, b.x))
+
+    def _select_relative(self, step: int) -> None:
+        boxes = self._reading_order()
+        if not boxes:
+            return
+        current = self.selected
+        i = boxes.index(current) + step if current in boxes else (0 if step > 0 else -1)
+        self.select_box(boxes[i % len(boxes)])
+
+    def action_next_box(self) -> None:
+        """Select the next box in reading order."""
+        self._select_relative(1)
+
+    def action_previous_box(self) -> None:
+        """Select the previous box in reading order."""
+        self._select_relative(-1)
+
+    def action_search(self) -> None:
+        """Open the search box: typing jumps to the first box whose label matches."""
+        search = self.query_one("#graph-search", Input)
+        search.add_class("-visible")
+        search.value = ""
+        search.focus()
+
+    def action_close_search(self) -> None:
+        """Close the search box; the canvas takes the keys again."""
+        search = self.query_one("#graph-search", Input)
+        search.remove_class("-visible")
+        self.canvas_view.focus()
+
+    @on(Input.Changed, "#graph-search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        query = event.value.strip().lower()
+        self._matches = (
+            [b for b in self._reading_order() if any(query in x.lower() for x in b.lines)]
+            if query
+            else []
+        )
+        if self._matches:
+            self.select_box(self._matches[0])
+        self.post_message(
+            Status(f"/{event.value}: {len(self._matches)} matching boxes" if query else "")
+        )
+
+    @on(Input.Submitted, "#graph-search")
+    def _search_next(self, event: Input.Submitted) -> None:
+        if not self._matches:
+            self.action_close_search()
+            return
+        current = self.selected
+        i = self._matches.index(current) + 1 if current in self._matches else 0
+        self.select_box(self._matches[i % len(self._matches)])
+
+    # -- selection -------------------------------------------------------------------
+    def select_box(self, box: BoxLayout) -> None:
+        """Select ``box``: drawn selected, centred, and said to the screen."""
+        self.canvas_view.select(box)
+        step = self._step()
+        snapshot: GraphSnapshot | None = step.snapshot if step is not None else None
+        node_id: int | None = None
+        if box.role == "ghost" and box.ghost_ids and self.index > 0:
+            snapshot = self.steps[self.index - 1].snapshot
+            node_id = box.ghost_ids[0]
+        elif box.role != "scope" and box.node_ids:
+            node_id = box.node_ids[0]
+        self.post_message(self.BoxSelected(box, snapshot, node_id))
+
+    @on(GraphCanvasView.Clicked)
+    def _clicked(self, event: GraphCanvasView.Clicked) -> None:
+        if event.box is not None:
+            self.select_box(event.box)

@@ -1,0 +1,200 @@
+"""The graph view (``v``): the step's graph or diff drawn in the terminal.
+
+Pilot tests drive the real app on the small model (and a corpus case) and assert on
+what the canvas holds: every box's label, the diff colours, the selection reaching the
+inspector and the IR pane, an IR line centring its box, panning and zooming.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from freezeview.ui import FreezeviewApp
+from freezeview.ui.graph_canvas import BOX_ADDED, BOX_CHANGED, BOX_REMOVED
+from freezeview.ui.session import Session
+from freezeview.ui.widgets.graph_view import GraphView
+
+from .conftest import wait_ready
+
+pytestmark = pytest.mark.asyncio
+
+SIZE = (160, 48)
+
+
+def app_for(path: Path, tmp_path: Path) -> FreezeviewApp:
+    return FreezeviewApp(
+        path, output_dir=tmp_path / "out", show_timings=False, session=Session(path=path)
+    )
+
+
+async def wait_graph(pilot, timeout: float = 30.0) -> GraphView:  # type: ignore[no-untyped-def]
+    """Wait until the graph view shows a laid-out graph."""
+    view = pilot.app.main_screen.graph_view
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.02)
+        if view.ready:
+            await pilot.pause()
+            return view
+    raise AssertionError("the graph view did not show a layout in time")
+
+
+def canvas_text(view: GraphView) -> str:
+    assert view.drawn is not None and view.drawn.canvas is not None
+    return view.drawn.canvas.text()
+
+
+def window_text(view: GraphView) -> str:
+    """What the graph view's canvas shows on screen now, as plain text."""
+    canvas = view.canvas_view
+    return "\n".join(canvas.render_line(y).text for y in range(canvas.size.height))
+
+
+async def test_v_opens_the_graph_with_every_box_label(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await pilot.press("v")
+        view = await wait_graph(pilot)
+        assert screen.has_class("-graph")
+        assert view.canvas_view.has_focus
+        layout = view.drawn.layout  # type: ignore[union-attr]
+        text = canvas_text(view)
+        for box in layout.boxes.values():
+            for line in box.lines:
+                assert line in text, f"{line!r} is not drawn"
+        assert "step 1/" in str(view.query_one("#graph-title").render())
+        # v again hides it; the IR pane has the keys.
+        await pilot.press("v")
+        assert not screen.has_class("-graph")
+
+
+async def test_diff_colours_and_following_n(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await pilot.press("v", "n")  # step 2: attributes folded into constants
+        view = await wait_graph(pilot)
+        assert view.index == 1 and screen.current_step == 1
+        layout = view.drawn.layout  # type: ignore[union-attr]
+        assert layout.diff
+        canvas = view.drawn.canvas  # type: ignore[union-attr]
+        assert canvas is not None
+        codes = {c for row in canvas.styles for c in row}
+        assert BOX_REMOVED in codes  # ghosts of the attribute reads
+        assert codes & {BOX_ADDED, BOX_CHANGED}
+        ghosts = [b for b in layout.boxes.values() if b.role == "ghost"]
+        assert ghosts and all(b.status == "removed" for b in ghosts)
+        # d: the step's graph alone, no ghosts.
+        await pilot.press("d")
+        view = await wait_graph(pilot)
+        assert not view.drawn.layout.diff  # type: ignore[union-attr]
+        assert not any(b.role == "ghost" for b in view.drawn.layout.boxes.values())  # type: ignore[union-attr]
+
+
+async def test_selecting_a_box_updates_inspector_and_ir(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await pilot.press("v")
+        view = await wait_graph(pilot)
+        await pilot.press("d")  # the graph alone
+        view = await wait_graph(pilot)
+        await pilot.press("slash")
+        await pilot.press(*"add_")
+        await pilot.press("enter", "escape")
+        await pilot.pause()
+        box = view.selected
+        assert box is not None and box.lines[0] == "add_"
+        inspector = screen.inspector.plain_text()
+        assert "aten::add_" in inspector
+        # The IR pane's cursor is on that node's line.
+        line = screen.ir.plain_lines()[screen.ir.cursor_line]
+        assert "aten::add_" in line
+        # ] selects the next box in reading order, and the inspector follows.
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        assert view.selected is not None and view.selected != box
+
+
+async def test_an_ir_line_centres_its_box(small_pt: Path, tmp_path: Path) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await pilot.press("v")
+        view = await wait_graph(pilot)
+        await pilot.press("d")
+        view = await wait_graph(pilot)
+        screen.ir.focus()
+        await pilot.pause()
+        lines = screen.ir.plain_lines()
+        target = next(i for i, x in enumerate(lines) if "aten::linear" in x)
+        screen.ir.cursor_line = target
+        await pilot.pause()
+        assert view.selected is not None and view.selected.lines[0] == "linear"
+
+
+async def test_panning_moves_the_canvas_and_zoom_changes_level(
+    small_pt: Path, tmp_path: Path
+) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("v")
+        view = await wait_graph(pilot)
+        canvas = view.canvas_view
+        canvas.scroll_to(x=0, y=0, animate=False)
+        await pilot.pause()
+        before = window_text(view)
+        await pilot.press("j", "j", "l")
+        await pilot.pause()
+        assert (canvas.scroll_x, canvas.scroll_y) == (4, 4)
+        assert window_text(view) != before
+        await pilot.press("h", "k", "k")
+        await pilot.pause()
+        assert (canvas.scroll_x, canvas.scroll_y) == (0, 0)
+        layout = view.drawn.layout  # type: ignore[union-attr]
+        assert layout.level is None  # the small model fits at every op
+        await pilot.press("minus")
+        view = await wait_graph(pilot)
+        coarser = view.drawn.layout  # type: ignore[union-attr]
+        assert coarser.level is not None
+        assert any(b.role == "scope" for b in coarser.boxes.values())
+        # Enter on a module box opens it.
+        scope = next(b for b in coarser.boxes.values() if b.role == "scope")
+        view.select_box(scope)
+        await pilot.press("enter")
+        view = await wait_graph(pilot)
+        assert scope.scope in view.expand
+        assert not any(
+            b.role == "scope" and b.scope == scope.scope
+            for b in view.drawn.layout.boxes.values()  # type: ignore[union-attr]
+        )
+
+
+@pytest.mark.parametrize("case", ["tiny_resnet", "control_flow", "dynamic_quantized_linear"])
+async def test_corpus_model_graph(case: str, tmp_path: Path) -> None:
+    from tests.corpus import CASES
+
+    cases = {c.name: c for c in CASES}
+    if case not in cases:
+        pytest.skip(f"no corpus case {case}")
+    import torch
+
+    module = cases[case].build()
+    path = tmp_path / f"{case}.pt"
+    torch.jit.save(module, str(path))
+    app = app_for(path, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("v")
+        view = await wait_graph(pilot)
+        for box in view.drawn.layout.boxes.values():  # type: ignore[union-attr]
+            assert box.lines[0] in canvas_text(view)
