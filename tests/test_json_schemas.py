@@ -72,6 +72,8 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     for line in lines.splitlines():
         doc = json.loads(line)
         docs["freeze-step" if doc["type"] == "step" else "freeze-result"].append(doc)
+    # explain with sample inputs: the final latency figure.
+    docs["explain"].append(json.loads(_run(["explain", str(model), "--json", *shape, *timing])))
     # --one-process: the forked helper is export's business (test_forked.py); a fork of the
     # test process, with whatever threads pytest runs, is not needed to see the document.
     export = [
@@ -121,6 +123,7 @@ def test_the_examples_reach_the_interesting_branches(documents: dict[str, list[A
     assert documents["explain"][2]["already_frozen"]["constants"]
     assert any(s["numerics"] for s in documents["freeze-step"])
     assert any(s["latency_ms"] for s in documents["freeze-step"])
+    assert any("latency_ms" in doc for doc in documents["explain"])
     result = documents["freeze-result"][0]
     assert result["latency_ms"]["frozen"] and result["portability"]["roundtrip"] == "same"
     assert any(v["reason"] for r in documents["check"][1]["rules"] for v in r["violations"])

@@ -10,10 +10,19 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .console import fit_table, is_unbounded, report_console
-from .options import add_model_options, add_plan_options, load_from_args, preserved_from_args
+from .options import (
+    add_input_options,
+    add_measure_options,
+    add_model_options,
+    add_plan_options,
+    inputs_from_args,
+    load_from_args,
+    measure_from_args,
+    preserved_from_args,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -21,6 +30,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from ..engine.graph import FrozenContents
+    from ..engine.measure import Measurement
     from ..engine.reasons.verdicts import AttributeVerdict, Explanation
 
 __all__ = [
@@ -61,6 +71,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="also list the `training` flags and hook placeholders every module carries",
     )
+    add_input_options(parser)
+    add_measure_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -73,16 +85,51 @@ def run(args: argparse.Namespace) -> int:
     """Run ``freezeview explain``; returns the exit code."""
     from ..engine.reasons.verdicts import explain
 
+    threads, budget = measure_from_args(args)
+    inputs = inputs_from_args(args)
     loaded = load_from_args(args)
     result = explain(loaded, preserved_from_args(args))
     if args.debug and result.disagreements:
         print_disagreements(report_console(stderr=True), result)
+    figure = None
+    if inputs is not None and budget > 0:
+        figure = _final_figure(loaded.module, inputs, preserved_from_args(args), threads, budget)
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2)
+        data = result.to_json()
+        if figure is not None:
+            data["latency_ms"] = figure.latency_json()
+        json.dump(data, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    render_explanation(report_console(), result, statuses=args.status, show_all=args.all)
+    console = report_console()
+    render_explanation(console, result, statuses=args.status, show_all=args.all)
+    if figure is not None:
+        from rich.markup import escape
+
+        from ..engine.measure import verdict_text
+
+        console.print(f"[bold]{escape(verdict_text(figure))}[/]")
     return 0
+
+
+def _final_figure(
+    module: Any, inputs: tuple[Any, ...], preserved: list[str], threads: int, budget: float
+) -> Measurement:
+    """torch.jit.freeze's forward against the unfrozen one, or one sentence why not."""
+    from ..engine.measure import final_figure
+    from ..engine.plumbing.errors import BadInputError, FreezeviewError
+
+    try:
+        return final_figure(
+            module, inputs, preserved_attrs=preserved, threads=threads, budget=budget
+        )
+    except FreezeviewError:
+        raise
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise BadInputError(
+            f"the sample inputs do not fit the model: its forward failed on them ({first})."
+        ) from exc
 
 
 _HOUSEKEEPING = {"training", "_is_full_backward_hook"}

@@ -6,7 +6,8 @@ with sample inputs, times the step's forward as torch's benchmark utilities do
 (:mod:`.latency`: warm-up, fixed threads, blocks until the median is stable within a
 time budget). After the run it adds the result's sizes and portability
 (:mod:`.portability`: constants' devices and dtypes, backend-only nodes, a save and load
-in a fresh process). The values (:mod:`.measure_values`) are torch-free. Uses freeze,
+in a fresh process). :func:`final_figure` times only the unfrozen and the frozen forward
+(explain's figure). The values (:mod:`.measure_values`) are torch-free. Uses freeze,
 graph and plumbing.
 """
 
@@ -18,6 +19,7 @@ from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .constants import backend_only_nodes, constant_bytes, constant_tensors
+    from .final_figure import final_figure
     from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, Timing, fixed_threads, time_forward
     from .measure_values import (
         Change,
@@ -39,6 +41,7 @@ __getattr__, __dir__ = lazy_exports(
         "backend_only_nodes": "constants",
         "constant_bytes": "constants",
         "constant_tensors": "constants",
+        "final_figure": "final_figure",
         "DEFAULT_BUDGET": "latency",
         "DEFAULT_THREADS": "latency",
         "Timing": "latency",
@@ -73,6 +76,7 @@ __all__ = [
     "compare_latency",
     "constant_bytes",
     "constant_tensors",
+    "final_figure",
     "fixed_threads",
     "format_ms",
     "latency_cell",

@@ -1,0 +1,79 @@
+"""The final figure alone: the unfrozen forward against ``torch.jit.freeze``'s, timed.
+
+``freezeview explain`` says what freezing does to each attribute; with sample inputs it
+also says what freezing does to the forward's latency, without the stepwise run: torch's
+own ``torch.jit.freeze`` (plus ``optimize_for_inference`` when asked) on the same
+preserved names, both forwards timed as :mod:`.latency` times every step.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from ..plumbing import PlanError
+from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, Timing, time_forward
+from .measure_values import Measurement
+
+__all__ = ["final_figure"]
+
+
+def _timed(module: Any, inputs: Sequence[Any], threads: int, budget: float) -> Timing:
+    cmod = module._c
+    fn = torch._C._create_function_from_graph(
+        "freezeview_timed", cmod._get_method("forward").graph.copy()
+    )
+    return time_forward(lambda: fn(cmod, *inputs), threads=threads, budget=budget)
+
+
+def final_figure(
+    module: torch.jit.ScriptModule,
+    inputs: Sequence[Any],
+    *,
+    preserved_attrs: Sequence[str] = (),
+    optimize_for_inference: bool = False,
+    threads: int = DEFAULT_THREADS,
+    budget: float = DEFAULT_BUDGET,
+) -> Measurement:
+    """Time the unfrozen and the frozen forward on ``inputs``.
+
+    Args:
+        module: the scripted module (eval mode); it is not changed.
+        inputs: the sample inputs of ``forward``.
+        preserved_attrs: as ``torch.jit.freeze(preserved_attrs=...)``.
+        optimize_for_inference: run ``torch.jit.optimize_for_inference`` after freezing.
+        threads: torch's intra-op threads while timing.
+        budget: seconds of timing per forward.
+
+    Returns:
+        A :class:`Measurement` with the unfrozen latency and one step, ``freeze``.
+
+    Raises:
+        PlanError: torch cannot freeze the module with these names.
+        RuntimeError: a forward fails on the inputs.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            frozen = torch.jit.freeze(module, preserved_attrs=list(preserved_attrs))
+            if optimize_for_inference:
+                frozen = torch.jit.optimize_for_inference(frozen)
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise PlanError(
+            f"latency not measured: torch could not freeze the model ({first})."
+        ) from exc
+    unfrozen = _timed(module, inputs, threads, budget).latency
+    after = _timed(frozen, inputs, threads, budget).latency
+    title = "torch.jit.freeze" + (" + optimize_for_inference" if optimize_for_inference else "")
+    return Measurement(
+        threads=threads,
+        budget=budget,
+        unfrozen=unfrozen,
+        steps={0: after},
+        titles={0: title},
+        names={0: "freeze"},
+    )
