@@ -46,6 +46,9 @@ __all__ = [
 # GRAPH_UPDATE line written by AttributePropagator::propagateAttributes. The constant's
 # debug name is "self." + the GetAttr chain walked from the method's module + the name.
 _FOLD_LINE = re.compile(r"Folding GetAttr %(?P<value>\S+) with (?P<const>\S+)\s*$")
+# The one line AttributePropagator writes per prim::GetAttr reading a module: folded, no
+# constant form, or a slot that cannot be folded.
+_MODULE_READ = re.compile(r"Folding GetAttr |is not materializable\.|attribute: \S+ is mutable\.")
 
 ModuleLike = torch.jit.ScriptModule | torch._C.ScriptModule
 
@@ -168,35 +171,60 @@ def _getattr_chain(value: torch._C.Value, self_value: torch._C.Value) -> list[st
     return names[::-1]
 
 
-def _fork_bases(module: torch.jit.ScriptModule, methods: Sequence[str]) -> set[str]:
-    """Paths of the submodules that ``torch.jit.fork`` is called on in ``methods``.
+@dataclass(frozen=True)
+class _ForkBody:
+    """A ``torch.jit.fork`` body torch freezes against a submodule (``path``)."""
+
+    path: str
+    type_name: str
+    module_reads: int  # prim::GetAttr nodes reading a module: one freezing log line each
+    parent: int  # the enclosing body's index, -1 for a method's graph
+
+
+def _fork_bodies(module: torch.jit.ScriptModule, methods: Sequence[str]) -> list[_ForkBody]:
+    """The fork bodies of ``methods`` handed a submodule, in the order torch freezes them.
 
     Inside such a fork torch propagates attributes relative to the forked submodule, so
-    its log names ``self.weight`` for what is ``branch.weight`` from the root.
+    its log names ``self.weight`` for what is ``branch.weight`` from the root, and it
+    writes no line where the body ends: the body's module reads say where.
     """
-    bases: set[str] = set()
+    named = dict(_named_modules(module))
+    module_types = {sub._type().qualified_name() for sub in named.values()}
+    bodies: list[_ForkBody] = []
 
-    def visit(graph: torch._C.Graph, prefix: list[str]) -> None:
+    def reads_module(node: torch._C.Node) -> bool:
+        t = node.inputsAt(0).type()
+        if isinstance(t, torch._C.InterfaceType):
+            return True
+        return isinstance(t, torch._C.ClassType) and t.qualified_name() in module_types
+
+    def visit(graph: torch._C.Graph, prefix: list[str], parent: int) -> None:
         self_value = next(iter(graph.inputs()))
         for node in _walk_nodes(graph.block(), into_forks=False):
             if node.kind() != "prim::fork":
                 continue
-            sub_prefix = prefix
             first = list(node.inputs())[:1]
-            if first:
-                chain = _getattr_chain(first[0], self_value)
-                if chain:
-                    sub_prefix = prefix + chain
-                    bases.add(".".join(sub_prefix))
-            visit(node.g("Subgraph"), sub_prefix)
+            chain = _getattr_chain(first[0], self_value) if first else None
+            sub_prefix = prefix + chain if chain else prefix
+            body = node.g("Subgraph").copy()
+            torch._C._jit_pass_inline(body)
+            # A fork not handed a submodule is frozen against the current module.
+            path = ".".join(sub_prefix)
+            reads = sum(
+                1
+                for inner in _walk_nodes(body.block(), into_forks=False)
+                if inner.kind() == "prim::GetAttr" and reads_module(inner)
+            )
+            bodies.append(_ForkBody(path, _type_name(named[path]), reads, parent))
+            visit(body, sub_prefix, len(bodies) - 1)
 
     for name in methods:
         if not module._c._has_method(name):
             continue
         graph = module._c._get_method(name).graph.copy()
         torch._C._jit_pass_inline(graph)
-        visit(graph, [])
-    return bases
+        visit(graph, [], -1)
+    return bodies
 
 
 def freeze_with_log(
@@ -222,42 +250,51 @@ def freeze_with_log(
         torch._C._jit_set_logging_option(previous)
 
     methods = ["forward", *preserved_attrs]
-    forked = _fork_bases(module, methods)
-    named = dict(_named_modules(module))
+    bodies = _fork_bodies(module, methods)
     # Each "Freezing Module: T" line starts propagating one graph: a preserved method's
-    # (on the root) or a fork subgraph's (on the forked submodule, when it is one).
-    # Folding lines that follow refer to the innermost such module; after a fork's
-    # subgraph is done torch returns to the outer graph without a log line, so a name
-    # that does not resolve on the innermost module is tried on the enclosing ones.
-    root_type = _type_name(module._c)
+    # (on the root) or, after it, a fork body's (on the forked submodule): the next body
+    # of type T inside the current one. Folding lines name constants relative to the
+    # innermost body; a body ends once its module reads are all logged, and a name that
+    # does not resolve there is tried on the enclosing bodies, then the root.
     known = attribute_paths(module)
-    stack: list[tuple[str, ...]] = [("",)]
+    stack: list[list[int]] = []  # [body index, module reads left]
+    used: set[int] = set()
+    in_method = False
     log = FreezeLog(frozen=frozen, lines=lines)
     for line in lines:
         if "Propagating function:" in line:
-            stack = [("",)]
-        elif "Freezing Module:" in line:
+            stack, in_method = [], False
+            continue
+        if "Freezing Module:" in line:
+            if not in_method:
+                in_method = True
+                continue
             type_name = line.rsplit(":", 1)[1].strip()
-            candidates = tuple(
-                path for path in sorted(forked) if _type_name(named[path]) == type_name
-            )
-            if candidates:
-                stack.append(candidates)
-            elif type_name != root_type or len(stack) > 1:
-                stack.append(stack[-1])
-        elif match := _FOLD_LINE.search(line):
-            name = match["const"].removeprefix("self.")
-            log.folded.append(name)
+            # A body whose reads are all logged may still hold this fork (the GetAttr
+            # handing its module over was its last read): it ends only when it does not.
             while True:
-                resolved = [
-                    full
-                    for full in (f"{base}.{name}" if base else name for base in stack[-1])
-                    if full in known
+                parent = stack[-1][0] if stack else -1
+                found = [
+                    i
+                    for i, body in enumerate(bodies)
+                    if i not in used and body.parent == parent and body.type_name == type_name
                 ]
-                if resolved or len(stack) == 1:
+                if found or not stack:
                     break
-                stack.pop()  # torch is back in the enclosing graph
-            log.paths.extend(resolved or [name])
+                stack.pop()
+            used.add(found[0])
+            stack.append([found[0], bodies[found[0]].module_reads])
+        elif _MODULE_READ.search(line):
+            while stack and stack[-1][1] <= 0:
+                stack.pop()
+            if match := _FOLD_LINE.search(line):
+                name = match["const"].removeprefix("self.")
+                log.folded.append(name)
+                bases = [bodies[i].path for i, _ in reversed(stack)] + [""]
+                candidates = [f"{base}.{name}" if base else name for base in bases]
+                log.paths.append(next((c for c in candidates if c in known), name))
+            if stack:
+                stack[-1][1] -= 1
     return log
 
 

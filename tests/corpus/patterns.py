@@ -142,6 +142,70 @@ class Forked(nn.Module):
         return torch.jit.wait(future) + y
 
 
+class ForkBranch(nn.Module):
+    """A branch with a submodule of its own: the fork still reads it after folding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.scale = nn.Parameter(torch.full((4,), 0.5))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x) * self.scale
+
+
+class ForkOther(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.eye(4))
+        self.register_buffer("shift", torch.ones(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.weight + self.shift
+
+
+class ForkedSharedType(nn.Module):
+    """Two submodules of one type, each run through torch.jit.fork."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = ForkBranch()
+        self.b = ForkBranch()
+        self.scale = nn.Parameter(torch.full((4,), 3.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        left = torch.jit.fork(self.a, x)
+        right = torch.jit.fork(self.b, x)
+        # Read after the forks: a name the branches also have (`scale`) is the root's.
+        return torch.jit.wait(left) + torch.jit.wait(right) * self.scale
+
+
+class ForkedDistinctTypes(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = ForkBranch()
+        self.b = ForkOther()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        left = torch.jit.fork(self.a, x)
+        right = torch.jit.fork(self.b, x)
+        return torch.jit.wait(left) - torch.jit.wait(right)
+
+
+class ForkedNested(nn.Module):
+    """A fork inside a forked branch's holder: bodies within bodies."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outer = ForkedDistinctTypes()
+        self.c = ForkBranch()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        inner = torch.jit.fork(self.outer, x)
+        other = torch.jit.fork(self.c, x)
+        return torch.jit.wait(inner) + torch.jit.wait(other)
+
+
 def _lstm() -> torch.jit.ScriptModule:
     # Scripted directly: the LSTM module is the root, with forward__0/forward__1 only.
     return torch.jit.script(seeded(lambda: nn.LSTM(4, 8, num_layers=2)).eval())
@@ -157,6 +221,15 @@ CASES = [
     Case("tiny_resnet", scripted(TinyResNet), inputs=image_inputs, tags=frozenset({"pattern"})),
     Case("concat_linear", scripted(ConcatLinear), tags=frozenset({"pattern"})),
     Case("fork", scripted(Forked), tags=frozenset({"fork"})),
+    Case("fork_shared_type", scripted(ForkedSharedType), tags=frozenset({"fork"})),
+    Case("fork_distinct_types", scripted(ForkedDistinctTypes), tags=frozenset({"fork"})),
+    Case("fork_nested", scripted(ForkedNested), tags=frozenset({"fork"})),
+    Case(
+        "fork_shared_type_traced",
+        traced(ForkedSharedType),
+        traced=True,
+        tags=frozenset({"fork"}),
+    ),
     Case(
         "scripted_lstm",
         _lstm,

@@ -32,7 +32,6 @@ from .replay_graphs import (
     GraphContext,
     ReplayGraphs,
     insert_constant,
-    prune_fork_inputs,
     type_name,
 )
 
@@ -86,6 +85,8 @@ class FreezeReplay(ReplayGraphs):
         self.unreplaced: dict[int, set[int]] = {}
         self.used: dict[tuple[int, str], None] = {}
         self.referenced: set[tuple[int, str]] = set()
+        # Submodules a surviving torch.jit.fork is handed, with that fork node.
+        self.forked: dict[tuple[int, str], Writer] = {}
         self.escaping: set[int] = set()
         self.interface_paths: set[str] = set()
         self.keep: dict[str, set[str] | None] = {}  # type -> kept slot names (None = all)
@@ -253,47 +254,55 @@ class FreezeReplay(ReplayGraphs):
     # -- phase 2: folding, then torch's clean-up ------------------------------------------------
 
     def propagate(self) -> None:
+        # As freeze_module.cpp runs it: every graph of a method is folded first (its
+        # forks' bodies included), then optimized, the graph holding a fork before the
+        # fork's body. Dead-code elimination of the holding graph drops the fork inputs
+        # the body no longer reads; a body that still reads its module then (the GetAttr
+        # of a submodule, which no constant replaces, is only cleaned up with the body
+        # afterwards) keeps that module on the frozen model.
         for ctx in self.contexts:
-            graph, method = ctx.graph, ctx.method
-            self._use_graph(graph, ctx.base)
-            first = next(iter(graph.block().nodes()), None)
-            constants: dict[tuple[int, str], torch._C.Value | None] = {}
-            for node in graph.findAllNodes("prim::GetAttr", True):  # type: ignore[attr-defined]
-                name = node.s("name")
-                mod = self.find_constant_attr(node.inputsAt(0), name)
-                if mod is None:
-                    continue
-                slot = (mod.key, name)
-                value = mod.attrs[name]
-                if not materializable(value):
-                    self.not_materializable.add(slot)
-                    continue
-                self.folded.setdefault(slot, set()).add(method)
-                if slot not in constants:
-                    constants[slot] = insert_constant(graph, first, value)
-                constant = constants[slot]
-                if constant is not None:
-                    node.output().replaceAllUsesWith(constant)
-                    node.removeAllInputs()
-                else:
-                    # Python cannot build this constant (a TorchScript object); torch can,
-                    # so the read counts as folded even though it stays in our copy.
-                    self.unreplaced.setdefault(id(ctx), set()).add(node.output().unique())
+            self._fold(ctx)
+        for ctx in self.contexts:
             # The parts of runOptimization that decide which reads survive; dead-code
             # elimination first, as there, to drop the emptied GetAttr nodes.
-            torch._C._jit_pass_dce(graph)
-            torch._C._jit_pass_constant_propagation(graph)
-            torch._C._jit_pass_dce(graph)
-        for ctx in reversed(self.contexts):
-            if ctx.fork_node is not None and ctx.parent is not None:
-                prune_fork_inputs(ctx.fork_node, ctx.graph)
-                torch._C._jit_pass_dce(ctx.parent)
+            torch._C._jit_pass_dce(ctx.graph)
+            torch._C._jit_pass_constant_propagation(ctx.graph)
+            torch._C._jit_pass_dce(ctx.graph)
+
+    def _fold(self, ctx: GraphContext) -> None:
+        """Replace each foldable ``prim::GetAttr`` of one graph by its constant."""
+        graph, method = ctx.graph, ctx.method
+        self._use_graph(graph, ctx.base)
+        first = next(iter(graph.block().nodes()), None)
+        constants: dict[tuple[int, str], torch._C.Value | None] = {}
+        for node in graph.findAllNodes("prim::GetAttr", True):  # type: ignore[attr-defined]
+            name = node.s("name")
+            mod = self.find_constant_attr(node.inputsAt(0), name)
+            if mod is None:
+                continue
+            slot = (mod.key, name)
+            value = mod.attrs[name]
+            if not materializable(value):
+                self.not_materializable.add(slot)
+                continue
+            self.folded.setdefault(slot, set()).add(method)
+            if slot not in constants:
+                constants[slot] = insert_constant(graph, first, value)
+            constant = constants[slot]
+            if constant is not None:
+                node.output().replaceAllUsesWith(constant)
+                node.removeAllInputs()
+            else:
+                # Python cannot build this constant (a TorchScript object); torch can,
+                # so the read counts as folded even though it stays in our copy.
+                self.unreplaced.setdefault(id(ctx), set()).add(node.output().unique())
 
     # -- phase 3: clean-up of the module --------------------------------------------------
 
     def cleanup(self) -> None:
         for ctx in self.contexts:
-            self._record_referenced(ctx)
+            if not _module_handed_over(ctx):
+                self._record_referenced(ctx)
         for ctx in self.contexts:
             if not ctx.is_fork:
                 self._handle_shared_class_type(self.root, ctx.graph)
@@ -311,6 +320,9 @@ class FreezeReplay(ReplayGraphs):
                 if mod.type_name != input_type or name not in mod.attrs:
                     continue
                 self.referenced.add((mod.key, name))
+                fork = _fork_taking(node.output())
+                if fork is not None:
+                    self.forked.setdefault((mod.key, name), ctx.writers.describe_node(fork))
                 self._insert_mutable(mod, name)
                 child = mod.children.get(name)
                 if child is not None and child not in modules:
@@ -359,3 +371,26 @@ class FreezeReplay(ReplayGraphs):
         if kept is None or mod not in self.instances.get(mod.type_name, []):
             return True
         return name in kept
+
+
+def _fork_taking(value: torch._C.Value) -> torch._C.Node | None:
+    """The ``prim::fork`` that takes ``value`` as the module its body runs on, if any."""
+    for use in value.uses():
+        if use.user.kind() == "prim::fork" and use.offset == 0:
+            return use.user
+    return None
+
+
+def _module_handed_over(ctx: GraphContext) -> bool:
+    """Whether ``ctx`` is the body of a fork still handed a submodule by a ``prim::GetAttr``.
+
+    freeze_module.cpp's recordReferencedAttrs reaches that GetAttr first and keeps the
+    submodule, which then counts as preserved: the fork's body is not walked, so what it
+    still reads of the submodule is not kept (a fork nested in that body loses its module).
+    """
+    if not ctx.is_fork or ctx.fork_node is None or ctx.fork_node.inputsSize() == 0:
+        return False
+    feeder = ctx.fork_node.inputsAt(0).node()
+    return feeder.kind() == "prim::GetAttr" and isinstance(
+        feeder.output().type(), torch._C.ClassType | torch._C.InterfaceType
+    )

@@ -23,7 +23,6 @@ __all__ = [
     "GraphContext",
     "ReplayGraphs",
     "insert_constant",
-    "prune_fork_inputs",
     "type_name",
 ]
 
@@ -43,6 +42,12 @@ class GraphContext:
     is_fork: bool = False
     fork_node: torch._C.Node | None = None
     parent: torch._C.Graph | None = None
+    #: The context of the graph holding this fork (an index into the contexts), -1 for a
+    #: method's own graph.
+    parent_index: int = -1
+    #: How many ``prim::GetAttr`` nodes of a module read the graph had before folding
+    #: (its forks' bodies apart): torch's freezing log writes one line for each.
+    module_reads: int = 0
 
 
 class ReplayGraphs:
@@ -84,9 +89,22 @@ class ReplayGraphs:
         is_fork: bool,
         fork_node: torch._C.Node | None = None,
         parent: torch._C.Graph | None = None,
+        parent_index: int = -1,
     ) -> None:
         writers = GraphWriters(graph, method, module_types=self.model.module_types, frozen=True)
-        self.contexts.append(GraphContext(method, graph, base, writers, is_fork, fork_node, parent))
+        index = len(self.contexts)
+        reads = len(
+            [
+                node
+                for node in graph.findAllNodes("prim::GetAttr", True)  # type: ignore[attr-defined]
+                if self._is_module_typed(node.inputsAt(0))
+            ]
+        )
+        self.contexts.append(
+            GraphContext(
+                method, graph, base, writers, is_fork, fork_node, parent, parent_index, reads
+            )
+        )
         # torch.jit.fork bodies live in a subgraph attribute; freezing inlines and folds
         # them too, against the module handed to the fork (applyToForkSubgraph).
         for node in graph.findAllNodes("prim::fork", True):  # type: ignore[attr-defined]
@@ -103,7 +121,7 @@ class ReplayGraphs:
                     continue  # the module is preserved: torch leaves the fork alone
                 fork_base = child or base
             assert fork_base is not None
-            self._add_context(method, sub, fork_base, True, node, graph)
+            self._add_context(method, sub, fork_base, True, node, graph, index)
 
     def _inline_interfaces(self, graph: torch._C.Graph) -> None:
         # freeze_module.cpp retypes each interface-typed GetAttr to the concrete module
@@ -242,19 +260,6 @@ class ReplayGraphs:
         if not self._is_module_typed(value):
             return None
         return self._resolve_module_path(value)
-
-
-def prune_fork_inputs(fork: torch._C.Node, sub: torch._C.Graph) -> None:
-    """Drop fork inputs the (folded) body no longer reads, as torch's clean-up does.
-
-    A fork handed a submodule whose attributes were all folded stops reading it; the
-    submodule's GetAttr then dies in the caller and the submodule is removed.
-    """
-    inputs = list(sub.inputs())
-    for i in range(len(inputs) - 1, -1, -1):
-        if not inputs[i].uses() and i < fork.inputsSize():
-            sub.eraseInput(i)
-            fork.removeInput(i)
 
 
 def type_name(t: torch._C.Type) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,9 @@ from ..plumbing import capture_stderr_fd
 
 __all__ = [
     "FREEZE_LOG_LINE",
+    "ForkBody",
     "TorchOutcome",
+    "folded_paths",
     "module_statuses",
     "release_clone",
     "torch_outcome",
@@ -102,11 +104,124 @@ def torch_outcome(
     )
 
 
+# What freeze_module.cpp's AttributePropagator writes while it walks a graph: the module
+# a graph (or a fork's body) is frozen against, and one line per prim::GetAttr of a module
+# (folded, a value with no constant form, or a slot that stays).
+_FREEZING_MODULE = re.compile(r"Freezing Module: (?P<type>\S+)\s*$")
+_MODULE_READ = re.compile(
+    r"\] (?:(?P<module>\w+) is not materializable\."
+    r"|attribute: \w+ is (?:not materializable|mutable)\."
+    r"|Folding GetAttr )"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ForkBody:
+    """A ``torch.jit.fork`` body freezing folds against a module: how to read torch's log.
+
+    torch logs the constants it folds in a fork's body relative to the module the fork
+    was handed, after a ``Freezing Module: <type>`` line, and writes no line where the body
+    ends; one line per module read tells where it does.
+
+    Attributes:
+        path: the module's path (its first, when it has several).
+        type_name: its TorchScript class name as torch's log writes it (``Branch``).
+        attr: the name of the ``prim::GetAttr`` that hands the module to the fork.
+        module_reads: ``prim::GetAttr`` nodes of a module in the body (nested forks apart).
+        parent: the index of the body holding this fork, -1 for a method's graph.
+    """
+
+    path: str
+    type_name: str
+    attr: str
+    module_reads: int
+    parent: int = -1
+
+
+def folded_paths(
+    log: Sequence[str], paths: Mapping[str, bool], bodies: Sequence[ForkBody] = ()
+) -> list[str]:
+    """The attribute path of every constant torch's freezing log says it folded.
+
+    A method's own graph names constants from the root; a fork's body from the module
+    the fork was handed. The log is read in order: each ``Freezing Module`` line after a
+    method's first opens the next fork body of that type (the one whose module the
+    preceding ``... is not materializable`` line named, when several could be), and the
+    body ends after its module reads. Two forks of submodules of one type are told apart
+    by their order, never by chance.
+
+    Args:
+        log: torch's freezing log lines (:attr:`TorchOutcome.log`).
+        paths: every attribute path of the model (mapped to whether it is a submodule).
+        bodies: the fork bodies of the preserved methods, each graph's forks in order.
+
+    Returns:
+        Full attribute paths, in log order; a name that resolves nowhere stays as logged.
+    """
+    found: list[str] = []
+    stack: list[list[int]] = []  # [body index (-1: unknown), module reads left]
+    used: set[int] = set()
+    in_method = False
+    pending = ""
+    for line in log:
+        if "Propagating function:" in line:
+            stack, in_method, pending = [], False, ""
+            continue
+        if entered := _FREEZING_MODULE.search(line):
+            if not in_method:
+                in_method = True  # the method's own graph, frozen against the root
+                continue
+            # A body whose reads are all logged may still hold this fork (the GetAttr
+            # handing the module over was its last read): it ends only when it does not.
+            while True:
+                parent = stack[-1][0] if stack else -1
+                same = [
+                    i
+                    for i, body in enumerate(bodies)
+                    if i not in used and body.parent == parent and body.type_name == entered["type"]
+                ]
+                if same or not stack or stack[-1][1] != 0:
+                    break
+                stack.pop()
+            named = [i for i in same if bodies[i].attr == pending]
+            chosen = (named or same or [-1])[0]
+            used.add(chosen)
+            stack.append([chosen, bodies[chosen].module_reads if chosen >= 0 else -1])
+            pending = ""
+            continue
+        read = _MODULE_READ.search(line)
+        if read is None:
+            continue
+        while stack and stack[-1][1] == 0:
+            stack.pop()  # every read of that body is logged: it has ended
+        if read["module"]:
+            pending = read["module"]
+        if (fold := _FOLD_LINE.search(line)) is not None:
+            found.append(_resolve(fold["path"], stack, bodies, paths))
+        if stack and stack[-1][1] > 0:
+            stack[-1][1] -= 1
+    return found
+
+
+def _resolve(
+    name: str, stack: list[list[int]], bodies: Sequence[ForkBody], paths: Mapping[str, bool]
+) -> str:
+    """``name`` (logged relative to the innermost body) as a path from the root."""
+    bases = [bodies[i].path for i, _ in reversed(stack) if i >= 0]
+    if stack and stack[-1][0] < 0:
+        bases += [body.path for body in bodies]  # an unknown body: any fork's module
+    for base in [*bases, ""]:
+        full = f"{base}.{name}" if base else name
+        if full in paths:
+            return full
+    return name
+
+
 def torch_statuses(
     outcome: TorchOutcome,
     paths: Mapping[str, bool],
     canonical: Mapping[str, str],
-    fork_bases: Iterable[str] = (),
+    fork_bodies: Sequence[ForkBody] = (),
 ) -> dict[str, str]:
     """torch's status for every attribute path of the original model.
 
@@ -116,8 +231,9 @@ def torch_statuses(
             submodule.
         canonical: each path to one name of the same (module object, attribute) slot,
             so a submodule shared under two names gets one status.
-        fork_bases: paths of submodules a ``torch.jit.fork`` hands its subgraph: torch
-            logs constants folded in there relative to that submodule.
+        fork_bodies: the ``torch.jit.fork`` bodies torch froze against a submodule: its
+            log names the constants folded there relative to that submodule
+            (:func:`folded_paths`).
 
     Returns:
         ``{path: "kept" | "inlined" | "dropped"}``: kept when torch's frozen module
@@ -125,14 +241,13 @@ def torch_statuses(
         something under it was folded, its code having been inlined); dropped otherwise.
     """
     kept = {canonical.get(path, path) for path in outcome.kept}
-    bases = [""] + [b for b in fork_bases if b]
-    folded: set[str] = set()
-    for name in outcome.folded:
-        for base in bases:
-            full = f"{base}.{name}" if base else name
-            if full in paths:
-                folded.add(canonical.get(full, full))
-                break
+    folded = {
+        canonical.get(full, full)
+        for full in (folded_paths(outcome.log, paths, fork_bodies) if fork_bodies else ())
+        if full in paths
+    }
+    if not fork_bodies:
+        folded = {canonical.get(name, name) for name in outcome.folded if name in paths}
     # A submodule counts as inlined when anything under it was folded.
     folded_prefixes = {p.rsplit(".", i)[0] for p in folded for i in range(1, p.count(".") + 1)}
     statuses: dict[str, str] = {}

@@ -35,6 +35,10 @@ REASON_CODES: dict[str, str] = {
     "shared-type": "kept: another module of the same TorchScript class keeps this slot",
     "holds-kept": "kept: a submodule that holds kept attributes",
     "referenced": "kept: a node that reads it survives freezing's clean-up",
+    "forked": (
+        "kept: a torch.jit.fork runs its body on this submodule, which the body still reads "
+        "after folding"
+    ),
     "undetermined": (
         "torch's status, which freezeview's replay of freeze_module.cpp did not predict: "
         "freezeview could not work out why, and lists what it found"

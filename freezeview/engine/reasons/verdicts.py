@@ -44,7 +44,13 @@ from .module_objects import ModuleObject, ModuleView, is_object, join_path
 from .mutation import Writer
 from .refusals import torch_refusal
 from .replay import FreezeReplay, WriteFact
-from .torch_freeze import TorchOutcome, release_clone, torch_outcome, torch_statuses
+from .torch_freeze import (
+    ForkBody,
+    TorchOutcome,
+    release_clone,
+    torch_outcome,
+    torch_statuses,
+)
 from .verdict_values import (
     REASON_CODES,
     STATUSES,
@@ -232,6 +238,22 @@ class _Verdicts:
                     "the model has no forward and no preserved method, so "
                     "freezing analyses nothing and keeps every attribute (preserve a method, "
                     "e.g. --preserve forward__0, to freeze it)",
+                )
+            )
+        fork = prop.forked.get(slot)
+        if fork is not None and not reasons:
+            where = f" at {fork.source.short()}" if fork.source else ""
+            reasons.append(
+                Reason(
+                    "forked",
+                    f"torch.jit.fork{where} in {fork.method} runs its body on this module, "
+                    "and the body still reads it after folding (a submodule has no constant "
+                    "form), so freezing keeps the module; the attributes folded into the "
+                    "body's constants are removed from it",
+                    node=fork.text,
+                    source=str(fork.source) if fork.source else None,
+                    method=fork.method,
+                    source_text=(fork.source.text or None) if fork.source else None,
                 )
             )
         if not reasons:
@@ -493,11 +515,11 @@ def _explain(
         torch_seconds=outcome.seconds,
         disagreements=disagreements,
         torch_log=outcome.log,
+        frozen=frozen_contents(loaded.module, inventory) if loaded.already_frozen else None,
     )
 
 
 def torch_statuses_only(
-        frozen=frozen_contents(loaded.module, inventory) if loaded.already_frozen else None,
     loaded: LoadedModel, preserved_attrs: Iterable[str], outcome: TorchOutcome
 ) -> Explanation | None:
     """torch's status for every attribute, without freezeview's reasons (fast).
@@ -558,8 +580,30 @@ def _torch_statuses(
         owner_path, _, name = path.rpartition(".")
         owner = _module_at(view, owner_path)
         canonical[path] = join_path(owner.paths[0], name) if owner is not None else path
-    forks = {p for ctx in prop.contexts if ctx.is_fork for p in ctx.base.paths}
-    return torch_statuses(outcome, paths, canonical, forks)
+    return torch_statuses(outcome, paths, canonical, fork_bodies(prop))
+
+
+def fork_bodies(prop: FreezeReplay) -> list[ForkBody]:
+    """The replay's ``torch.jit.fork`` bodies, as reading torch's freezing log needs them."""
+    index = {id(ctx): i for i, ctx in enumerate(c for c in prop.contexts if c.is_fork)}
+    bodies: list[ForkBody] = []
+    for ctx in prop.contexts:
+        if not ctx.is_fork:
+            continue
+        first = ctx.fork_node.inputsAt(0) if ctx.fork_node is not None else None
+        feeder = first.node() if first is not None else None
+        handed = feeder.s("name") if feeder is not None and feeder.kind() == "prim::GetAttr" else ""
+        parent = prop.contexts[ctx.parent_index] if ctx.parent_index >= 0 else None
+        bodies.append(
+            ForkBody(
+                path=ctx.base.paths[0],
+                type_name=ctx.base.type_name.rsplit(".", 1)[-1],
+                attr=handed,
+                module_reads=ctx.module_reads,
+                parent=index.get(id(parent), -1) if parent is not None else -1,
+            )
+        )
+    return bodies
 
 
 def _module_at(view: ModuleView, path: str) -> ModuleObject | None:
