@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["build_parser", "main"]
 
 SUBCOMMANDS: dict[str, str] = {}
-COMMANDS = ("explain", "freeze", "export", "check", "compare", "passes", "app")
+COMMANDS = ("explain", "freeze", "export", "check", "compare", "passes", "serve", "app")
 
 
 def _register_all(
@@ -197,7 +197,7 @@ def _main(args_list: list[str], *, process: bool = False) -> int:
         parser.print_usage(sys.stderr)
         print(
             "freezeview: give a model to open (freezeview MODEL.pt) or a command "
-            "(explain, freeze, export, check, compare, passes); --help says more.",
+            "(explain, freeze, export, check, compare, passes, serve); --help says more.",
             file=sys.stderr,
         )
         return 2

@@ -11,7 +11,7 @@ from pathlib import Path
 from .console import is_terminal
 from .options import add_extension_options, add_input_options, split_names
 
-__all__ = ["register", "run", "terminal_missing"]
+__all__ = ["open_app", "register", "run", "terminal_missing"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -80,6 +80,12 @@ def run(args: argparse.Namespace) -> int:
             f"or a CI step): for text, run `freezeview explain {args.model}` or "
             f"`freezeview freeze {args.model} -o OUT.pt`, with --json for machine output."
         )
+    return open_app(args)
+
+
+def open_app(args: argparse.Namespace) -> int:
+    """Start the engine process and run the app on ``args`` (the ``app`` options) until
+    the user quits; ``freezeview serve`` runs this for each browser that connects."""
     path = Path(args.model)
     # Cheap checks before the screen takes over the terminal, so a typo gets the usual
     # one-line error; everything else (damaged files, torch errors) shows in the app.

@@ -374,6 +374,9 @@ class MainScreen(Screen[None]):
         if path is None:
             self.notify("nothing written yet: g renders the step, e exports", timeout=3)
             return
+        if self.app.is_web:
+            self.deliver(path)
+            return
         if not _has_local_browser():
             self.set_status(f"no browser on this machine (SSH?): open {path} where you are")
             return
@@ -652,6 +655,10 @@ class MainScreen(Screen[None]):
         written = pictures or message.paths
         self.last_output = written[-1] if written else None
         self.query_one(StatusLine).show_link("rendered", self.last_output)
+        if self.app.is_web:
+            # In a browser (freezeview serve) the files are on the server: hand them over.
+            for path in pictures:
+                self.deliver(path)
 
     def on_exported(self, message: Exported) -> None:
         self.notify(f"{len(message.paths)} files in {message.directory}", title="exported")
@@ -661,6 +668,21 @@ class MainScreen(Screen[None]):
         self.query_one(StatusLine).show_link(
             f"exported {len(message.paths)} files:", self.last_output
         )
+        if self.app.is_web and page.exists():
+            self.deliver(page)
+
+    def deliver(self, path: Path) -> None:
+        """Hand a written file to the browser the app runs in (``freezeview serve``):
+        pages and pictures open in a new tab, other files are downloaded."""
+        kinds = {".html": "text/html", ".svg": "image/svg+xml", ".png": "image/png"}
+        mime = kinds.get(path.suffix)
+        if mime is None:
+            self.app.deliver_binary(path, open_method="download")
+        elif mime.startswith("text/"):
+            self.app.deliver_text(path, open_method="browser", mime_type=mime, encoding="utf-8")
+        else:
+            self.app.deliver_binary(path, open_method="browser", mime_type=mime)
+        self.set_status(f"sent {path.name} to the browser (o sends it again)")
 
     def _notify_notes(self) -> None:
         """What the engine noted while drawing (pictures too big to lay out, ...)."""
