@@ -20,7 +20,7 @@ unexport PYTHONDONTWRITEBYTECODE
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup
 EXAMPLE := examples/example.pt
 
-.PHONY: demo explain-demo test test-fast test-slow test-tools check screenshots bench clean graphviz
+.PHONY: demo explain-demo test test-fast test-slow test-tools test-torch check screenshots bench clean graphviz
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -68,6 +68,34 @@ test-slow: $(STAMP) $(EXAMPLE) test-tools
 	$(PYTEST) -m slow
 
 # ruff (lint and format) and mypy: the facade's and the engine's types are checked, not promised.
+# The suite against another torch release, in a venv of its own (CI stays on $(TORCH_PIN)):
+#   make test-torch TORCH=2.6.0            the fast set
+#   make test-torch TORCH=2.6.0 SET=all    fast and slow
+#   make test-torch TORCH=2.6.0 ARGS="-x tests/test_pipeline.py"
+# The venv ($(TORCH_VENVS)/RELEASE) is built once and reused: torch first (from PyPI that
+# is the CUDA build with its nvidia-* packages, 3-7 GB a release), then freezeview from
+# this checkout. docs/torch-releases.md has each release's result.
+TORCH ?=
+SET ?= fast
+ARGS ?=
+TORCH_VENVS ?= $(or $(TMPDIR),/tmp)/fv-torch
+TORCH_PY := $(TORCH_VENVS)/$(TORCH)/bin/python
+
+test-torch: graphviz $(if $(filter all,$(SET)),test-tools)
+	@test -n "$(TORCH)" || { echo "usage: make test-torch TORCH=2.6.0 [SET=all] [ARGS=...]" >&2; exit 2; }
+	@set -e; stamp=$(TORCH_VENVS)/$(TORCH)/.freezeview-installed; \
+	if [ ! -f $$stamp ] || [ "$$(cat $$stamp)" != "$(CURDIR)" ] || [ pyproject.toml -nt $$stamp ]; then \
+	  echo "Building $(TORCH_VENVS)/$(TORCH): torch $(TORCH), then freezeview from $(CURDIR)..."; \
+	  test -x $(TORCH_PY) || $(PYTHON) -m venv $(TORCH_VENVS)/$(TORCH); \
+	  $(TORCH_PY) -m pip install -q --upgrade pip; \
+	  $(TORCH_PY) -m pip install -q torch==$(TORCH); \
+	  $(TORCH_PY) -m pip install -q -e '.[dev]'; \
+	  echo "$(CURDIR)" > $$stamp; \
+	fi
+	$(TORCH_PY) -c 'import sys, torch; print("torch", torch.__version__); sys.exit(not torch.__version__.startswith("$(TORCH)"))'
+	$(TORCH_PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup \
+	  $(if $(filter all,$(SET)),,-m "not slow") $(ARGS)
+
 check: $(STAMP)
 	$(VENV)/bin/ruff check freezeview tests benchmarks examples scripts
 	$(VENV)/bin/ruff format --check freezeview tests benchmarks examples scripts

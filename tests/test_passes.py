@@ -14,7 +14,14 @@ import pytest
 import torch
 from torch import nn
 
-from freezeview.engine.freeze.passes import REGISTRY, default_passes, needs_guard, torch_version
+from freezeview.engine.freeze.passes import (
+    REGISTRY,
+    VERIFIED_RELEASES,
+    VERIFIED_TORCH,
+    default_passes,
+    needs_guard,
+    torch_version,
+)
 from freezeview.engine.freeze.pipeline import Pipeline, Plan
 
 _MANGLE = re.compile(r"___torch_mangle_\d+\.")
@@ -239,8 +246,8 @@ def test_default_order_is_torch_order() -> None:
 
 def test_guard_step_on_unverified_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     """On a torch release whose order is not verified, a guard step runs torch's own call."""
-    assert not needs_guard()  # the installed torch is verified by test_pipeline
-    assert needs_guard("9.1.0") and torch_version("2.13.0+cpu") == (2, 13)
+    assert needs_guard("9.1.0") and needs_guard("2.3.1") and not needs_guard("2.13.0+cpu")
+    assert torch_version("2.13.0+cpu") == (2, 13) and torch_version("2.10.0+cu128") == (2, 10)
     import freezeview.engine.freeze.pipeline_run as pipeline_mod
 
     monkeypatch.setattr(pipeline_mod, "needs_guard", lambda: True)
@@ -249,6 +256,49 @@ def test_guard_step_on_unverified_torch(monkeypatch: pytest.MonkeyPatch) -> None
     guard = [s for s in steps if s.name == "optimize_frozen_graph"]
     assert len(guard) == 1 and not guard[0].changed
     assert pipe.warnings == []
+
+
+def _pass_order_reader():  # type: ignore[no-untyped-def]
+    """scripts/torch_pass_order.py, imported as a module."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "torch_pass_order.py"
+    spec = importlib.util.spec_from_file_location("torch_pass_order", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_installed_torch_runs_the_verified_order() -> None:
+    """The table of verified releases holds on the torch the suite runs on: its _freeze.py
+    and the machine code of OptimizeFrozenGraph / optimize_for_inference call freezeview's
+    default order (with the fold loop), and the guard runs only off the table."""
+    reader = _pass_order_reader()
+    default = list(default_passes())
+    inference = [p for p in default_passes(True, True) if p not in default]
+    folds = [reader.CPP[p] for p in default if REGISTRY[p].group == "loop"]
+    try:
+        order = reader.read_torch(folds)
+    except reader.Unreadable as exc:
+        pytest.skip(f"cannot read this torch's pass order: {exc}")
+    found = reader.differences(order, default, inference)
+    if torch_version() in VERIFIED_TORCH:
+        assert found == [], f"torch {torch.__version__} is in VERIFIED_TORCH but {found}"
+        assert not needs_guard()
+    else:
+        assert needs_guard()
+    assert all(v.startswith(f"{a}.{b}.") for (a, b), v in VERIFIED_RELEASES.items())
+    # The reader tells a different order apart (so the check above can fail).
+    swapped = [default[1], default[0], *default[2:]]
+    assert reader.differences(order, swapped, inference) != []
+    assert reader.differences(order, default, inference[::-1]) != []
+    assert reader.python_calls("def freeze(m):\n    out = _freeze_module(m)\n")["freeze"] == [
+        "_freeze_module"
+    ]
 
 
 def test_dropout_in_other_methods_is_removed_like_torch() -> None:

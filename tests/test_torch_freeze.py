@@ -113,8 +113,10 @@ def test_agreeing_replay_has_no_undetermined_reason() -> None:
 
 def test_script_class_objects_are_listed_without_python(foreign_models: Path) -> None:
     module = torch.jit.load(str(foreign_models / "objects.pt"))
-    with pytest.raises(RuntimeError, match="not found"):
-        torch._C._jit_debug_module_iterators(module._c)  # what freezeview no longer calls
+    # What freezeview no longer calls: torch fails on the class it cannot import, in words
+    # that vary by release ("not found", or an internal assert on older ones).
+    with pytest.raises(RuntimeError):
+        torch._C._jit_debug_module_iterators(module._c)
     values = dict(module_iterators(module._c)["named_attributes"])
     assert isinstance(values["scale"], OpaqueObject)
     assert values["scale"].type_name.endswith(".Scale")

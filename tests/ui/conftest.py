@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
+import html
+import itertools
+import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -74,3 +78,72 @@ async def wait_ready(pilot, timeout: float = 30.0) -> None:  # type: ignore[no-u
         "the app did not settle in time: "
         f"{screen.loading_model=} {screen.run_id=} {screen.stepping=} {screen._explaining=}"
     )
+
+
+# -- pictures taken on one torch release, compared on every release ------------------------
+#
+# The pictures in __snapshots__/ are taken on CI's torch release (PICTURES_TORCH), where
+# they are compared as they are. On any other release part of the screen is torch's own
+# and differs: the line numbers of torch's source (``functional.py:2850``) that the IR
+# shows for inlined library code, and the warnings that release prints (``torch warned:
+# ...``). There the screen's text is compared row by row with the picture's, those parts
+# masked in both (tests/ui/test_snapshots.py checks that the masking tells other screens
+# apart).
+
+#: The torch release (major, minor) the pictures in __snapshots__/ were taken on.
+PICTURES_TORCH = (2, 13)
+#: The model's own file; a source position in any other file is torch's.
+_MODEL_FILE = "models.py"
+SNAPSHOTS = Path(__file__).parent / "__snapshots__"
+_TEXT = re.compile(r'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)"[^>]*>([^<]*)</text>')
+_POSITION = re.compile(r"\b(\w+\.py):\d+(?::\d*)?")
+_BLOCKS = re.compile("[\u2580-\u259f]")
+
+
+def _this_torch() -> tuple[int, int]:
+    """The installed torch's (major, minor), read without importing torch."""
+    from importlib.metadata import version
+
+    major, minor = version("torch").split(".")[:2]
+    return int(major), int(minor)
+
+
+def screen_rows(svg: str) -> list[str]:
+    """A screenshot's text, row by row, with what depends on the torch release masked.
+
+    Positions in torch's own source become ``file.py:#``; rows of torch's warnings are
+    left out, and with them what their presence moves: scrollbar thumbs (block glyphs
+    are dropped) and a pane's empty rows (a run of identical rows counts once). Spaces
+    are collapsed, so a shorter line number does not move the rest.
+    """
+    rows: dict[float, list[tuple[float, str]]] = {}
+    for x, y, text in _TEXT.findall(svg):
+        rows.setdefault(float(y), []).append((float(x), html.unescape(text)))
+    out = []
+    for y in sorted(rows):
+        row = "".join(text for _, text in sorted(rows[y])).replace("\xa0", " ")
+        if "torch warned:" in row:
+            continue
+        row = _POSITION.sub(
+            lambda m: m.group(0) if m.group(1) == _MODEL_FILE else f"{m.group(1)}:#", row
+        )
+        out.append(" ".join(_BLOCKS.sub("", row).split()))
+    return [row for row, _ in itertools.groupby(out)]
+
+
+@pytest.fixture
+def snap_compare(snap_compare, monkeypatch: pytest.MonkeyPatch) -> Callable[..., bool]:  # type: ignore[no-untyped-def]
+    """pytest-textual-snapshot's comparison; on a torch release other than
+    :data:`PICTURES_TORCH` it compares the screen's text with the picture's, torch's own
+    parts masked (the picture is still the one the test uses, and the one its report shows)."""
+    if _this_torch() != PICTURES_TORCH:
+        from pytest_textual_snapshot import SVGImageExtension
+
+        def matches(self, *, serialized_data, snapshot_data) -> bool:  # type: ignore[no-untyped-def]
+            expected, shown = screen_rows(str(snapshot_data)), screen_rows(str(serialized_data))
+            if shown != expected:
+                print("\n".join(difflib.unified_diff(expected, shown, "picture", "screen", n=1)))
+            return shown == expected
+
+        monkeypatch.setattr(SVGImageExtension, "matches", matches)
+    return snap_compare  # type: ignore[no-any-return]

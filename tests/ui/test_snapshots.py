@@ -3,10 +3,16 @@
 Each test's docstring says what a reviewer should see in the SVG. Regenerate after an
 intended change with ``pytest tests/ui/test_snapshots.py --snapshot-update`` and look
 at the report. Wall times are hidden (``show_timings=False``) so pictures are stable.
+
+The pictures are taken on CI's torch release; on any other release ``snap_compare``
+compares the screen's text with them, torch's own line numbers and warnings masked
+(``tests/ui/conftest.py``).
 """
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +20,35 @@ import pytest
 from freezeview.ui import FreezeviewApp
 from freezeview.ui.session import Session
 
-from .conftest import wait_ready
+from .conftest import SNAPSHOTS, screen_rows, wait_ready
+
+
+def test_masking_keeps_all_but_torchs_own_parts() -> None:
+    """The masked comparison tells screens apart except in torch's line numbers and
+    warnings (so the picture tests can fail on every release)."""
+
+    def svg(*rows: str) -> str:
+        return "".join(
+            f'<text class="r1" x="0" y="{i}" textLength="9">{html.escape(r)}</text>'
+            for i, r in enumerate(rows)
+        )
+
+    base = screen_rows(svg("%4 = aten::linear(%x) # functional.py:2850:22", "│ │", "q Quit"))
+    assert base == ["%4 = aten::linear(%x) # functional.py:#", "│ │", "q Quit"]
+    assert base == screen_rows(
+        svg(
+            "%4 = aten::linear(%x)   # functional.py:2474:2",
+            "torch warned: X",
+            "│ │",
+            "│ │",
+            "q Quit",
+        )
+    )
+    assert base != screen_rows(svg("%4 = aten::conv(%x) # functional.py:2850:22", "│ │", "q Quit"))
+    assert screen_rows(svg("# models.py:37:8")) != screen_rows(svg("# models.py:38:8"))
+    recorded = screen_rows((SNAPSHOTS / "test_snapshots" / "test_main_screen_wide.svg").read_text())
+    assert any("functional.py:#" in row for row in recorded)
+    assert any(re.search(r"models\.py:\d+", row) for row in recorded)
 
 
 @pytest.fixture

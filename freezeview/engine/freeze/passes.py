@@ -11,9 +11,10 @@ whether they keep numerics exact and when they fire. How each is run lives in
 :mod:`.pass_runners`; why one did not fire on a given graph, in :mod:`.pass_diagnosis`.
 
 The default order is keyed on the torch version: :data:`VERIFIED_TORCH` lists the
-releases whose order freezeview's tests proved equal to torch's own call. On any other
-release the pipeline runs the same order and then torch's own
-``_jit_pass_optimize_frozen_graph`` once more as a guard step that must change nothing.
+releases whose order freezeview read from torch itself and found equal to its own (2.4 to
+2.14: the same order, unchanged). On any other release the pipeline runs the same order
+and then torch's own ``_jit_pass_optimize_frozen_graph`` once more as a guard step that
+must change nothing.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ __all__ = [
     "GROUPS",
     "GUARD_PASS",
     "REGISTRY",
+    "VERIFIED_RELEASES",
     "VERIFIED_TORCH",
     "PassFunction",
     "PassInfo",
@@ -59,9 +61,26 @@ __all__ = [
 #: optimize_for_inference extras; ``guard``: torch's whole call, as a check.
 GROUPS = ("once", "loop", "inference", "guard")
 
-#: torch releases (major, minor) whose default order freezeview's tests proved equal to
-#: ``_jit_pass_optimize_frozen_graph`` (tests/test_pipeline.py, on the installed torch).
-VERIFIED_TORCH: frozenset[tuple[int, int]] = frozenset({(2, 13)})
+#: torch releases (major, minor) whose pass order freezeview verified equal to its default
+#: order, with the patch release read: its ``torch/jit/_freeze.py`` and the machine code of
+#: ``OptimizeFrozenGraph`` and ``optimize_for_inference`` in its ``libtorch_cpu.so``
+#: (``scripts/torch_pass_order.py``), then the whole suite on it (``make test-torch``),
+#: whose tests compare every step with torch's own call on that release.
+#: docs/torch-releases.md has the measured table. On any other release the guard runs.
+VERIFIED_RELEASES: Mapping[tuple[int, int], str] = {
+    (2, 4): "2.4.1",
+    (2, 5): "2.5.1",
+    (2, 6): "2.6.0",
+    (2, 7): "2.7.1",
+    (2, 8): "2.8.0",
+    (2, 9): "2.9.1",
+    (2, 10): "2.10.0",
+    (2, 11): "2.11.0",
+    (2, 12): "2.12.1",
+    (2, 13): "2.13.0",
+    (2, 14): "2.14.1",
+}
+VERIFIED_TORCH: frozenset[tuple[int, int]] = frozenset(VERIFIED_RELEASES)
 
 GUARD_PASS = "optimize_frozen_graph"
 
