@@ -9,7 +9,8 @@ fixed terminal size, so the pictures in README.md and docs/ always match the cur
 - ``diff.svg``: a folding step in diff view;
 - ``final.svg``: the last step (the frozen graph);
 - ``help.svg``: the help screen with every key;
-- ``narrow.svg``: the 80x24 layout (tabs).
+- ``narrow.svg``: the 80x24 layout (tabs);
+- ``graph-view.svg``: the graph view (``v``) on the conv -> batchnorm step's diff.
 
 Run: ``.venv/bin/python scripts/export_screenshots.py [MODEL.pt]`` (default: the bundled
 ``examples/example.pt``; ``make screenshots`` builds it first).
@@ -30,6 +31,8 @@ from ui.conftest import wait_ready  # noqa: E402
 from freezeview.ui import FreezeviewApp  # noqa: E402
 
 OUT = ROOT / "screenshots"
+# The graph view on step 6 (conv -> batchnorm) of the example, as a diff.
+GRAPH_KEYS = ("n", "n", "n", "n", "n", "v")
 
 
 async def _shoot(
@@ -39,6 +42,7 @@ async def _shoot(
     keys: tuple[str, ...] = (),
     select: str | None = None,
     to_end: bool = False,
+    graph: bool = False,
 ) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         app = FreezeviewApp(model, output_dir=tmp, show_timings=False)
@@ -54,6 +58,8 @@ async def _shoot(
             for key in keys:
                 await pilot.press(key)
                 await wait_ready(pilot)
+            while graph and not screen.graph_view.ready:
+                await pilot.pause(0.05)
             await pilot.pause(0.3)
             app.save_screenshot(filename=f"{name}.svg", path=str(OUT))
     return OUT / f"{name}.svg"
@@ -70,6 +76,7 @@ async def main(model: Path) -> list[Path]:
         await _shoot(model, "final", wide, to_end=True),
         await _shoot(model, "help", wide, keys=("question_mark",)),
         await _shoot(model, "narrow", (80, 24)),
+        await _shoot(model, "graph-view", wide, keys=GRAPH_KEYS, graph=True),
     ]
     return shots
 

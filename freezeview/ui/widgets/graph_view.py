@@ -280,7 +280,7 @@ class GraphView(Vertical):
             changed = [b for b in layout.boxes.values() if b.status != "same"]
             box = min(changed, key=lambda b: (b.y, b.x)) if changed else None
         if box is not None:
-            self.canvas_view.select(box)
+            self.select_box(box)  # the inspector and the IR pane follow
         else:
             self.canvas_view.action_home()
 
