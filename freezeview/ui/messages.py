@@ -76,13 +76,12 @@ class StepsFinished(Message):
 
 @dataclass
 class Highlighted(Message):
-    """A document was lexed into highlighted lines (for the IR pane)."""
+    """A document for the IR pane is ready (a diff computed off the event loop);
+    ``lines``: its lines already highlighted, when its maker lexed them."""
 
     key: tuple[Any, ...]
     lines: list[Text]
     text: str = ""
-    #: Prefetched in the background: cache it, do not show it.
-    prefetch: bool = False
 
 
 @dataclass

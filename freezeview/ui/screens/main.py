@@ -631,11 +631,10 @@ class MainScreen(Screen[None]):
             return
         self.stepping = False
         # A full garbage collection walks every object; with a big model's snapshots
-        # and highlighted lines that is ~200 ms of frozen event loop at a random key
-        # press. Objects alive now are long-lived: move them out of the collector's
-        # reach (refcounting still frees them when a re-run drops them).
+        # that is ~200 ms of frozen event loop at a random key press. Objects alive now
+        # are long-lived: move them out of the collector's reach (refcounting still frees
+        # them when a re-run drops them; the next run's start collects what cycles held).
         gc.freeze()
-        self.ir_pane.prefetch(self.run_id, list(self.steps))
         self.steps_bar.finish()
         if not any(s.error for s in self.steps):
             final = self.steps[-1].snapshot.node_count if self.steps else 0
@@ -706,6 +705,11 @@ class MainScreen(Screen[None]):
         self._run_plan = (tuple(self.fv_app.preserved), tuple(self.enabled_passes()))
         self.stale = False
         self.show_step(-1)
+        # The last run's steps are dropped now. What reference cycles (finished workers,
+        # messages) held of them was frozen with them and only a full collection frees
+        # it: cheap here, with the big snapshots already gone.
+        gc.unfreeze()
+        gc.collect()
         self.run_steps(
             self.run_id, tuple(self.fv_app.preserved), tuple(self.enabled_passes()), self._cancel
         )

@@ -1,7 +1,8 @@
 """The IR pane: the loaded model or a step as IR, ``.code`` or the step's diff.
 
 The pane owns what it shows (``view_mode``, the run's steps it was given and which one),
-its documents (highlighted off the event loop, every step's IR ahead of time, cached),
+its documents (a step's IR or code is shown at once and coloured line by line as it is
+drawn, see :class:`IRView`; a diff is computed off the event loop and kept for the run),
 the marks of the selected attribute's readers and writers, its search box and its title.
 It posts :class:`IRPane.NodeSelected` when the cursor lands on a node's line (the
 inspector shows its facts). The screen tells it which step to show
@@ -11,7 +12,6 @@ mark (:meth:`IRPane.mark_attribute`, on the model tree's ``AttributeSelected``).
 
 from __future__ import annotations
 
-import gc
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,7 +28,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from ..messages import EngineFailed, Highlighted, Status
 from ..views import StepView
-from .ir_view import IRView, highlight_lines
+from .ir_view import IRView
 
 if TYPE_CHECKING:
     from ...engine.graph.facts import NodeFacts
@@ -39,9 +39,9 @@ __all__ = ["VIEW_MODES", "DocumentSource", "IRPane"]
 #: What the pane can show, in the order ``d`` cycles through them.
 VIEW_MODES = ("ir", "code", "diff")
 
-# Documents up to this many lines are highlighted on the spot; longer ones in a worker
-# so that stepping through a big graph never holds the event loop.
-_SYNC_HIGHLIGHT_LINES = 120
+# Diffs of graphs up to this many nodes are computed on the spot; bigger ones in a
+# worker so that stepping through a big graph never holds the event loop.
+_SYNC_DIFF_NODES = 200
 
 
 class DocumentSource(Protocol):
@@ -69,7 +69,7 @@ class IRPane(Vertical):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        #: The run whose steps are shown (documents are cached per run).
+        #: The run whose steps are shown (diffs are kept for this run only).
         self.run_id = 0
         #: The run's steps (the screen's list: it grows as steps arrive).
         self.steps: Sequence[StepView] = ()
@@ -81,7 +81,8 @@ class IRPane(Vertical):
         self._loaded_code = ""
         self._source: DocumentSource | None = None
         self._attribute: str | None = None
-        self._doc_cache: dict[tuple[Any, ...], tuple[str, list[Text]]] = {}
+        # The current run's diffs by (run, step, mode): a re-run empties it.
+        self._doc_cache: dict[tuple[Any, ...], str] = {}
         self._line_index: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
         self._search_anchor = 0
 
@@ -116,6 +117,9 @@ class IRPane(Vertical):
 
     def show_step(self, run_id: int, steps: Sequence[StepView], index: int) -> None:
         """Show step ``index`` of run ``run_id`` (-1: the loaded model)."""
+        if run_id != self.run_id:
+            self._doc_cache.clear()  # an earlier run's diffs are never shown again
+            self.workers.cancel_group(self, "highlight")
         self.run_id = run_id
         self.steps = steps
         self.index = index
@@ -145,48 +149,27 @@ class IRPane(Vertical):
         if marks and not ir.scroll_offset.y <= marks[0] < ir.scroll_offset.y + ir.size.height:
             ir.scroll_to(y=max(0, marks[0] - 3), animate=False)
 
-    # -- highlighting off the event loop ---------------------------------------------
+    # -- diffs off the event loop -------------------------------------------------------
     @work(
         thread=True,
         exclusive=True,
         exit_on_error=False,
         group="highlight",
-        description="highlighting",
+        description="diffing",
     )
     def highlight(self, key: tuple[Any, ...], text_fn: Callable[[], str], mode: str) -> None:
-        """Build (and lex) a document off the event loop."""
+        """Build a document (a diff: slow on big graphs) off the event loop."""
         text = text_fn()
-        lines = highlight_lines(text, mode)
         if not get_current_worker().is_cancelled:
-            self.post_message(Highlighted(key, lines, text))
-
-    @work(
-        thread=True, exclusive=True, exit_on_error=False, group="prefetch", description="prefetch"
-    )
-    def prefetch(self, run_id: int, steps: list[StepView]) -> None:
-        """Highlight every step's IR ahead of time, so stepping only swaps lines."""
-        worker = get_current_worker()
-        for i, step in enumerate(steps):
-            if worker.is_cancelled or run_id != self.run_id:
-                return
-            key = (run_id, i, "ir")
-            if key in self._doc_cache:
-                continue
-            text = step.snapshot.text
-            self.post_message(Highlighted(key, highlight_lines(text, "ir"), text, prefetch=True))
-        # Every step's highlighted IR exists now: long-lived, and big. Left in the
-        # collector's reach, each full collection walks it (~30 ms of frozen event loop at
-        # a random key press), so it joins the objects frozen when the steps arrived.
-        gc.freeze()
+            self.post_message(Highlighted(key, [], text))
 
     def on_highlighted(self, message: Highlighted) -> None:
         message.stop()
-        text = message.text
-        self._doc_cache[message.key] = (text, message.lines)
-        if message.key == self.document_key() and not (
-            message.prefetch and self.ir.document == text and self.ir.highlighted
-        ):
-            self.ir.set_document(text, self.view_mode, message.lines)
+        if message.key[0] != self.run_id:
+            return  # a diff of an earlier run
+        self._doc_cache[message.key] = message.text
+        if message.key == self.document_key():
+            self.ir.set_document(message.text, self.view_mode)
             self.refresh_marks()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -255,24 +238,23 @@ class IRPane(Vertical):
         return self._loaded_code
 
     def show_current(self) -> None:
-        """Put the current document in the pane (highlighting off the loop)."""
+        """Put the current document in the pane (a big diff is computed off the loop)."""
         key = self.document_key()
         cached = self._doc_cache.get(key)
         if cached is not None:
-            self.ir.set_document(cached[0], self.view_mode, cached[1])
+            self.ir.set_document(cached, self.view_mode)
         else:
             build = self._document_text()
             snap = self.current_snapshot()
-            cheap = self.view_mode != "diff" or (snap is not None and snap.node_count < 200)
-            text = build() if cheap else ""
-            if cheap and text.count("\n") < _SYNC_HIGHLIGHT_LINES:
-                lines = highlight_lines(text, self.view_mode)
-                self._doc_cache[key] = (text, lines)
-                self.ir.set_document(text, self.view_mode, lines)
+            small = snap is not None and snap.node_count < _SYNC_DIFF_NODES
+            if self.view_mode != "diff" or small:
+                text = build()
+                if self.view_mode == "diff":
+                    self._doc_cache[key] = text
+                self.ir.set_document(text, self.view_mode)
             else:
-                # Plain text now (cheap), colours when the worker is done.
-                self.ir.set_document(text or "computing…", self.view_mode)
-                self.highlight(key, (lambda: text) if cheap else build, self.view_mode)
+                self.ir.set_document("computing…", self.view_mode)
+                self.highlight(key, build, self.view_mode)
         self.refresh_marks()
         self.update_title()
 

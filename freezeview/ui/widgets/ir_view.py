@@ -4,9 +4,12 @@ marked lines (an attribute's readers and writers) and search matches.
 Why not ``TextArea`` or ``Static(Syntax(...))``: ``TextArea`` highlights through
 tree-sitter grammars and there is none for TorchScript IR, and a ``Static`` renders every
 line up front, which stalls the event loop on frozen-graph printouts of thousands of
-lines. This widget uses Textual's line API (``ScrollView.render_line``): the text is
-lexed by Pygments once per document (off the event loop, see :func:`highlight_lines`)
-and only the visible lines are turned into strips, with a small cache.
+lines. This widget uses Textual's line API (``ScrollView.render_line``): a document is kept
+as its plain lines, and a line is shortened (:func:`display_line`), lexed by Pygments
+and turned into a strip only when it is drawn (a small cache keeps the recent ones).
+Showing a 100k-line graph costs one ``splitlines``: no whole-document pass ever runs on
+the event loop, and the screen process holds the text, not a highlighted copy of it.
+IR, unified diffs and TorchScript's ``.code`` lex line by line.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Iterable
 
 from pygments.lexer import Lexer
 from pygments.lexers import DiffLexer, PythonLexer
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.syntax import Syntax
@@ -30,9 +34,12 @@ from textual.strip import Strip
 from ...engine.graph.naming import demangle
 from ..lexer import TorchScriptIRLexer
 
-__all__ = ["IRView", "highlight_lines", "lexer_for"]
+__all__ = ["IRView", "display_line", "highlight_line", "highlight_lines", "lexer_for"]
 
 _THEME = Syntax.get_theme("monokai")
+# Up to this many lines, a document's width is measured as drawn (about 1 ms per 200
+# lines); a longer one's is bounded by its raw lines, so showing it costs no such pass.
+_EXACT_WIDTH_LINES = 2000
 
 
 def lexer_for(mode: str) -> Lexer:
@@ -56,6 +63,30 @@ def display_text(text: str) -> str:
     Lines are neither added nor removed, so line numbers still match the graph's nodes.
     """
     return _SOURCE_COMMENT_RE.sub(r"# \g<file>", demangle(text))
+
+
+def display_line(line: str) -> str:
+    """One line of :func:`display_text` (the same change, made to one line)."""
+    return _SOURCE_COMMENT_RE.sub(r"# \g<file>", demangle(line))
+
+
+_LEXERS: dict[str, Lexer] = {}
+
+
+def highlight_line(line: str, mode: str) -> Text:
+    """One line as the IR pane draws it: :func:`display_line`, with the syntax colours
+    of ``mode`` (``ir``, ``code`` or ``diff``; any other mode is plain text)."""
+    if mode not in ("ir", "code", "diff"):
+        return Text(display_line(line))
+    lexer = _LEXERS.get(mode)
+    if lexer is None:
+        lexer = _LEXERS[mode] = lexer_for(mode)
+    text = Text()
+    # With its newline: lexers match whole lines (a diff's ``+...\n``).
+    for token, value in lexer.get_tokens(display_line(line) + "\n"):
+        if value != "\n":
+            text.append(value.rstrip("\n"), _THEME.get_style_for_token(token))
+    return text
 
 
 def highlight_lines(text: str, mode: str) -> list[Text]:
@@ -107,7 +138,9 @@ class IRView(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._lines: list[Text] = []
+        # The document's lines as given; coloured ones when the caller lexed them.
+        self._raw: list[str] = []
+        self._lines: list[Text] | None = None
         self._marked: frozenset[int] = frozenset()
         self._matches: list[int] = []
         self._cache: dict[tuple[int, int, int, bool, bool, bool], Strip] = {}
@@ -115,41 +148,54 @@ class IRView(ScrollView, can_focus=True):
         # rich costs about a millisecond); cropping and overlays are per frame.
         self._full: dict[int, Strip] = {}
         self.mode = "ir"
+        #: The document's text, as given to :meth:`set_document`.
         self.document = ""
-        #: True when the lines carry syntax colours (not the plain first draft).
+        #: True when the lines carry syntax colours: always, as each is drawn.
         self.highlighted = False
 
     # -- content -------------------------------------------------------------------
     @property
     def line_count(self) -> int:
         """Number of lines in the document."""
-        return len(self._lines)
+        return len(self._raw)
 
     def plain_lines(self) -> list[str]:
-        """The document as plain text lines (tests, search)."""
-        return [line.plain for line in self._lines]
+        """The document's lines as shown, without colours (tests; a whole-document pass)."""
+        if self._lines is not None:
+            return [line.plain for line in self._lines]
+        return [display_line(line) for line in self._raw]
 
     def set_document(self, text: str, mode: str, lines: list[Text] | None = None) -> None:
-        """Show ``text`` (``lines`` when already highlighted; plain lines otherwise).
+        """Show ``text``: each line as :func:`display_line` gives it (no per-clone type
+        mangling, short source comments), coloured for ``mode`` when it is drawn.
 
-        Shown as :func:`display_text` gives it (no per-clone type mangling, short
-        source comments).
+        ``lines``: the same lines already highlighted (:func:`highlight_lines`), shown
+        as they are.
         """
-        text = display_text(text)
         same = text == self.document and mode == self.mode
         self.document = text
         self.mode = mode
-        self._lines = lines if lines is not None else [Text(s) for s in text.splitlines()]
-        self.highlighted = lines is not None
+        self._raw = text.splitlines()
+        self._lines = lines if lines is not None and len(lines) == len(self._raw) else None
+        self.highlighted = True
         self._cache.clear()
         self._full.clear()
-        width = max((line.cell_len for line in self._lines), default=0)
-        self.virtual_size = Size(width + 1, len(self._lines))
+        if len(self._raw) <= _EXACT_WIDTH_LINES:
+            width = max((cell_len(display_line(line)) for line in self._raw), default=0)
+        else:  # source comments are shortened when drawn: the raw width is an upper bound
+            width = max(map(len, self._raw), default=0)
+        self.virtual_size = Size(width + 1, len(self._raw))
         if not same:
             self._matches = []
-            self._marked = frozenset(m for m in self._marked if m < len(self._lines))
-            self.cursor_line = min(self.cursor_line, max(0, len(self._lines) - 1))
+            self._marked = frozenset(m for m in self._marked if m < len(self._raw))
+            self.cursor_line = min(self.cursor_line, max(0, len(self._raw) - 1))
         self.refresh()
+
+    def _styled(self, index: int) -> Text:
+        """Line ``index`` as drawn (lexed now unless the caller gave it lexed)."""
+        if self._lines is not None:
+            return self._lines[index]
+        return highlight_line(self._raw[index], self.mode)
 
     def mark_lines(self, lines: Iterable[int]) -> None:
         """Highlight these lines (an attribute's readers and writers)."""
@@ -166,7 +212,13 @@ class IRView(ScrollView, can_focus=True):
     def search(self, query: str) -> list[int]:
         """Mark the lines containing ``query`` (case-insensitive); return them."""
         q = query.lower()
-        self._matches = [i for i, line in enumerate(self._lines) if q and q in line.plain.lower()]
+        # Lines are searched as given, and as shown where showing changes them (a
+        # demangled type name); a shortened source comment is part of the given line.
+        self._matches = [
+            i
+            for i, line in enumerate(self._raw)
+            if q and (q in line.lower() or ("mangle" in line and q in display_line(line).lower()))
+        ]
         self._cache.clear()
         self.refresh()
         return self._matches
@@ -190,7 +242,7 @@ class IRView(ScrollView, can_focus=True):
 
     # -- cursor --------------------------------------------------------------------
     def validate_cursor_line(self, value: int) -> int:
-        return max(0, min(value, max(0, len(self._lines) - 1)))
+        return max(0, min(value, max(0, len(self._raw) - 1)))
 
     def watch_cursor_line(self, old: int, new: int) -> None:
         self._cache.clear()
@@ -221,7 +273,7 @@ class IRView(ScrollView, can_focus=True):
         self.cursor_line = 0
 
     def action_cursor_end(self) -> None:
-        self.cursor_line = len(self._lines) - 1
+        self.cursor_line = len(self._raw) - 1
 
     def on_click(self, event: object) -> None:
         y = getattr(event, "y", None)
@@ -234,7 +286,7 @@ class IRView(ScrollView, can_focus=True):
         index = y + scroll_y
         width = self.size.width
         base = self.rich_style
-        if index >= len(self._lines):
+        if index >= len(self._raw):
             return Strip.blank(width, base)
         cursor = index == self.cursor_line and self.has_focus
         key = (index, scroll_x, width, cursor, index in self._marked, index in self._matches)
@@ -243,7 +295,7 @@ class IRView(ScrollView, can_focus=True):
             return cached
         full = self._full.get(index)
         if full is None:
-            text = self._lines[index]
+            text = self._styled(index)
             full = Strip(list(text.render(self.app.console, end="")), text.cell_len)
             if len(self._full) > 4000:
                 self._full.clear()
@@ -254,7 +306,7 @@ class IRView(ScrollView, can_focus=True):
             overlay = self.get_component_rich_style("irview--match")
         elif key[4]:
             overlay = self.get_component_rich_style("irview--marked")
-        if cursor or (index == self.cursor_line and not self.has_focus and self._lines):
+        if cursor or (index == self.cursor_line and not self.has_focus and self._raw):
             cursor_style = self.get_component_rich_style(
                 "irview--cursor" if cursor else "irview--cursor-blur"
             )

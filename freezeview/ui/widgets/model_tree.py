@@ -95,6 +95,10 @@ class ModelTree(Tree[AttrView | str]):
         self._views = list(views)
         self._rebuild()
 
+    def on_resize(self) -> None:
+        if self._views:
+            self.root.set_label(self._header())  # what fits depends on the width
+
     def watch_status_filter(self, value: str) -> None:
         if self._views:
             self._rebuild()
@@ -120,7 +124,7 @@ class ModelTree(Tree[AttrView | str]):
         selected = self.selected_path
         status_filter = self.status_filter
         self.clear()
-        self.root.set_label(Text.assemble((self._model_name, "bold"), "  ", self._summary()))
+        self.root.set_label(self._header())
         self.root.data = ""
         modules: dict[str, TreeNode[AttrView | str]] = {"": self.root}
         # Every module carries `training` and a hook placeholder; hundreds of those rows
@@ -169,17 +173,39 @@ class ModelTree(Tree[AttrView | str]):
             parent.expand()
             parent = parent.parent
 
-    def _summary(self) -> Text:
+    def _header(self) -> Text:
+        """The root's label: the model's name and the counts, as much as fits the pane.
+
+        The counts always show in full (the title bar names the model too): the name
+        goes first, then the double spaces, then the filter note's words, then the note.
+        """
+        # Room for the label: the pane less the root's "▼ " (40 at 160 columns).
+        room = (self.scrollable_content_region.width or 42) - 2
+        for with_name, gap, showing in (
+            (True, "  ", "showing "),
+            (False, "  ", "showing "),
+            (False, " ", "showing "),
+            (False, " ", ""),
+            (False, " ", None),
+        ):
+            label = Text.assemble((self._model_name, "bold"), "  ") if with_name else Text()
+            label.append_text(self._summary(gap, showing))
+            if label.cell_len <= room:
+                break
+        return label
+
+    def _summary(self, gap: str = "  ", showing: str | None = "showing ") -> Text:
         # The same counts as `freezeview explain`'s summary line: every attribute path.
         counts = {s: 0 for s in ("inlined", "kept", "dropped")}
         for v in self._views:
             counts[v.status] = counts.get(v.status, 0) + 1
         text = Text()
         for status, n in counts.items():
+            if len(text):
+                text.append(gap)
             text.append(f"{n} {status}", STATUS_STYLES[status] if status != "kept" else "yellow")
-            text.append("  ")
-        if self.status_filter != "all":
-            text.append(f"(showing {self.status_filter})", "italic")
+        if self.status_filter != "all" and showing is not None:
+            text.append(f"{gap}({showing}{self.status_filter})", "italic")
         return text
 
     @staticmethod
