@@ -13,11 +13,13 @@ from pathlib import Path
 
 from .options import (
     add_input_options,
+    add_measure_options,
     add_model_options,
     add_pass_options,
     add_plan_options,
     inputs_from_args,
     load_from_args,
+    measure_from_args,
     plan_from_args,
 )
 
@@ -77,6 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_plan_options(parser)
     add_pass_options(parser)
     add_input_options(parser)
+    add_measure_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -90,6 +93,8 @@ def _plan_flags_given(args: argparse.Namespace) -> list[str]:
         ("--optimize-for-inference", args.optimize_for_inference),
         ("--inputs", args.inputs),
         ("--input-shape", args.input_shape),
+        ("--threads", args.threads != "1"),
+        ("--time-budget", args.time_budget != "0.25"),
     ):
         if value:
             given.append(flag)
@@ -144,9 +149,12 @@ def _write(args: argparse.Namespace) -> int:
 
     out = check_output_path(args.write_expect, force=args.force)
     plan = plan_from_args(args)
+    threads, budget = measure_from_args(args)
     inputs = inputs_from_args(args)
     loaded = load_from_args(args)
-    facts = gather_facts(loaded, plan, inputs)
+    # Measured: the [deployment] defaults (constant bytes and portability always; with
+    # inputs the latency and the round trip too).
+    facts = gather_facts(loaded, plan, inputs, measure=(threads, budget))
     # The file names its inputs relative to itself, as check reads them.
     inputs_path = (
         os.path.relpath(Path(args.inputs).resolve(), out.resolve().parent) if args.inputs else None
@@ -156,6 +164,8 @@ def _write(args: argparse.Namespace) -> int:
         input_shapes=args.input_shape or (),
         inputs=inputs_path,
         eval_mode=args.eval,
+        threads=threads,
+        time_budget=budget or 0.25,
     )
     write_text(out, text)
     counts = facts.explanation.counts()

@@ -5,7 +5,8 @@
 ``compare()`` (:mod:`.compare`, forked in :mod:`.compare_fork`) says what freezing does
 differently to two versions. Both read one gathering of torch's facts
 (:func:`gather_facts`). The two functions live in the modules of their names; the
-package offers the values. Uses freeze, reasons, load and plumbing.
+package offers the values. ``[deployment]`` rules (:mod:`.deployment_rules`) read a
+measured run. Uses measure, freeze, reasons, load and plumbing.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ import torch
 from ..freeze import REGISTRY, Plan, default_passes, load_inputs, random_inputs
 from ..plumbing import collector_paused
 from ..reasons import AttributeVerdict, Reason
+from .deployment_rules import deployment_toml, hold_deployment_rule
 from .expectations import Expectations, ExpectationsError, Rule, read_expectations
 from .model_facts import FreezeFacts, TorchFacts, as_loaded, torch_facts
 
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 _DOES = {"kept": "keeps it", "inlined": "inlines it", "dropped": "drops it"}
+_DEPLOYMENT = ("max-latency-ratio", "max-constant-bytes", "portable", "roundtrip")
 
 
 @dataclass(frozen=True)
@@ -297,6 +299,12 @@ def _rule_result(
         why = "" if planned else " (the plan does not run it)"
         message = f"pass {rule.target}: expected {want}, it fired {fired}x{why}"
         return RuleResult(rule, (Violation(message, expected=want, actual=f"{fired}x"),), 1)
+    if rule.kind in _DEPLOYMENT:
+        broken = hold_deployment_rule(rule, facts.measurement)
+        if broken is None:
+            return RuleResult(rule, (), 1)
+        violation = Violation(broken.message, expected=broken.expected, actual=broken.actual)
+        return RuleResult(rule, (violation,), 1)
     # numerics
     numerics = facts.numerics
     max_abs, max_rel = rule.value
@@ -363,7 +371,8 @@ def check(model: Any, expectations: str | Path | Expectations) -> CheckReport:
         # torch's statuses decide every rule. Read by path, they need neither
         # freezeview's module tree nor its reasons: those are worked out only when a
         # rule is broken, to say why (or when someone reads ``report.facts``).
-        run = torch_facts(loaded, plan_of(expected), _inputs(expected))
+        measure = (expected.threads, expected.time_budget) if expected.measures else None
+        run = torch_facts(loaded, plan_of(expected), _inputs(expected), measure)
         if run.statuses is not None:
             index = _PathIndex(run.statuses)
             _check_patterns(expected, index, run.model)
@@ -414,6 +423,8 @@ def expectations_text(
     input_shapes: Sequence[str] = (),
     inputs: str | None = None,
     eval_mode: bool = False,
+    threads: int = 1,
+    time_budget: float = 0.25,
 ) -> str:
     """The model's current behaviour as an expectations file, to commit and check later.
 
@@ -425,6 +436,9 @@ def expectations_text(
         facts: one run's facts (:func:`.model_facts.gather_facts`).
         input_shapes, inputs: the sample inputs the numerics were measured on.
         eval_mode: the plan switched a training-mode module to eval mode.
+        threads, time_budget: how the facts' measurement (if any) timed the forwards;
+            with a measurement a ``[deployment]`` section is written
+            (:func:`.deployment_rules.deployment_toml`).
 
     Returns:
         TOML text that :func:`.expectations.read_expectations` reads back.
@@ -474,4 +488,9 @@ def expectations_text(
             lines.append(f"input_shapes = {_toml_list(list(input_shapes))}")
         lines.append(f"max_abs = {_tolerance(numerics.max_abs)!r}")
         lines.append(f"max_rel = {_tolerance(numerics.max_rel)!r}")
+    if facts.measurement is not None:
+        written = deployment_toml(facts.measurement, threads=threads, budget=time_budget)
+        if "[numerics]" not in lines:  # latency and round trip need the inputs' section
+            written = [w for w in written if not w.startswith(("max_latency", "roundtrip"))]
+        lines += written
     return "\n".join(lines) + "\n"

@@ -24,6 +24,15 @@ A TOML file, read with the standard library, committed next to the model's code:
     max_abs = 1e-4
     max_rel = 1e-3
 
+    [deployment]                # optional: what people freeze for
+    max_latency_ratio = 1.0     # frozen / unfrozen forward median, at most (needs inputs)
+    max_constant_bytes = 102400 # tensor constants in the frozen graphs, at most
+    portable = true             # no backend-only nodes, every constant on `device`
+    device = "cpu"
+    roundtrip = true            # saves, loads in a fresh process, same outputs (inputs)
+    threads = 1                 # torch threads while timing
+    time_budget = 0.25          # seconds of timing per step
+
 Every problem with the file is one sentence naming its line (:class:`ExpectationsError`,
 exit 2): a TOML syntax error, an unknown section or key, a value of the wrong type, an
 unknown pass, a pattern that is empty or matches no attribute of the model.
@@ -68,7 +77,19 @@ _SECTIONS: dict[str, dict[str, str]] = {
         "max_abs": "a number, 0 or more",
         "max_rel": "a number, 0 or more",
     },
+    "deployment": {
+        "max_latency_ratio": "a number above 0",
+        "max_constant_bytes": "a whole number of bytes, 0 or more",
+        "portable": "true or false",
+        "device": 'a device such as "cpu"',
+        "roundtrip": "true or false",
+        "threads": "a whole number, 1 or more",
+        "time_budget": "a number of seconds above 0",
+    },
 }
+
+#: The rules of ``[deployment]`` that run the model on the sample inputs.
+_NEEDS_INPUTS = ("max_latency_ratio", "roundtrip")
 
 
 class ExpectationsError(BadInputError):
@@ -80,8 +101,9 @@ class Rule:
     """One expectation: one JUnit test case, one line of ``check``'s report.
 
     Attributes:
-        kind: ``inlined``, ``kept``, ``dropped``, ``max-kept-bytes``, ``pass`` or
-            ``numerics``.
+        kind: ``inlined``, ``kept``, ``dropped``, ``max-kept-bytes``, ``pass``,
+            ``numerics``, or a deployment rule: ``max-latency-ratio``,
+            ``max-constant-bytes``, ``portable``, ``roundtrip``.
         target: the pattern (``inlined``/``dropped``), the patterns joined by ``, ``
             (``kept``: the attributes allowed to stay), the pass id, or ``""``.
         value: the byte limit, the minimum times a pass fires, or ``(max_abs,
@@ -107,6 +129,14 @@ class Rule:
             return (
                 f"passes.{self.target}: fires {'never' if self.value == 0 else f'>= {self.value}x'}"
             )
+        if self.kind == "max-latency-ratio":
+            return f"deployment.max_latency_ratio: {self.value:g}"
+        if self.kind == "max-constant-bytes":
+            return f"deployment.max_constant_bytes: {self.value}"
+        if self.kind == "portable":
+            return f"deployment.portable: on {self.target}, no backend-only nodes"
+        if self.kind == "roundtrip":
+            return "deployment.roundtrip: saves, loads back, same outputs"
         return f"numerics: max_abs {self.value[0]:g}, max_rel {self.value[1]:g}"
 
 
@@ -120,6 +150,7 @@ class Expectations:
         rules: every expectation, in file order.
         kept_patterns: ``attributes.kept`` (None when the file does not restrict it).
         input_shapes, inputs: sample inputs for the numerics rule.
+        threads, time_budget: how ``[deployment]`` times the forwards.
     """
 
     path: Path
@@ -133,6 +164,16 @@ class Expectations:
     input_shapes: tuple[str, ...] = ()
     inputs: Path | None = None
     patterns: tuple[tuple[str, str, int], ...] = field(default=(), repr=False)
+    threads: int = 1
+    time_budget: float = 0.25
+
+    @property
+    def measures(self) -> bool:
+        """Whether a rule needs latency, sizes or portability (a measured run)."""
+        return any(
+            r.kind in ("max-latency-ratio", "max-constant-bytes", "portable", "roundtrip")
+            for r in self.rules
+        )
 
 
 _HEADER = re.compile(r"\[\s*([^\]]+?)\s*\]\s*(#.*)?")
@@ -354,6 +395,8 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
         )
         rules.append(Rule("numerics", "", bounds, line("numerics", "")))
 
+    threads, budget = _deployment(p, doc.get("deployment", {}), line, rules, bool(numerics))
+
     return Expectations(
         path=p,
         preserve=preserve,
@@ -373,4 +416,62 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
         input_shapes=shapes,
         inputs=inputs,
         patterns=tuple(patterns),
+        threads=threads,
+        time_budget=budget,
     )
+
+
+def _deployment(
+    p: Path, section: dict[str, Any], line: Any, rules: list[Rule], has_inputs: bool
+) -> tuple[int, float]:
+    """The ``[deployment]`` rules, appended to ``rules``; returns (threads, time budget)."""
+    for key in _NEEDS_INPUTS:
+        if key in section and not has_inputs:
+            raise _fail(
+                p,
+                line("deployment", key),
+                f"deployment.{key} runs the model: give [numerics] input_shapes or inputs.",
+            )
+    threads = section.get("threads", 1)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise _fail(
+            p,
+            line("deployment", "threads"),
+            f"deployment.threads must be 1 or more, not {threads!r}.",
+        )
+    budget = _number(
+        p,
+        line("deployment", "time_budget"),
+        "deployment.time_budget",
+        section.get("time_budget", 0.25),
+    )
+    if budget <= 0:
+        raise _fail(p, line("deployment", "time_budget"), "deployment.time_budget must be above 0.")
+    if "max_latency_ratio" in section:
+        n = line("deployment", "max_latency_ratio")
+        ratio = _number(p, n, "deployment.max_latency_ratio", section["max_latency_ratio"])
+        if ratio <= 0:
+            raise _fail(p, n, "deployment.max_latency_ratio must be above 0.")
+        rules.append(Rule("max-latency-ratio", "", ratio, n))
+    if "max_constant_bytes" in section:
+        n = line("deployment", "max_constant_bytes")
+        limit = section["max_constant_bytes"]
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise _fail(
+                p,
+                n,
+                f"deployment.max_constant_bytes must be a whole number, 0 or more, not {limit!r}.",
+            )
+        rules.append(Rule("max-constant-bytes", "", limit, n))
+    device = section.get("device", "cpu")
+    if not isinstance(device, str) or not device.strip():
+        raise _fail(p, line("deployment", "device"), "deployment.device must be a device name.")
+    if _flag(
+        p, line("deployment", "portable"), "deployment.portable", section.get("portable", False)
+    ):
+        rules.append(Rule("portable", device, None, line("deployment", "portable")))
+    if _flag(
+        p, line("deployment", "roundtrip"), "deployment.roundtrip", section.get("roundtrip", False)
+    ):
+        rules.append(Rule("roundtrip", "", None, line("deployment", "roundtrip")))
+    return threads, budget

@@ -23,6 +23,7 @@ import torch
 
 from ..freeze import Numerics, Pipeline, Plan
 from ..load import LoadedModel, check_eval, in_training_mode, load_model
+from ..measure import MeasuredRun, Measurement
 from ..plumbing import PlanError
 from ..reasons import Explanation, TorchOutcome, explain, module_statuses, torch_statuses_only
 
@@ -52,6 +53,7 @@ class FreezeFacts:
         node_kinds: node kinds of the frozen graphs and their counts.
         numerics: frozen outputs against the original ones on the sample inputs, or None.
         seconds: wall time of the whole gathering.
+        measurement: latency per step, sizes and portability, when asked (``measure``).
     """
 
     model: str
@@ -63,6 +65,7 @@ class FreezeFacts:
     node_kinds: Counter[str] = field(default_factory=Counter)
     numerics: Numerics | None = None
     seconds: float = 0.0
+    measurement: Measurement | None = None
     loaded: LoadedModel | None = field(default=None, repr=False, compare=False)
     outcome: TorchOutcome | None = field(default=None, repr=False, compare=False)
 
@@ -203,13 +206,28 @@ class _Run(NamedTuple):
     passes_fired: dict[str, int]
     numerics: Numerics | None
     outcome: TorchOutcome | None
+    measurement: Measurement | None = None
 
 
-def _run(loaded: LoadedModel, plan: Plan, inputs: Sequence[Any] | None) -> _Run:
+#: ``(threads, time budget in seconds)`` for a measured run (:class:`MeasuredRun`).
+Measure = tuple[int, float]
+
+
+def _run(
+    loaded: LoadedModel,
+    plan: Plan,
+    inputs: Sequence[Any] | None,
+    measure: Measure | None = None,
+) -> _Run:
     """The stepwise freeze of ``loaded`` under ``plan``; PlanError if it does not finish."""
     check_eval(loaded)
     pipe = Pipeline(loaded, plan, inputs)
-    steps = pipe.run_all()
+    measured = None
+    if measure is not None:
+        measured = MeasuredRun(pipe, threads=measure[0], budget=measure[1])
+        steps = list(measured.run())
+    else:
+        steps = pipe.run_all()
     failed = next((s for s in steps if s.error), None)
     if failed is not None or pipe.frozen_module is None:
         error = failed.error if failed is not None else "the run stopped"
@@ -218,11 +236,15 @@ def _run(loaded: LoadedModel, plan: Plan, inputs: Sequence[Any] | None) -> _Run:
     for step in steps:
         if step.kind != "freeze" and step.changed:
             fired[step.name] = fired.get(step.name, 0) + 1
+    measurement = None
+    if measured is not None:
+        measurement = measured.finish(input_file=loaded.path, check_roundtrip=True)
     return _Run(
         pipe.frozen_module,
         fired,
         steps[-1].numerics if inputs is not None else None,
         pipe.torch_outcome(plan.preserved_attrs),
+        measurement,
     )
 
 
@@ -251,6 +273,7 @@ def _facts_of_run(
         node_kinds=_node_kinds(run.frozen),
         numerics=run.numerics,
         seconds=time.perf_counter() - start,
+        measurement=run.measurement,
         loaded=loaded,
         outcome=run.outcome,
     )
@@ -262,6 +285,7 @@ def gather_facts(
     inputs: Sequence[Any] | None = None,
     *,
     reasons: bool = True,
+    measure: Measure | None = None,
 ) -> FreezeFacts:
     """Freeze ``loaded`` step by step under ``plan`` and gather every fact check needs.
 
@@ -272,6 +296,8 @@ def gather_facts(
         reasons: work out freezeview's reasons for every attribute now; with False only
             torch's statuses are read (:meth:`FreezeFacts.with_reasons` adds the reasons
             when something needs them).
+        measure: ``(threads, budget)``: also time every step's forward on the inputs
+            and read the result's sizes and portability (``facts.measurement``).
 
     Returns:
         The :class:`FreezeFacts`.
@@ -280,7 +306,7 @@ def gather_facts(
         PlanError: torch cannot freeze the model as asked, or a step failed.
     """
     start = time.perf_counter()
-    return _facts_of_run(loaded, plan, _run(loaded, plan, inputs), reasons, start)
+    return _facts_of_run(loaded, plan, _run(loaded, plan, inputs, measure), reasons, start)
 
 
 @dataclass(frozen=True)
@@ -327,6 +353,7 @@ class TorchFacts:
         self.plan = plan
         self.passes_fired = run.passes_fired
         self.numerics = run.numerics
+        self.measurement = run.measurement
         self.statuses: tuple[PathStatus, ...] | None = None
         self._kept: tuple[int, tuple[tuple[str, int], ...]] | None = None
         self._loaded = loaded
@@ -371,13 +398,19 @@ class TorchFacts:
             return self._facts
 
 
-def torch_facts(loaded: LoadedModel, plan: Plan, inputs: Sequence[Any] | None = None) -> TorchFacts:
+def torch_facts(
+    loaded: LoadedModel,
+    plan: Plan,
+    inputs: Sequence[Any] | None = None,
+    measure: Measure | None = None,
+) -> TorchFacts:
     """Freeze ``loaded`` step by step under ``plan`` and read torch's statuses by path.
 
     Args:
         loaded: the model (never modified).
         plan: what to preserve and which passes run.
         inputs: sample inputs for the numerics, or None.
+        measure: ``(threads, budget)``: also measure latency, sizes and portability.
 
     Returns:
         The :class:`TorchFacts`; its :meth:`~TorchFacts.facts` are what
@@ -387,4 +420,4 @@ def torch_facts(loaded: LoadedModel, plan: Plan, inputs: Sequence[Any] | None = 
         PlanError: torch cannot freeze the model as asked, or a step failed.
     """
     start = time.perf_counter()
-    return TorchFacts(loaded, plan, _run(loaded, plan, inputs), start)
+    return TorchFacts(loaded, plan, _run(loaded, plan, inputs, measure), start)

@@ -35,13 +35,16 @@ BACKEND_MARKERS = ("mkldnn", "cudnn", "miopen", "xnnpack", "prepacked")
 
 def tensor_bytes(tensor: torch.Tensor) -> int:
     """Bytes a tensor's values take (MKLDNN tensors included: their dense size)."""
-    return int(tensor.numel()) * int(tensor.element_size())
+    try:
+        return int(tensor.numel()) * int(tensor.element_size())
+    except (RuntimeError, NotImplementedError):
+        return 0  # a layout without a plain element count
 
 
 def _storage_key(tensor: torch.Tensor) -> tuple[Any, ...]:
     """Tensors sharing storage count once; MKLDNN tensors have no data pointer."""
-    if tensor.is_mkldnn:
-        return ("mkldnn", id(tensor))
+    if tensor.is_mkldnn or tensor.layout != torch.strided:
+        return ("other", id(tensor))
     return (str(tensor.device), tensor.untyped_storage().data_ptr(), tensor_bytes(tensor))
 
 
@@ -80,6 +83,8 @@ def duplicate_bytes(tensors: Iterable[torch.Tensor]) -> int:
     groups: dict[tuple[Any, ...], list[torch.Tensor]] = defaultdict(list)
     for tensor in tensors:
         dense = tensor.to_dense() if tensor.is_mkldnn else tensor
+        if dense.layout != torch.strided:
+            continue  # sparse constants: their storage is not their values
         groups[(dense.dtype, tuple(dense.shape), str(dense.device))].append(dense)
     total = 0
     for members in groups.values():
@@ -87,11 +92,19 @@ def duplicate_bytes(tensors: Iterable[torch.Tensor]) -> int:
             continue
         distinct: list[torch.Tensor] = []
         for tensor in members:
-            if any(torch.equal(tensor, other) for other in distinct):
+            if any(_equal(tensor, other) for other in distinct):
                 total += tensor_bytes(tensor)
             else:
                 distinct.append(tensor)
     return total
+
+
+def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same values; tensors torch cannot compare (some quantized layouts) are not equal."""
+    try:
+        return bool(torch.equal(a, b))
+    except (RuntimeError, TypeError, NotImplementedError):
+        return False
 
 
 def kept_attribute_bytes(module: Any) -> int:

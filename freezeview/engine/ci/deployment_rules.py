@@ -1,0 +1,167 @@
+"""``check``'s ``[deployment]`` rules: latency, constant bytes, portability, round trip.
+
+Each rule is held against one measured run (:class:`~freezeview.engine.measure.Measurement`)
+and, when broken, names the step responsible: the step that slowed the forward most, the
+step that added the most constant bytes, the step that brought in backend-only nodes.
+``--write-expect`` writes defaults from the current model (:func:`deployment_toml`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..measure import Measurement, format_ms
+from .expectations import Rule
+
+__all__ = ["Broken", "deployment_toml", "hold_deployment_rule"]
+
+
+class Broken(NamedTuple):
+    """A broken deployment rule: the report's line, what was expected, what was found."""
+
+    message: str
+    expected: str
+    actual: str
+
+
+def _step_name(m: Measurement, index: int) -> str:
+    return f"step {index} ({m.names.get(index, '?')}: {m.titles.get(index, '?')})"
+
+
+def _latency(rule: Rule, m: Measurement) -> Broken | None:
+    overall = m.overall
+    if overall is None or m.unfrozen is None or m.frozen is None:
+        return Broken(
+            "latency: the forward could not be timed on the sample inputs",
+            f"<= {rule.value:g}x",
+            "not timed",
+        )
+    if overall.ratio <= rule.value or (rule.value >= 1.0 and overall.same):
+        return None
+    slower = [(i, c) for i, c in m.deciding_steps() if c.ratio > 1.0]
+    blame = f"; {_step_name(m, slower[0][0])} made it {slower[0][1].text()}" if slower else ""
+    return Broken(
+        f"latency: expected the frozen forward at most {rule.value:g}x the unfrozen one, it "
+        f"is {overall.ratio:.2f}x ({format_ms(m.frozen.median)} vs "
+        f"{format_ms(m.unfrozen.median)}, {m.threads} thread(s)){blame}",
+        f"<= {rule.value:g}x",
+        f"{overall.ratio:.2f}x",
+    )
+
+
+def _constants(rule: Rule, m: Measurement) -> Broken | None:
+    if m.sizes is None:
+        return Broken("constant bytes: the run did not finish", f"<= {rule.value}", "unknown")
+    total = m.sizes.constant_bytes
+    if total <= rule.value:
+        return None
+    # The step responsible: the last one that took the bytes from within the limit to
+    # above it (the fold picture may exceed it on the way, and clean-up bring it back),
+    # else the one that added the most.
+    growth = []
+    crossing = None
+    previous = 0
+    for index in sorted(m.constant_bytes):
+        now = m.constant_bytes[index]
+        if now is None:
+            continue
+        growth.append((now - previous, index))
+        if previous <= rule.value < now:
+            crossing = (now - previous, index)
+        previous = now
+    blame = ""
+    added, index = crossing or (max(growth) if growth else (0, -1))
+    if added > 0:
+        blame = f"; {_step_name(m, index)} added {added:,} bytes"
+    return Broken(
+        f"constant bytes: expected at most {rule.value:,} bytes of tensor constants in the "
+        f"frozen graphs, there are {total:,}{blame}",
+        f"<= {rule.value} bytes",
+        f"{total} bytes",
+    )
+
+
+def _portable(rule: Rule, m: Measurement) -> Broken | None:
+    port = m.portability
+    if port is None:
+        return Broken("portable: the run did not finish", "portable", "unknown")
+    elsewhere = [d for d in port.devices if d != rule.target]
+    if not port.backend_only_nodes and not elsewhere:
+        return None
+    problems = []
+    if port.backend_only_nodes:
+        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(port.backend_only_nodes.items()))
+        by = f" from step {port.step}" if port.step else ""
+        problems.append(f"backend-only nodes{by}: {kinds}")
+    if elsewhere:
+        problems.append(
+            f"constants on {', '.join(elsewhere)} (frozen where the weights were; "
+            "step fold_attributes bakes them in)"
+        )
+    return Broken(
+        f"portable: expected no backend-only nodes and constants on {rule.target}, the "
+        f"result has {'; '.join(problems)}",
+        f"portable on {rule.target}",
+        "; ".join(problems),
+    )
+
+
+def _roundtrip(rule: Rule, m: Measurement) -> Broken | None:
+    port = m.portability
+    outcome = port.roundtrip if port is not None else None
+    if outcome == "same":
+        return None
+    note = port.note if port is not None and port.note else "not checked"
+    note = note.removeprefix("not saveable: ").rstrip(".")
+    by = f"; step {port.step} made it so" if port is not None and port.step else ""
+    return Broken(
+        f"roundtrip: expected torch.jit.save and torch.jit.load in a fresh process to give the "
+        f"same outputs, it is {outcome or 'not checked'}: {note}{by}",
+        "same",
+        outcome or "not checked",
+    )
+
+
+_HOLDERS = {
+    "max-latency-ratio": _latency,
+    "max-constant-bytes": _constants,
+    "portable": _portable,
+    "roundtrip": _roundtrip,
+}
+
+
+def hold_deployment_rule(rule: Rule, measurement: Measurement | None) -> Broken | None:
+    """Hold one ``[deployment]`` rule; None when it holds, else what broke and which step.
+
+    A latency ratio inside the noise holds a limit of 1 or more ("must not be slower"
+    is not broken by a difference the measurement cannot tell from noise).
+    """
+    if measurement is None:
+        return Broken(f"{rule.title}: nothing was measured", rule.title, "not measured")
+    return _HOLDERS[rule.kind](rule, measurement)
+
+
+def deployment_toml(measurement: Measurement, *, threads: int, budget: float) -> list[str]:
+    """``[deployment]`` lines from the current model: sensible defaults to commit.
+
+    The latency limit is 1.0 (freezing must not make it slower) when the frozen forward
+    is not slower today, else today's ratio with a quarter of room; the constant bytes are
+    today's (folds are deterministic on one torch); ``portable`` and ``roundtrip`` are
+    written when they hold today.
+    """
+    lines = ["", "[deployment]"]
+    overall = measurement.overall
+    if overall is not None:
+        limit = 1.0 if overall.same or overall.ratio <= 1.0 else round(overall.ratio * 1.25, 2)
+        lines.append(f"max_latency_ratio = {limit!r}  # today {overall.ratio:.2f}x")
+    if measurement.sizes is not None:
+        lines.append(f"max_constant_bytes = {measurement.sizes.constant_bytes}")
+    port = measurement.portability
+    if port is not None and port.portable:
+        lines.append("portable = true")
+        lines.append('device = "cpu"')
+    if port is not None and port.roundtrip == "same":
+        lines.append("roundtrip = true")
+    lines.append(f"threads = {threads}")
+    lines.append(f"time_budget = {budget!r}")
+    return lines
