@@ -103,7 +103,9 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     old = save_version("base", folder / "base.pt")
     new = save_version("in-place", folder / "in-place.pt")
     docs["compare"].append(
-        json.loads(_run(["compare", str(old), str(new), "--json", "--input-shape", "1,3,8,8"]))
+        json.loads(
+            _run(["compare", str(old), str(new), "--json", "--input-shape", "1,3,8,8", *timing])
+        )
     )
     return docs
 
@@ -124,6 +126,7 @@ def test_the_examples_reach_the_interesting_branches(documents: dict[str, list[A
     assert any(s["numerics"] for s in documents["freeze-step"])
     assert any(s["latency_ms"] for s in documents["freeze-step"])
     assert any("latency_ms" in doc for doc in documents["explain"])
+    assert documents["compare"][0]["latency_ms"] is not None
     result = documents["freeze-result"][0]
     assert result["latency_ms"]["frozen"] and result["portability"]["roundtrip"] == "same"
     assert any(v["reason"] for r in documents["check"][1]["rules"] for v in r["violations"])

@@ -14,9 +14,11 @@ import sys
 from .options import (
     add_extension_options,
     add_input_options,
+    add_measure_options,
     add_pass_options,
     add_plan_options,
     inputs_from_args,
+    measure_from_args,
     plan_from_args,
     split_names,
 )
@@ -48,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_plan_options(parser)
     add_pass_options(parser)
     add_input_options(parser)
+    add_measure_options(parser)
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="the JSON document on stdout")
     out.add_argument(
@@ -77,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from ..engine.load.loading import load_model
 
     plan = plan_from_args(args)
+    threads, budget = measure_from_args(args)
     inputs = inputs_from_args(args)
     models = [
         load_model(
@@ -90,7 +94,10 @@ def run(args: argparse.Namespace) -> int:
     ]
     for note in dict.fromkeys(n for m in models for n in m.notes):
         print(f"note: {note}", file=sys.stderr)
-    result = compare(models[0], models[1], plan, inputs=inputs, eval_mode=args.eval)
+    measure = (threads, budget) if budget > 0 else None
+    result = compare(
+        models[0], models[1], plan, inputs=inputs, eval_mode=args.eval, measure=measure
+    )
     style = "json" if args.json else args.format
     if style == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from ..freeze import Plan
+from ..measure import Change, compare_latency, format_ms
 from ..plumbing import collector_paused
 from ..reasons import AttributeVerdict, Reason
 from .compare_fork import gather_pair
@@ -106,6 +107,38 @@ class Comparison:
         return found
 
     @property
+    def latency_change(self) -> Change | None:
+        """The new frozen forward against the old one (None unless both were timed)."""
+        old = self.old.measurement.frozen if self.old.measurement is not None else None
+        new = self.new.measurement.frozen if self.new.measurement is not None else None
+        if old is None or new is None:
+            return None
+        return compare_latency(old, new)
+
+    def latency_lines(self) -> list[str]:
+        """How fast each frozen forward is, and the change (empty when not timed).
+
+        Shown, never counted as a regression: the two models are timed one after the
+        other on a machine that may be busy; ``check``'s ``max_latency_ratio`` is the
+        gate for latency.
+        """
+        change = self.latency_change
+        if change is None:
+            return []
+        lines = []
+        for label, facts in (("old", self.old), ("new", self.new)):
+            m = facts.measurement
+            assert m is not None and m.frozen is not None
+            overall = m.overall
+            against = f", {overall.ratio:.2f}x the unfrozen one" if overall is not None else ""
+            named = [m.titles.get(i, m.names.get(i, "?")) for i, _ in m.deciding_steps()]
+            made = f" (made by: {', '.join(named)})" if named else ""
+            lines.append(f"frozen forward ({label}): {format_ms(m.frozen.median)}{against}{made}")
+        verdict = "the same, inside the noise" if change.same else change.text()
+        lines.append(f"frozen forward, new against old: {verdict} ({m.threads} thread(s))")
+        return lines
+
+    @property
     def identical(self) -> bool:
         """Nothing differs."""
         return not (
@@ -141,7 +174,20 @@ class Comparison:
             "node_kinds": {k: {"old": a, "new": b} for k, (a, b) in self.kind_changes.items()},
             "passes_fired": {k: {"old": a, "new": b} for k, (a, b) in self.pass_changes.items()},
             "numerics": {"old": numerics(self.old), "new": numerics(self.new)},
+            "latency_ms": self._latency_json(),
             "seconds": round(self.seconds, 3),
+        }
+
+    def _latency_json(self) -> dict[str, Any] | None:
+        change = self.latency_change
+        if change is None:
+            return None
+        assert self.old.measurement is not None and self.new.measurement is not None
+        return {
+            "old": self.old.measurement.latency_json(),
+            "new": self.new.measurement.latency_json(),
+            "ratio": round(change.ratio, 6),
+            "inside_noise": change.same,
         }
 
 
@@ -171,6 +217,7 @@ def compare(
     *,
     inputs: Sequence[Any] | None = None,
     eval_mode: bool = False,
+    measure: tuple[int, float] | None = None,
 ) -> Comparison:
     """Freeze two models with one plan and say what differs.
 
@@ -179,6 +226,8 @@ def compare(
         plan: the plan for both (default: torch's, nothing preserved).
         inputs: sample inputs for both models' numerics, or None.
         eval_mode: switch training-mode modules to eval mode.
+        measure: ``(threads, budget)``: with ``inputs``, also time both frozen
+            forwards (one model after the other, never at once).
 
     Returns:
         A :class:`Comparison`.
@@ -199,7 +248,8 @@ def compare(
     with collector_paused():
         # torch's statuses first (the new model's by a forked child when a CPU is
         # idle); the new model's reasons only if a status changed.
-        facts = list(gather_pair(loaded[0], loaded[1], plan, inputs))
+        timed = measure if inputs is not None else None
+        facts = list(gather_pair(loaded[0], loaded[1], plan, inputs, measure=timed))
         statuses = {v.path: v.status for v in facts[0].explanation.attributes}
         if any(statuses.get(v.path, v.status) != v.status for v in facts[1].explanation.attributes):
             facts[1] = facts[1].with_reasons()
@@ -269,6 +319,9 @@ def render_markdown(comparison: Comparison) -> str:
             return "not compared" if n is None else f"max abs {n.max_abs:.3g}"
 
         lines.append(f"Numerics of the frozen models: {num(c.old)} → {num(c.new)}")
+        lines.append("")
+    if c.latency_lines():
+        lines.append("Latency: " + "; ".join(c.latency_lines()))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -298,6 +351,7 @@ def render_text(comparison: Comparison) -> str:
         if facts.numerics is not None:
             n = facts.numerics
             lines.append(f"  numerics ({label}): max abs {n.max_abs:.3g}, max rel {n.max_rel:.3g}")
+    lines.extend(f"  {line}" for line in c.latency_lines())
     regressions = c.regressions
     lines.append(f"{len(regressions)} regression(s):" if regressions else "no regression.")
     lines.extend(f"  {sentence}" for sentence in regressions)

@@ -40,6 +40,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,7 @@ def gather_pair(
     *,
     fork: bool | None = None,
     gather: Callable[..., FreezeFacts] | None = None,
+    measure: tuple[int, float] | None = None,
 ) -> tuple[FreezeFacts, FreezeFacts]:
     """Both models' facts (statuses only, no reasons), the new model's by a forked child.
 
@@ -132,6 +134,8 @@ def gather_pair(
             another Python thread runs.
         gather: what gathers one model's facts (default
             :func:`.model_facts.gather_facts`; tests put a failing one here).
+        measure: ``(threads, budget)`` to time each model's steps (never forked: two
+            timings at once would time each other).
 
     Returns:
         The old model's facts and the new model's, as :func:`.model_facts.gather_facts`
@@ -142,6 +146,9 @@ def gather_pair(
     """
     parent = os.getpid()
     gather = gather or model_facts.gather_facts
+    if measure is not None:
+        gather = partial(gather, measure=measure)
+        fork = False
 
     def work() -> Iterator[FreezeFacts]:
         if _in_child(parent):  # pragma: no cover - runs in the forked child only
