@@ -10,7 +10,7 @@ time falls back to a coarser level, then to a sentence.
 from __future__ import annotations
 
 import shutil
-from itertools import combinations
+from itertools import combinations, pairwise
 
 import pytest
 import torch
@@ -45,8 +45,8 @@ def check_readable(layout: GraphLayout) -> None:
         apart = a.x + a.w <= b.x or b.x + b.w <= a.x or a.y + a.h <= b.y or b.y + b.h <= a.y
         assert apart, f"{a.key} {a.lines[0]!r} overlaps {b.key} {b.lines[0]!r}"
     for box in boxes:
-        assert 0 <= box.x and box.x + box.w <= layout.width
-        assert 0 <= box.y and box.y + box.h <= layout.height
+        assert box.x >= 0 and box.x + box.w <= layout.width
+        assert box.y >= 0 and box.y + box.h <= layout.height
         for line in box.lines:
             assert len(line) <= box.w - 4  # each label line fits inside its frame
     for edge in layout.edges:
@@ -54,7 +54,7 @@ def check_readable(layout: GraphLayout) -> None:
         cells = edge.cells
         assert tail.on_border(*cells[0]), f"{edge.tail}->{edge.head} starts off its tail"
         assert head.on_border(*cells[-1]), f"{edge.tail}->{edge.head} ends off its head"
-        for (x0, y0), (x1, y1) in zip(cells, cells[1:], strict=False):
+        for (x0, y0), (x1, y1) in pairwise(cells):
             assert abs(x1 - x0) + abs(y1 - y0) == 1, "an edge's cells are 4-connected"
         for cell in cells[1:-1]:
             assert not tail.contains(*cell) and not head.contains(*cell)

@@ -114,8 +114,15 @@ def box_style(box: BoxLayout) -> int:
 class Canvas:
     """Rows of characters and style codes for a whole laid-out graph.
 
+    Made where the layout is made (the engine process, beside dot), so the screen's
+    process only unpickles rows of text; plain values, no Textual.
+
     Args:
         layout: the graph laid out in cells.
+
+    Attributes:
+        rows: one string per row, ``width`` characters each.
+        styles: one style code per character, per row.
     """
 
     def __init__(self, layout: GraphLayout) -> None:
@@ -123,19 +130,22 @@ class Canvas:
         self.width = max(1, layout.width)
         self.height = max(1, layout.height)
         self.chars: list[list[str]] = [[" "] * self.width for _ in range(self.height)]
-        self.styles: list[bytearray] = [bytearray(self.width) for _ in range(self.height)]
+        self._codes: list[bytearray] = [bytearray(self.width) for _ in range(self.height)]
         for frame in layout.clusters:
             self._cluster(frame.x, frame.y, frame.w, frame.h, frame.label, frame.status)
         self._edges()
         for box in layout.boxes.values():
             self._box(box)
         self._ends()
+        self.rows: list[str] = ["".join(row) for row in self.chars]
+        self.styles: list[bytes] = [bytes(row) for row in self._codes]
+        del self.chars, self._codes
 
     # -- drawing ---------------------------------------------------------------------
     def _put(self, x: int, y: int, char: str, style: int) -> None:
         if 0 <= y < self.height and 0 <= x < self.width:
             self.chars[y][x] = char
-            self.styles[y][x] = style
+            self._codes[y][x] = style
 
     def _text(self, x: int, y: int, text: str, style: int, limit: int) -> None:
         for i, char in enumerate(text[: max(0, limit)]):
@@ -229,7 +239,7 @@ class Canvas:
     # -- reading ---------------------------------------------------------------------
     def row_text(self, y: int) -> str:
         """Row ``y`` as plain text."""
-        return "".join(self.chars[y]) if 0 <= y < self.height else ""
+        return self.rows[y] if 0 <= y < self.height else ""
 
     def text(self) -> str:
         """The whole canvas as plain text (tests, the tmux check)."""

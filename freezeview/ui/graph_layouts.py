@@ -1,12 +1,14 @@
-"""The graph view's layouts, made where the engine runs and kept per step and level.
+"""The graph view's pictures, made where the engine runs and kept per step and level.
 
-:meth:`freezeview.ui.session.Session.graph_layout` hands its calls here: a step's graph,
+:meth:`freezeview.ui.session.Session.graph_canvas` hands its calls here: a step's graph,
 or its diff against the step before, laid out by Graphviz on a grid of terminal cells
-(:func:`freezeview.engine.draw.layout.layout_graph`). Layouts are kept by the snapshots
-they were made from, the level, the opened boxes and the kept attributes, so stepping
-back and forth or zooming out and in again asks dot nothing. In ``freezeview MODEL.pt``
-this runs in the engine process (``RemoteSession.graph_layout`` names the snapshots by
-key), so dot's run and the diff never hold the screen's process.
+(:func:`freezeview.engine.draw.layout.layout_graph`) and drawn with characters
+(:class:`~freezeview.ui.graph_canvas.Canvas`). They are kept by the snapshots they were
+made from, the level, the opened boxes and the kept attributes, so stepping back and
+forth or zooming out and in again asks dot nothing. In ``freezeview MODEL.pt`` this
+runs in the engine process (``RemoteSession.graph_canvas`` names the snapshots by key),
+so the diff, dot's run and the drawing never hold the screen's process: it unpickles
+rows of text.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from typing import Any
 
 from ..engine.draw.box_ceiling import Overruns
 from ..engine.draw.layout import TERMINAL_BUDGET, layout_graph
-from ..engine.draw.layout_values import GraphLayout
 from ..engine.draw.render_plan import RenderOptions
 from ..engine.graph.snapshot_values import GraphSnapshot
+from .graph_canvas import Canvas
 
 __all__ = ["VIEW_BUDGET", "VIEW_TIMEOUT", "StepLayouts"]
 
@@ -43,10 +45,10 @@ class StepLayouts:
     def __init__(self, modules: frozenset[str] | None) -> None:
         self.modules = modules
         self.overruns = Overruns()
-        self._kept: OrderedDict[tuple[Any, ...], tuple[Any, GraphLayout]] = OrderedDict()
+        self._kept: OrderedDict[tuple[Any, ...], tuple[Any, Canvas]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def layout(
+    def canvas(
         self,
         before: GraphSnapshot | None,
         after: GraphSnapshot,
@@ -55,8 +57,9 @@ class StepLayouts:
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,
         title: str = "",
-    ) -> GraphLayout:
-        """``after`` laid out (coloured by its diff against ``before`` when given).
+    ) -> Canvas:
+        """``after`` laid out and drawn (coloured by its diff against ``before`` when
+        given); its ``layout`` says where each box is.
 
         Args:
             before: the step before, for the diff; None for the graph alone.
@@ -93,7 +96,7 @@ class StepLayouts:
             overruns=self.overruns,
             edge_labels=False,
         )
-        result = layout_graph(after, diff=diff, level=level, options=options, title=title)
+        result = Canvas(layout_graph(after, diff=diff, level=level, options=options, title=title))
         with self._lock:
             # The snapshots are held with the layout so their ids stay theirs.
             self._kept[key] = ((before, after), result)

@@ -50,9 +50,9 @@ from typing import TYPE_CHECKING, Any
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, OutputError, PlanError
 
 if TYPE_CHECKING:
-    from ..engine.draw.layout_values import GraphLayout
     from ..engine.graph.inventory_values import Inventory
     from ..engine.graph.snapshot_values import GraphSnapshot
+    from .graph_canvas import Canvas
     from .views import AttrView, OpenedView, StepView
 
 __all__ = ["EngineError", "RemoteSession", "forward_warnings", "serve"]
@@ -361,25 +361,25 @@ class RemoteSession:
         self.last_notes = list(notes)
         return [Path(p) for p in paths]
 
-    def graph_layout(
+    def graph_canvas(
         self,
         before: GraphSnapshot | None,
         after: GraphSnapshot,
         level: int | str | None = "auto",
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,
-    ) -> GraphLayout:
-        """The step's graph (or its diff against ``before``) laid out for the graph view:
-        dot and the diff run in the engine process."""
-        layout: GraphLayout = self._call(
-            "graph_layout",
+    ) -> Canvas:
+        """The step's graph (or its diff against ``before``) laid out and drawn for the
+        graph view: the diff, dot and the drawing run in the engine process."""
+        canvas: Canvas = self._call(
+            "graph_canvas",
             self._ref(before),
             self._ref(after),
             level,
             tuple(expand),
             dict(reasons or {}),
         )
-        return layout
+        return canvas
 
     def export(self, out_dir: Path, preserved: Sequence[str], passes: Sequence[str]) -> list[Path]:
         """Write everything ``freezeview export`` writes into ``out_dir``."""
@@ -565,7 +565,7 @@ class _Engine:
         )
         return [str(p) for p in paths], list(self.session.last_notes)
 
-    def call_graph_layout(
+    def call_graph_canvas(
         self,
         rid: int,
         before: tuple[str, Any],
@@ -574,7 +574,7 @@ class _Engine:
         expand: tuple[str, ...],
         reasons: dict[str, str],
     ) -> Any:
-        return self.session.graph_layout(
+        return self.session.graph_canvas(
             self._snapshot(before), self._snapshot(after), level, expand, reasons
         )
 

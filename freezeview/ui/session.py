@@ -28,8 +28,8 @@ from .views import AttrView, OpenedView, PassView, ReasonView, StepView
 # Explain, the pipeline, diffs and numerics are imported where they are used: opening a
 # model needs none of them, and the app's engine process answers "open" first.
 if TYPE_CHECKING:
-    from ..engine.draw.layout_values import GraphLayout
     from ..engine.graph.inventory_values import Inventory
+    from .graph_canvas import Canvas
 
 __all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "Session", "StepView"]
 
@@ -248,23 +248,24 @@ class Session:
             written.append(write_text(out_dir / f"{stem}.diff", text))
         return written
 
-    def graph_layout(
+    def graph_canvas(
         self,
         before: GraphSnapshot | None,
         after: GraphSnapshot,
         level: int | str | None = "auto",
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,
-    ) -> GraphLayout:
+    ) -> Canvas:
         """The step's graph (its diff against ``before`` when given) laid out by dot in
-        terminal cells for the graph view; kept per step, level and opened boxes."""
+        terminal cells and drawn for the graph view; kept per step, level and opened
+        boxes."""
         from ..engine.draw.view_scopes import module_paths
         from .graph_layouts import StepLayouts
 
         if self._layouts is None:
             self._layouts = StepLayouts(module_paths(self.module))
         layouts: StepLayouts = self._layouts
-        return layouts.layout(before, after, level=level, expand=expand, reasons=reasons)
+        return layouts.canvas(before, after, level=level, expand=expand, reasons=reasons)
 
     def export(self, out_dir: Path, preserved: Sequence[str], passes: Sequence[str]) -> list[Path]:
         """Write everything ``freezeview export`` writes into ``out_dir``."""

@@ -186,7 +186,7 @@ class GraphCanvasView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         if not self._styles:
             self._resolve_styles()
-        chars = canvas.chars[row]
+        chars = canvas.rows[row]
         codes = canvas.styles[row]
         end = min(canvas.width, scroll_x + width)
         segments: list[Segment] = []
@@ -200,7 +200,7 @@ class GraphCanvasView(ScrollView, can_focus=True):
             while run_end < end and codes[run_end] == code:
                 run_end += 1
             style = base + styles[code] if code < len(styles) else base
-            segments.append(Segment("".join(chars[x:run_end]), style))
+            segments.append(Segment(chars[x:run_end], style))
             x = run_end
         strip = Strip(segments)
         if selected is not None and sel_style is not None:

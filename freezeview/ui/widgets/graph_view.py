@@ -235,10 +235,10 @@ class GraphView(Vertical):
         level: int | str | None,
         expand: tuple[str, ...],
     ) -> None:
-        """Ask the engine for the layout and draw its canvas (both off the event loop)."""
-        layout = session.graph_layout(before, after, level, expand, self.reasons)
-        canvas = Canvas(layout) if layout.boxes else None
-        self.post_message(self.LayoutReady(key, _Drawn(layout, canvas)))
+        """Ask the engine for the laid-out, drawn graph (off the event loop)."""
+        canvas = session.graph_canvas(before, after, level, expand, self.reasons)
+        layout = canvas.layout
+        self.post_message(self.LayoutReady(key, _Drawn(layout, canvas if layout.boxes else None)))
 
     def on_graph_view_layout_ready(self, message: GraphView.LayoutReady) -> None:
         self._kept[message.key] = message.drawn
