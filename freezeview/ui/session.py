@@ -59,6 +59,9 @@ class Session:
     imports: list[str] = field(default_factory=list)
     libraries: list[str] = field(default_factory=list)
     loaded: LoadedModel | None = None
+    #: torch threads and seconds per step when timing each step's forward (with inputs).
+    threads: int = 1
+    time_budget: float = 0.25
     inventory: Inventory | None = None
     #: ``.code`` of the frozen module at the end of the last run (None before).
     final_code: str | None = None
@@ -155,6 +158,7 @@ class Session:
                 status=str(verdict.status),
                 reasons=tuple(_reason_view(r) for r in verdict.reasons),
                 preserved=_is_preserved(verdict.path, preserved),
+                value=verdict.info.value if verdict.info.value_kind == "enum" else "",
             )
             for verdict in explanation.attributes
         ]
@@ -190,16 +194,19 @@ class Session:
     ) -> Iterator[StepView]:
         """Freeze with the given plan one step at a time (a blocking generator)."""
         from ..engine.freeze.pipeline import Pipeline
+        from ..engine.measure import MeasuredRun
 
         pipeline = Pipeline(self.load(), _plan(preserved, passes), inputs=self.sample_inputs())
+        # With sample inputs each changed step's forward is timed (the latency column).
+        measured = MeasuredRun(pipeline, threads=self.threads, budget=self.time_budget)
         self.final_code = None
         previous: GraphSnapshot | None = None
         try:
-            for step in pipeline.run(progress=progress, cancel=cancel):
+            for step in measured.run(progress=progress, cancel=cancel):
                 snapshot = step.snapshot if step.snapshot is not None else previous
                 if snapshot is None:
                     continue  # no forward graph to show yet
-                yield _step_view(step, snapshot)
+                yield _step_view(step, snapshot, measured.measurement)
                 previous = snapshot
             if pipeline.frozen_module is not None:
                 self.final_code = str(pipeline.frozen_module.code)
@@ -334,7 +341,14 @@ def _numerics_text(value: Any) -> str:
     return text if value.allclose else f"{text} ✗"
 
 
-def _step_view(step: Any, snapshot: GraphSnapshot) -> StepView:
+def _step_view(step: Any, snapshot: GraphSnapshot, measurement: Any = None) -> StepView:
+    latency = verdict = ""
+    if measurement is not None and measurement.unfrozen is not None:
+        from ..engine.measure import latency_cell, verdict_text
+
+        cell = latency_cell(measurement, int(step.index))
+        latency = "" if cell == "-" else cell
+        verdict = verdict_text(measurement)
     return StepView(
         index=int(step.index),
         name=str(step.name),
@@ -349,4 +363,6 @@ def _step_view(step: Any, snapshot: GraphSnapshot) -> StepView:
         numerics=_numerics_text(step.numerics),
         error=str(step.error or ""),
         kind=str(step.kind),
+        latency=latency,
+        verdict=verdict,
     )

@@ -12,6 +12,7 @@ from typing import Any
 from . import (
     basic,
     custom_ops,
+    enums,
     foreign,
     frozen,
     mutation,
@@ -48,6 +49,7 @@ CASES: list[Case] = [
     *custom_ops.CASES,
     *submodule_methods.CASES,
     *frozen.CASES,
+    *enums.CASES,
 ]
 
 _names = [case.name for case in CASES]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         Inventory,
         ModuleInfo,
     )
-    from .module_slots import attribute_paths, attribute_values
+    from .module_slots import ScriptEnum, attribute_paths, attribute_values
     from .naming import demangle
     from .snapshot import snapshot_graph
     from .snapshot_values import GraphSnapshot, NodeSnapshot, SourceLocation, parse_source_range
@@ -40,6 +40,7 @@ __getattr__, __dir__ = lazy_exports(
         "FrozenContents": "inventory_values",
         "Inventory": "inventory_values",
         "ModuleInfo": "inventory_values",
+        "ScriptEnum": "module_slots",
         "attribute_paths": "module_slots",
         "attribute_values": "module_slots",
         "demangle": "naming",
@@ -59,6 +60,7 @@ __all__ = [
     "Inventory",
     "ModuleInfo",
     "NodeSnapshot",
+    "ScriptEnum",
     "SourceLocation",
     "attribute_paths",
     "attribute_values",

@@ -37,6 +37,8 @@ class AttributeInfo:
         dtype, shape, device, requires_grad: tensor facts, for tensors.
         readers: methods that read it directly (``forward``, ``layer1.0.forward``).
         writers: methods that assign it with ``prim::SetAttr``.
+        value_kind: what ``value`` describes: ``tensor``, ``int``, ``str``, ``enum`` (a
+            TorchScript Enum member, shown by name: ``Format.NHWC``), ``module``, ...
     """
 
     path: str
@@ -51,6 +53,7 @@ class AttributeInfo:
     requires_grad: bool | None = None
     readers: tuple[str, ...] = ()
     writers: tuple[str, ...] = ()
+    value_kind: str = ""
 
     @property
     def is_tensor(self) -> bool:

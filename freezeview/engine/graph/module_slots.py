@@ -7,7 +7,8 @@ fails with "classType INTERNAL ASSERT FAILED ... __torch__.X is not found" and n
 about the model can be listed. freezeview reads such a module slot by slot instead:
 names and order from the C++ module's own printout (``Module::dump_to_str``, which prints
 values in C++), each value through ``getattr`` where torch can convert it, and an
-:class:`OpaqueObject` carrying the TorchScript type name where it cannot.
+:class:`OpaqueObject` carrying the TorchScript type name where it cannot (a
+:class:`ScriptEnum` for a member of a TorchScript ``Enum``, which torch prints by name).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 
 __all__ = [
     "OpaqueObject",
+    "ScriptEnum",
     "attribute_paths",
     "attribute_values",
     "module_iterators",
@@ -28,6 +30,8 @@ __all__ = [
 # `    name = value` at the first level of the `attributes {` block of the printout.
 _SLOT = re.compile(r"^    (?P<name>[A-Za-z_][A-Za-z0-9_]*) = (?P<value>.*)$")
 _OBJECT = re.compile(r"<(?P<type>[\w.]+) object at 0x[0-9a-f]+>")
+# A TorchScript Enum member as the printout shows it: `Enum<Format.NHWC>`.
+_ENUM = re.compile(r"^Enum<(?P<type>[\w.]+)\.(?P<name>\w+)>$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,24 @@ class OpaqueObject:
 
     def __repr__(self) -> str:
         return f"<{self.type_name} object>"
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptEnum:
+    """A member of a TorchScript ``Enum`` whose Python class is not importable here.
+
+    Enum members are immutable values: freezing folds them like numbers.
+
+    Attributes:
+        type_name: the enum's class name as torch prints it (``Format``).
+        name: the member's name (``NHWC``).
+    """
+
+    type_name: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.type_name}.{self.name}"
 
 
 def _printed_slots(cmod: torch._C.ScriptModule) -> list[tuple[str, str]]:
@@ -87,7 +109,8 @@ def _slot_by_slot(cmod: torch._C.ScriptModule) -> dict[str, list[tuple[str, Any]
         try:
             value = cmod.getattr(name)  # type: ignore[attr-defined]
         except RuntimeError:
-            value = _opaque(printed)
+            member = _ENUM.match(printed)
+            value = ScriptEnum(member["type"], member["name"]) if member else _opaque(printed)
         attributes.append((name, value))
     return {
         "named_attributes": attributes,

@@ -64,7 +64,8 @@ class ConstantSummary:
 
     Attributes:
         kind: ``tensor``, ``int``, ``float``, ``bool``, ``str``, ``none``, ``list``,
-            ``tuple``, ``device``, ``object`` or ``other``.
+            ``tuple``, ``device``, ``enum`` (a TorchScript Enum member, ``Format.NHWC``),
+            ``object`` or ``other``.
         text: what to print in a node label (``Float(64, 3, 7, 7)``, ``[1, 1]``, ``None``).
         dtype: the tensor dtype, for tensors.
         shape: the tensor shape, for tensors.

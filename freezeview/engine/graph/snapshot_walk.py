@@ -11,6 +11,7 @@ tensor data (:func:`summarize_value`).
 
 from __future__ import annotations
 
+import enum
 import re
 from typing import Any
 
@@ -84,6 +85,8 @@ def summarize_value(value: Any, attribute: str | None = None) -> ConstantSummary
             shape=tuple(int(s) for s in value.shape),
             attribute=attribute,
         )
+    if isinstance(value, enum.Enum):  # a TorchScript Enum member, by name (str/int mixins too)
+        return ConstantSummary("enum", f"{type(value).__name__}.{value.name}", attribute=attribute)
     if value is None:
         return ConstantSummary("none", "None", attribute=attribute)
     if isinstance(value, bool):
@@ -104,6 +107,8 @@ def summarize_value(value: Any, attribute: str | None = None) -> ConstantSummary
         return ConstantSummary("object", "object", attribute=attribute)
     if type(value).__name__ == "OpaqueObject":  # module_slots: a class not importable here
         return ConstantSummary("object", repr(value), attribute=attribute)
+    if type(value).__name__ == "ScriptEnum":  # module_slots: an enum not importable here
+        return ConstantSummary("enum", str(value), attribute=attribute)
     return ConstantSummary("other", type(value).__name__, attribute=attribute)
 
 

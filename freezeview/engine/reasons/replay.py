@@ -287,7 +287,7 @@ class FreezeReplay(ReplayGraphs):
                 continue
             self.folded.setdefault(slot, set()).add(method)
             if slot not in constants:
-                constants[slot] = insert_constant(graph, first, value)
+                constants[slot] = insert_constant(graph, first, value, node.output())
             constant = constants[slot]
             if constant is not None:
                 node.output().replaceAllUsesWith(constant)

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ..graph import ScriptEnum
 from ..plumbing import PlanError
 from .module_objects import ModuleObject, ModuleView, is_mutable, is_object
 from .mutation import GraphWriters
@@ -286,10 +287,50 @@ def _detached(value: Any) -> Any:
     return value
 
 
+def _enum_constant(
+    graph: torch._C.Graph, first: torch._C.Node | None, member: ScriptEnum, typed: torch._C.Value
+) -> torch._C.Value:
+    """A constant for an enum member whose Python class is not importable here.
+
+    Python cannot build the member, but the code that reads an enum attribute compares
+    it with members: a copy of the graph's own constant of that member is the constant
+    freezing inserts. Without one, an uninitialized value of the enum's type stands in
+    (the attribute's read is gone, as after freezing; comparisons with it stay).
+    """
+    wanted = f"{member.type_name}.{member.name}"
+    source = next(
+        (
+            node
+            for node in graph.findAllNodes("prim::Constant", True)  # type: ignore[attr-defined]
+            if isinstance(node.output().type(), torch._C.EnumType)
+            and str(node).split("[value=", 1)[-1].split("]", 1)[0].endswith(wanted)
+        ),
+        None,
+    )
+    if source is not None:
+        node = graph.createClone(source, lambda v: v)  # type: ignore[arg-type]
+    else:
+        node = graph.create("prim::Uninitialized")  # type: ignore[call-arg]
+        node.output().setType(typed.type())
+    if first is None:
+        return graph.insertNode(node).output()
+    with graph.insert_point_guard(first):
+        return graph.insertNode(node).output()
+
+
 def insert_constant(
-    graph: torch._C.Graph, first: torch._C.Node | None, value: Any
+    graph: torch._C.Graph,
+    first: torch._C.Node | None,
+    value: Any,
+    read: torch._C.Value | None = None,
 ) -> torch._C.Value | None:
-    """Insert ``value`` as a constant at the top of ``graph`` (None if Python cannot)."""
+    """Insert ``value`` as a constant at the top of ``graph`` (None if Python cannot).
+
+    ``read`` is the ``prim::GetAttr`` output the constant replaces (its type is the
+    constant's, for an enum member Python cannot build).
+    """
+    if isinstance(value, ScriptEnum) and read is not None:
+        return _enum_constant(graph, first, value, read)
     value = _detached(value)
     try:
         if first is None:

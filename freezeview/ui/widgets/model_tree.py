@@ -220,6 +220,8 @@ class ModelTree(Tree[AttrView | str]):
         kind = {"parameter": "param", "buffer": "buffer", "attribute": "attr"}.get(v.kind)
         if kind:
             text.append(f"  {kind}", "dim")
+        if v.value:
+            text.append(f" {v.value}", "cyan")  # an enum member, by name
         return text
 
     @property

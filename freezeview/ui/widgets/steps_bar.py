@@ -30,8 +30,12 @@ __all__ = ["StepsBar", "step_row"]
 COLUMNS = ("#", "step", "+added", "-removed", "~changed", "numerics", "time")
 
 
-def step_row(step: StepView, timings: bool = True) -> tuple[Text, ...]:
-    """The timeline row for a step (``timings=False`` hides wall times, for snapshots)."""
+def step_row(step: StepView, timings: bool = True, latency: bool = False) -> tuple[Text, ...]:
+    """The timeline row for a step (``timings=False`` hides wall times, for snapshots).
+
+    With ``latency`` the row ends with the step's forward latency against the unfrozen
+    module (the column exists only when the run times forwards: sample inputs given).
+    """
     style = "" if step.changed else "dim"
     if step.error:
         style = "bold red"
@@ -40,7 +44,7 @@ def step_row(step: StepView, timings: bool = True) -> tuple[Text, ...]:
         name.append(" ✗", "bold red")
     elif not step.changed:
         name.append(" (no change)", "dim")
-    return (
+    cells = (
         Text(str(step.index), style),
         name,
         Text(f"+{step.added}", "green" if step.added else "dim"),
@@ -49,6 +53,10 @@ def step_row(step: StepView, timings: bool = True) -> tuple[Text, ...]:
         Text(step.numerics or "-", "dim" if not step.numerics else ""),
         Text(f"{step.seconds * 1000:.0f} ms" if timings else "", "dim"),
     )
+    if not latency:
+        return cells
+    shown = step.latency if timings else ("timed" if step.latency else "")
+    return (*cells, Text(shown or "-", "" if step.latency and "same" not in shown else "dim"))
 
 
 class StepsBar(Horizontal):
@@ -84,6 +92,8 @@ class StepsBar(Horizontal):
         super().__init__(id=id)
         # Presses of n while the next step is still being computed.
         self._pending_next = 0
+        # The run's latency verdict (from the last step that carried one).
+        self._verdict = ""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="passes-box"):
@@ -156,7 +166,10 @@ class StepsBar(Horizontal):
     def clear_steps(self) -> None:
         """Empty the timeline (before a re-run)."""
         self._pending_next = 0
+        self._verdict = ""
         self.timeline.clear()
+        if "latency" in self.timeline.columns:
+            self.timeline.remove_column("latency")
         self.current_step = -1
         self.update_title()
 
@@ -164,7 +177,12 @@ class StepsBar(Horizontal):
         """Append a step to the timeline; show it if it is the first, or if ``n`` was
         pressed for it before it arrived."""
         table = self.timeline
-        row = step_row(step, timings)
+        if step.latency and "latency" not in table.columns:
+            # The first timed step: the run has sample inputs; earlier rows show "-".
+            table.add_column("latency", key="latency", default=Text("-", "dim"))
+        row = step_row(step, timings, latency="latency" in table.columns)
+        if step.verdict:
+            self._verdict = step.verdict
         # DataTable measures new rows on its next idle, but a frame painted before that
         # is cached with the old column widths and the step names stay cut off (steps
         # arrive in bursts from the engine process). Widening the columns first avoids it.
@@ -230,4 +248,6 @@ class StepsBar(Horizontal):
             status.append(f"{self.step_count}", "bold")
         if self.stale:
             status.append("  plan changed: press r to re-run", "bold black on yellow")
+        elif self._verdict and not self.running:
+            status.append(f"  {self._verdict}", "bold")
         self.query_one("#timeline-title", Label).update(status, layout=False)
