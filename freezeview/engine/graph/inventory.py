@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from .inventory_values import AttributeInfo, Inventory, ModuleInfo
-from .module_slots import OpaqueObject, ScriptEnum
+from .module_slots import OpaqueObject
 from .module_slots import module_iterators as _slots
 from .snapshot_walk import summarize_value
 
@@ -50,8 +50,6 @@ def attribute_type(value: Any) -> str:
         return value._type().qualified_name()
     if isinstance(value, OpaqueObject):
         return value.type_name
-    if isinstance(value, ScriptEnum):
-        return value.type_name
     if isinstance(value, torch.ScriptObject):
         try:
             return str(value._type().qualified_name())
@@ -61,10 +59,39 @@ def attribute_type(value: Any) -> str:
     return str(result.type()) if result.success() else type(value).__name__
 
 
+_Uses = tuple[dict[str, str], dict[str, list[str]], dict[str, list[str]]]
+
+
 def _declared_types_and_uses(
-    cmod: torch._C.ScriptModule, path: str
-) -> tuple[dict[str, str], dict[str, list[str]], dict[str, list[str]]]:
-    """Scan the module's own methods for GetAttr/SetAttr on ``self``."""
+    cmod: torch._C.ScriptModule, path: str, by_type: dict[str, _Uses] | None = None
+) -> _Uses:
+    """Scan the module's own methods for GetAttr/SetAttr on ``self``.
+
+    Modules of one class type share their methods: with ``by_type``, each type's
+    methods are scanned once (uses are kept by method name and labelled per module).
+    """
+    if by_type is None:
+        return _label_uses(_methods_uses(cmod), path)
+    qualified = cmod._type().qualified_name()
+    uses = by_type.get(qualified)
+    if uses is None:
+        uses = by_type[qualified] = _methods_uses(cmod)
+    return _label_uses(uses, path)
+
+
+def _label_uses(uses: _Uses, path: str) -> _Uses:
+    types, readers, writers = uses
+    if not path:
+        return types, readers, writers
+    return (
+        types,
+        {name: [f"{path}.{m}" for m in methods] for name, methods in readers.items()},
+        {name: [f"{path}.{m}" for m in methods] for name, methods in writers.items()},
+    )
+
+
+def _methods_uses(cmod: torch._C.ScriptModule) -> _Uses:
+    """Attribute types and the methods reading / writing each, by method name."""
     types: dict[str, str] = {}
     readers: dict[str, list[str]] = {}
     writers: dict[str, list[str]] = {}
@@ -73,7 +100,7 @@ def _declared_types_and_uses(
             graph = cmod._get_method(method).graph
         except RuntimeError:
             continue
-        label = f"{path}.{method}" if path else method
+        label = method
         self_value = next(iter(graph.inputs()), None)
         if self_value is None:
             continue
@@ -109,8 +136,7 @@ def _attribute_info(
         owner=owner,
         kind=kind,
         type=declared or attribute_type(value),
-        value=summary.text if summary is not None else "module",
-        value_kind=summary.kind if summary is not None else "module",
+        value=("module" if kind == "submodule" else summarize_value(value).text),
         dtype=str(tensor.dtype).removeprefix("torch.") if tensor is not None else None,
         shape=tuple(int(s) for s in tensor.shape) if tensor is not None else None,
         device=str(tensor.device) if tensor is not None else None,
@@ -124,17 +150,17 @@ def module_iterators(cmod: torch._C.ScriptModule, cache: dict[int, Any] | None =
     """One module's attribute lists (:func:`module_slots.module_iterators`), memoised.
 
     Walking a model twice (inventory, then explain's module view) would otherwise list
-    every module's attributes twice. Entries are grouped by type name and matched with
-    ``==``, which compares the underlying C++ objects (Python wrappers differ per access).
+    every module's attributes twice. Entries are keyed by ``hash(cmod)``, the underlying
+    C++ object's (Python wrappers differ per access), and hold the module, so the key
+    stays its own; ``==`` confirms the match.
     """
     if cache is None:
         return _slots(cmod)
-    for known, result in cache.get(hash(cmod._type().qualified_name()), []):
-        if known == cmod:
-            return result
+    hit = cache.get(hash(cmod))
+    if hit is not None and hit[0] == cmod:
+        return hit[1]
     result = _slots(cmod)
-    cache.setdefault(hash(cmod._type().qualified_name()), []).append((cmod, result))
-    summary = None if kind == "submodule" else summarize_value(value)
+    cache[hash(cmod)] = (cmod, result)
     return result
 
 
@@ -154,6 +180,7 @@ def build_inventory(module: Any, _cache: dict[int, Any] | None = None) -> Invent
         assert inv.by_path("weight").kind == "parameter"
     """
     inventory = Inventory()
+    uses_by_type: dict[str, _Uses] = {}
     root = raw_module(module)
     stack: list[tuple[str, torch._C.ScriptModule]] = [("", root)]
     while stack:
@@ -161,7 +188,7 @@ def build_inventory(module: Any, _cache: dict[int, Any] | None = None) -> Invent
         iters = module_iterators(cmod, _cache)
         params = {n for n, _ in iters["named_parameters"]}
         buffers = {n for n, _ in iters["named_buffers"]}
-        types, readers, writers = _declared_types_and_uses(cmod, path)
+        types, readers, writers = _declared_types_and_uses(cmod, path, uses_by_type)
         children: list[tuple[str, torch._C.ScriptModule]] = []
         qualified = cmod._type().qualified_name()
         for name, value in iters["named_attributes"]:

@@ -8,18 +8,16 @@ module objects once each, with the keys the replay (:mod:`.replay`) compares val
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 import torch
 
-from ..graph import ScriptEnum, module_iterators
+from ..graph import module_iterators
 
 __all__ = [
     "ModuleObject",
     "ModuleView",
     "is_mutable",
-    "is_enum",
     "is_object",
     "join_path",
     "materializable",
@@ -53,18 +51,9 @@ _NOT_CONSTANT_TYPES: tuple[type, ...] = tuple(
 
 def is_object(value: Any) -> bool:
     """An object (module, TorchScript class instance, custom class), not plain data.
-def is_enum(value: Any) -> bool:
-    """A member of a TorchScript ``Enum`` (its Python class importable here or not).
-
-    torch's alias analysis calls an enum immutable, and tryInsertConstant makes a constant
-    of it: freezing treats enum members like numbers, never like objects.
-    """
-    return isinstance(value, enum.Enum | ScriptEnum)
-
-
 
     TorchScript class instances come back to Python as instances of their Python class,
-    so anything that is not a tensor, container, scalar or enum member counts.
+    so anything that is not a tensor, container or scalar counts.
     """
     if isinstance(value, torch._C.ScriptModule | torch.ScriptObject):
         return True
@@ -79,8 +68,6 @@ def is_mutable(value: Any) -> bool:
         return any(is_mutable(v) for v in value)
     return False
 
-    if is_enum(value):
-        return False
 
 def materializable(value: Any) -> bool:
     """Whether torch's tryInsertConstant can turn ``value`` into a graph constant."""
@@ -99,7 +86,7 @@ def _insertable(value: Any) -> bool:
     """
     if isinstance(value, torch.Tensor):
         return not (value.is_sparse or value.is_mkldnn or value.is_nested)
-    if isinstance(value, _SCALARS) or is_enum(value):
+    if isinstance(value, _SCALARS):
         return True
     if isinstance(value, list | tuple):
         return all(_insertable(v) for v in value)
@@ -130,14 +117,18 @@ class ModuleView:
         self._cache = cache
         self.modules: list[ModuleObject] = []
         self.by_type: dict[str, list[ModuleObject]] = {}
+        # By the C++ object's hash (wrappers differ per access): a module shared under
+        # several names is found in one step, not by a scan of its type's modules.
+        self._by_object: dict[int, ModuleObject] = {}
         self.root = self._visit(root, "")
 
     def _visit(self, cmod: torch._C.ScriptModule, path: str) -> ModuleObject:
-        for known in self.by_type.get(cmod._type().qualified_name(), []):
-            if known.cmod == cmod:
-                known.paths.append(path)
-                return known
+        known = self._by_object.get(hash(cmod))
+        if known is not None and known.cmod == cmod:
+            known.paths.append(path)
+            return known
         mod = ModuleObject(len(self.modules), cmod)
+        self._by_object[hash(cmod)] = mod
         mod.paths.append(path)
         self.modules.append(mod)
         self.by_type.setdefault(mod.type_name, []).append(mod)

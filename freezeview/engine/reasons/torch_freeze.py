@@ -289,15 +289,16 @@ def module_statuses(
     if any(name not in paths for name in outcome.folded):
         return None
     canonical: dict[str, str] = {}
-    seen: dict[str, list[tuple[torch._C.ScriptModule, str]]] = {}
+    seen: dict[int, tuple[torch._C.ScriptModule, str]] = {}
     for path, value in named:
         if not isinstance(value, torch._C.ScriptModule):
             continue
-        # As the module view tells modules apart: by type name, then the C++ object.
-        same_type = seen.setdefault(value._type().qualified_name(), [])
-        first = next((name for known, name in same_type if known == value), None)
+        # As the module view tells modules apart: by the C++ object (its hash is the
+        # object's; Python wrappers differ per access).
+        known = seen.get(hash(value))
+        first = known[1] if known is not None and known[0] == value else None
         if first is None:
-            same_type.append((value, path))
+            seen[hash(value)] = (value, path)
         canonical[path] = first or path
     for path, is_module in paths.items():
         if not is_module:
