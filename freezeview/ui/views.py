@@ -39,6 +39,8 @@ class AttrView:
     status: str
     reasons: tuple[ReasonView, ...] = ()
     preserved: bool = False
+    #: The value, for the values the tree shows (a TorchScript Enum member by name).
+    value: str = ""
 
     @property
     def name(self) -> str:
