@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from .inventory_values import AttributeInfo, Inventory, ModuleInfo
-from .module_slots import OpaqueObject
+from .module_slots import OpaqueObject, ScriptEnum
 from .module_slots import module_iterators as _slots
 from .snapshot_walk import summarize_value
 
@@ -49,6 +49,8 @@ def attribute_type(value: Any) -> str:
     if isinstance(value, torch._C.ScriptModule):
         return value._type().qualified_name()
     if isinstance(value, OpaqueObject):
+        return value.type_name
+    if isinstance(value, ScriptEnum):
         return value.type_name
     if isinstance(value, torch.ScriptObject):
         try:
@@ -130,13 +132,15 @@ def _attribute_info(
     writers: list[str],
 ) -> AttributeInfo:
     tensor = value if isinstance(value, torch.Tensor) else None
+    summary = None if kind == "submodule" else summarize_value(value)
     return AttributeInfo(
         path=path,
         name=name,
         owner=owner,
         kind=kind,
         type=declared or attribute_type(value),
-        value=("module" if kind == "submodule" else summarize_value(value).text),
+        value=summary.text if summary is not None else "module",
+        value_kind=summary.kind if summary is not None else "module",
         dtype=str(tensor.dtype).removeprefix("torch.") if tensor is not None else None,
         shape=tuple(int(s) for s in tensor.shape) if tensor is not None else None,
         device=str(tensor.device) if tensor is not None else None,

@@ -8,15 +8,17 @@ module objects once each, with the keys the replay (:mod:`.replay`) compares val
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import torch
 
-from ..graph import module_iterators
+from ..graph import ScriptEnum, module_iterators
 
 __all__ = [
     "ModuleObject",
     "ModuleView",
+    "is_enum",
     "is_mutable",
     "is_object",
     "join_path",
@@ -49,14 +51,25 @@ _NOT_CONSTANT_TYPES: tuple[type, ...] = tuple(
 )
 
 
+def is_enum(value: Any) -> bool:
+    """A member of a TorchScript ``Enum`` (its Python class importable here or not).
+
+    torch's alias analysis calls an enum immutable, and tryInsertConstant makes a constant
+    of it: freezing treats enum members like numbers, never like objects.
+    """
+    return isinstance(value, enum.Enum | ScriptEnum)
+
+
 def is_object(value: Any) -> bool:
     """An object (module, TorchScript class instance, custom class), not plain data.
 
     TorchScript class instances come back to Python as instances of their Python class,
-    so anything that is not a tensor, container or scalar counts.
+    so anything that is not a tensor, container, scalar or enum member counts.
     """
     if isinstance(value, torch._C.ScriptModule | torch.ScriptObject):
         return True
+    if is_enum(value):
+        return False
     return not isinstance(value, (torch.Tensor, list, dict, tuple, *_SCALARS, *_NOT_CONSTANT_TYPES))
 
 
@@ -86,7 +99,7 @@ def _insertable(value: Any) -> bool:
     """
     if isinstance(value, torch.Tensor):
         return not (value.is_sparse or value.is_mkldnn or value.is_nested)
-    if isinstance(value, _SCALARS):
+    if isinstance(value, _SCALARS) or is_enum(value):
         return True
     if isinstance(value, list | tuple):
         return all(_insertable(v) for v in value)
