@@ -13,10 +13,14 @@ import time
 from typing import TYPE_CHECKING
 
 from .options import (
+    add_input_options,
+    add_measure_options,
     add_model_options,
     add_pass_options,
     add_plan_options,
+    inputs_from_args,
     load_from_args,
+    measure_from_args,
     plan_from_args,
     split_names,
 )
@@ -56,6 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     parser.add_argument("--force", action="store_true", help="overwrite existing output files")
     add_pass_options(parser)
+    add_input_options(parser)
+    add_measure_options(parser)
     parser.add_argument(
         "--format",
         choices=FORMATS,
@@ -169,11 +175,14 @@ def run(args: argparse.Namespace) -> int:
         open_changed=args.open_changed,
     )
     plan = plan_from_args(args)
+    threads, budget = measure_from_args(args)
+    inputs = inputs_from_args(args)
     start = time.perf_counter()
     loaded = load_from_args(args)
     load_seconds = time.perf_counter() - start
     err = Console(stderr=True, highlight=False)
-    quiet = args.json or not err.is_terminal
+    # No spinner while forwards are timed: its thread would share the interpreter with them.
+    quiet = args.json or not err.is_terminal or inputs is not None
     with err.status("freezing…") as status:
         result = export(
             loaded,
@@ -187,6 +196,8 @@ def run(args: argparse.Namespace) -> int:
             # The only other thread here is the progress spinner's, which takes no lock
             # the diffs need: the forked helper is safe (engine/plumbing/forked.py).
             parallel=args.parallel,
+            inputs=inputs,
+            measure=(threads, budget),
         )
     if args.json:
         json.dump(_json(result, load_seconds), sys.stdout, indent=2)
@@ -258,5 +269,11 @@ def _print(console: Console, result: ExportResult) -> None:
     console.print(fit_table(console, table))
     for note in result.notes:
         console.print(f"[yellow]note:[/] {note}")
+    if result.measurement is not None and result.measurement.unfrozen is not None:
+        from rich.markup import escape
+
+        from ..engine.measure import verdict_text
+
+        console.print(f"[bold]{escape(verdict_text(result.measurement))}[/]")
     if result.index is not None:
         console.print(f"Open [bold]{result.index}[/] in a browser.")

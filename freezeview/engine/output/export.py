@@ -47,6 +47,7 @@ from ..draw import (
 from ..freeze import Pipeline, Plan, Step
 from ..graph import GraphSnapshot, snapshot_graph
 from ..load import LoadedModel, load_model
+from ..measure import MeasuredRun, Measurement, latency_cell, verdict_text
 from ..plumbing import Forked, OutputError, PlanError, atomic, collector_paused
 from .review_page import PagePicture, PageStep, review_page, source_texts
 
@@ -123,6 +124,8 @@ class ExportResult:
     gc_seconds: float = 0.0
     total_seconds: float = 0.0
     graphviz_missing: bool = False
+    #: With sample inputs: each step's latency and the verdict (the page's timeline).
+    measurement: Measurement | None = None
 
     def all_renders(self) -> list[RenderResult]:
         """Every render result (main pictures and step pictures)."""
@@ -305,6 +308,8 @@ def export(
     side_by_side: bool = True,
     progress: Callable[[str], None] | None = None,
     parallel: bool | None = None,
+    inputs: Sequence[object] | None = None,
+    measure: tuple[int, float] = (1, 0.25),
 ) -> ExportResult:
     """Freeze ``model`` step by step and write its pictures and diffs into ``directory``.
 
@@ -325,6 +330,8 @@ def export(
             the caller vouches that its other threads hold no lock the diffs take
             (the CLI's progress spinner does not); False: never. The files written
             are the same either way.
+        inputs: sample inputs: each step's numerics and latency (``measure`` =
+            threads, seconds per step) go on the page's timeline, with the verdict.
 
     Returns:
         An :class:`ExportResult`.
@@ -358,8 +365,13 @@ def export(
 
     start = time.perf_counter()
     say("freezing")
-    pipe = Pipeline(loaded, plan)
-    steps = pipe.run_all()
+    pipe = Pipeline(loaded, plan, inputs)
+    if inputs is not None and measure[1] > 0:
+        measured = MeasuredRun(pipe, threads=measure[0], budget=measure[1])
+        steps = list(measured.run())
+        result.measurement = measured.measurement
+    else:
+        steps = pipe.run_all()
     result.freeze_seconds = time.perf_counter() - start
     failed = next((s for s in steps if s.error is not None), None)
     if failed is not None:
@@ -558,12 +570,15 @@ def _index_html(
                 diff_file.name if diff_file is not None else None,
                 diff_file.read_text(encoding="utf-8") if diff_file is not None else "",
                 picture_id,
+                _latency(result.measurement, step.index),
             )
         )
     summary = (
         f"{overall.before.node_count} nodes before, {overall.after.node_count} after · "
         f"{overall.summary()}"
     )
+    if result.measurement is not None and result.measurement.unfrozen is not None:
+        summary += f" · {verdict_text(result.measurement)}"
     return review_page(
         name=loaded.name or "model",
         plan=pipe.plan,
@@ -576,6 +591,12 @@ def _index_html(
         picture_format=fmt,
         texts=_source_texts(loaded),
     )
+
+
+def _latency(measurement: Measurement | None, index: int) -> str:
+    """The timeline's latency for a step ("" when it was not timed)."""
+    cell = latency_cell(measurement, index)
+    return "" if cell == "-" else cell
 
 
 def _source_texts(loaded: LoadedModel) -> dict[str, str]:

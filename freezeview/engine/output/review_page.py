@@ -64,6 +64,8 @@ class PageStep:
     diff_name: str | None
     diff_text: str
     picture: str | None
+    #: The step's forward latency against the unfrozen module ("" when not timed).
+    latency: str = ""
 
 
 def _node(snapshot: GraphSnapshot | None, node_id: int) -> NodeSnapshot | None:
@@ -196,6 +198,8 @@ def _timeline_item(entry: PageStep) -> str:
     numerics = ""
     if step.numerics is not None:
         numerics = f" · max abs {step.numerics.max_abs:.2g}"
+    if entry.latency:
+        numerics += f" · latency {entry.latency}"
     # The step's first note repeats its counts, which the line above shows already.
     notes = "; ".join(n for n in step.notes if not n.startswith(entry.summary))
     picture = f' data-picture="{entry.picture}"' if entry.picture else ""
