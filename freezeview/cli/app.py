@@ -110,9 +110,15 @@ def open_app(args: argparse.Namespace) -> int:
 
     session = RemoteSession(path, **plan)
     try:
+        # Asked before Textual starts reading the keys (the terminal answers on stdin).
+        from ..ui.graphics import detect_graphics
+
+        graphics = detect_graphics()
         from ..ui.app import FreezeviewApp
 
-        app = FreezeviewApp(path, output_dir=args.output_dir, session=session, **plan)
+        app = FreezeviewApp(
+            path, output_dir=args.output_dir, session=session, graphics=graphics, **plan
+        )
     except BaseException:
         session.close()
         raise

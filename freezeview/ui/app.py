@@ -48,6 +48,9 @@ class FreezeviewApp(App[int]):
         session: an engine process already started for ``model_path`` (the CLI starts
             it before importing Textual); by default the app starts one itself.
         show_timings: show wall times (off for screenshots that must not change).
+        graphics: the terminal's picture protocol (``"kitty"``, ``"sixel"``; see
+            :func:`freezeview.ui.graphics.detect_graphics`), None for none: the graph
+            view's ``i`` shows real pictures only with one.
     """
 
     CSS_PATH = "app.tcss"
@@ -71,8 +74,11 @@ class FreezeviewApp(App[int]):
         loaded: LoadedModel | None = None,
         session: RemoteSession | None = None,
         show_timings: bool = True,
+        graphics: str | None = None,
     ) -> None:
         super().__init__()
+        #: The terminal's picture protocol, or None (the graph view's characters only).
+        self.graphics = graphics
         self.model_path = Path(model_path) if model_path is not None else None
         self.preserved: list[str] = list(dict.fromkeys(preserved))
         self.passes = list(passes) if passes is not None else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..engine.draw.box_ceiling import Overruns
@@ -103,3 +104,38 @@ class StepLayouts:
             while len(self._kept) > _KEPT:
                 self._kept.popitem(last=False)
         return result
+
+    def picture(
+        self,
+        before: GraphSnapshot | None,
+        after: GraphSnapshot,
+        out_dir: Path,
+        *,
+        level: int | str | None = "auto",
+        expand: Sequence[str] = (),
+        reasons: Mapping[str, str] | None = None,
+    ) -> Path:
+        """The view's picture drawn by Graphviz as a PNG in ``out_dir`` (for terminals
+        that show pictures): the same boxes, level and opened modules as the view."""
+        from ..engine.draw.render import render_diff, render_snapshot
+
+        options = RenderOptions(
+            level=level,
+            budget=VIEW_BUDGET,
+            expand=tuple(expand),
+            reasons=dict(reasons or {}) or None,
+            modules=self.modules,
+            overruns=self.overruns,
+        )
+        out_dir.mkdir(parents=True, exist_ok=True)
+        name = "diff" if before is not None else "graph"
+        path = out_dir / f"{name}-{id(after):x}-{level}-{abs(hash(tuple(expand))):x}.png"
+        if path.exists():
+            return path
+        if before is not None:
+            from ..engine.diff.diff import diff_snapshots
+
+            render_diff(diff_snapshots(before, after), path, fmt="png", options=options)
+        else:
+            render_snapshot(after, path, fmt="png", options=options)
+        return path

@@ -381,6 +381,25 @@ class RemoteSession:
         )
         return canvas
 
+    def graph_picture(
+        self,
+        before: GraphSnapshot | None,
+        after: GraphSnapshot,
+        level: int | str | None = "auto",
+        expand: Sequence[str] = (),
+        reasons: Mapping[str, str] | None = None,
+    ) -> Path:
+        """The graph view's picture as a PNG drawn by Graphviz in the engine process."""
+        path: Path = self._call(
+            "graph_picture",
+            self._ref(before),
+            self._ref(after),
+            level,
+            tuple(expand),
+            dict(reasons or {}),
+        )
+        return Path(path)
+
     def export(self, out_dir: Path, preserved: Sequence[str], passes: Sequence[str]) -> list[Path]:
         """Write everything ``freezeview export`` writes into ``out_dir``."""
         paths, notes = self._call("export", Path(out_dir), list(preserved), list(passes))
@@ -564,6 +583,19 @@ class _Engine:
             self._snapshot(before), self._snapshot(after), out_dir, stem
         )
         return [str(p) for p in paths], list(self.session.last_notes)
+
+    def call_graph_picture(
+        self,
+        rid: int,
+        before: tuple[str, Any],
+        after: tuple[str, Any],
+        level: Any,
+        expand: tuple[str, ...],
+        reasons: dict[str, str],
+    ) -> Any:
+        return self.session.graph_picture(
+            self._snapshot(before), self._snapshot(after), level, expand, reasons
+        )
 
     def call_graph_canvas(
         self,

@@ -70,6 +70,7 @@ class Session:
     _render_options: Any = field(default=None, repr=False)
     _inputs: tuple[Any, ...] | None = field(default=None, repr=False)
     _layouts: Any = field(default=None, repr=False)
+    _picture_dir: Path | None = field(default=None, repr=False)
 
     # -- loading ---------------------------------------------------------------------
     @property
@@ -273,6 +274,26 @@ class Session:
             self._layouts = StepLayouts(module_paths(self.module))
         layouts: StepLayouts = self._layouts
         return layouts.canvas(before, after, level=level, expand=expand, reasons=reasons)
+
+    def graph_picture(
+        self,
+        before: GraphSnapshot | None,
+        after: GraphSnapshot,
+        level: int | str | None = "auto",
+        expand: Sequence[str] = (),
+        reasons: Mapping[str, str] | None = None,
+    ) -> Path:
+        """The graph view's picture as a PNG drawn by Graphviz (for terminals that show
+        pictures), in a temporary folder of this session."""
+        import tempfile
+
+        self.graph_canvas(before, after, level, expand, reasons)  # the layouts' keeper
+        if self._picture_dir is None:
+            self._picture_dir = Path(tempfile.mkdtemp(prefix="freezeview-view-"))
+        layouts = self._layouts
+        return layouts.picture(
+            before, after, self._picture_dir, level=level, expand=expand, reasons=reasons
+        )
 
     def export(self, out_dir: Path, preserved: Sequence[str], passes: Sequence[str]) -> list[Path]:
         """Write everything ``freezeview export`` writes into ``out_dir``."""

@@ -198,3 +198,49 @@ async def test_corpus_model_graph(case: str, tmp_path: Path) -> None:
         view = await wait_graph(pilot)
         for box in view.drawn.layout.boxes.values():  # type: ignore[union-attr]
             assert box.lines[0] in canvas_text(view)
+
+
+async def test_pictures_only_where_the_terminal_shows_them(
+    small_pt: Path, tmp_path: Path
+) -> None:
+    """No protocol (tmux, xterm, tests): i says so and the characters stay; with one,
+    i shows Graphviz's PNG of the same view in a textual-image widget."""
+    pytest.importorskip("textual_image")
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("v")
+        view = await wait_graph(pilot)
+        await pilot.press("i")
+        await pilot.pause()
+        assert not view.has_class("-picture")
+        assert "shows no pictures" in str(app.main_screen.query_one("#status").render())
+    app = app_for(small_pt, tmp_path)
+    app.graphics = "kitty"
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("v")
+        view = await wait_graph(pilot)
+        await pilot.press("i")
+        deadline = time.monotonic() + 30
+        while not view.query("#graph-image") and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        images = view.query("#graph-image")
+        assert images and view.has_class("-picture")
+        assert str(images.first().image).endswith(".png")  # type: ignore[attr-defined]
+        assert not view.canvas_view.display
+        await pilot.press("i")
+        assert not view.has_class("-picture")
+
+
+async def test_detect_graphics_asks_no_terminal_in_tmux_or_pipes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from freezeview.ui.graphics import detect_graphics
+
+    monkeypatch.setenv("FREEZEVIEW_GRAPHICS", "sixel")
+    assert detect_graphics() == "sixel"
+    monkeypatch.setenv("FREEZEVIEW_GRAPHICS", "off")
+    assert detect_graphics() is None
+    monkeypatch.delenv("FREEZEVIEW_GRAPHICS")
+    assert detect_graphics() is None  # pytest's standard streams are not a terminal

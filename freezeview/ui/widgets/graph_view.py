@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
@@ -68,7 +69,7 @@ def box_panel(box: BoxLayout) -> Table:
     return table
 
 
-class GraphView(Vertical):
+class GraphView(Vertical, can_focus=True):
     """The step's graph (or diff) drawn with characters; see the module docstring."""
 
     BINDINGS = [
@@ -88,6 +89,8 @@ class GraphView(Vertical):
                 tooltip="Jump to the box whose label holds the text typed"),
         Binding("escape", "close_search", "Close search", show=False,
                 tooltip="Close the graph view's search box"),
+        Binding("i", "picture", "Picture",
+                tooltip="Kitty or sixel terminals: the view's picture drawn by Graphviz"),
     ]  # fmt: skip
 
     class BoxSelected(Message):
@@ -109,6 +112,14 @@ class GraphView(Vertical):
             super().__init__()
             self.key = key
             self.drawn = drawn
+
+    class PictureReady(Message):
+        """The engine drew the view's picture (a PNG) for a terminal that shows pictures."""
+
+        def __init__(self, key: tuple[Any, ...], path: Path) -> None:
+            super().__init__()
+            self.key = key
+            self.path = path
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -211,6 +222,8 @@ class GraphView(Vertical):
             self.update_title()
             return
         key = self._key()
+        if self.has_class("-picture"):
+            self._picture(key)  # the picture follows the step and the level
         kept = self._kept.get(key)
         if kept is not None:
             self._kept.move_to_end(key)
@@ -437,3 +450,58 @@ class GraphView(Vertical):
     def _clicked(self, event: GraphCanvasView.Clicked) -> None:
         if event.box is not None:
             self.select_box(event.box)
+
+    # -- real pictures (kitty graphics, sixel) ---------------------------------------
+    def action_picture(self) -> None:
+        """On a terminal with a graphics protocol: the picture instead of characters."""
+        graphics = getattr(self.app, "graphics", None)
+        if not graphics:
+            self.post_message(
+                Status(
+                    "this terminal shows no pictures (no kitty graphics or sixel; tmux passes "
+                    "neither): the characters are the view here, and g writes the SVG"
+                )
+            )
+            return
+        if self.has_class("-picture"):
+            self.remove_class("-picture")
+            self.canvas_view.focus()
+            return
+        self.add_class("-picture")
+        self._picture(self._key())
+
+    def _picture(self, key: tuple[Any, ...]) -> None:
+        step = self._step()
+        if step is None or self.session is None:
+            return
+        before = self.steps[self.index - 1].snapshot if key[2] else None
+        layout = self.layout_shown
+        level = layout.level if layout is not None else self.level
+        self.post_message(Status("drawing the picture with Graphviz…"))
+        self._draw_picture(key, self.session, before, step.snapshot, level, self.expand)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="picture", description="picture")
+    def _draw_picture(
+        self,
+        key: tuple[Any, ...],
+        session: Any,
+        before: GraphSnapshot | None,
+        after: GraphSnapshot,
+        level: int | str | None,
+        expand: tuple[str, ...],
+    ) -> None:
+        """Ask the engine for the PNG (off the event loop)."""
+        path = session.graph_picture(before, after, level, expand, self.reasons)
+        self.post_message(self.PictureReady(key, Path(path)))
+
+    def on_graph_view_picture_ready(self, message: GraphView.PictureReady) -> None:
+        if not self.has_class("-picture"):
+            return
+        from textual_image.widget import SixelImage, TGPImage
+
+        kind = SixelImage if getattr(self.app, "graphics", None) == "sixel" else TGPImage
+        for old in self.query("#graph-image"):
+            old.remove()
+        self.mount(kind(str(message.path), id="graph-image"))
+        self.focus()  # the canvas is hidden: the view's own keys (i) stay live
+        self.post_message(Status(f"the picture: {message.path.name} (i: back to characters)"))
