@@ -551,6 +551,24 @@ def test_an_overrun_level_is_not_tried_again(
     assert "already overrun" in second.notes[0]
 
 
+def test_the_coarsest_level_is_tried_even_after_bigger_overruns(
+    tmp_path: Path, recording_dot: RecordingDot
+) -> None:
+    """Once a picture overran, pictures at least that big go coarser without Graphviz,
+    but never past the coarsest level: it is always drawn (issue 23: at 140k nodes an
+    export's side-by-side picture was given up with "Graphviz did not finish drawing
+    side-by-side.svg within 30 s" though Graphviz never ran on it)."""
+    snap, _every_op, coarsest = _stacked()
+    memo = Overruns()
+    memo.overran(1)  # every picture of this run is "at least as big as one that overran"
+    r = render_snapshot(snap, tmp_path / "a.svg", options=RenderOptions(level=None, overruns=memo))
+    assert len(recording_dot.runs) == 1  # Graphviz ran once: on the coarsest level
+    assert r.level == levels(snap)[0] and r.nodes >= coarsest
+    parse_svg(r.path)
+    # Every note is about a level that was skipped, none says the coarsest overran.
+    assert r.notes and all("already overrun" in n for n in r.notes)
+
+
 # -- DOT text and the greedy box opening, against their references ------------------------
 
 

@@ -452,10 +452,10 @@ def layout_graph(
     memo = options.overruns
     while True:
         boxes = count_at_level(scopes, current, options.expand)
-        known = memo is not None and memo.too_big(boxes)
         nxt = coarser_level(current, list(candidates), scopes, options.expand)
         # The coarsest level is always tried: the ceiling is a forecast, the timeout
-        # the measurement.
+        # the measurement, and a bigger picture that overran may have been harder.
+        known = memo is not None and memo.too_big(boxes) and nxt is not False
         too_big = not known and boxes > options.ceiling and nxt is not False
         if not known and not too_big:
             t0 = time.perf_counter()

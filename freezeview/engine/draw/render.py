@@ -235,7 +235,10 @@ def render_picture(
         # have: building it and waiting out the timeout again would only cost the user
         # time, so the coarser level is taken at once (the count is known beforehand).
         boxes = count_at_level(counts, current, options.expand)
-        known = memo is not None and memo.too_big(boxes)
+        # Never the coarsest level, though: it is always tried (its picture is the last
+        # chance, and the smallest picture that overran may have been a harder graph).
+        coarsest = coarser_level(current, candidates, counts, options.expand) is False
+        known = memo is not None and memo.too_big(boxes) and not coarsest
         nxt: int | bool | None = None
         capped = False
         if not known and ceiling is not None and boxes > ceiling:
