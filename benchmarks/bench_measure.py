@@ -1,0 +1,191 @@
+"""Did it help? freezeview's latency figures against an independent torch.utils.benchmark run.
+
+For each model and plan (ResNet-50 at 1x3x224x224 and a small scripted conv + batchnorm +
+linear at 1x3x16x16, each with and without ``optimize_for_inference``), in one run:
+
+1. **accuracy**: freezeview's reported ratio (frozen median / unfrozen median, from
+   :class:`~freezeview.engine.measure.MeasuredRun`) against the same ratio measured
+   independently with ``torch.utils.benchmark.Timer.blocked_autorange`` on the modules
+   themselves (``m(x)`` for the scripted module, and for ``torch.jit.freeze(m)``, plus
+   ``torch.jit.optimize_for_inference`` when asked), one thread, plain calls. Target:
+   within 15 %. On the small model with optimize_for_inference the plan must be reported
+   slower and the MKLDNN conversion step named.
+2. **cost**: the time spent measuring (every ``MeasuredRun.observe`` call: function
+   set-up, constant bytes, warm-up, block sizing and the timed blocks) against the time
+   spent inside the forward calls it made. Target: at most 2x. The fresh-process round
+   trip is reported on its own.
+3. **no inputs, no cost**: ``freeze``'s work without inputs (the pipeline, each step's
+   table row read as it arrives) with and without the measure stage (medians of 5,
+   interleaved).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_measure.py [--budget 1.0] [--model small|resnet50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.utils.benchmark as benchmark
+from torch import nn
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import models  # noqa: E402
+from freezeview.engine.freeze import Pipeline, Plan, default_passes  # noqa: E402
+from freezeview.engine.measure import MeasuredRun, verdict_text  # noqa: E402
+
+
+class SmallConvNet(nn.Module):
+    """conv + batchnorm + relu + linear, batch 1: the model of issue 24."""
+
+    def __init__(self, channels: int = 8, size: int = 16) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, channels, 3, padding=1)
+        self.bn = nn.BatchNorm2d(channels)
+        self.fc = nn.Linear(channels * size * size, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
+
+
+def build(name: str) -> tuple[torch.jit.ScriptModule, torch.Tensor]:
+    """A fresh scripted model and its input."""
+    if name == "resnet50":
+        return models.resnet50(), torch.randn(1, 3, 224, 224)
+    torch.manual_seed(0)
+    return torch.jit.script(SmallConvNet().eval()), torch.randn(1, 3, 16, 16)
+
+
+def independent_ratio(name: str, optimize: bool, budget: float, rounds: int = 5) -> float:
+    """frozen / unfrozen medians measured with torch.utils.benchmark alone.
+
+    Interleaved rounds (unfrozen, frozen, unfrozen, ...), each ``blocked_autorange`` with
+    a fifth of the budget; the lowest median of each module is kept, so a burst of other
+    work on a shared machine does not land on one side only.
+    """
+    module, x = build(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frozen = torch.jit.freeze(build(name)[0])
+        if optimize:
+            frozen = torch.jit.optimize_for_inference(frozen)
+    for fn in (module, frozen):
+        for _ in range(3):  # the profiling executor's runs, then its optimised graph
+            fn(x)
+    medians: dict[int, list[float]] = {0: [], 1: []}
+    for _ in range(rounds):
+        for side, fn in enumerate((module, frozen)):
+            timer = benchmark.Timer("fn(x)", globals={"fn": fn, "x": x}, num_threads=1)
+            medians[side].append(timer.blocked_autorange(min_run_time=budget / rounds).median)
+    return min(medians[1]) / min(medians[0])
+
+
+def freezeview_run(name: str, optimize: bool, budget: float) -> dict[str, Any]:
+    """One measured freezeview run: its ratio, verdict and what measuring cost."""
+    module, x = build(name)
+    plan = Plan(passes=default_passes(True, optimize), optimize_for_inference=optimize)
+    run = MeasuredRun(Pipeline(module, plan, (x,)), budget=budget)
+    observe = run.observe
+    observing = 0.0
+
+    def timed_observe(step: Any) -> None:
+        nonlocal observing
+        start = time.perf_counter()
+        observe(step)
+        observing += time.perf_counter() - start
+
+    run.observe = timed_observe  # type: ignore[method-assign]
+    for _ in run.run():
+        pass
+    start = time.perf_counter()
+    m = run.finish()
+    finish_seconds = time.perf_counter() - start
+    calls = sum(t.call_seconds for t in run.timings)
+    overall = m.overall
+    return {
+        "ratio": overall.ratio if overall is not None else float("nan"),
+        "verdict": verdict_text(m),
+        "made_by": [m.names[i] for i, _ in m.deciding_steps()],
+        "observing": observing,
+        "calls": calls,
+        "forward_calls": sum(t.calls for t in run.timings),
+        "finish": finish_seconds,
+        "roundtrip": m.portability.roundtrip if m.portability is not None else None,
+    }
+
+
+def _read_rows(steps: Any) -> None:
+    """What ``freeze``'s table reads of each step as it arrives."""
+    for step in steps:
+        _ = (step.node_count, step.nodes_added, step.nodes_removed, step.first_note)
+
+
+def no_input_cost(name: str, runs: int = 5) -> tuple[float, float]:
+    """Median seconds of ``freeze``'s work without inputs: before and with the measure stage.
+
+    Both read every step's table row as it arrives (as ``freezeview freeze`` does); the
+    second also counts each step's constant bytes and the result's sizes and portability.
+    """
+    plain: list[float] = []
+    measured: list[float] = []
+    for _ in range(runs):
+        module = build(name)[0]
+        start = time.perf_counter()
+        _read_rows(Pipeline(module).run())
+        plain.append(time.perf_counter() - start)
+        module = build(name)[0]
+        start = time.perf_counter()
+        run = MeasuredRun(Pipeline(module))
+        _read_rows(run.run())
+        run.finish()
+        measured.append(time.perf_counter() - start)
+    return statistics.median(plain), statistics.median(measured)
+
+
+def main() -> None:
+    """Print the three tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=float, default=1.0, help="seconds per timed forward")
+    parser.add_argument("--model", choices=("small", "resnet50"), action="append")
+    args = parser.parse_args()
+    names = args.model or ["small", "resnet50"]
+    torch.set_num_threads(1)
+    print(f"torch {torch.__version__}, 1 thread, budget {args.budget} s per forward\n")
+    print(
+        "| model | plan | freezeview ratio | torch.utils.benchmark ratio | difference |"
+        " measuring / forward calls | round trip (finish) | steps named |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name in names:
+        for optimize in (False, True):
+            ours = freezeview_run(name, optimize, args.budget)
+            theirs = independent_ratio(name, optimize, args.budget)
+            diff = ours["ratio"] / theirs - 1
+            plan = "freeze + optimize_for_inference" if optimize else "freeze"
+            print(
+                f"| {name} | {plan} | {ours['ratio']:.3f} | {theirs:.3f} | {diff:+.1%} | "
+                f"{ours['observing'] / ours['calls']:.2f}x ({ours['forward_calls']} calls) | "
+                f"{ours['roundtrip']} ({ours['finish']:.1f} s) | "
+                f"{', '.join(ours['made_by'])} |"
+            )
+            print(f"<!-- {ours['verdict']} -->")
+    print("\n| model | pipeline + rows | + measure stage, no inputs | ratio |")
+    print("|---|---|---|---|")
+    for name in names:
+        plain, measured = no_input_cost(name)
+        print(f"| {name} | {plain:.3f} s | {measured:.3f} s | {measured / plain:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
