@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from .box_ceiling import Overruns
     from .render import (
         FORMATS,
+        DotFailedError,
+        DotTimeoutError,
         GraphvizMissingError,
         RenderResult,
         find_dot,
@@ -32,6 +34,8 @@ __getattr__, __dir__ = lazy_exports(
     {
         "Overruns": "box_ceiling",
         "FORMATS": "render",
+        "DotFailedError": "render",
+        "DotTimeoutError": "render",
         "GraphvizMissingError": "render",
         "RenderResult": "render",
         "find_dot": "render",
@@ -45,6 +49,8 @@ __getattr__, __dir__ = lazy_exports(
 
 __all__ = [
     "FORMATS",
+    "DotFailedError",
+    "DotTimeoutError",
     "GraphvizMissingError",
     "Overruns",
     "RenderOptions",

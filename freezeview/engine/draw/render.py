@@ -8,9 +8,10 @@ a naive picture of the same graph minutes), so it is built to stay fast at any s
 - above a node budget the picture is collapsed to one box per submodule, at the finest
   level that fits the budget; ``expand`` opens chosen scopes down to their ops
   (:mod:`freezeview.engine.draw.render_plan` chooses the level and the boxes to open);
-- ``dot`` runs in a subprocess with a timeout. If it overruns, freezeview draws the
-  next coarser level instead and says so in :attr:`RenderResult.notes`; output files
-  are written only from a finished layout, atomically, so nothing partial is left.
+- ``dot`` runs in a subprocess with a timeout. If it overruns, or fails (Graphviz has
+  layout bugs: "Error: trouble in init_rank" on some graphs), freezeview draws the next
+  coarser level instead and says so in :attr:`RenderResult.notes`; output files are
+  written only from a finished layout, atomically, so nothing partial is left.
 - a picture far above what ``dot`` lays out within the timeout (``RenderOptions.max_boxes``,
   by default :func:`~freezeview.engine.draw.box_ceiling.box_ceiling` of the timeout) is not
   handed to ``dot`` at all: it goes straight to the coarser level an overrun would have
@@ -64,6 +65,7 @@ from .view_scopes import count_at_level
 
 __all__ = [
     "FORMATS",
+    "DotFailedError",
     "DotTimeoutError",
     "GraphvizMissingError",
     "RenderResult",
@@ -94,6 +96,20 @@ class DotTimeoutError(FreezeviewError):
     """Graphviz did not finish a layout within the time allowed."""
 
     exit_code = 1
+
+
+class DotFailedError(FreezeviewError):
+    """Graphviz exited with an error on a picture (a layout bug on that graph).
+
+    Attributes:
+        dot_error: Graphviz's first error line (``Error: trouble in init_rank``).
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, dot_error: str = "", *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.dot_error = dot_error
 
 
 @dataclass
@@ -165,7 +181,7 @@ def run_dot(source: str, fmt: str, options: RenderOptions) -> bytes:
     Raises:
         GraphvizMissingError: the program is not installed.
         DotTimeoutError: it did not finish within ``options.timeout`` (it is killed).
-        OutputError: it failed (its first error line is quoted).
+        DotFailedError: it failed (its first error line is quoted).
     """
     command = find_dot(options)
     try:
@@ -182,7 +198,9 @@ def run_dot(source: str, fmt: str, options: RenderOptions) -> bytes:
         raise GraphvizMissingError(f"cannot run {command}: {exc.strerror or exc}.") from exc
     if done.returncode != 0 or not done.stdout:
         first = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[0]
-        raise OutputError(f"Graphviz failed to draw the picture ({first[:200]}).")
+        raise DotFailedError(
+            f"Graphviz failed to draw the picture ({first[:200]}).", dot_error=first[:200]
+        )
     return done.stdout
 
 
@@ -201,7 +219,8 @@ def render_picture(
 
     A level with more boxes than ``options.ceiling`` is not handed to Graphviz: the next
     coarser level is taken at once, as after an overrun, with a note (the coarsest level
-    is always tried).
+    is always tried). A level Graphviz fails on (its layout bugs hit some graphs and not
+    others) falls back the same way.
 
     Args:
         make: builds the picture for a level.
@@ -221,6 +240,7 @@ def render_picture(
     Raises:
         GraphvizMissingError: ``dot`` is missing (``fmt`` other than ``dot``).
         DotTimeoutError: even the coarsest level overran.
+        DotFailedError: Graphviz failed at the coarsest level too (nothing is written).
     """
     if fmt not in FORMATS:
         raise OutputError(f"unknown picture format {fmt!r}; use one of {', '.join(FORMATS)}.")
@@ -230,6 +250,7 @@ def render_picture(
     memo = options.overruns if fmt != "dot" else None
     ceiling = options.ceiling if fmt != "dot" else None
     counts = Counter(scopes)
+    failed: DotFailedError | None = None
     while True:
         # An earlier picture of this run overran with no more boxes than this one will
         # have: building it and waiting out the timeout again would only cost the user
@@ -266,8 +287,21 @@ def render_picture(
                 if memo is not None:
                     memo.overran(boxes)
                 boxes = picture.nodes
+                failed = None
+            except DotFailedError as exc:
+                # A layout bug on this graph, not its size: nothing to remember for
+                # other pictures; another level is another graph.
+                dot_time += time.perf_counter() - start
+                failed = exc
         if not capped:
             nxt = coarser_level(current, candidates, counts, options.expand)
+        if nxt is False and failed is not None:
+            raise DotFailedError(
+                f"Graphviz failed to draw {Path(path).name} ({failed.dot_error}) even with "
+                f"{level_name(current)}; nothing was written.",
+                dot_error=failed.dot_error,
+                hint="Draw other levels or scopes (--level, --expand).",
+            ) from None
         if nxt is False:
             raise DotTimeoutError(
                 f"Graphviz did not finish drawing {Path(path).name} within "
@@ -275,7 +309,13 @@ def render_picture(
                 hint="Raise the timeout or draw fewer scopes expanded.",
             ) from None
         assert not isinstance(nxt, bool)
-        if capped:
+        if failed is not None:
+            notes.append(
+                f"{Path(path).name}: Graphviz failed with {level_name(current)} "
+                f"({failed.dot_error}); drew {level_name(nxt)} instead."
+            )
+            failed = None
+        elif capped:
             notes.append(
                 f"{Path(path).name}: {level_name(current)} would be {boxes:,} boxes, above "
                 f"the {ceiling:,}-box ceiling for a {options.timeout:g} s timeout, so freezeview "

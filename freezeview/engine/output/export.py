@@ -12,9 +12,13 @@
   file that pans and zooms every picture, shows a box's details on a click, searches,
   steps through the freeze and lists every attribute with its status and reasons.
 
-Every file is written atomically. When Graphviz is missing, the ``.dot`` sources, the
-``.diff`` files and the page are still written, then :class:`GraphvizMissingError` says
-how to install Graphviz.
+The directory is written whole or not at all: every file goes into a hidden temporary
+directory next to it, which is renamed into place at the end (into an existing directory,
+with ``force``, file by file over their namesakes), and a failure leaves nothing. When
+Graphviz fails on a picture, a coarser level is drawn instead; when it fails (or runs
+out of time) at every level, that one picture is left out with a sentence in the notes.
+When Graphviz is missing, the ``.dot`` sources, the ``.diff`` files and the page are
+still written, then :class:`GraphvizMissingError` says how to install Graphviz.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ import torch
 from ..diff import DiffFacts, GraphDiff, adopt_diff, diff_facts, diff_snapshots, unified_ir_diff
 from ..draw import (
     FORMATS,
+    DotFailedError,
+    DotTimeoutError,
     GraphvizMissingError,
     Overruns,
     RenderOptions,
@@ -160,12 +166,9 @@ def _check_directory(directory: Path, names: Sequence[str], force: bool) -> None
         raise OutputError(f"{directory} is a file; give a directory to write the pictures into.")
     if not directory.exists():
         # The same sentences as for any output file: a missing parent, a parent that is a
-        # file, a read-only location.
+        # file, a read-only location. The directory itself appears only once every file
+        # of the export is written (atomic.atomic_directory).
         atomic.check_output_path(directory)
-        try:
-            directory.mkdir()
-        except OSError as exc:
-            raise OutputError(f"cannot create {directory}: {exc.strerror or exc}.") from exc
         return
     atomic.check_output_path(directory / (names[0] if names else "index.html"), force=True)
     if not force:
@@ -176,6 +179,23 @@ def _check_directory(directory: Path, names: Sequence[str], force: bool) -> None
                 + (f" and {len(clash) - 1} more output file(s)" if len(clash) > 1 else "")
                 + "; pass --force to overwrite."
             )
+
+
+def _moved(result: ExportResult, work: Path, directory: Path) -> None:
+    """Point the result's paths at the files' final place (they were written in ``work``)."""
+
+    def final(path: Path) -> Path:
+        return directory / path.name if path.parent == work else path
+
+    result.files = [final(p) for p in result.files]
+    result.index = final(result.index) if result.index is not None else None
+    for entry in result.pictures:
+        entry.result.path = final(entry.result.path)
+    for step in result.steps:
+        if step.diff_file is not None:
+            step.diff_file = final(step.diff_file)
+        if step.picture is not None and step.picture.result.path.parent == work:
+            step.picture.result.path = final(step.picture.result.path)
 
 
 def _kept_reasons(pipe: Pipeline, steps: Sequence[Step]) -> dict[str, str]:
@@ -396,121 +416,138 @@ def export(
             names += [f"{step_stem(step)}.diff", f"{step_stem(step)}.{pic_fmt}"]
     _check_directory(directory, names, force)
 
-    # The pipeline takes its snapshots lazily; taking them is the pipeline's work, timed
-    # apart from freezeview's drawing.
-    start = time.perf_counter()
-    for step in shown if per_step else (shown[0], shown[-1]):
-        _ = step.snapshot
-    pairs = _step_pairs(loaded, shown) if per_step else []
-    result.snapshot_seconds = time.perf_counter() - start
-
-    # Diffs and IR diffs need nothing but the snapshots: a forked copy of this process
-    # makes them on the other CPU while this one explains and draws (forked.py; without
-    # a second CPU they are made here, each when first needed). The overall diff comes
-    # first: the diff picture needs it long before the steps are drawn.
-    before, after = shown[0].snapshot, shown[-1].snapshot
-    assert before is not None and after is not None
-    jobs: list[_DiffJob] = [("before", "after", before, after)]
-    jobs += [
-        (f"before {step.name}", f"after {step.name}", previous, snap)
-        for step, previous, snap in pairs
-    ]
-    with Forked(partial(_diff_outputs, jobs), enabled=parallel) as helper:
+    # Every file goes into a hidden directory next to the output, renamed into place at
+    # the end: an export that fails half-way (Graphviz, Ctrl-C, a full disk) leaves no
+    # half set of pictures without their page.
+    with atomic.atomic_directory(directory) as out:
+        # The pipeline takes its snapshots lazily; taking them is the pipeline's work, timed
+        # apart from freezeview's drawing.
         start = time.perf_counter()
-        reasons = _kept_reasons(pipe, steps)
-        result.reasons_seconds = time.perf_counter() - start
-        modules = options.modules if options.modules is not None else module_paths(loaded.module)
-        overruns = options.overruns if options.overruns is not None else Overruns()
-        opts = replace(options, reasons=reasons, modules=modules, overruns=overruns)
+        for step in shown if per_step else (shown[0], shown[-1]):
+            _ = step.snapshot
+        pairs = _step_pairs(loaded, shown) if per_step else []
+        result.snapshot_seconds = time.perf_counter() - start
 
-        def draw(name: str, title: str, render: Callable[..., RenderResult]) -> PictureEntry:
-            # `render`: a render_* function given all but where, how and its title.
-            say(f"drawing {name}")
-            rendered = render(directory / f"{name}.{pic_fmt}", fmt=pic_fmt, title=title)
-            result.files.append(rendered.path)
-            result.notes.extend(rendered.notes)
-            return PictureEntry(name, title, rendered)
-
-        model_name = loaded.name or "model"
-        # The before graph has no kept attributes yet: every attribute read is plain there.
-        before_opts = replace(opts, reasons=None)
-        title = f"{model_name}: before freezing (inlined)"
-        result.pictures.append(
-            draw("before", title, partial(render_snapshot, before, options=before_opts))
-        )
-        title = f"{model_name}: after freezing"
-        result.pictures.append(draw("after", title, partial(render_snapshot, after, options=opts)))
-
-        done = _taken(helper, result)
-        ir_text = done.text
-        start = time.perf_counter()
-        overall = (
-            adopt_diff(before, after, done.facts)
-            if done.facts is not None
-            else diff_snapshots(before, after)
-        )
-        result.diff_seconds += time.perf_counter() - start
-        title = f"{model_name}: {overall.summary()}"
-        result.pictures.append(draw("diff", title, partial(render_diff, overall, options=opts)))
-        if side_by_side:
-            title = f"{model_name}: before / after"
-            render = partial(render_side_by_side, overall, options=opts)
-            result.pictures.append(draw("side-by-side", title, render))
-        start = time.perf_counter()
-        result.files.append(atomic.write_text(directory / "ir.diff", ir_text))
-        result.ir_diff_seconds += time.perf_counter() - start
-
-        for step, previous, snap in pairs:
-            done = _taken(helper, result)
-            facts, text = done.facts, done.text
-            stem = step_stem(step)
+        # Diffs and IR diffs need nothing but the snapshots: a forked copy of this process
+        # makes them on the other CPU while this one explains and draws (forked.py; without
+        # a second CPU they are made here, each when first needed). The overall diff comes
+        # first: the diff picture needs it long before the steps are drawn.
+        before, after = shown[0].snapshot, shown[-1].snapshot
+        assert before is not None and after is not None
+        jobs: list[_DiffJob] = [("before", "after", before, after)]
+        jobs += [
+            (f"before {step.name}", f"after {step.name}", previous, snap)
+            for step, previous, snap in pairs
+        ]
+        with Forked(partial(_diff_outputs, jobs), enabled=parallel) as helper:
             start = time.perf_counter()
-            # A step that left the graph alone shares its snapshot with the step before
-            # it (pipeline.py): it gets an empty .diff file and no picture, and no diff
-            # (one of a graph against itself would report nothing).
-            step_diff = (
-                adopt_diff(previous, snap, facts)
-                if facts is not None and previous is not None
-                else None
+            reasons = _kept_reasons(pipe, steps)
+            result.reasons_seconds = time.perf_counter() - start
+            modules = (
+                options.modules if options.modules is not None else module_paths(loaded.module)
+            )
+            overruns = options.overruns if options.overruns is not None else Overruns()
+            opts = replace(options, reasons=reasons, modules=modules, overruns=overruns)
+
+            def draw(
+                name: str, title: str, render: Callable[..., RenderResult]
+            ) -> PictureEntry | None:
+                # `render`: a render_* function given all but where, how and its title.
+                say(f"drawing {name}")
+                try:
+                    rendered = render(out / f"{name}.{pic_fmt}", fmt=pic_fmt, title=title)
+                except (DotTimeoutError, DotFailedError) as exc:
+                    # Every level failed or overran: this one picture is left out, the
+                    # rest of the export goes on (the page says so).
+                    result.notes.append(f"{name}.{pic_fmt} was left out: {exc}")
+                    return None
+                result.files.append(rendered.path)
+                result.notes.extend(rendered.notes)
+                return PictureEntry(name, title, rendered)
+
+            def keep(entry: PictureEntry | None) -> None:
+                if entry is not None:
+                    result.pictures.append(entry)
+
+            model_name = loaded.name or "model"
+            # The before graph has no kept attributes yet: every attribute read is plain there.
+            before_opts = replace(opts, reasons=None)
+            title = f"{model_name}: before freezing (inlined)"
+            keep(draw("before", title, partial(render_snapshot, before, options=before_opts)))
+            title = f"{model_name}: after freezing"
+            keep(draw("after", title, partial(render_snapshot, after, options=opts)))
+
+            done = _taken(helper, result)
+            ir_text = done.text
+            start = time.perf_counter()
+            overall = (
+                adopt_diff(before, after, done.facts)
+                if done.facts is not None
+                else diff_snapshots(before, after)
             )
             result.diff_seconds += time.perf_counter() - start
+            title = f"{model_name}: {overall.summary()}"
+            keep(draw("diff", title, partial(render_diff, overall, options=opts)))
+            if side_by_side:
+                title = f"{model_name}: before / after"
+                render = partial(render_side_by_side, overall, options=opts)
+                keep(draw("side-by-side", title, render))
             start = time.perf_counter()
-            diff_file = atomic.write_text(directory / f"{stem}.diff", text) if text else None
-            if diff_file is not None:
-                result.files.append(diff_file)
+            result.files.append(atomic.write_text(out / "ir.diff", ir_text))
             result.ir_diff_seconds += time.perf_counter() - start
-            summary = (
-                "no change"
-                if previous is snap
-                else step_diff.summary()
-                if step_diff is not None
-                else "first graph"
-            )
-            picture = None
-            title = f"{step.index:02d} {step.title}: {summary}"
-            if step.changed and step_diff is not None and not step_diff.is_empty:
-                # Inlining replaces one call by the whole graph: the diff of step 00 is
-                # "all added", so the plain inlined graph says the same, more quietly.
-                render = (
-                    partial(render_snapshot, snap, options=before_opts)
-                    if step.index == 0
-                    else partial(render_diff, step_diff, options=opts)
-                )
-                picture = draw(stem, title, render)
-            result.steps.append(StepEntry(step, summary, diff_file, picture, previous, snap))
 
-    # Each step's notes are the pipeline's own lazy summary (counts, explain's reasons).
-    start = time.perf_counter()
-    for step in steps:
-        _ = step.notes
-    result.notes_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    result.index = atomic.write_text(
-        directory / "index.html",
-        _index_html(result, loaded, pipe, overall, steps, pic_fmt, ir_text),
-    )
-    result.files.append(result.index)
-    result.index_seconds = time.perf_counter() - start
+            for step, previous, snap in pairs:
+                done = _taken(helper, result)
+                facts, text = done.facts, done.text
+                stem = step_stem(step)
+                start = time.perf_counter()
+                # A step that left the graph alone shares its snapshot with the step before
+                # it (pipeline.py): it gets an empty .diff file and no picture, and no diff
+                # (one of a graph against itself would report nothing).
+                step_diff = (
+                    adopt_diff(previous, snap, facts)
+                    if facts is not None and previous is not None
+                    else None
+                )
+                result.diff_seconds += time.perf_counter() - start
+                start = time.perf_counter()
+                diff_file = atomic.write_text(out / f"{stem}.diff", text) if text else None
+                if diff_file is not None:
+                    result.files.append(diff_file)
+                result.ir_diff_seconds += time.perf_counter() - start
+                summary = (
+                    "no change"
+                    if previous is snap
+                    else step_diff.summary()
+                    if step_diff is not None
+                    else "first graph"
+                )
+                picture = None
+                title = f"{step.index:02d} {step.title}: {summary}"
+                if step.changed and step_diff is not None and not step_diff.is_empty:
+                    # Inlining replaces one call by the whole graph: the diff of step 00 is
+                    # "all added", so the plain inlined graph says the same, more quietly.
+                    render = (
+                        partial(render_snapshot, snap, options=before_opts)
+                        if step.index == 0
+                        else partial(render_diff, step_diff, options=opts)
+                    )
+                    picture = draw(stem, title, render)
+                result.steps.append(StepEntry(step, summary, diff_file, picture, previous, snap))
+
+        # Each step's notes are the pipeline's own lazy summary (counts, explain's reasons).
+        start = time.perf_counter()
+        for step in steps:
+            _ = step.notes
+        result.notes_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        result.index = atomic.write_text(
+            out / "index.html",
+            _index_html(result, loaded, pipe, overall, steps, pic_fmt, ir_text),
+        )
+        result.files.append(result.index)
+        result.index_seconds = time.perf_counter() - start
+    _moved(result, out, directory)
     if gv_missing:
         result.graphviz_missing = True
         raise GraphvizMissingError(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -29,6 +30,7 @@ from .errors import OutputError
 
 __all__ = [
     "Terminated",
+    "atomic_directory",
     "atomic_path",
     "check_output_path",
     "protect_input",
@@ -259,6 +261,60 @@ def atomic_path(
             ) from exc
         except BaseException:
             _remove(tmp, folder)
+            raise
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a hidden temporary directory next to ``path``; on success, put it in place.
+
+    Write every file of a set of outputs (an export's pictures, diffs and page) into the
+    yielded directory. When the block ends normally, a ``path`` that did not exist is
+    the temporary directory renamed, in one step; into an existing ``path`` (``--force``,
+    or a directory holding other files) each file is renamed over its namesake, files of
+    other names staying as they were. On any exception (Graphviz failing, Ctrl-C, a full
+    disk) the temporary directory is removed and ``path`` is left exactly as it was: no
+    half set of outputs. In the main thread SIGTERM and SIGHUP unwind like Ctrl-C.
+
+    Args:
+        path: the final directory (its parent must exist).
+
+    Yields:
+        The temporary directory to write into (flat: files only).
+
+    Raises:
+        OutputError: the temporary directory cannot be created, or the files cannot be
+            moved into place.
+    """
+    target = Path(path)
+    parent = _parent(target)
+    with _termination_as_interrupt():
+        try:
+            work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=_TMP_SUFFIX, dir=parent))
+        except OSError as exc:
+            raise OutputError(f"cannot create {target}: {_why(exc)}.") from exc
+        try:
+            yield work
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(work, 0o777 & ~umask)
+            try:
+                os.rename(work, target)  # refused when target exists (a directory)
+            except OSError:
+                if not target.is_dir():
+                    raise
+                for entry in sorted(work.iterdir()):
+                    os.replace(entry, target / entry.name)
+                work.rmdir()
+            _fsync_dir(parent)
+        except OSError as exc:
+            shutil.rmtree(work, ignore_errors=True)
+            raise OutputError(
+                f"cannot write {target}: {_why(exc)}; nothing was written (any previous "
+                "files are unchanged)."
+            ) from exc
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
             raise
 
 
