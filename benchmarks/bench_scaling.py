@@ -1,0 +1,278 @@
+"""freezeview against plain torch on two ladders of model sizes (issue 23).
+
+Ladders, each rung saved once as a ``.pt`` file:
+
+- ``L<n>``: a scripted ``nn.TransformerEncoder`` (d_model 256, 4 heads) of n layers
+  (1.7k inlined nodes at 1 layer, 17.8k at 12, 70k at 48, 140k at 96);
+- ``N<n>``: a flat stack of n Conv-BN-ReLU blocks (about 50 inlined nodes each).
+
+Per rung, every command runs in a fresh interpreter, as a user runs it, ``--repeat``
+times, alternating with plain torch in the same run:
+
+- torch: ``torch.jit.load`` + ``torch.jit.freeze`` (and + ``torch.jit.save`` of the
+  result, the baseline of ``freezeview freeze``), in a fresh interpreter too;
+- ``freezeview explain MODEL``, ``check MODEL --expect`` (the expectations written
+  once beforehand, untimed), ``freeze MODEL -o OUT``, ``export MODEL -o DIR``.
+
+Printed per rung and command: the median wall time, its ratio to torch's median, and
+the peak memory of the command's whole process tree (proportional set size, sampled
+every 50 ms, so an export's forked helper and Graphviz count and pages they share
+count once) with its ratio to torch's peak. ``--app`` adds the app's engine work through
+its engine process (:class:`freezeview.ui.remote_session.RemoteSession`, as
+``freezeview MODEL.pt`` runs it): the verdicts, all steps, a re-run, and the memory of
+both processes after the first run and after ``--reruns`` re-runs.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_scaling.py                  # quick: L1 L12 N8 N512
+    .venv/bin/python benchmarks/bench_scaling.py --layers 1,12,48,96 --blocks 8,512,2048
+    .venv/bin/python benchmarks/bench_scaling.py --layers 48 --blocks '' --repeat 1 --app
+
+Each export also says whether every picture was drawn and ``index.html`` written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# Plain torch, in a fresh interpreter: load + freeze (+ save).
+_TORCH = r"""
+import sys, warnings
+warnings.simplefilter("ignore")
+import torch
+frozen = torch.jit.freeze(torch.jit.load(sys.argv[1]))
+if len(sys.argv) > 2:
+    torch.jit.save(frozen, sys.argv[2])
+"""
+
+# The app's engine work through its engine process, timed from this (screen) side.
+_APP = r"""
+import json, os, sys, time, warnings
+warnings.simplefilter("ignore")
+from freezeview.ui.remote_session import RemoteSession
+
+def rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+
+path, reruns = sys.argv[1], int(sys.argv[2])
+start = time.perf_counter()
+session = RemoteSession(path)
+opened = session.open()
+passes = [p.id for p in opened.passes if p.default]
+session.explain([])
+verdicts = time.perf_counter() - start
+steps = list(session.run_steps([], passes))
+all_steps = time.perf_counter() - start
+engine = session._proc.pid
+first = {"screen": rss(os.getpid()), "engine": rss(engine)}
+param = next(a.path for a in session.inventory.attributes if a.kind == "parameter")
+times = []
+for i in range(reruns):
+    # r, a preserved attribute toggled on and off, a pass toggled off and on.
+    preserved = [param] if i % 3 == 1 else []
+    ticked = passes[:-1] if i % 3 == 2 else passes
+    t = time.perf_counter()
+    session.explain(preserved)
+    steps = list(session.run_steps(preserved, ticked))
+    times.append(time.perf_counter() - t)
+last = {"screen": rss(os.getpid()), "engine": rss(engine)}
+session.close()
+print(json.dumps({"verdicts": verdicts, "all_steps": all_steps, "rerun": min(times or [0]),
+                  "first": first, "last": last, "steps": len(steps)}))
+"""
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def _tree_pss(pid: int) -> int:
+    """Proportional set size of ``pid`` and all its descendants, in bytes."""
+    tree = _children()
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        todo.extend(tree.get(current, []))
+        try:
+            with open(f"/proc/{current}/smaps_rollup") as f:
+                total += next(int(x.split()[1]) * 1024 for x in f if x.startswith("Pss:"))
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+def measure(command: list[str], env: dict[str, str]) -> tuple[float, int, int]:
+    """Wall seconds, peak tree memory and exit code of one fresh process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT
+    )
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _tree_pss(proc.pid))
+        time.sleep(0.05)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        print(f"    ! {' '.join(command[2:4])} exited {proc.returncode}: {err.strip()[-300:]}")
+    return wall, peak, proc.returncode
+
+
+def build(rung: str, folder: Path) -> Path:
+    """The rung's ``.pt`` file (built once)."""
+    path = folder / f"{rung}.pt"
+    if not path.exists():
+        import torch
+
+        from benchmarks.models import conv_stack, transformer_encoder
+
+        n = int(rung[1:])
+        model = transformer_encoder(n) if rung[0] == "L" else conv_stack(n)
+        torch.jit.save(model, str(path))
+    return path
+
+
+def run_rung(rung: str, model: Path, commands: list[str], repeat: int, work: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
+    fv = [sys.executable, "-m", "freezeview"]
+    expect = work / f"{rung}.toml"
+    if "check" in commands and not expect.exists():
+        subprocess.run(
+            [*fv, "check", str(model), "--write-expect", str(expect)],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    argv = {
+        "explain": [*fv, "explain", str(model)],
+        "check": [*fv, "check", str(model), "--expect", str(expect)],
+        "freeze": [*fv, "freeze", str(model), "-o", str(work / "out.pt")],
+        "export": [*fv, "export", str(model), "-o", str(work / "export"), "--force"],
+    }
+    base = [sys.executable, "-c", _TORCH, str(model)]
+    runs: dict[str, list[tuple[float, int]]] = {k: [] for k in ["torch", "torch+save", *commands]}
+    exported_ok: list[bool] = []
+    for _ in range(repeat):
+        for name in ["torch", "torch+save", *commands]:
+            if name == "torch":
+                command = base
+            elif name == "torch+save":
+                command = [*base, str(work / "torch.pt")]
+            else:
+                command = argv[name]
+            wall, peak, code = measure(command, env)
+            runs[name].append((wall, peak))
+            if name == "export":
+                page = work / "export" / "index.html"
+                exported_ok.append(code == 0 and page.exists())
+    med = {k: statistics.median(w for w, _ in v) for k, v in runs.items() if v}
+    peak = {k: statistics.median(p for _, p in v) for k, v in runs.items() if v}
+    print(
+        f"  {rung}: torch load+freeze {med['torch']:.2f} s, {peak['torch'] / 2**20:.0f} MB; "
+        f"+save {med['torch+save']:.2f} s"
+    )
+    for name in commands:
+        ref = "torch+save" if name == "freeze" else "torch"
+        extra = ""
+        if name == "export":
+            extra = "  pictures+index.html: " + ("yes" if all(exported_ok) else "NO")
+        print(
+            f"    {name:8s} {med[name]:7.2f} s  {med[name] / med[ref]:5.2f}x {ref:10s} "
+            f"peak {peak[name] / 2**20:6.0f} MB  {peak[name] / peak['torch']:5.2f}x{extra}"
+        )
+
+
+def run_app(rung: str, model: Path, reruns: int) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    timing = [sys.executable, "-c", _TORCH + "\nimport time\n", str(model)]
+    t = time.perf_counter()
+    subprocess.run(timing, env=env, check=True, stderr=subprocess.DEVNULL)
+    torch_wall = time.perf_counter() - t
+    freeze_only = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys,time,warnings;warnings.simplefilter('ignore');import torch;"
+            "m=torch.jit.load(sys.argv[1]);t=time.perf_counter();torch.jit.freeze(m);"
+            "print(time.perf_counter()-t)",
+            str(model),
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    freeze_s = float(freeze_only.stdout.strip().splitlines()[-1])
+    done = subprocess.run(
+        [sys.executable, "-c", _APP, str(model), str(reruns)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    mb = 2**20
+    print(
+        f"  {rung} app: verdicts {r['verdicts']:.2f} s ({r['verdicts'] / torch_wall:.2f}x torch "
+        f"load+freeze {torch_wall:.2f} s), all {r['steps']} steps {r['all_steps']:.2f} s "
+        f"({r['all_steps'] / torch_wall:.2f}x), re-run {r['rerun']:.2f} s "
+        f"({r['rerun'] / freeze_s:.2f}x torch freeze {freeze_s:.2f} s)"
+    )
+    print(
+        f"    memory after the first run: screen {r['first']['screen'] / mb:.0f} MB, engine "
+        f"{r['first']['engine'] / mb:.0f} MB; after {reruns} re-runs: screen "
+        f"{r['last']['screen'] / mb:.0f} MB, engine {r['last']['engine'] / mb:.0f} MB"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--layers", default="1,12", help="transformer rungs (layers)")
+    parser.add_argument("--blocks", default="8,512", help="conv stack rungs (blocks)")
+    parser.add_argument("--commands", default="explain,check,freeze,export")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--app", action="store_true", help="also the app's engine work")
+    parser.add_argument("--reruns", type=int, default=10)
+    parser.add_argument("--models-dir", default=None, help="keep the .pt files here")
+    args = parser.parse_args()
+    rungs = [f"L{n}" for n in args.layers.split(",") if n] + [
+        f"N{n}" for n in args.blocks.split(",") if n
+    ]
+    commands = [c for c in args.commands.split(",") if c]
+    folder = Path(args.models_dir or tempfile.mkdtemp(prefix="fv-scaling-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, models in {folder}")
+    for rung in rungs:
+        model = build(rung, folder)
+        with tempfile.TemporaryDirectory() as tmp:
+            if commands:
+                run_rung(rung, model, commands, args.repeat, Path(tmp))
+        if args.app:
+            run_app(rung, model, args.reruns)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
