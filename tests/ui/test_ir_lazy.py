@@ -1,0 +1,49 @@
+"""The IR pane colours what it shows, when it shows it (issue 23): a step of a big graph
+costs the lines on screen, not a pass over its whole text after every run."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from freezeview.ui.lexer import TorchScriptIRLexer
+
+from .conftest import wait_ready
+from .test_app import SIZE, app_for
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_a_big_step_is_lexed_as_far_as_it_is_seen(
+    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        step = screen.steps[0]
+        lines = step.snapshot.text.splitlines()
+        big_text = "\n".join(lines * (20_000 // len(lines) + 1)) + "\n"  # ~20k lines
+        big = dataclasses.replace(step, snapshot=dataclasses.replace(step.snapshot, text=big_text))
+
+        lexed: list[int] = []
+        original = TorchScriptIRLexer.get_tokens
+
+        def counting(self, text, *args, **kwargs):  # type: ignore[no-untyped-def]
+            lexed.append(len(text))
+            return original(self, text, *args, **kwargs)
+
+        monkeypatch.setattr(TorchScriptIRLexer, "get_tokens", counting)
+        screen.ir_pane.show_step(screen.run_id + 100, [big], 0)  # a run of its own
+        await pilot.pause(0.5)
+        await pilot.press("pagedown", "pagedown")
+        await pilot.pause(0.5)
+        ir = screen.ir
+        assert ir.line_count == big_text.count("\n")
+        # Three screens were shown (about 130 lines): a few hundred lines' worth lexed
+        # at most, never the 20k-line document.
+        assert sum(lexed) < len(big_text) / 20, (sum(lexed), len(big_text))
+        shown = ir.render_line(0)  # coloured as before: the IR lexer's styles
+        assert len({segment.style for segment in shown}) > 1
