@@ -151,13 +151,17 @@ def test_freezing_again_folds_what_the_first_freeze_left(tmp_path: Path) -> None
     assert any(s.changed for s in steps if s.kind != "freeze")
 
 
-def test_export_and_check_work(frozen_pt: Path, tmp_path: Path) -> None:
+def test_export_and_check_work_and_say_it_is_frozen(
+    frozen_pt: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "export"
     assert main(["export", str(frozen_pt), "-o", str(out), "--format", "dot"]) == 0
     assert (out / "index.html").is_file()
+    assert "is already frozen" in capsys.readouterr().err
     expect = tmp_path / "frozen.freeze.toml"
     assert main(["check", str(frozen_pt), "--write-expect", str(expect)]) == 0
     assert main(["check", str(frozen_pt), "--expect", str(expect)]) == 0
+    assert "is already frozen" in capsys.readouterr().err
 
 
 def test_the_app_session_opens_explains_and_runs(frozen_pt: Path) -> None:

@@ -271,6 +271,14 @@ def load_model(
             f"{p} loaded as {type(module).__name__}, not a TorchScript module: save a "
             "scripted or traced module with torch.jit.save."
         )
+    if is_already_frozen(module):
+        # Every command prints the load's notes (the app shows them): the one place that
+        # says so for explain, freeze, export, check, compare and the app alike.
+        notes.append(
+            f"{p.name} is already frozen (torch.jit.freeze's output: its weights are "
+            "constants and its `training` flag is gone); freezeview freezes it again, as "
+            "torch does."
+        )
     loaded = LoadedModel(
         module=module,
         path=p,
