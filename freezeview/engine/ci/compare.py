@@ -126,16 +126,18 @@ class Comparison:
         if change is None:
             return []
         lines = []
+        threads = 1
         for label, facts in (("old", self.old), ("new", self.new)):
             m = facts.measurement
             assert m is not None and m.frozen is not None
+            threads = m.threads
             overall = m.overall
             against = f", {overall.ratio:.2f}x the unfrozen one" if overall is not None else ""
             named = [m.titles.get(i, m.names.get(i, "?")) for i, _ in m.deciding_steps()]
             made = f" (made by: {', '.join(named)})" if named else ""
             lines.append(f"frozen forward ({label}): {format_ms(m.frozen.median)}{against}{made}")
         verdict = "the same, inside the noise" if change.same else change.text()
-        lines.append(f"frozen forward, new against old: {verdict} ({m.threads} thread(s))")
+        lines.append(f"frozen forward, new against old: {verdict} ({threads} thread(s))")
         return lines
 
     @property

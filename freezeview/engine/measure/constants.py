@@ -58,7 +58,7 @@ def constant_tensors(graphs: Iterable[torch._C.Graph]) -> list[torch.Tensor]:
     out: list[torch.Tensor] = []
     for graph in graphs:
         for kind in _CONSTANT_KINDS:
-            for node in graph.findAllNodes(kind, True):
+            for node in graph.findAllNodes(kind, True):  # type: ignore[attr-defined]
                 if not node.hasAttribute("value") or node.kindOf("value") != "t":
                     continue
                 tensor = node.t("value")

@@ -79,7 +79,7 @@ def fixed_threads(threads: int) -> Iterator[None]:
 def _warmup_calls() -> int:
     """Calls before timing: the profiling runs, the optimising run, and one more."""
     try:
-        profiled = int(torch._C._jit_get_num_profiled_runs())
+        profiled = int(torch._C._jit_get_num_profiled_runs())  # type: ignore[attr-defined]
     except (AttributeError, RuntimeError):
         profiled = 1
     return max(3, profiled + 2)

@@ -59,7 +59,7 @@ torch.save(out, outputs_path)
 def unsaveable_reason(graphs: Mapping[str, torch._C.Graph]) -> str:
     """One sentence on why these graphs cannot be saved and loaded back ("" if they can)."""
     for graph in graphs.values():
-        if graph.findAllNodes("prim::ConstantMKLDNNTensor", True):
+        if graph.findAllNodes("prim::ConstantMKLDNNTensor", True):  # type: ignore[attr-defined]
             return MKLDNN_UNSAVEABLE
     return ""
 
