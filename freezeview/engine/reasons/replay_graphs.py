@@ -308,7 +308,7 @@ def _enum_constant(
         None,
     )
     if source is not None:
-        node = graph.createClone(source, lambda v: v)  # type: ignore[arg-type]
+        node = graph.createClone(source, lambda v: v)  # type: ignore[attr-defined]
     else:
         node = graph.create("prim::Uninitialized")  # type: ignore[call-arg]
         node.output().setType(typed.type())
