@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 
 from .console import is_terminal
-from .options import add_extension_options, add_input_options, split_names
+from .options import (
+    add_extension_options,
+    add_input_options,
+    add_measure_options,
+    measure_from_args,
+    split_names,
+)
 
 __all__ = ["open_app", "register", "run", "terminal_missing"]
 
@@ -37,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="comma-separated pass ids to run (default: what torch.jit.freeze runs)",
     )
     add_input_options(parser)
+    add_measure_options(parser)
     parser.add_argument(
         "--eval", action="store_true", help="switch a training-mode module to eval mode"
     )
@@ -104,6 +111,7 @@ def open_app(args: argparse.Namespace) -> int:
         "imports": split_names(args.imports),
         "libraries": list(args.libraries or ()),
     }
+    plan["threads"], plan["time_budget"] = measure_from_args(args)
     # The engine process first: it imports torch and loads the model on the other core
     # while this process imports Textual and draws the first screen.
     from ..ui.remote_session import RemoteSession

@@ -51,6 +51,8 @@ class FreezeviewApp(App[int]):
         graphics: the terminal's picture protocol (``"kitty"``, ``"sixel"``; see
             :func:`freezeview.ui.graphics.detect_graphics`), None for none: the graph
             view's ``i`` shows real pictures only with one.
+        threads, time_budget: torch threads and seconds per step when each step's
+            forward is timed on the sample inputs (``--threads``, ``--time-budget``).
     """
 
     CSS_PATH = "app.tcss"
@@ -75,6 +77,8 @@ class FreezeviewApp(App[int]):
         session: RemoteSession | None = None,
         show_timings: bool = True,
         graphics: str | None = None,
+        threads: int = 1,
+        time_budget: float = 0.25,
     ) -> None:
         super().__init__()
         #: The terminal's picture protocol, or None (the graph view's characters only).
@@ -99,6 +103,8 @@ class FreezeviewApp(App[int]):
             "eval_mode": eval_mode,
             "imports": list(imports),
             "libraries": list(libraries),
+            "threads": threads,
+            "time_budget": time_budget,
         }
         if session is not None:
             session.on_warning = self.record_warning

@@ -92,7 +92,8 @@ class RemoteSession:
 
     Args:
         path: the ``.pt`` file.
-        preserved, passes, inputs_file, input_shapes, eval_mode, imports, libraries: as
+        preserved, passes, inputs_file, input_shapes, eval_mode, imports, libraries,
+            threads, time_budget: as
             for ``Session`` (the engine process imports and loads them before the model).
         on_warning: called (from a reader thread) with each warning torch raised.
     """
@@ -109,6 +110,8 @@ class RemoteSession:
         imports: Sequence[str] = (),
         libraries: Sequence[str] = (),
         on_warning: Callable[[str], None] | None = None,
+        threads: int = 1,
+        time_budget: float = 0.25,
     ) -> None:
         self.path = Path(path)
         self._config: dict[str, Any] = {
@@ -120,6 +123,8 @@ class RemoteSession:
             "eval_mode": eval_mode,
             "imports": list(imports),
             "libraries": list(libraries),
+            "threads": threads,
+            "time_budget": time_budget,
         }
         self.on_warning = on_warning
         #: The inventory from the last explanation (the inspector reads it).

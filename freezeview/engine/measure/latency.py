@@ -107,8 +107,8 @@ def time_forward(
     Args:
         call: runs the forward once.
         threads: torch's intra-op threads while timing (restored afterwards).
-        budget: seconds of timed blocks at most (at least three blocks are timed even
-            when one call takes longer).
+        budget: seconds of timed blocks (five blocks at least, or three when five
+            would take more than twice the budget).
         after_call: run after every block outside the timed region (puts back module
             state a forward changed).
 
@@ -150,7 +150,10 @@ def time_forward(
             spent = block(number)
             per_call.append(spent / number)
             timed += spent
-            if len(per_call) >= 3 and timed >= budget:
+            # At the budget: five blocks at least (a spread from three is no spread),
+            # unless one forward is so long that five would take twice the budget.
+            enough = len(per_call) >= _MIN_BLOCKS or (len(per_call) >= 3 and timed >= 2 * budget)
+            if timed >= budget and enough:
                 break
             stable = len(per_call) >= _MIN_BLOCKS and timed >= min_time
             if stable and _spread(per_call) <= _STABLE_SPREAD * statistics.median(per_call):
