@@ -171,3 +171,25 @@ def test_the_app_session_opens_explains_and_runs(frozen_pt: Path) -> None:
     assert session.explain([]) == []  # nothing is left to inline or keep
     steps = list(session.run_steps([], [p.id for p in session.available_passes() if p.default]))
     assert steps and all(not s.error for s in steps)
+
+
+def test_optimize_for_inference_s_mkldnn_weights_are_listed_with_their_paths() -> None:
+    """In memory (its file would not load back): MKLDNN constants are a node kind apart."""
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        module = torch.jit.optimize_for_inference(torch.jit.script(ConvBnHead().eval()))
+    mkldnn = [n for n in module.graph.nodes() if n.kind() == "prim::ConstantMKLDNNTensor"]
+    if not mkldnn:
+        pytest.skip("this torch's optimize_for_inference made no MKLDNN constant here")
+    result = explain(module)
+    assert result.frozen is not None
+    listed = {c.name: c for c in result.frozen.constants}
+    for node in mkldnn:
+        name = node.output().debugName().removeprefix("self.")
+        assert name in listed, sorted(listed)
+        tensor = node.t("value")
+        assert listed[name].shape == tuple(tensor.shape)
+        assert listed[name].nbytes == tensor.numel() * tensor.element_size()
+        assert listed[name].path.split(".")[0] == "conv"  # conv.weight, conv.bias
+    assert len(result.frozen.constants) == len(mkldnn) + len(_tensor_constants(module.graph))

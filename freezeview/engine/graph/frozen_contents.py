@@ -27,6 +27,11 @@ __all__ = ["frozen_contents"]
 _HOUSEKEEPING = {"training", "_is_full_backward_hook"}
 # A value name torch made unique by a suffix: ``self.fc.weight.3``.
 _UNIQUE_SUFFIX = re.compile(r"\.\d+$")
+# What folding passes append to the name of a constant they rewrite
+# (``conv.weight_fused_bn``, ``conv.weight_fused_bn_mkldnn``): the attribute is before it.
+_REWRITTEN = re.compile(r"(?:_fused_\w+|_mkldnn)$")
+# optimize_for_inference's MKLDNN weights are constants of their own node kind.
+_CONSTANT_KINDS = ("prim::Constant", "prim::ConstantMKLDNNTensor")
 
 
 def _nodes(block: torch._C.Block) -> Iterator[torch._C.Node]:
@@ -68,14 +73,17 @@ def _user(node: torch._C.Node) -> str:
 def _constant(node: torch._C.Node, method: str, code_names: dict[int, str]) -> FrozenConstant:
     value = node.output()
     name = _UNIQUE_SUFFIX.sub("", value.debugName())
-    path = name.removeprefix("self.") if name.startswith("self.") else ""
+    named = name.removeprefix("self.") if name.startswith("self.") else ""
+    path = _REWRITTEN.sub("", named)
     users = tuple(dict.fromkeys(_user(use.user) for use in value.uses()))
     ivalue: Any = None
     with contextlib.suppress(RuntimeError):
-        ivalue = value.toIValue()
+        ivalue = (
+            node.t("value") if node.kind() == "prim::ConstantMKLDNNTensor" else value.toIValue()
+        )
     if isinstance(ivalue, torch.Tensor):
         strided = ivalue.layout == torch.strided
-        shown = path or (code_names.get(ivalue.data_ptr(), "") if strided else "")
+        shown = named or (code_names.get(ivalue.data_ptr(), "") if strided else "")
         return FrozenConstant(
             name=shown or f"%{value.debugName()}",
             path=path,
@@ -88,7 +96,7 @@ def _constant(node: torch._C.Node, method: str, code_names: dict[int, str]) -> F
             users=users,
         )
     return FrozenConstant(
-        name=path or f"%{value.debugName()}",
+        name=named or f"%{value.debugName()}",
         path=path,
         type=str(value.type()),
         method=method,
@@ -98,7 +106,7 @@ def _constant(node: torch._C.Node, method: str, code_names: dict[int, str]) -> F
 
 def _holds_data(node: torch._C.Node) -> bool:
     """A constant holding a tensor or an object (packed weights), not a number or list."""
-    if node.kind() != "prim::Constant" or len(list(node.outputs())) != 1:
+    if node.kind() not in _CONSTANT_KINDS or len(list(node.outputs())) != 1:
         return False
     kind = node.output().type().kind()
     return kind in ("TensorType", "ClassType")

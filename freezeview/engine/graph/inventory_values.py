@@ -130,11 +130,11 @@ class FrozenConstant:
     """One constant an already-frozen model holds in its graphs (a tensor or an object).
 
     Attributes:
-        name: how freezeview names it: the module path its value name points to
-            (``conv.weight``), else ``CONSTANTS.cN`` as ``.code`` shows it, else the
-            graph value (``%3``).
-        path: the attribute path the constant's name points to; ``""`` when the name was
-            not saved (``torch.jit.save`` keeps no value names).
+        name: how freezeview names it: its value name without ``self.``
+            (``conv.weight``, ``conv.weight_fused_bn`` once a pass rewrote it), else
+            ``CONSTANTS.cN`` as ``.code`` shows it, else the graph value (``%3``).
+        path: the attribute path the constant's name points to (``conv.weight``); ``""``
+            when the name was not saved (``torch.jit.save`` keeps no value names).
         type: ``Tensor`` or the object's TorchScript type (packed weights).
         method: the method whose graph holds it.
         dtype, shape, device: tensor facts, for tensors.
