@@ -177,7 +177,7 @@ def _reason_text(v: AttributeVerdict) -> Text:
 
 
 # Reason codes whose node and source line are worth a line of their own.
-_LOCATED = ("set-attr", "in-place-write", "dead-code", "undetermined")
+_LOCATED = ("set-attr", "in-place-write", "dead-code", "forked", "undetermined")
 
 
 def _type_text(v: AttributeVerdict) -> str:
