@@ -48,6 +48,8 @@ class StepLayouts:
         self.overruns = Overruns()
         self._kept: OrderedDict[tuple[Any, ...], tuple[Any, Canvas]] = OrderedDict()
         self._lock = threading.Lock()
+        # Layouts being made now (the view shown while the same one is made ahead).
+        self._busy: dict[tuple[Any, ...], threading.Event] = {}
 
     def canvas(
         self,
@@ -78,11 +80,33 @@ class StepLayouts:
             tuple(expand),
             tuple(sorted(reasons.items())),
         )
-        with self._lock:
-            hit = self._kept.get(key)
-            if hit is not None:
-                self._kept.move_to_end(key)
-                return hit[1]
+        while True:
+            with self._lock:
+                hit = self._kept.get(key)
+                if hit is not None:
+                    self._kept.move_to_end(key)
+                    return hit[1]
+                busy = self._busy.get(key)
+                if busy is None:  # this call makes it; a second one waits for it
+                    self._busy[key] = threading.Event()
+                    break
+            busy.wait()
+        try:
+            return self._make(key, before, after, level, expand, reasons, title)
+        finally:
+            with self._lock:
+                self._busy.pop(key).set()
+
+    def _make(
+        self,
+        key: tuple[Any, ...],
+        before: GraphSnapshot | None,
+        after: GraphSnapshot,
+        level: int | str | None,
+        expand: Sequence[str],
+        reasons: dict[str, str],
+        title: str,
+    ) -> Canvas:
         diff = None
         if before is not None:
             from ..engine.diff.diff import diff_snapshots

@@ -60,7 +60,7 @@ async def test_v_opens_the_graph_with_every_box_label(small_pt: Path, tmp_path: 
         screen = app.main_screen
         await pilot.press("v")
         view = await wait_graph(pilot)
-        assert screen.has_class("-graph")
+        assert screen.graph_shown and view.display
         assert view.canvas_view.has_focus
         layout = view.drawn.layout  # type: ignore[union-attr]
         text = canvas_text(view)
@@ -70,7 +70,7 @@ async def test_v_opens_the_graph_with_every_box_label(small_pt: Path, tmp_path: 
         assert "step 1/" in str(view.query_one("#graph-title").render())
         # v again hides it; the IR pane has the keys.
         await pilot.press("v")
-        assert not screen.has_class("-graph")
+        assert not screen.graph_shown and not view.display
 
 
 async def test_diff_colours_and_following_n(small_pt: Path, tmp_path: Path) -> None:

@@ -118,6 +118,8 @@ class MainScreen(Screen[None]):
     stepping: reactive[bool] = reactive(False)
     #: True when the plan changed since the steps were computed (press r).
     stale: reactive[bool] = reactive(False)
+    #: The graph view (v) is shown.
+    graph_shown = False
     #: Which pane a narrow terminal shows (``model``, ``ir``, ``inspector``, ``steps``).
     narrow_pane: reactive[str] = reactive("ir")
 
@@ -274,6 +276,8 @@ class MainScreen(Screen[None]):
     def on_resize(self) -> None:
         # Crossing the 120-column breakpoint shows or hides the pane switcher.
         self.call_after_refresh(self.refresh_bindings)
+        if self.graph_shown:
+            self.call_after_refresh(self._place_graph)
 
     def watch_narrow_pane(self, pane: str) -> None:
         for name in ("model", "ir", "inspector", "steps"):
@@ -332,20 +336,43 @@ class MainScreen(Screen[None]):
 
     def action_graph_view(self) -> None:
         """Show or hide the graph view (it takes the model pane's place)."""
-        showing = not self.has_class("-graph")
-        self.set_class(showing, "-graph")
+        showing = not self.graph_shown
+        self.graph_shown = showing
+        self._place_graph()
         if showing:
             self._show_graph()
             self.graph_view.canvas_view.focus()
         else:
             self.ir.focus()
 
+    def _place_graph(self) -> None:
+        """The graph pane in the model pane's place, or alone on a narrow terminal.
+
+        Set on the panes themselves: a class on the screen would restyle every widget
+        (about 0.2 s with a big model's IR on screen).
+        """
+        panes = [self.query_one(f"#{name}") for name in ("main", *_PANES)]
+        for pane in panes:
+            pane.styles.clear_rule("display")  # back to what app.tcss says
+        if not self.graph_shown:
+            return
+        self.graph_view.display = True
+        hidden = _PANES[1:] if self.has_class("-narrow") else ("model-pane",)
+        for name in hidden:
+            self.query_one(f"#{name}").display = False
+        self.query_one("#main").display = True
+
     def _show_graph(self) -> None:
         """Hand the graph view the step shown and the kept attributes' reasons."""
-        reasons = {
+        self.graph_view.show_step(
+            self.session, self.run_id, self.steps, self.current_step, self._kept_reasons()
+        )
+
+    def _kept_reasons(self) -> dict[str, str]:
+        """Kept attribute path -> why, from the explanation (the graph view marks them)."""
+        return {
             v.path: v.reasons[0].message for v in self.views if v.status == "kept" and v.reasons
         }
-        self.graph_view.show_step(self.session, self.run_id, self.steps, self.current_step, reasons)
 
     def action_render(self) -> None:
         """Render the current step (graph and diff) to SVG files."""
@@ -432,7 +459,7 @@ class MainScreen(Screen[None]):
     @on(IRPane.NodeSelected)
     def _node_selected(self, message: IRPane.NodeSelected) -> None:
         self.inspector.show(node_panel(message.facts))
-        if self.has_class("-graph"):
+        if self.graph_shown:
             self.graph_view.centre_node(message.facts.node.id)
 
     @on(GraphView.BoxSelected)
@@ -463,8 +490,11 @@ class MainScreen(Screen[None]):
     def show_step(self, index: int) -> None:
         """Show step ``index`` of the run (-1: the loaded model) in every view of a step."""
         self.ir_pane.show_step(self.run_id, self.steps, index)
-        if self.has_class("-graph"):
+        if self.graph_shown:
             self._show_graph()
+        elif not self.stepping and index >= 0:
+            # Laid out ahead in the engine process, so v shows the step at once.
+            self.graph_view.warm(self.session, self.run_id, self.steps, index, self._kept_reasons())
         self._update_tab_label()
 
     @on(StepsBar.PassToggled)
@@ -722,6 +752,10 @@ class MainScreen(Screen[None]):
     def cancel_run(self) -> None:
         """Ask a running pipeline to stop before its next step."""
         self._cancel.set()
+
+
+# The panes the graph view takes the place of: the model pane (wide), all (narrow).
+_PANES = ("graph-pane", "model-pane", "ir-pane", "inspector-pane", "steps-bar")
 
 
 def _has_local_browser() -> bool:

@@ -26,6 +26,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Input, Label
 from textual.worker import Worker, WorkerState
 
@@ -42,6 +43,8 @@ __all__ = ["GraphView", "box_panel"]
 
 # Drawn graphs kept in the widget (steps x levels x graph/diff): going back is instant.
 _KEPT = 12
+#: Seconds on a step, with the view hidden, before its layout is made ahead.
+WARM_AFTER = 0.4
 
 
 @dataclass
@@ -141,6 +144,9 @@ class GraphView(Vertical, can_focus=True):
         self._shown: tuple[Any, ...] | None = None
         self._follow: int | None = None  # node id to select once the layout arrives
         self._matches: list[BoxLayout] = []
+        self._warm_timer: Timer | None = None
+        # (step, role, node) the screen was last told about (BoxSelected).
+        self._said: tuple[Any, ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield Label("graph", id="graph-title", classes="pane-title")
@@ -189,6 +195,61 @@ class GraphView(Vertical, can_focus=True):
         if reasons is not None:
             self.reasons = dict(reasons)
         self.request()
+
+    def warm(
+        self,
+        session: Any,
+        run_id: int,
+        steps: Sequence[StepView],
+        index: int,
+        reasons: Mapping[str, str] | None = None,
+    ) -> None:
+        """While the view is hidden: once the user has stayed on step ``index`` for a
+        moment, have the engine lay it out, so ``v`` shows it at once."""
+        if self._warm_timer is not None:
+            self._warm_timer.stop()
+        params = (session, run_id, list(steps), index, dict(reasons or self.reasons))
+        self._warm_timer = self.set_timer(WARM_AFTER, lambda: self._start_warm(*params))
+
+    def _start_warm(
+        self,
+        session: Any,
+        run_id: int,
+        steps: list[StepView],
+        index: int,
+        reasons: dict[str, str],
+    ) -> None:
+        if self.display:
+            return  # shown: request() does the work
+        if not 0 <= index < len(steps) or session is None:
+            return
+        if run_id != self.run_id:
+            self._kept.clear()
+            self.run_id = run_id
+        diff = self.diff and index > 0
+        key = (run_id, index, diff, self.level, self.expand, tuple(sorted(reasons.items())))
+        if key in self._kept:
+            return
+        before = steps[index - 1].snapshot if diff else None
+        self._warm_up(key, session, before, steps[index].snapshot, reasons)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="graph-warm", description="warm")
+    def _warm_up(
+        self,
+        key: tuple[Any, ...],
+        session: Any,
+        before: GraphSnapshot | None,
+        after: GraphSnapshot,
+        reasons: dict[str, str],
+    ) -> None:
+        """The layout the view would ask for, made ahead (a failure here stays quiet:
+        the view asks again when shown, and says what went wrong then)."""
+        try:
+            canvas = session.graph_canvas(before, after, key[3], key[4], reasons)
+        except Exception:
+            return
+        layout = canvas.layout
+        self.post_message(self.LayoutReady(key, _Drawn(layout, canvas if layout.boxes else None)))
 
     def centre_node(self, node_id: int) -> bool:
         """Select and centre the box showing IR node ``node_id``; False if none does."""
@@ -293,7 +354,7 @@ class GraphView(Vertical, can_focus=True):
             changed = [b for b in layout.boxes.values() if b.status != "same"]
             box = min(changed, key=lambda b: (b.y, b.x)) if changed else None
         if box is not None:
-            self.select_box(box)  # the inspector and the IR pane follow
+            self.select_box(box, follow=True)  # the inspector and the IR pane follow
         else:
             self.canvas_view.action_home()
 
@@ -433,8 +494,9 @@ class GraphView(Vertical, can_focus=True):
         self.select_box(self._matches[i % len(self._matches)])
 
     # -- selection -------------------------------------------------------------------
-    def select_box(self, box: BoxLayout) -> None:
-        """Select ``box``: drawn selected, centred, and said to the screen."""
+    def select_box(self, box: BoxLayout, *, follow: bool = False) -> None:
+        """Select ``box``: drawn selected, centred, and said to the screen (unless
+        ``follow``, the view keeping its node across a zoom, and the screen was told)."""
         self.canvas_view.select(box)
         step = self._step()
         snapshot: GraphSnapshot | None = step.snapshot if step is not None else None
@@ -444,6 +506,10 @@ class GraphView(Vertical, can_focus=True):
             node_id = box.ghost_ids[0]
         elif box.role != "scope" and box.node_ids:
             node_id = box.node_ids[0]
+        said = (self.index, box.role, node_id if node_id is not None else box.key)
+        if follow and said == self._said:
+            return  # the same node after a zoom: the inspector and IR pane show it already
+        self._said = said
         self.post_message(self.BoxSelected(box, snapshot, node_id))
 
     @on(GraphCanvasView.Clicked)
