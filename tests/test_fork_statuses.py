@@ -95,3 +95,15 @@ def test_statuses_do_not_change_with_the_hash_seed(tmp_path: Path) -> None:
         )
         assert not doc["disagreements"]
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_a_tensor_handed_to_a_fork_names_the_fork() -> None:
+    """Alias analysis takes a fork's arguments as written: the fork is the writer named."""
+    module = case_by_name("fork_function").build()
+    expected = oracle.status_from_torch(module)
+    verdict = explain(module).by_path("w")
+    assert verdict is not None and verdict.status == expected["w"] == "kept"
+    reason = verdict.reasons[0]
+    assert reason.code == "in-place-write" and len(verdict.reasons) == 1
+    assert reason.node and "prim::fork" in reason.node and "%w" in reason.node
+    assert reason.source and reason.source_text and "torch.jit.fork" in reason.source_text

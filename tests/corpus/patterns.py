@@ -192,6 +192,24 @@ class ForkedDistinctTypes(nn.Module):
         return torch.jit.wait(left) - torch.jit.wait(right)
 
 
+def _scaled(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x * w
+
+
+class ForkedFunction(nn.Module):
+    """A fork of a plain function next to a fork of a submodule: only one is a body."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.full((4,), 1.5))
+        self.a = ForkBranch()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scaled = torch.jit.fork(_scaled, x, self.w)
+        branch = torch.jit.fork(self.a, x)
+        return torch.jit.wait(scaled) + torch.jit.wait(branch)
+
+
 class ForkedNested(nn.Module):
     """A fork inside a forked branch's holder: bodies within bodies."""
 
@@ -224,6 +242,7 @@ CASES = [
     Case("fork_shared_type", scripted(ForkedSharedType), tags=frozenset({"fork"})),
     Case("fork_distinct_types", scripted(ForkedDistinctTypes), tags=frozenset({"fork"})),
     Case("fork_nested", scripted(ForkedNested), tags=frozenset({"fork"})),
+    Case("fork_function", scripted(ForkedFunction), tags=frozenset({"fork"})),
     Case(
         "fork_shared_type_traced",
         traced(ForkedSharedType),

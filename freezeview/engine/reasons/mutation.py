@@ -242,6 +242,22 @@ class GraphWriters:
                 if record is None:
                     record = self._records[key] = self._writer(node, hits)
                 found.append(record)
+        if not found:
+            # Alias analysis takes every value handed to torch.jit.fork as written (it
+            # does not follow the forked body): the fork is the writer to name.
+            forks = self.graph.findAllNodes("prim::fork", True)  # type: ignore[attr-defined]
+            for node in forks:
+                hits = [w for w in node.inputs() if w.unique() == unique]
+                if hits:
+                    found.append(self._writer(node, hits))
+            if not found:  # handed over through an alias (a view, a list holding it)
+                kind = value.type().kind()
+                for node in forks:
+                    hits = [
+                        w for w in node.inputs() if w.type().kind() == kind and may_alias(w, value)
+                    ]
+                    if hits:
+                        found.append(self._writer(node, hits))
         return found
 
     @property

@@ -98,6 +98,12 @@ def _writer_reason(
     where = f" at {writer.source.short()}" if writer.source else ""
     if code == "set-attr":
         message = f"assigned by prim::SetAttr{where} in {writer.method}"
+    elif writer.kind == "prim::fork":
+        message = (
+            f"handed to torch.jit.fork{where} in {writer.method}{_via(writer)}: alias "
+            "analysis takes what a fork is handed as written (it does not follow the "
+            "forked body), so freezing keeps it"
+        )
     else:
         message = f"written in place by {writer.kind}{where} in {writer.method}{_via(writer)}"
     if times > 1:
