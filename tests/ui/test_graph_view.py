@@ -172,7 +172,7 @@ async def test_panning_moves_the_canvas_and_zoom_changes_level(
         view.select_box(scope)
         await pilot.press("enter")
         view = await wait_graph(pilot)
-        assert scope.scope in view.expand
+        assert scope.scope in view.opened
         assert not any(
             b.role == "scope" and b.scope == scope.scope
             for b in view.drawn.layout.boxes.values()  # type: ignore[union-attr]

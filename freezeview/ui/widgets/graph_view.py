@@ -135,7 +135,7 @@ class GraphView(Vertical, can_focus=True):
         #: The level asked for: ``"auto"``, a box depth, or None for every op.
         self.level: int | str | None = "auto"
         #: Modules opened down to their ops (Enter).
-        self.expand: tuple[str, ...] = ()
+        self.opened: tuple[str, ...] = ()
         #: Kept attribute path -> why (the screen hands the explanation's).
         self.reasons: dict[str, str] = {}
         self.drawn: _Drawn | None = None
@@ -227,7 +227,7 @@ class GraphView(Vertical, can_focus=True):
             self._kept.clear()
             self.run_id = run_id
         diff = self.diff and index > 0
-        key = (run_id, index, diff, self.level, self.expand, tuple(sorted(reasons.items())))
+        key = (run_id, index, diff, self.level, self.opened, tuple(sorted(reasons.items())))
         if key in self._kept:
             return
         before = steps[index - 1].snapshot if diff else None
@@ -270,7 +270,7 @@ class GraphView(Vertical, can_focus=True):
             self.index,
             self.diff and self.index > 0,
             self.level,
-            self.expand,
+            self.opened,
             tuple(sorted(self.reasons.items())),
         )
 
@@ -297,7 +297,7 @@ class GraphView(Vertical, can_focus=True):
         self.canvas_view.show_canvas(None, f"laying out the {what} of step {step.name} with dot…")
         self.update_title(busy=True)
         before = self.steps[self.index - 1].snapshot if key[2] else None
-        self._lay_out(key, self.session, before, step.snapshot, self.level, self.expand)
+        self._lay_out(key, self.session, before, step.snapshot, self.level, self.opened)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="graph", description="graph")
     def _lay_out(
@@ -425,14 +425,14 @@ class GraphView(Vertical, can_focus=True):
             self.post_message(Status("select a box first: click it, ] / [ or /"))
             return
         if box.role == "scope":
-            self.expand = (*self.expand, box.scope)
+            self.opened = (*self.opened, box.scope)
             self._follow = box.node_ids[0] if box.node_ids else None
         else:
-            opened = [s for s in self.expand if box.scope == s or box.scope.startswith(s + ".")]
+            opened = [s for s in self.opened if box.scope == s or box.scope.startswith(s + ".")]
             if not opened:
                 self.post_message(Status(f"{box.lines[0]} is an op: nothing to open"))
                 return
-            self.expand = tuple(s for s in self.expand if s not in opened)
+            self.opened = tuple(s for s in self.opened if s not in opened)
             self._follow = box.node_ids[0] if box.node_ids else None
         self.request()
 
@@ -544,7 +544,7 @@ class GraphView(Vertical, can_focus=True):
         layout = self.layout_shown
         level = layout.level if layout is not None else self.level
         self.post_message(Status("drawing the picture with Graphviz…"))
-        self._draw_picture(key, self.session, before, step.snapshot, level, self.expand)
+        self._draw_picture(key, self.session, before, step.snapshot, level, self.opened)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="picture", description="picture")
     def _draw_picture(
