@@ -125,7 +125,8 @@ def test_freeze_runs_the_steps_torch_would(
 ) -> None:
     out = tmp_path / "again.pt"
     assert main(["freeze", str(frozen_pt), "-o", str(out)]) == 0
-    assert "already frozen" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "already frozen" in printed.out + printed.err
     ours = torch.jit.load(str(out))
     # Saved and loaded back too: a file writes some constant lists as list constructions.
     refrozen = oracle.torch_freeze(torch.jit.load(str(frozen_pt)))
@@ -149,6 +150,8 @@ def test_freezing_again_folds_what_the_first_freeze_left(tmp_path: Path) -> None
     assert ours == theirs
     assert before["aten::batch_norm"] and not theirs["aten::batch_norm"]
     assert any(s.changed for s in steps if s.kind != "freeze")
+    # The first step says why there is little left to do.
+    assert any("already frozen" in note for note in steps[0].notes)
 
 
 def test_export_and_check_work_and_say_it_is_frozen(
