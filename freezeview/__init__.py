@@ -131,6 +131,8 @@ def export(
     side_by_side: bool = True,
     progress: Callable[[str], None] | None = None,
     parallel: bool | None = None,
+    inputs: Sequence[object] | None = None,
+    measure: tuple[int, float] = (1, 0.25),
 ) -> ExportResult:
     """Freeze ``model`` step by step and write its pictures and diffs into ``directory``.
 
@@ -146,6 +148,9 @@ def export(
         progress: called with a short text before each picture is drawn.
         parallel: let a forked helper make the diffs while this process draws (None:
             only when this process runs no other thread). The files are the same.
+        inputs: sample inputs: the review page's timeline then shows each step's
+            numerics and forward latency against the unfrozen module, and the verdict.
+        measure: ``(threads, seconds per step)`` for that timing.
 
     Returns:
         What was written: the pictures, the IR diffs and ``result.index``, the page.
@@ -174,6 +179,8 @@ def export(
         side_by_side=side_by_side,
         progress=progress,
         parallel=parallel,
+        inputs=inputs,
+        measure=measure,
     )
 
 
@@ -212,6 +219,7 @@ def compare(
     *,
     inputs: Sequence[Any] | None = None,
     eval_mode: bool = False,
+    measure: tuple[int, float] | None = None,
 ) -> Comparison:
     """Freeze two versions of a model with one plan and say what freezing does differently.
 
@@ -221,6 +229,8 @@ def compare(
         plan: the plan for both (default: torch's, nothing preserved).
         inputs: sample inputs for both models' numerics, or None.
         eval_mode: switch training-mode modules to eval mode.
+        measure: ``(threads, seconds per step)``: with ``inputs``, also time both frozen
+            forwards (``comparison.latency_change``, shown, never a regression).
 
     Returns:
         The comparison: status changes, kept bytes, passes that fire differently, and
@@ -238,4 +248,4 @@ def compare(
     """
     from .engine.ci.compare import compare as run
 
-    return run(old, new, plan, inputs=inputs, eval_mode=eval_mode)
+    return run(old, new, plan, inputs=inputs, eval_mode=eval_mode, measure=measure)

@@ -18,6 +18,12 @@ from tests.measure_models import SMALL_INPUT_SHAPE, small_conv_net
 SHAPE = ["--input-shape", ",".join(map(str, SMALL_INPUT_SHAPE)), "--time-budget", "0.01"]
 
 
+@pytest.fixture(autouse=True)
+def _unbounded_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output to a pipe is laid out without a width limit: the verdict is one line."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture()
 def model(tmp_path: Path) -> Path:
     path = tmp_path / "small.pt"

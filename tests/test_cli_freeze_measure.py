@@ -23,6 +23,12 @@ SHAPE = ["--input-shape", ",".join(map(str, SMALL_INPUT_SHAPE))]
 QUICK = ["--time-budget", "0.01"]
 
 
+@pytest.fixture(autouse=True)
+def _unbounded_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output to a pipe is laid out without a width limit: the verdict is one line."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture()
 def model(tmp_path: Path) -> Path:
     path = tmp_path / "small.pt"

@@ -106,6 +106,12 @@ def run(args: argparse.Namespace) -> int:
     # Each step's constant bytes and (with inputs) its forward's latency, read while its
     # graphs are at hand; without inputs nothing runs.
     measured = MeasuredRun(pipe, threads=threads, budget=budget)
+
+    def shown() -> Measurement | None:
+        # The table's constants and latency columns come with sample inputs (the JSON
+        # lines always carry the constant bytes; the lines after the table, the sizes).
+        return measured.measurement if inputs is not None else None
+
     steps: list[Step] = []
     rows: list[list[Any]] = []
     for step in measured.run():
@@ -121,18 +127,14 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(json.dumps(step_json(step, measured.measurement)) + "\n")
             sys.stdout.flush()
         else:
-            rows.append(
-                step_row(step, show_numerics=inputs is not None, measurement=measured.measurement)
-            )
+            rows.append(step_row(step, show_numerics=inputs is not None, measurement=shown()))
         if len(steps) > 1:
             release_graphs(steps[-2], step)
     if not args.json:
         from .console import fit_table, report_console
 
         console = report_console()
-        table = steps_table(
-            steps, show_numerics=inputs is not None, rows=rows, measurement=measured.measurement
-        )
+        table = steps_table(steps, show_numerics=inputs is not None, rows=rows, measurement=shown())
         console.print(fit_table(console, table))
         for warning in pipe.warnings:
             console.print(f"[yellow]note:[/] {warning}")
