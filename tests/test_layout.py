@@ -122,3 +122,19 @@ def test_overrun_falls_back_then_says_so() -> None:
     layout = layout_graph(snap, level=None, options=options)
     assert layout.boxes and layout.level is not None
     assert any("ceiling" in note for note in layout.notes)
+
+
+@pytest.mark.slow
+def test_resnet50_is_readable_at_every_level() -> None:
+    """The frozen ResNet-50 and its conv -> batchnorm diff: no two boxes overlap and
+    every edge runs from frame to frame, at every level the view offers."""
+    from render_models import resnet50_scripted
+
+    module = resnet50_scripted()
+    before = inlined(module)
+    after = frozen(module)
+    for level in layout_graph(after, level=1).levels:
+        check_readable(layout_graph(after, level=level))
+    diff = diff_snapshots(before, after)
+    for level in (1, 2):
+        check_readable(layout_graph(after, diff=diff, level=level))
