@@ -56,8 +56,8 @@ def test_json_lines_carry_latency_constants_sizes_and_portability(
         assert isinstance(step["constant_bytes"], int)
     latency = result["latency_ms"]
     assert latency["threads"] == 2
-    timed = [s for s in steps if s["latency_ms"] and s["name"] not in ("inline", "fold_attributes")]
-    assert latency["frozen"] == timed[-1]["latency_ms"]
+    # The verdict's figures are timed side by side; every step's in its turn.
+    assert latency["frozen"]["runs"] > 0 and latency["unfrozen"]["runs"] > 0
     assert latency["ratio"] == pytest.approx(
         latency["frozen"]["median"] / latency["unfrozen"]["median"], rel=1e-3
     )

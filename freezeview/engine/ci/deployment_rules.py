@@ -30,7 +30,8 @@ def _step_name(m: Measurement, index: int) -> str:
 
 def _latency(rule: Rule, m: Measurement) -> Broken | None:
     overall = m.overall
-    if overall is None or m.unfrozen is None or m.frozen is None:
+    baseline = m.baseline
+    if overall is None or baseline is None or m.frozen is None:
         return Broken(
             "latency: the forward could not be timed on the sample inputs",
             f"<= {rule.value:g}x",
@@ -43,7 +44,7 @@ def _latency(rule: Rule, m: Measurement) -> Broken | None:
     return Broken(
         f"latency: expected the frozen forward at most {rule.value:g}x the unfrozen one, it "
         f"is {overall.ratio:.2f}x ({format_ms(m.frozen.median)} vs "
-        f"{format_ms(m.unfrozen.median)}, {m.threads} thread(s)){blame}",
+        f"{format_ms(baseline.median)}, {m.threads} thread(s)){blame}",
         f"<= {rule.value:g}x",
         f"{overall.ratio:.2f}x",
     )

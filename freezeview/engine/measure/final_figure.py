@@ -9,24 +9,24 @@ preserved names, both forwards timed as :mod:`.latency` times every step.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from ..plumbing import PlanError
-from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, Timing, time_forward
+from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, time_pair
 from .measure_values import Measurement
 
 __all__ = ["final_figure"]
 
 
-def _timed(module: Any, inputs: Sequence[Any], threads: int, budget: float) -> Timing:
+def _caller(module: Any, inputs: Sequence[Any]) -> Callable[[], Any]:
     cmod = module._c
     fn = torch._C._create_function_from_graph(
         "freezeview_timed", cmod._get_method("forward").graph.copy()
     )
-    return time_forward(lambda: fn(cmod, *inputs), threads=threads, budget=budget)
+    return lambda: fn(cmod, *inputs)
 
 
 def final_figure(
@@ -66,8 +66,11 @@ def final_figure(
         raise PlanError(
             f"latency not measured: torch could not freeze the model ({first})."
         ) from exc
-    unfrozen = _timed(module, inputs, threads, budget).latency
-    after = _timed(frozen, inputs, threads, budget).latency
+    # Blocks alternating between the two: a busy machine slows both alike.
+    first, second = time_pair(
+        _caller(module, inputs), _caller(frozen, inputs), threads=threads, budget=2 * budget
+    )
+    unfrozen, after = first.latency, second.latency
     title = "torch.jit.freeze" + (" + optimize_for_inference" if optimize_for_inference else "")
     return Measurement(
         threads=threads,

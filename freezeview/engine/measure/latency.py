@@ -30,7 +30,14 @@ import torch
 
 from .measure_values import Latency
 
-__all__ = ["DEFAULT_BUDGET", "DEFAULT_THREADS", "Timing", "fixed_threads", "time_forward"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_THREADS",
+    "Timing",
+    "fixed_threads",
+    "time_forward",
+    "time_pair",
+]
 
 #: Seconds spent timing one forward (``--time-budget``), warm-up not included.
 DEFAULT_BUDGET = 0.25
@@ -95,6 +102,74 @@ def _spread(values: list[float]) -> float:
     return statistics.median(abs(v - middle) for v in values)
 
 
+class _Runner:
+    """One forward, run in timed blocks; counts every call and the time inside them."""
+
+    def __init__(self, call: Callable[[], Any], after_call: Callable[[], None] | None) -> None:
+        self.call = call
+        self.after_call = after_call
+        self.calls = 0
+        self.call_seconds = 0.0
+        self.number = 1
+        self.warmup = 0
+        self.per_call: list[float] = []
+        self.timed = 0.0
+
+    def block(self, number: int) -> float:
+        call = self.call
+        t0 = time.perf_counter()
+        for _ in range(number):
+            call()
+        spent = time.perf_counter() - t0
+        self.calls += number
+        self.call_seconds += spent
+        if self.after_call is not None:
+            self.after_call()
+        return spent
+
+    def prepare(self) -> None:
+        """Warm up, then size a block so that it is long against the clock."""
+        for _ in range(_warmup_calls()):
+            self.block(1)
+        spent = self.block(self.number)
+        while spent < _MIN_BLOCK_SECONDS and self.number < _MAX_BLOCK_CALLS:
+            self.number *= 10
+            spent = self.block(self.number)
+        self.warmup = self.calls
+
+    def timed_block(self) -> None:
+        spent = self.block(self.number)
+        self.per_call.append(spent / self.number)
+        self.timed += spent
+
+    def stable(self, min_time: float) -> bool:
+        values = self.per_call
+        if len(values) < _MIN_BLOCKS or self.timed < min_time:
+            return False
+        return _spread(values) <= _STABLE_SPREAD * statistics.median(values)
+
+    def timing(self, threads: int, started: float) -> Timing:
+        values = self.per_call
+        latency = Latency(
+            median=statistics.median(values) * 1000,
+            min=min(values) * 1000,
+            max=max(values) * 1000,
+            spread=_spread(values) * 1000,
+            runs=len(values) * self.number,
+            threads=threads,
+            warmup=self.warmup,
+        )
+        return Timing(latency, self.calls, self.call_seconds, time.perf_counter() - started)
+
+
+def _enough(blocks: int, timed: float, budget: float) -> bool:
+    """At the budget: five blocks at least (a spread from three is no spread), unless one
+    forward is so long that five would take twice the budget."""
+    if timed < budget:
+        return False
+    return blocks >= _MIN_BLOCKS or (blocks >= 3 and timed >= 2 * budget)
+
+
 def time_forward(
     call: Callable[[], Any],
     *,
@@ -116,55 +191,54 @@ def time_forward(
         A :class:`Timing`: the statistics and what the measurement cost.
     """
     started = time.perf_counter()
-    calls = 0
-    call_seconds = 0.0
-    clock = time.perf_counter
-
-    def block(number: int) -> float:
-        nonlocal calls, call_seconds
-        t0 = clock()
-        for _ in range(number):
-            call()
-        spent = clock() - t0
-        calls += number
-        call_seconds += spent
-        if after_call is not None:
-            after_call()
-        return spent
-
+    runner = _Runner(call, after_call)
     with fixed_threads(threads):
-        warmup = _warmup_calls()
-        for _ in range(warmup):
-            block(1)
-        # Block sizing: calls per block so that a block is long against the clock.
-        number = 1
-        spent = block(number)
-        while spent < _MIN_BLOCK_SECONDS and number < _MAX_BLOCK_CALLS:
-            number *= 10
-            spent = block(number)
-        warmup = calls
-        per_call: list[float] = []
-        timed = 0.0
-        min_time = budget / 5
+        runner.prepare()
         while True:
-            spent = block(number)
-            per_call.append(spent / number)
-            timed += spent
-            # At the budget: five blocks at least (a spread from three is no spread),
-            # unless one forward is so long that five would take twice the budget.
-            enough = len(per_call) >= _MIN_BLOCKS or (len(per_call) >= 3 and timed >= 2 * budget)
-            if timed >= budget and enough:
+            runner.timed_block()
+            if _enough(len(runner.per_call), runner.timed, budget):
                 break
-            stable = len(per_call) >= _MIN_BLOCKS and timed >= min_time
-            if stable and _spread(per_call) <= _STABLE_SPREAD * statistics.median(per_call):
+            if runner.stable(budget / 5):
                 break
-    latency = Latency(
-        median=statistics.median(per_call) * 1000,
-        min=min(per_call) * 1000,
-        max=max(per_call) * 1000,
-        spread=_spread(per_call) * 1000,
-        runs=len(per_call) * number,
-        threads=threads,
-        warmup=warmup,
-    )
-    return Timing(latency, calls, call_seconds, time.perf_counter() - started)
+    return runner.timing(threads, started)
+
+
+def time_pair(
+    first: Callable[[], Any],
+    second: Callable[[], Any],
+    *,
+    threads: int = DEFAULT_THREADS,
+    budget: float = DEFAULT_BUDGET,
+    after_call: Callable[[], None] | None = None,
+) -> tuple[Timing, Timing]:
+    """Time two forwards in alternating blocks, for a ratio another process cannot skew.
+
+    Timed one after the other, two forwards see whatever else the machine did at each
+    moment; alternating their blocks (first, second, first, ...) shares that out between
+    them, so their ratio holds on a busy machine. The final verdict's ratio (frozen
+    against unfrozen) is measured so.
+
+    Args:
+        first, second: each runs one forward.
+        threads: torch's intra-op threads while timing (restored afterwards).
+        budget: seconds of timed blocks for the two together.
+        after_call: run after every block outside the timed region.
+
+    Returns:
+        The two :class:`Timing` values; each one's ``seconds`` is the whole pair's.
+    """
+    started = time.perf_counter()
+    runners = (_Runner(first, after_call), _Runner(second, after_call))
+    with fixed_threads(threads):
+        for runner in runners:
+            runner.prepare()
+        while True:
+            for runner in runners:
+                runner.timed_block()
+            blocks = len(runners[0].per_call)
+            timed = runners[0].timed + runners[1].timed
+            if _enough(blocks, timed, budget):
+                break
+            if all(r.stable(budget / 10) for r in runners):
+                break
+    return runners[0].timing(threads, started), runners[1].timing(threads, started)

@@ -208,6 +208,9 @@ class Measurement:
         notes: step index -> why it was not timed.
         sizes: the result's sizes (None until the run finished).
         portability: the result's portability (None until the run finished).
+        pair: the unfrozen and the final forward timed again in alternating blocks
+            once the run finished (:func:`.latency.time_pair`): the verdict's figures,
+            which a busy machine cannot skew the way it skews two timings minutes apart.
     """
 
     threads: int
@@ -220,10 +223,24 @@ class Measurement:
     notes: Mapping[int, str] = field(default_factory=dict)
     sizes: Sizes | None = None
     portability: Portability | None = None
+    pair: tuple[Latency, Latency] | None = None
+
+    @property
+    def baseline(self) -> Latency | None:
+        """The unfrozen latency the verdict compares with (the paired one when timed)."""
+        return self.pair[0] if self.pair is not None else self.unfrozen
 
     @property
     def frozen(self) -> Latency | None:
-        """The final graph's latency (the last timed step after torch's clean-up)."""
+        """The final graph's latency: paired with the unfrozen one when timed so, else
+        the last timed step after torch's clean-up."""
+        if self.pair is not None:
+            return self.pair[1]
+        return self.last_step
+
+    @property
+    def last_step(self) -> Latency | None:
+        """The last timed step after torch's clean-up (the final graph, timed in its turn)."""
         for index in sorted(self.steps, reverse=True):
             if self.names.get(index) not in ("inline", "fold_attributes"):
                 return self.steps[index]
@@ -232,9 +249,9 @@ class Measurement:
     @property
     def overall(self) -> Change | None:
         """The frozen module against the unfrozen one."""
-        if self.unfrozen is None or self.frozen is None:
+        if self.baseline is None or self.frozen is None:
             return None
-        return compare_latency(self.unfrozen, self.frozen)
+        return compare_latency(self.baseline, self.frozen)
 
     def step_change(self, index: int) -> Change | None:
         """Step ``index`` against the unfrozen module (None if either was not timed)."""
@@ -264,12 +281,13 @@ class Measurement:
 
     def latency_json(self) -> dict[str, Any] | None:
         """freeze --json's result ``latency_ms`` object (None: nothing was timed)."""
-        if self.unfrozen is None:
+        baseline = self.baseline
+        if baseline is None:
             return None
         frozen = self.frozen
         overall = self.overall
         return {
-            "unfrozen": self.unfrozen.to_json(),
+            "unfrozen": baseline.to_json(),
             "frozen": frozen.to_json() if frozen is not None else None,
             "ratio": round(overall.ratio, 6) if overall is not None else None,
             "threads": self.threads,
@@ -286,7 +304,7 @@ def verdict_text(measurement: Measurement) -> str:
     1 thread); made by: clean-up -41%``.
     """
     overall = measurement.overall
-    unfrozen, frozen = measurement.unfrozen, measurement.frozen
+    unfrozen, frozen = measurement.baseline, measurement.frozen
     if overall is None or unfrozen is None or frozen is None:
         return "latency not measured: give sample inputs (--inputs or --input-shape)"
     threads = f"{measurement.threads} thread{'s' if measurement.threads != 1 else ''}"

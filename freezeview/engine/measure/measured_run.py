@@ -28,7 +28,7 @@ from .constants import (
     duplicate_bytes,
     kept_attribute_bytes,
 )
-from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, Timing, time_forward
+from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, Timing, time_forward, time_pair
 from .measure_values import Latency, Measurement, Sizes
 from .portability import portability, roundtrip
 
@@ -77,6 +77,7 @@ class MeasuredRun:
         self._backend_step: str | None = None
         self._final_outputs: Any = None
         self._final_call: Callable[[], Any] | None = None
+        self._unfrozen_call: Callable[[], Any] | None = None
         self._result: Measurement | None = None
 
     @property
@@ -191,6 +192,7 @@ class MeasuredRun:
             return
         self.timings.append(timing)
         self._unfrozen = timing.latency
+        self._unfrozen_call = call
 
     # --- the result -------------------------------------------------------------------
 
@@ -215,6 +217,7 @@ class MeasuredRun:
         """
         base = self.measurement
         module = self.pipe.frozen_module
+        pair = self._pair() if module is not None else None
         sizes = None
         port = None
         if module is not None:
@@ -249,8 +252,33 @@ class MeasuredRun:
             notes=base.notes,
             sizes=sizes,
             portability=port,
+            pair=pair,
         )
         return self._result
+
+    def _pair(self) -> tuple[Latency, Latency] | None:
+        """The verdict's figures: the unfrozen and the final forward, blocks alternating.
+
+        Each step was timed in its turn, seconds apart; the machine may have been busier
+        for one than the other. The final ratio is what users act on, so the two ends
+        are timed once more side by side (a budget each).
+        """
+        first, second = self._unfrozen_call, self._final_call
+        if not self.timing or first is None or second is None:
+            return None
+        try:
+            a, b = time_pair(
+                first,
+                second,
+                threads=self.threads,
+                budget=2 * self.budget,
+                after_call=self.pipe.restore_state,
+            )
+        except Exception:
+            self.pipe.restore_state()
+            return None
+        self.timings += [a, b]
+        return a.latency, b.latency
 
     def _roundtrip(
         self, module: Any, graph: torch._C.Graph, inputs: Any, output_file: str | Path | None
