@@ -200,9 +200,7 @@ async def test_corpus_model_graph(case: str, tmp_path: Path) -> None:
             assert box.lines[0] in canvas_text(view)
 
 
-async def test_pictures_only_where_the_terminal_shows_them(
-    small_pt: Path, tmp_path: Path
-) -> None:
+async def test_pictures_only_where_the_terminal_shows_them(small_pt: Path, tmp_path: Path) -> None:
     """No protocol (tmux, xterm, tests): i says so and the characters stay; with one,
     i shows Graphviz's PNG of the same view in a textual-image widget."""
     pytest.importorskip("textual_image")
