@@ -197,6 +197,12 @@ class Session:
         from ..engine.freeze.pipeline import Pipeline
         from ..engine.measure import MeasuredRun
 
+        if self._layouts is not None:
+            # The last run's graph-view layouts hold its snapshots and are never shown
+            # again: a re-run starts with none (memory stays put across re-runs).
+            from .graph_layouts import StepLayouts
+
+            self._layouts = StepLayouts(self._layouts.modules)
         pipeline = Pipeline(self.load(), _plan(preserved, passes), inputs=self.sample_inputs())
         # With sample inputs each changed step's forward is timed (the latency column).
         measured = MeasuredRun(pipeline, threads=self.threads, budget=self.time_budget)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from freezeview.engine.diff import diff as diff_module
+from freezeview.engine.draw import view_prepared
 
 from .conftest import wait_ready
 from .test_app import SIZE, app_for
@@ -41,10 +42,14 @@ async def test_reruns_free_the_earlier_runs(small_pt: Path, tmp_path: Path) -> N
             await wait_ready(pilot)
         await pilot.pause(0.2)
         current = {id(step.snapshot) for step in screen.steps}
-        # The engine's diff caches keep the last few dozen snapshots they diffed, by
-        # design (bounded): this test is about what the app holds.
+        # The engine's diff and drawing caches keep the last few dozen snapshots they
+        # saw, by design (bounded): this test is about what the app holds.
         diff_module._side_cache.clear()
         diff_module._diff_cache.clear()
+        view_prepared._prepared_cache.clear()
+        # What only garbage cycles hold goes at the next run's start (the app unfreezes
+        # and collects there): here, now. Nothing live may still reach an earlier run.
+        gc.unfreeze()
         gc.collect()
         # Held by ``earlier`` only, or by the app too? (An object nobody else holds,
         # counted the same way, says how many references the counting itself makes.)
