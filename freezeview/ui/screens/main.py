@@ -291,6 +291,10 @@ class MainScreen(Screen[None]):
     def _narrow_tab(self, event: Tabs.TabActivated) -> None:
         if event.tab.id:
             self.narrow_pane = event.tab.id.removeprefix("tab-")
+        if self.graph_shown and self.has_class("-narrow"):
+            # A tab chosen while the graph view fills a narrow screen: that pane instead.
+            self.graph_shown = False
+            self._place_graph()
 
     def key_escape(self) -> None:
         self.ir_pane.close_search()
