@@ -190,6 +190,14 @@ def test_serve_in_chromium_offline(small_pt: Path, tmp_path: Path) -> None:
             review.wait_for_load_state()
             assert "/download/" in review.url
             assert "freezeview" in review.title()  # the review page, delivered
+            page.bring_to_front()
+            page.mouse.click(800, 500)
+            with context.expect_page(timeout=90_000) as opened:
+                page.keyboard.press("g")  # the step's SVG, handed over too
+            picture = opened.value
+            picture.wait_for_load_state()
+            assert "/download/" in picture.url
+            assert picture.locator("svg").count() >= 1
             browser.close()
         assert blocked == []  # nothing was asked of any other host
         assert (out / "export" / "index.html").is_file()
