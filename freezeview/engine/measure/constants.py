@@ -77,15 +77,17 @@ def constant_bytes(graphs: Iterable[torch._C.Graph]) -> int:
 def duplicate_bytes(tensors: Iterable[torch.Tensor]) -> int:
     """Bytes of tensors that hold the same values as an earlier tensor of the list.
 
-    Tensors are grouped by dtype, shape and device first; only tensors of one group are
-    compared value by value (``torch.equal``).
+    Tensors are grouped by dtype, shape, device and a sample of their values (64 evenly
+    spaced elements) first; only tensors of one group are compared value by value
+    (``torch.equal``): a ResNet-50 has dozens of weights of one shape, and comparing each
+    pair in full would cost more than freezing it.
     """
     groups: dict[tuple[Any, ...], list[torch.Tensor]] = defaultdict(list)
     for tensor in tensors:
         dense = tensor.to_dense() if tensor.is_mkldnn else tensor
         if dense.layout != torch.strided:
             continue  # sparse constants: their storage is not their values
-        groups[(dense.dtype, tuple(dense.shape), str(dense.device))].append(dense)
+        groups[(dense.dtype, tuple(dense.shape), str(dense.device), _sample(dense))].append(dense)
     total = 0
     for members in groups.values():
         if len(members) < 2:
@@ -97,6 +99,17 @@ def duplicate_bytes(tensors: Iterable[torch.Tensor]) -> int:
             else:
                 distinct.append(tensor)
     return total
+
+
+def _sample(tensor: torch.Tensor) -> bytes:
+    """The bytes of 64 evenly spaced elements (all of a small tensor)."""
+    flat = tensor.detach().reshape(-1)
+    if flat.numel() > 64:
+        flat = flat[:: flat.numel() // 64][:64]
+    try:
+        return bytes(flat.contiguous().cpu().view(torch.uint8).numpy().tobytes())
+    except (RuntimeError, TypeError):
+        return repr(flat.tolist()).encode()
 
 
 def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
