@@ -45,8 +45,12 @@ def test_graph_view_in_tmux(tmp_path: Path) -> None:
         model = save_small(tmp_path / "example.pt")
     session = f"fv-graph-{os.getpid()}"
     done = tmp_path / "exit-code"
-    command = f"cd {tmp_path} && {SCRIPT} {model.name} -o out; echo $? > {done}"
+    # The app starts once the window's size is fixed: a window without clients is given
+    # tmux's default 80x24 whenever another session of the same server comes or goes.
+    command = f"sleep 0.5; cd {tmp_path} && {SCRIPT} {model.name} -o out; echo $? > {done}"
     _tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "48", command)
+    _tmux("set-option", "-w", "-t", session, "window-size", "manual")
+    _tmux("resize-window", "-t", session, "-x", "160", "-y", "48")
     try:
         _wait_for(session, lambda s: "final graph" in s)
         _tmux("send-keys", "-t", session, "v")
@@ -69,7 +73,9 @@ def test_graph_view_in_tmux(tmp_path: Path) -> None:
         _tmux("send-keys", "-t", session, "n")
         _wait_for(session, lambda s: "diff · step 2/" in s and "boxes" in s, timeout=30)
         # / finds a box: the inspector shows its node.
-        _tmux("send-keys", "-t", session, "/", "conv2d", "Enter", "Escape")
+        _tmux("send-keys", "-t", session, "/")
+        _wait_for(session, lambda s: "find a box" in s, timeout=10)  # typed text goes there
+        _tmux("send-keys", "-t", session, "conv2d", "Enter", "Escape")
         _wait_for(session, lambda s: "aten::conv2d" in s, timeout=10)
         _tmux("send-keys", "-t", session, "v")
         _wait_for(session, lambda s: "graph · step" not in s, timeout=10)
