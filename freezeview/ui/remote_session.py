@@ -63,8 +63,11 @@ _ERRORS: dict[str, type[FreezeviewError]] = {
 # How long a closing engine gets to leave by itself before it is killed: torch may hold
 # the GIL so the engine cannot even read the request, and ``q`` must quit at once.
 _CLOSE_GRACE = 0.05
-# Snapshots of this many recent runs stay addressable by key (for ``g`` on a step).
-_KEPT_RUNS = 2
+# Snapshots of this many recent runs stay addressable by key (for ``g`` on a step): the
+# current run's only. A re-run replaces every step the screen shows, and keeping the
+# last run too held two runs' graphs in both processes through every re-run (a step of
+# an older run still renders: its graph is sent whole).
+_KEPT_RUNS = 1
 
 
 class EngineError(FreezeviewError):
@@ -318,7 +321,8 @@ class RemoteSession:
         rid, call = self._request("run_steps", list(preserved), list(passes))
         self.final_code = None
         generation = call.generation
-        for run in sorted(self._keys)[:-_KEPT_RUNS]:
+        # The new run is added next: keep _KEPT_RUNS - 1 of the earlier ones.
+        for run in sorted(self._keys)[: max(0, len(self._keys) - _KEPT_RUNS + 1)]:
             del self._keys[run]
         keys = self._keys.setdefault(rid, {})
         by_key: dict[int, GraphSnapshot] = {}
@@ -551,7 +555,8 @@ class _Engine:
 
     def call_run_steps(self, rid: int, preserved: list[str], passes: list[str]) -> Any:
         cancel = self.cancels.setdefault(rid, threading.Event())
-        for run in sorted(self.snapshots)[:-_KEPT_RUNS]:
+        # The new run is added next: keep _KEPT_RUNS - 1 of the earlier ones.
+        for run in sorted(self.snapshots)[: max(0, len(self.snapshots) - _KEPT_RUNS + 1)]:
             del self.snapshots[run]
         kept = self.snapshots.setdefault(rid, {})
         keys: dict[int, int] = {}

@@ -194,12 +194,17 @@ class Session:
         progress: Callable[[Any], None] | None = None,
     ) -> Iterator[StepView]:
         """Freeze with the given plan one step at a time (a blocking generator)."""
+        from ..engine.diff.diff import forget_recent
+        from ..engine.draw.view_prepared import forget_prepared
         from ..engine.freeze.pipeline import Pipeline
         from ..engine.measure import MeasuredRun
 
+        # The last run's snapshots are never shown again: what the engine kept of them
+        # for reuse (graph-view layouts, prepared pictures, recent diffs) goes now, so
+        # memory stays put across re-runs.
+        forget_recent()
+        forget_prepared()
         if self._layouts is not None:
-            # The last run's graph-view layouts hold its snapshots and are never shown
-            # again: a re-run starts with none (memory stays put across re-runs).
             from .graph_layouts import StepLayouts
 
             self._layouts = StepLayouts(self._layouts.modules)

@@ -49,3 +49,40 @@ def test_a_cancelled_run_releases_its_clone_too(small_pt: Path) -> None:
     x = torch.randn(1, 3, 8, 8)
     assert session.module(x).shape == (1, 4)
     assert list(session.run_steps([], passes))
+
+
+def test_a_rerun_drops_what_the_engine_kept_of_the_last_run(small_pt: Path) -> None:
+    """The engine keeps recent diffs and prepared pictures for reuse; none of the last
+    run's graphs is asked for again once a re-run replaces every step."""
+    from freezeview.engine.diff import diff as diff_module
+    from freezeview.engine.draw import view_prepared
+
+    session = Session(path=small_pt)
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    first = {id(s.snapshot) for s in session.run_steps([], passes)}
+    held = {id(entry[0]) for entry in diff_module._side_cache.values()}
+    held |= {id(entry[0]) for entry in view_prepared._prepared_cache.values()}
+    assert held & first  # the run's steps diffed its graphs
+    second = list(session.run_steps([], passes))
+    assert second
+    held = {id(entry[0]) for entry in diff_module._side_cache.values()}
+    held |= {id(entry[0]) for entry in diff_module._diff_cache.values()}
+    held |= {id(entry[0]) for entry in view_prepared._prepared_cache.values()}
+    assert not held & first
+
+
+def test_the_engine_process_keeps_one_runs_graphs(small_pt: Path) -> None:
+    """Both sides of the engine process address the current run's graphs by key, and
+    only those: keeping the run before too held two runs' graphs through every re-run."""
+    from freezeview.ui.remote_session import RemoteSession
+
+    session = RemoteSession(small_pt)
+    try:
+        opened = session.open()
+        passes = [p.id for p in opened.passes if p.default]
+        for _ in range(3):
+            assert list(session.run_steps([], passes))
+        assert len(session._keys) == 1
+    finally:
+        session.close()

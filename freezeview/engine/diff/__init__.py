@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .diff import adopt_diff, diff_snapshots, index_nodes
+    from .diff import adopt_diff, diff_snapshots, forget_recent, index_nodes
     from .diff_values import DiffFacts, GraphDiff, NodeInfo, diff_facts, notable_kind_changes
     from .text_diff import unified_ir_diff
 
@@ -21,6 +21,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         "adopt_diff": "diff",
         "diff_snapshots": "diff",
+        "forget_recent": "diff",
         "index_nodes": "diff",
         "DiffFacts": "diff_values",
         "GraphDiff": "diff_values",
@@ -38,6 +39,7 @@ __all__ = [
     "adopt_diff",
     "diff_facts",
     "diff_snapshots",
+    "forget_recent",
     "index_nodes",
     "notable_kind_changes",
     "unified_ir_diff",

@@ -18,7 +18,7 @@ from ..graph import GraphSnapshot
 from ..plumbing import renewed_in_children
 from .diff_match import DiffSide, graph_diff, match_snapshots
 from .diff_values import DiffFacts, GraphDiff, NodeInfo, diff_facts
-from .text_diff import line_opcodes, unified_ir_diff, unified_text_diff
+from .text_diff import forget_printouts, line_opcodes, unified_ir_diff, unified_text_diff
 
 __all__ = [
     "DiffFacts",
@@ -27,6 +27,7 @@ __all__ = [
     "adopt_diff",
     "diff_facts",
     "diff_snapshots",
+    "forget_recent",
     "index_nodes",
     "line_opcodes",
     "unified_ir_diff",
@@ -41,6 +42,18 @@ __all__ = [
 _CACHE_SIZE = 16
 _side_cache: OrderedDict[int, tuple[GraphSnapshot, DiffSide]] = OrderedDict()
 _cache_lock = renewed_in_children(threading.Lock())  # the forked helper diffs too
+
+
+def forget_recent() -> None:
+    """Drop the snapshots kept for reuse (prepared sides, recent diffs, printouts).
+
+    For a caller that knows none of them will be asked for again: the app, when a
+    re-run replaces every step (a big model's prepared snapshots hold hundreds of MB).
+    """
+    with _cache_lock:
+        _side_cache.clear()
+        _diff_cache.clear()
+    forget_printouts()
 
 
 def _side_for(snapshot: GraphSnapshot) -> DiffSide:

@@ -26,7 +26,7 @@ try:  # a minimal line diff in C; difflib (pure Python) does the same job more s
 except ImportError:  # pragma: no cover - rapidfuzz is a declared dependency
     _Indel = None  # type: ignore[assignment]
 
-__all__ = ["Opcode", "line_opcodes", "unified_ir_diff", "unified_text_diff"]
+__all__ = ["Opcode", "forget_printouts", "line_opcodes", "unified_ir_diff", "unified_text_diff"]
 
 
 def unified_ir_diff(
@@ -84,6 +84,12 @@ class _Printout:
 _PRINTOUTS: OrderedDict[int, _Printout] = OrderedDict()
 _PRINTOUTS_KEPT = 3
 _PRINTOUTS_LOCK = renewed_in_children(threading.Lock())  # the forked helper diffs too
+
+
+def forget_printouts() -> None:
+    """Drop the printouts kept for the next diffs (see :func:`.diff.forget_recent`)."""
+    with _PRINTOUTS_LOCK:
+        _PRINTOUTS.clear()
 
 
 def _printout(text: str) -> _Printout:

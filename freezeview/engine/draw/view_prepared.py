@@ -20,7 +20,7 @@ from ..graph import GraphSnapshot
 from .view_folding import Folder
 from .view_scopes import scope_depth, scopes_by_producer
 
-__all__ = ["drawn_scope_counts", "drawn_scopes", "levels"]
+__all__ = ["drawn_scope_counts", "drawn_scopes", "forget_prepared", "levels"]
 
 
 @dataclass(slots=True)
@@ -234,6 +234,13 @@ _prepared_cache: OrderedDict[
     tuple[int, str, frozenset[str] | None], tuple[GraphSnapshot, PreparedSide]
 ] = OrderedDict()
 _prepared_lock = threading.Lock()
+
+
+def forget_prepared() -> None:
+    """Drop the prepared snapshots kept for reuse (the app, when a re-run replaces every
+    step: a big model's prepared snapshots hold hundreds of MB)."""
+    with _prepared_lock:
+        _prepared_cache.clear()
 
 
 def prepare_view(
