@@ -242,3 +242,37 @@ async def test_detect_graphics_asks_no_terminal_in_tmux_or_pipes(
     assert detect_graphics() is None
     monkeypatch.delenv("FREEZEVIEW_GRAPHICS")
     assert detect_graphics() is None  # pytest's standard streams are not a terminal
+
+
+async def test_zoom_to_a_kept_level_lays_no_pane_out_again(small_pt: Path, tmp_path: Path) -> None:
+    """Zooming back to a level already drawn changes the canvas's scroll range and its
+    rows only: the screen is not laid out again and no widget is mounted (a layout of
+    the whole screen cost 0.1-0.2 s a zoom with a big model's IR beside the graph)."""
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=(30, 12)) as pilot:  # every level overflows the pane
+        await wait_ready(pilot)
+        await pilot.press("v")
+        view = await wait_graph(pilot)
+        await pilot.press("minus")
+        view = await wait_graph(pilot)
+        coarse = view.drawn.layout  # type: ignore[union-attr]
+        await pilot.press("plus")
+        view = await wait_graph(pilot)
+        assert view.drawn.layout is not coarse  # type: ignore[union-attr]
+        screen = app.main_screen
+        layouts: list[object] = []
+        reflow = screen._refresh_layout
+
+        def counted(*args: object, **kwargs: object) -> None:
+            layouts.append(args)
+            reflow(*args, **kwargs)  # type: ignore[arg-type]
+
+        screen._refresh_layout = counted  # type: ignore[method-assign]
+        widgets = len(list(screen.walk_children()))
+        await pilot.press("minus")  # back to the coarser level: kept, no dot
+        assert view.drawn.layout is coarse  # type: ignore[union-attr]
+        await pilot.pause(0.1)
+        assert view.canvas_view.virtual_size == (coarse.width, coarse.height)
+        assert window_text(view).strip()  # its rows are drawn
+        assert layouts == []
+        assert len(list(screen.walk_children())) == widgets

@@ -92,10 +92,14 @@ class GraphCanvasView(ScrollView, can_focus=True):
         self.message = message
         self.selected = None
         self.matches = frozenset()
-        if canvas is None:
-            self.virtual_size = Size(0, 0)
-        else:
-            self.virtual_size = Size(canvas.width, canvas.height)
+        size = Size(0, 0) if canvas is None else Size(canvas.width, canvas.height)
+        # virtual_size is a layout reactive: assigning it makes Textual lay the whole
+        # screen out again (every pane; 0.1-0.2 s with a big model's IR on screen) though
+        # the canvas keeps the pane's size and only its scroll range changes. So it is
+        # set quietly and the scrollbars follow; they reflow the screen only when one
+        # of them appears or goes.
+        self.set_reactive(GraphCanvasView.virtual_size, size)
+        self._scroll_update(size)
         self.refresh()
 
     def select(self, box: BoxLayout | None, *, centre: bool = True) -> None:
