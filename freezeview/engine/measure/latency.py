@@ -47,6 +47,10 @@ DEFAULT_THREADS = 1
 # A block lasts at least this long, so perf_counter's own cost (~100 ns) stays far below
 # 1% of what is timed (adaptive_autorange sizes its blocks the same way).
 _MIN_BLOCK_SECONDS = 2e-4
+# Blocks of two alternating forwards last at least this long: the first calls after the
+# other forward's block run on its caches (and, after MKLDNN ops, oneDNN's), and must
+# not weigh in the median.
+_PAIR_BLOCK_SECONDS = 0.02
 # The median is stable when the blocks' spread (MAD) is within this fraction of it.
 _STABLE_SPREAD = 0.02
 _MIN_BLOCKS = 5
@@ -127,13 +131,16 @@ class _Runner:
             self.after_call()
         return spent
 
-    def prepare(self) -> None:
-        """Warm up, then size a block so that it is long against the clock."""
+    def prepare(self, min_block: float = _MIN_BLOCK_SECONDS) -> None:
+        """Warm up, then size a block so that it lasts ``min_block`` seconds at least."""
         for _ in range(_warmup_calls()):
             self.block(1)
         spent = self.block(self.number)
-        while spent < _MIN_BLOCK_SECONDS and self.number < _MAX_BLOCK_CALLS:
-            self.number *= 10
+        while spent < min_block and self.number < _MAX_BLOCK_CALLS:
+            self.number = min(
+                _MAX_BLOCK_CALLS,
+                max(self.number * 2, int(self.number * min_block / max(spent, 1e-9)) + 1),
+            )
             spent = self.block(self.number)
         self.warmup = self.calls
 
@@ -231,7 +238,7 @@ def time_pair(
     runners = (_Runner(first, after_call), _Runner(second, after_call))
     with fixed_threads(threads):
         for runner in runners:
-            runner.prepare()
+            runner.prepare(_PAIR_BLOCK_SECONDS)
         while True:
             for runner in runners:
                 runner.timed_block()
