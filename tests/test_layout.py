@@ -10,7 +10,9 @@ time falls back to a coarser level, then to a sentence.
 from __future__ import annotations
 
 import shutil
+import stat
 from itertools import combinations, pairwise
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,7 +21,7 @@ from render_models import ConvBnRelu, Stacked, scripted
 from freezeview.engine.diff.diff import diff_snapshots
 from freezeview.engine.draw.box_ceiling import Overruns
 from freezeview.engine.draw.collapse import build_view
-from freezeview.engine.draw.layout import layout_graph
+from freezeview.engine.draw.layout import layout_dot, layout_graph
 from freezeview.engine.draw.layout_values import GraphLayout
 from freezeview.engine.draw.render_plan import RenderOptions
 from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
@@ -122,6 +124,40 @@ def test_overrun_falls_back_then_says_so() -> None:
     layout = layout_graph(snap, level=None, options=options)
     assert layout.boxes and layout.level is not None
     assert any("ceiling" in note for note in layout.notes)
+
+
+def _failing_dot(folder: Path, above: int) -> Path:
+    """A stand-in ``dot`` failing as Graphviz's layout bugs do ("trouble in init_rank")
+    on DOT text longer than ``above`` bytes, and running the real one on the rest."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "dot"
+    script.write_text(
+        "#!/bin/sh\n"
+        'tmp="$(mktemp)"; cat > "$tmp"\n'
+        f'if [ "$(wc -c < "$tmp")" -gt {above} ]; then\n'
+        '  echo "Error: trouble in init_rank" >&2; rm -f "$tmp"; exit 1\n'
+        "fi\n"
+        f'"{shutil.which("dot")}" "$@" < "$tmp"; status=$?; rm -f "$tmp"; exit $status\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+def test_a_level_dot_fails_on_falls_back_then_says_so(tmp_path: Path) -> None:
+    """dot failing on a picture (a layout bug, not a timeout) gives the next coarser
+    level with a note; failing on every level, an empty layout and one sentence."""
+    snap = inlined(scripted(Stacked()))
+    every_op, _ = layout_dot(build_view(snap, level=None, edge_labels=False))
+    dot = _failing_dot(tmp_path / "bin", above=len(every_op) - 1)
+    layout = layout_graph(snap, level=None, options=RenderOptions(dot_command=str(dot)))
+    assert layout.boxes and layout.level is not None
+    assert [n for n in layout.notes if "Graphviz failed" in n and "init_rank" in n]
+    check_readable(layout)
+    always = _failing_dot(tmp_path / "always", above=0)
+    layout = layout_graph(snap, level=None, options=RenderOptions(dot_command=str(always)))
+    assert not layout.boxes
+    assert len(layout.notes) >= 2 and "nothing to draw" in layout.notes[-1]
+    assert "init_rank" in layout.notes[-1] and "timeout" not in layout.notes[-1]
 
 
 @pytest.mark.slow

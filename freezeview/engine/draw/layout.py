@@ -11,9 +11,10 @@ between them (``nodesep``/``ranksep`` are two cells, so rounding cannot make two
 touch), and each edge becomes a 4-connected path of cells that starts on its tail box's
 frame and ends on its head box's frame.
 
-A picture ``dot`` cannot lay out within the timeout falls back as the SVGs do
-(``render_plan.coarser_level``: the next level with markedly fewer boxes), and when even
-the coarsest overruns the layout is empty and its note says so in one sentence.
+A picture ``dot`` cannot lay out within the timeout, or fails on (Graphviz's layout bugs
+hit some graphs and not others), falls back as the SVGs do (``render_plan.coarser_level``:
+the next level with markedly fewer boxes), and when even the coarsest overruns or fails
+the layout is empty and its note says so in one sentence.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ..graph import GraphSnapshot
 from .collapse import build_view
 from .collapse_values import ViewGraph, ViewNode
 from .layout_values import BoxLayout, ClusterLayout, EdgeLayout, GraphLayout
-from .render import DotTimeoutError, run_dot
+from .render import DotFailedError, DotTimeoutError, run_dot
 from .render_dot import DotWriter
 from .render_plan import (
     RenderOptions,
@@ -421,11 +422,10 @@ def layout_graph(
 
     Returns:
         A :class:`GraphLayout`; empty, with a note, when dot could not lay out even
-        the coarsest level within the timeout.
+        the coarsest level within the timeout, or failed on it.
 
     Raises:
         GraphvizMissingError: ``dot`` is not installed.
-        OutputError: ``dot`` failed.
     """
     options = options or RenderOptions(budget=TERMINAL_BUDGET)
     start = time.perf_counter()
@@ -450,6 +450,7 @@ def layout_graph(
     dot_time = 0.0
     current = chosen
     memo = options.overruns
+    failed: DotFailedError | None = None
     while True:
         boxes = count_at_level(scopes, current, options.expand)
         nxt = coarser_level(current, list(candidates), scopes, options.expand)
@@ -468,6 +469,10 @@ def layout_graph(
             except DotTimeoutError:
                 if memo is not None:
                     memo.overran(boxes)
+            except DotFailedError as exc:
+                # A layout bug of Graphviz on this graph, not its size (nothing to
+                # remember for other pictures): another level is another graph.
+                failed = exc
             else:
                 dot_time += time.perf_counter() - t0
                 t0 = time.perf_counter()
@@ -493,15 +498,19 @@ def layout_graph(
                     by_ghost=by_ghost,
                 )
             dot_time += time.perf_counter() - t0
-        why = (
-            f"{boxes:,} boxes are above the {options.ceiling:,}-box ceiling"
-            if too_big
-            else f"Graphviz did not finish within {options.timeout:g} s ({boxes:,} boxes)"
-        )
+        if too_big:
+            why = f"{boxes:,} boxes are above the {options.ceiling:,}-box ceiling"
+        elif failed is not None:
+            why = f"Graphviz failed ({failed.dot_error or 'no output'})"
+        else:
+            why = f"Graphviz did not finish within {options.timeout:g} s ({boxes:,} boxes)"
+        # g's SVGs wait longer than the view, which helps a slow picture, not a failing one.
+        after = "." if failed is not None else "; g writes the SVGs, whose timeout is longer."
+        failed = None
         if nxt is False:
             notes.append(
                 f"{why} even with {level_name(current)}, so the graph view has nothing to "
-                "draw; g writes the SVGs, whose timeout is longer."
+                f"draw{after}"
             )
             return GraphLayout(
                 width=0,
