@@ -7,6 +7,7 @@ inspector and the IR pane, an IR line centring its box, panning and zooming.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -276,3 +277,61 @@ async def test_zoom_to_a_kept_level_lays_no_pane_out_again(small_pt: Path, tmp_p
         assert window_text(view).strip()  # its rows are drawn
         assert layouts == []
         assert len(list(screen.walk_children())) == widgets
+
+
+class _HeldSession(Session):
+    """A session whose graph layouts wait until the test lets them go, and are counted."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path=path)
+        self.asked: list[int] = []
+        self.go = threading.Event()
+
+    def graph_canvas(self, before, after, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.asked.append(id(after))
+        self.go.wait(30)
+        return super().graph_canvas(before, after, *args, **kwargs)
+
+
+async def test_a_step_shown_is_laid_out_at_once_one_at_a_time(
+    small_pt: Path, tmp_path: Path
+) -> None:
+    """With the view hidden, the engine starts a step's layout as soon as the step is
+    shown (no pause first: v pressed at once joins it); stepping on while it runs
+    queues only the latest step, so the steps passed on the way cost nothing."""
+    session = _HeldSession(small_pt)
+    app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", show_timings=False, session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        steps = screen.steps
+        assert len(steps) >= 4
+        start = screen.current_step
+        view = screen.graph_view
+        session.go.set()  # the step shown at the run's end is laid out ahead first
+        for _ in range(200):
+            if not view._warming:
+                break
+            await pilot.pause(0.02)
+        session.go.clear()
+        session.asked.clear()
+        await pilot.press("n")
+        assert view._warming  # started by the key itself, not by a timer
+        for _ in range(50):
+            if session.asked:
+                break
+            await pilot.pause(0.01)
+        assert session.asked == [id(steps[start + 1].snapshot)]
+        await pilot.press("n", "n")
+        await pilot.pause(0.1)
+        assert len(session.asked) == 1  # one in flight; the latest step waits behind it
+        session.go.set()
+        for _ in range(200):
+            if len(session.asked) == 2 and not view._warming:
+                break
+            await pilot.pause(0.02)
+        assert session.asked == [id(steps[start + 1].snapshot), id(steps[start + 3].snapshot)]
+        # v on the step shown: its layout is there already.
+        await pilot.press("v")
+        await pilot.pause()
+        assert view.ready

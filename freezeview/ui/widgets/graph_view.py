@@ -26,7 +26,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.timer import Timer
 from textual.widgets import Input, Label
 from textual.worker import Worker, WorkerState
 
@@ -43,8 +42,6 @@ __all__ = ["GraphView", "box_panel"]
 
 # Drawn graphs kept in the widget (steps x levels x graph/diff): going back is instant.
 _KEPT = 12
-#: Seconds on a step, with the view hidden, before its layout is made ahead.
-WARM_AFTER = 0.4
 
 
 @dataclass
@@ -116,6 +113,9 @@ class GraphView(Vertical, can_focus=True):
             self.key = key
             self.drawn = drawn
 
+    class WarmFinished(Message):
+        """The layout made ahead is done (or failed): the next one may start."""
+
     class PictureReady(Message):
         """The engine drew the view's picture (a PNG) for a terminal that shows pictures."""
 
@@ -144,7 +144,9 @@ class GraphView(Vertical, can_focus=True):
         self._shown: tuple[Any, ...] | None = None
         self._follow: int | None = None  # node id to select once the layout arrives
         self._matches: list[BoxLayout] = []
-        self._warm_timer: Timer | None = None
+        # A layout ahead in flight, and the step's one waiting behind it (warm()).
+        self._warming = False
+        self._warm_next: tuple[Any, ...] | None = None
         # (step, role, node) the screen was last told about (BoxSelected).
         self._said: tuple[Any, ...] | None = None
 
@@ -204,12 +206,18 @@ class GraphView(Vertical, can_focus=True):
         index: int,
         reasons: Mapping[str, str] | None = None,
     ) -> None:
-        """While the view is hidden: once the user has stayed on step ``index`` for a
-        moment, have the engine lay it out, so ``v`` shows it at once."""
-        if self._warm_timer is not None:
-            self._warm_timer.stop()
+        """While the view is hidden: have the engine lay step ``index`` out now, as soon
+        as it is shown, so ``v`` finds it made (or joins it being made).
+
+        One layout ahead is in flight at a time: stepping on while it runs replaces the
+        one waiting behind it, so a run of ``n`` presses costs the engine at most two
+        layouts, never one per step passed.
+        """
         params = (session, run_id, list(steps), index, dict(reasons or self.reasons))
-        self._warm_timer = self.set_timer(WARM_AFTER, lambda: self._start_warm(*params))
+        if self._warming:
+            self._warm_next = params
+            return
+        self._start_warm(*params)
 
     def _start_warm(
         self,
@@ -231,6 +239,7 @@ class GraphView(Vertical, can_focus=True):
         if key in self._kept:
             return
         before = steps[index - 1].snapshot if diff else None
+        self._warming = True
         self._warm_up(key, session, before, steps[index].snapshot, reasons)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="graph-warm", description="warm")
@@ -247,9 +256,18 @@ class GraphView(Vertical, can_focus=True):
         try:
             canvas = session.graph_canvas(before, after, key[3], key[4], reasons)
         except Exception:
-            return
-        layout = canvas.layout
-        self.post_message(self.LayoutReady(key, _Drawn(layout, canvas if layout.boxes else None)))
+            canvas = None
+        if canvas is not None:
+            layout = canvas.layout
+            drawn = _Drawn(layout, canvas if layout.boxes else None)
+            self.post_message(self.LayoutReady(key, drawn))
+        self.post_message(self.WarmFinished())
+
+    def on_graph_view_warm_finished(self, message: GraphView.WarmFinished) -> None:
+        self._warming = False
+        waiting, self._warm_next = self._warm_next, None
+        if waiting is not None:
+            self._start_warm(*waiting)
 
     def centre_node(self, node_id: int) -> bool:
         """Select and centre the box showing IR node ``node_id``; False if none does."""
