@@ -26,7 +26,7 @@ from freezeview.engine.graph import attribute_paths, build_inventory
 from freezeview.engine.reasons.module_objects import ModuleView
 from freezeview.engine.reasons.replay import FreezeReplay
 from freezeview.engine.reasons.torch_freeze import folded_paths, torch_outcome
-from freezeview.engine.reasons.verdicts import fork_bodies
+from freezeview.engine.reasons.torch_paths import fork_bodies
 
 FORK_CASES = ["fork", "fork_shared_type", "fork_distinct_types", "fork_nested"]
 

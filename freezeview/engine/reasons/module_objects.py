@@ -23,6 +23,7 @@ __all__ = [
     "is_object",
     "join_path",
     "materializable",
+    "module_at",
 ]
 
 
@@ -186,3 +187,14 @@ class ModuleView:
 def join_path(prefix: str, name: str) -> str:
     """``prefix.name``, or ``name`` at the root (``prefix`` empty)."""
     return f"{prefix}.{name}" if prefix else name
+
+
+def module_at(view: ModuleView, path: str) -> ModuleObject | None:
+    """The module object at a dotted path of ``view`` (``""`` is the root), or None."""
+    mod = view.root
+    for part in path.split(".") if path else ():
+        child = mod.children.get(part)
+        if child is None:
+            return None
+        mod = child
+    return mod

@@ -32,7 +32,6 @@ import torch
 from ..graph import (
     AttributeInfo,
     Inventory,
-    attribute_paths,
     build_inventory,
     frozen_contents,
     raw_module,
@@ -40,17 +39,12 @@ from ..graph import (
 from ..load import LoadedModel, check_eval, load_model
 from ..plumbing import BadInputError, PlanError, collector_paused
 from .agreement import settle
-from .module_objects import ModuleObject, ModuleView, is_object, join_path
+from .module_objects import ModuleObject, ModuleView, is_object, join_path, module_at
 from .mutation import Writer
 from .refusals import torch_refusal
 from .replay import FreezeReplay, WriteFact
-from .torch_freeze import (
-    ForkBody,
-    TorchOutcome,
-    release_clone,
-    torch_outcome,
-    torch_statuses,
-)
+from .torch_freeze import TorchOutcome, release_clone, torch_outcome
+from .torch_paths import statuses_by_path
 from .verdict_values import (
     REASON_CODES,
     STATUSES,
@@ -141,7 +135,7 @@ class _Verdicts:
         return verdicts
 
     def _module_at(self, path: str) -> ModuleObject | None:
-        return _module_at(self.model, path)
+        return module_at(self.model, path)
 
     def _verdict(self, info: AttributeInfo, owner: ModuleObject, present: bool) -> AttributeVerdict:
         slot = (owner.key, info.name)
@@ -504,7 +498,7 @@ def _explain(
     except RuntimeError as exc:
         raise PlanError(torch_refusal(str(exc), display)) from exc
     verdicts = _Verdicts(prop, inventory).build()
-    statuses = _torch_statuses(outcome, cmod, model_view, prop)
+    statuses = statuses_by_path(outcome, cmod, model_view, prop)
     if own_outcome and outcome.frozen is not None:
         # Read in full: torch would keep its frozen graphs as long as the model lives.
         release_clone(outcome.frozen, cmod)
@@ -554,7 +548,7 @@ def torch_statuses_only(
     known = {info.path for info in inventory.attributes}
     if any(name not in known for name in outcome.folded):
         return None
-    statuses = _torch_statuses(outcome, cmod, view, prop)
+    statuses = statuses_by_path(outcome, cmod, view, prop)
     verdicts = [
         AttributeVerdict(info.path, info.kind, info.type, statuses[info.path], (), info)
         for info in inventory.attributes
@@ -571,52 +565,3 @@ def torch_statuses_only(
         torch_seconds=outcome.seconds,
         torch_log=outcome.log,
     )
-
-
-def _torch_statuses(
-    outcome: TorchOutcome, cmod: torch._C.ScriptModule, view: ModuleView, prop: FreezeReplay
-) -> dict[str, str]:
-    """torch's status per path, a shared submodule's slots named one way."""
-    paths = attribute_paths(cmod)
-    canonical: dict[str, str] = {}
-    for path, is_module in paths.items():
-        if is_module and (mod := _module_at(view, path)) is not None:
-            canonical[path] = mod.paths[0]
-            continue
-        owner_path, _, name = path.rpartition(".")
-        owner = _module_at(view, owner_path)
-        canonical[path] = join_path(owner.paths[0], name) if owner is not None else path
-    return torch_statuses(outcome, paths, canonical, fork_bodies(prop))
-
-
-def fork_bodies(prop: FreezeReplay) -> list[ForkBody]:
-    """The replay's ``torch.jit.fork`` bodies, as reading torch's freezing log needs them."""
-    index = {id(ctx): i for i, ctx in enumerate(c for c in prop.contexts if c.is_fork)}
-    bodies: list[ForkBody] = []
-    for ctx in prop.contexts:
-        if not ctx.is_fork:
-            continue
-        first = ctx.fork_node.inputsAt(0) if ctx.fork_node is not None else None
-        feeder = first.node() if first is not None else None
-        handed = feeder.s("name") if feeder is not None and feeder.kind() == "prim::GetAttr" else ""
-        parent = prop.contexts[ctx.parent_index] if ctx.parent_index >= 0 else None
-        bodies.append(
-            ForkBody(
-                path=ctx.base.paths[0],
-                type_name=ctx.base.type_name.rsplit(".", 1)[-1],
-                attr=handed,
-                module_reads=ctx.module_reads,
-                parent=index.get(id(parent), -1) if parent is not None else -1,
-            )
-        )
-    return bodies
-
-
-def _module_at(view: ModuleView, path: str) -> ModuleObject | None:
-    mod = view.root
-    for part in path.split(".") if path else ():
-        child = mod.children.get(part)
-        if child is None:
-            return None
-        mod = child
-    return mod
