@@ -174,3 +174,36 @@ def test_resnet50_is_readable_at_every_level() -> None:
     diff = diff_snapshots(before, after)
     for level in (1, 2):
         check_readable(layout_graph(after, diff=diff, level=level))
+
+
+def test_a_layout_asked_for_since_supersedes_the_one_being_made(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The engine makes the layout asked for last: one still being made for a step the
+    user has left (laid out ahead) gives way at its next stage and answers None."""
+    import threading
+
+    import freezeview.engine.diff as diff_stage
+    from freezeview.ui.graph_layouts import StepLayouts
+
+    module = scripted(ConvBnRelu())
+    before, after = inlined(module), frozen(module)
+    started, go = threading.Event(), threading.Event()
+    real = diff_stage.index_nodes
+
+    def held(snapshot):  # type: ignore[no-untyped-def]
+        started.set()
+        go.wait(30)
+        return real(snapshot)
+
+    monkeypatch.setattr(diff_stage, "index_nodes", held)
+    layouts = StepLayouts(None)
+    answers: list[object] = []
+    ahead = threading.Thread(target=lambda: answers.append(layouts.canvas(before, after)))
+    ahead.start()
+    assert started.wait(30)
+    wanted = layouts.canvas(None, before)  # the graph alone: no diff, not held
+    assert isinstance(wanted, Canvas) and wanted.layout.boxes
+    go.set()
+    ahead.join(30)
+    assert answers == [None]
+    again = layouts.canvas(before, after)  # asked for again, it is made
+    assert isinstance(again, Canvas) and again.layout.diff

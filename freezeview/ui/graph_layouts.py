@@ -37,6 +37,10 @@ VIEW_TIMEOUT = 4.0
 _KEPT = 24
 
 
+class _Superseded(Exception):
+    """Another layout was asked for while this one was being made."""
+
+
 class StepLayouts:
     """Layouts of a model's steps, kept by what they were made from.
 
@@ -51,6 +55,8 @@ class StepLayouts:
         self._lock = threading.Lock()
         # Layouts being made now (the view shown while the same one is made ahead).
         self._busy: dict[tuple[Any, ...], threading.Event] = {}
+        # The layout asked for last: one asked for before it gives way (_Superseded).
+        self._latest: tuple[Any, ...] | None = None
 
     def canvas(
         self,
@@ -61,9 +67,11 @@ class StepLayouts:
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,
         title: str = "",
-    ) -> Canvas:
+    ) -> Canvas | None:
         """``after`` laid out and drawn (coloured by its diff against ``before`` when
-        given); its ``layout`` says where each box is.
+        given); its ``layout`` says where each box is. None when another layout was
+        asked for before this one was made (the newer call is the one that counts:
+        the view asks again for what it shows).
 
         Args:
             before: the step before, for the diff; None for the graph alone.
@@ -83,6 +91,7 @@ class StepLayouts:
         )
         while True:
             with self._lock:
+                self._latest = key
                 hit = self._kept.get(key)
                 if hit is not None:
                     self._kept.move_to_end(key)
@@ -98,6 +107,8 @@ class StepLayouts:
             # of a 17k-node diff's first frame.
             with collector_paused():
                 return self._make(key, before, after, level, expand, reasons, title)
+        except _Superseded:
+            return None
         finally:
             with self._lock:
                 self._busy.pop(key).set()
@@ -114,9 +125,17 @@ class StepLayouts:
     ) -> Canvas:
         diff = None
         if before is not None:
-            from ..engine.diff.diff import diff_snapshots
+            from ..engine.diff import diff_snapshots, index_nodes
 
+            # The diff's parts, each checked for a newer call between them: a layout
+            # made ahead for a step the user has left gives way at once (it would
+            # share the engine's one core with the layout now wanted).
+            index_nodes(before)
+            self._still_wanted(key)
+            index_nodes(after)
+            self._still_wanted(key)
             diff = diff_snapshots(before, after)
+        self._still_wanted(key)
         options = RenderOptions(
             budget=VIEW_BUDGET,
             expand=tuple(expand),
@@ -133,6 +152,11 @@ class StepLayouts:
             while len(self._kept) > _KEPT:
                 self._kept.popitem(last=False)
         return result
+
+    def _still_wanted(self, key: tuple[Any, ...]) -> None:
+        """Raise :class:`_Superseded` when a call for another layout came since."""
+        if self._latest != key:
+            raise _Superseded
 
     def picture(
         self,

@@ -377,10 +377,11 @@ class RemoteSession:
         level: int | str | None = "auto",
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,
-    ) -> Canvas:
+    ) -> Canvas | None:
         """The step's graph (or its diff against ``before``) laid out and drawn for the
-        graph view: the diff, dot and the drawing run in the engine process."""
-        canvas: Canvas = self._call(
+        graph view: the diff, dot and the drawing run in the engine process (None when
+        another layout was asked for before this one was made)."""
+        canvas: Canvas | None = self._call(
             "graph_canvas",
             self._ref(before),
             self._ref(after),

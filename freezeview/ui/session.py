@@ -274,10 +274,10 @@ class Session:
         level: int | str | None = "auto",
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,
-    ) -> Canvas:
+    ) -> Canvas | None:
         """The step's graph (its diff against ``before`` when given) laid out by dot in
         terminal cells and drawn for the graph view; kept per step, level and opened
-        boxes."""
+        boxes. None when another layout was asked for before this one was made."""
         from ..engine.draw.view_scopes import module_paths
         from .graph_layouts import StepLayouts
 

@@ -329,6 +329,8 @@ class GraphView(Vertical, can_focus=True):
     ) -> None:
         """Ask the engine for the laid-out, drawn graph (off the event loop)."""
         canvas = session.graph_canvas(before, after, level, expand, self.reasons)
+        if canvas is None:
+            return  # another layout was asked for since: its answer is the one shown
         layout = canvas.layout
         self.post_message(self.LayoutReady(key, _Drawn(layout, canvas if layout.boxes else None)))
 
