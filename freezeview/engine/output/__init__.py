@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .export import ExportResult
+    from .export_values import ExportResult
     from .report import passes_json, passes_table, result_json, step_json, steps_table
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "ExportResult": "export",
+        "ExportResult": "export_values",
         "passes_json": "report",
         "passes_table": "report",
         "result_json": "report",
