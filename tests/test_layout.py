@@ -174,6 +174,12 @@ def test_resnet50_is_readable_at_every_level() -> None:
     diff = diff_snapshots(before, after)
     for level in (1, 2):
         check_readable(layout_graph(after, diff=diff, level=level))
+    # Fitted to the graph pane of a 160x48 terminal (72x31 cells), the module level is
+    # one screen: one line a box, the chain folded into columns.
+    fitted = layout_graph(after, level=1, rows=31)
+    check_readable(fitted)
+    assert fitted.width <= 72 and fitted.height <= 31, (fitted.width, fitted.height)
+    assert all(len(box.lines) == 1 for box in fitted.boxes.values())
 
 
 def test_a_layout_asked_for_since_supersedes_the_one_being_made(monkeypatch) -> None:  # type: ignore[no-untyped-def]

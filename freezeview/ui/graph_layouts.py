@@ -67,6 +67,7 @@ class StepLayouts:
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,
         title: str = "",
+        rows: int | None = None,
     ) -> Canvas | None:
         """``after`` laid out and drawn (coloured by its diff against ``before`` when
         given); its ``layout`` says where each box is. None when another layout was
@@ -80,6 +81,7 @@ class StepLayouts:
             expand: modules opened down to their ops.
             reasons: kept attribute path -> why it was kept (marked in the view).
             title: the caption.
+            rows: the view's pane height, which a module level is fitted to.
         """
         reasons = dict(reasons or {})
         key = (
@@ -88,6 +90,7 @@ class StepLayouts:
             level,
             tuple(expand),
             tuple(sorted(reasons.items())),
+            rows,
         )
         while True:
             with self._lock:
@@ -106,7 +109,7 @@ class StepLayouts:
             # collector's passes over them (and over the engine's big heap) were a third
             # of a 17k-node diff's first frame.
             with collector_paused():
-                return self._make(key, before, after, level, expand, reasons, title)
+                return self._make(key, before, after, level, expand, reasons, title, rows)
         except _Superseded:
             return None
         finally:
@@ -122,6 +125,7 @@ class StepLayouts:
         expand: Sequence[str],
         reasons: dict[str, str],
         title: str,
+        rows: int | None,
     ) -> Canvas:
         diff = None
         if before is not None:
@@ -145,7 +149,10 @@ class StepLayouts:
             overruns=self.overruns,
             edge_labels=False,
         )
-        result = Canvas(layout_graph(after, diff=diff, level=level, options=options, title=title))
+        layout = layout_graph(
+            after, diff=diff, level=level, options=options, title=title, rows=rows
+        )
+        result = Canvas(layout)
         with self._lock:
             # The snapshots are held with the layout so their ids stay theirs.
             self._kept[key] = ((before, after), result)

@@ -377,6 +377,7 @@ class RemoteSession:
         level: int | str | None = "auto",
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,
+        rows: int | None = None,
     ) -> Canvas | None:
         """The step's graph (or its diff against ``before``) laid out and drawn for the
         graph view: the diff, dot and the drawing run in the engine process (None when
@@ -388,6 +389,7 @@ class RemoteSession:
             level,
             tuple(expand),
             dict(reasons or {}),
+            rows,
         )
         return canvas
 
@@ -616,9 +618,10 @@ class _Engine:
         level: Any,
         expand: tuple[str, ...],
         reasons: dict[str, str],
+        rows: int | None = None,
     ) -> Any:
         return self.session.graph_canvas(
-            self._snapshot(before), self._snapshot(after), level, expand, reasons
+            self._snapshot(before), self._snapshot(after), level, expand, reasons, rows
         )
 
     def call_export(self, rid: int, out_dir: Path, preserved: list[str], passes: list[str]) -> Any:

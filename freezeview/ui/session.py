@@ -274,17 +274,19 @@ class Session:
         level: int | str | None = "auto",
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,
+        rows: int | None = None,
     ) -> Canvas | None:
         """The step's graph (its diff against ``before`` when given) laid out by dot in
         terminal cells and drawn for the graph view; kept per step, level and opened
-        boxes. None when another layout was asked for before this one was made."""
+        boxes; a module level fitted to a pane ``rows`` high. None when another layout
+        was asked for before this one was made."""
         from ..engine.draw.view_scopes import module_paths
         from .graph_layouts import StepLayouts
 
         if self._layouts is None:
             self._layouts = StepLayouts(module_paths(self.module))
         layouts: StepLayouts = self._layouts
-        return layouts.canvas(before, after, level=level, expand=expand, reasons=reasons)
+        return layouts.canvas(before, after, level=level, expand=expand, reasons=reasons, rows=rows)
 
     def graph_picture(
         self,

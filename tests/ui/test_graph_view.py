@@ -335,3 +335,32 @@ async def test_a_step_shown_is_laid_out_at_once_one_at_a_time(
         await pilot.press("v")
         await pilot.pause()
         assert view.ready
+
+
+@pytest.mark.slow
+async def test_resnet50_module_level_fits_the_pane(tmp_path: Path) -> None:
+    """At 160x48 the frozen ResNet-50's top module level is one screen: the canvas is
+    no bigger than the graph pane, and every box's label is drawn."""
+    import torch
+    from render_models import resnet50_scripted
+
+    path = tmp_path / "resnet50.pt"
+    torch.jit.save(resnet50_scripted(), str(path))
+    app = app_for(path, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot, timeout=120)
+        screen = app.main_screen
+        while screen.current_step < len(screen.steps) - 1:
+            await pilot.press("n")
+        await pilot.press("v")
+        view = await wait_graph(pilot, timeout=60)
+        while view.drawn.layout.level != 1:  # type: ignore[union-attr]
+            await pilot.press("minus")
+            view = await wait_graph(pilot, timeout=60)
+        layout = view.drawn.layout  # type: ignore[union-attr]
+        pane = view.canvas_view.size
+        fits = layout.width <= pane.width and layout.height <= pane.height
+        assert fits, f"canvas {layout.width}x{layout.height}, pane {pane.width}x{pane.height}"
+        text = window_text(view)
+        for box in layout.boxes.values():
+            assert box.lines[0] in text

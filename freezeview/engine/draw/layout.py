@@ -29,6 +29,7 @@ from ..diff import GraphDiff
 from ..graph import GraphSnapshot
 from .collapse import build_view
 from .collapse_values import ViewGraph, ViewNode
+from .layout_fit import compact_lines, fold_columns
 from .layout_values import BoxLayout, ClusterLayout, EdgeLayout, GraphLayout
 from .render import DotFailedError, DotTimeoutError, run_dot
 from .render_dot import DotWriter
@@ -82,8 +83,20 @@ def _box_size(lines: Sequence[str]) -> tuple[int, int]:
     return max(7, max((len(x) for x in lines), default=0) + 4), len(lines) + 2
 
 
-def layout_dot(view: ViewGraph) -> tuple[str, dict[str, tuple[str, ...]]]:
+def _lines_of(node: ViewNode, rows: int | None) -> tuple[str, ...]:
+    """A box's label lines: one line when the view is fitted to ``rows`` rows."""
+    if rows is None:
+        return box_lines(node)
+    return tuple(_clip(line) for line in compact_lines(node))
+
+
+def layout_dot(view: ViewGraph, rows: int | None = None) -> tuple[str, dict[str, tuple[str, ...]]]:
     """DOT text laying out ``view`` with fixed-size boxes measured in cells.
+
+    Args:
+        view: the boxes, clusters and edges.
+        rows: fit the picture to a pane this many rows high: one label line a box, the
+            ranks folded into columns (:mod:`.layout_fit`); None: full labels, one column.
 
     Returns:
         The DOT text, and each cluster's DOT name -> its path in ``view.clusters``.
@@ -97,6 +110,11 @@ def layout_dot(view: ViewGraph) -> tuple[str, dict[str, tuple[str, ...]]]:
         fontname="Courier",
         fontsize=f"{COL_PT / 0.6:.2f}",
     )
+    columns: dict[str, int] = {}
+    if rows is not None:
+        heights = {k: _box_size(_lines_of(n, rows))[1] for k, n in view.nodes.items()}
+        pairs = [(e.tail, e.head) for e in view.edges]
+        columns = fold_columns(heights, pairs, rows - 2, gap=3)
     graph.attr("node", shape="box", fixedsize="true", label="")
     graph.attr("edge", arrowhead="none")
     children: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
@@ -111,8 +129,9 @@ def layout_dot(view: ViewGraph) -> tuple[str, dict[str, tuple[str, ...]]]:
     names: dict[str, tuple[str, ...]] = {}
 
     def emit(sub: DotWriter, path: tuple[str, ...]) -> None:
-        for node in nodes_in.get(path, []):
-            w, h = _box_size(box_lines(node))
+        # dot leans on the order nodes come in: the first column's first.
+        for node in sorted(nodes_in.get(path, []), key=lambda n: columns.get(n.key, 0)):
+            w, h = _box_size(_lines_of(node, rows))
             sub.node(node.key, width=f"{w * COL_PT / 72:.4f}", height=f"{h * ROW_PT / 72:.4f}")
         for child in children.get(path, []):
             name = f"cluster_{len(names) + 1}"
@@ -124,7 +143,12 @@ def layout_dot(view: ViewGraph) -> tuple[str, dict[str, tuple[str, ...]]]:
 
     emit(graph, ())
     for edge in view.edges:
-        if edge.tail != edge.head:
+        if edge.tail == edge.head:
+            continue
+        if columns.get(edge.tail, 0) != columns.get(edge.head, 0):
+            # From one column's foot to the next one's head: not a rank constraint.
+            graph.edge(edge.tail, edge.head, constraint="false")
+        else:
             graph.edge(edge.tail, edge.head)
     return graph.source, names
 
@@ -288,7 +312,7 @@ def _route(
 
 
 def _parse(
-    data: bytes, view: ViewGraph, clusters: dict[str, tuple[str, ...]]
+    data: bytes, view: ViewGraph, clusters: dict[str, tuple[str, ...]], rows: int | None = None
 ) -> tuple[int, int, dict[str, BoxLayout], list[EdgeLayout], list[ClusterLayout]]:
     """Boxes, edges and cluster frames in cells from ``dot -Tjson0`` output."""
     doc: dict[str, Any] = json.loads(data)
@@ -323,7 +347,7 @@ def _parse(
             )
         elif name in view.nodes and "pos" in obj:
             node = view.nodes[name]
-            lines = box_lines(node)
+            lines = _lines_of(node, rows)
             w, h = _box_size(lines)
             px, _, py = obj["pos"].partition(",")
             cx, cy = cell(float(px), float(py))
@@ -407,6 +431,7 @@ def layout_graph(
     level: int | str | None = "auto",
     options: RenderOptions | None = None,
     title: str = "",
+    rows: int | None = None,
 ) -> GraphLayout:
     """Lay ``snapshot`` out on a grid of terminal cells (coloured by ``diff`` if given).
 
@@ -419,6 +444,9 @@ def layout_graph(
         options: drawing options (``expand``, ``reasons``, ``modules``, ``timeout``,
             ``overruns``); by default a budget of :data:`TERMINAL_BUDGET` boxes.
         title: a caption for the view.
+        rows: the view's pane height: a module level drawn without cluster frames is
+            fitted to it (one label line a box, long chains folded into columns,
+            :mod:`.layout_fit`); other pictures are drawn in full whatever it is.
 
     Returns:
         A :class:`GraphLayout`; empty, with a note, when dot could not lay out even
@@ -461,7 +489,9 @@ def layout_graph(
         if not known and not too_big:
             t0 = time.perf_counter()
             view = _view(snapshot, diff, current, options, split if current == chosen else ())
-            source, clusters = layout_dot(view)
+            # Module boxes alone (no cluster frames, which folding would tear apart).
+            fit = rows if current is not None and not view.clusters else None
+            source, clusters = layout_dot(view, fit)
             build += time.perf_counter() - t0
             t0 = time.perf_counter()
             try:
@@ -476,7 +506,7 @@ def layout_graph(
             else:
                 dot_time += time.perf_counter() - t0
                 t0 = time.perf_counter()
-                width, height, placed, edges, frames = _parse(data, view, clusters)
+                width, height, placed, edges, frames = _parse(data, view, clusters, fit)
                 build += time.perf_counter() - t0
                 by_node = {i: b.key for b in placed.values() for i in b.node_ids}
                 by_ghost = {i: b.key for b in placed.values() for i in b.ghost_ids}

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -144,6 +144,7 @@ class GraphView(Vertical, can_focus=True):
         self._shown: tuple[Any, ...] | None = None
         self._follow: int | None = None  # node id to select once the layout arrives
         self._matches: list[BoxLayout] = []
+        self._rows = 0  # the canvas's last known height (pane_rows())
         # A layout ahead in flight, and the step's one waiting behind it (warm()).
         self._warming = False
         self._warm_next: tuple[Any, ...] | None = None
@@ -235,7 +236,8 @@ class GraphView(Vertical, can_focus=True):
             self._kept.clear()
             self.run_id = run_id
         diff = self.diff and index > 0
-        key = (run_id, index, diff, self.level, self.opened, tuple(sorted(reasons.items())))
+        reasons_key = tuple(sorted(reasons.items()))
+        key = (run_id, index, diff, self.level, self.opened, reasons_key, self.pane_rows())
         if key in self._kept:
             return
         before = steps[index - 1].snapshot if diff else None
@@ -254,7 +256,7 @@ class GraphView(Vertical, can_focus=True):
         """The layout the view would ask for, made ahead (a failure here stays quiet:
         the view asks again when shown, and says what went wrong then)."""
         try:
-            canvas = session.graph_canvas(before, after, key[3], key[4], reasons)
+            canvas = session.graph_canvas(before, after, key[3], key[4], reasons, key[6])
         except Exception:
             canvas = None
         if canvas is not None:
@@ -290,7 +292,24 @@ class GraphView(Vertical, can_focus=True):
             self.level,
             self.opened,
             tuple(sorted(self.reasons.items())),
+            self.pane_rows(),
         )
+
+    def pane_rows(self) -> int:
+        """The rows the canvas has (the pane's, less its title's), which module levels
+        are fitted to; while the view has never been shown, what its pane will have on
+        this screen."""
+        # The pane's own height: the canvas's changes with a scrollbar and with a
+        # title wrapped to two lines, and either would ask for another layout.
+        height = self.size.height
+        if height:
+            self._rows = height - 1
+        elif not self._rows:
+            # app.tcss: beside the model pane, the title bar, steps bar, status line,
+            # footer and frames take 16 rows; alone on a narrow screen, 7.
+            chrome = 7 if self.screen.has_class("-narrow") else 16
+            self._rows = max(8, self.app.size.height - chrome - 1)
+        return self._rows
 
     def request(self) -> None:
         """Show the layout for the current state: kept, or asked of the engine."""
@@ -315,7 +334,7 @@ class GraphView(Vertical, can_focus=True):
         self.canvas_view.show_canvas(None, f"laying out the {what} of step {step.name} with dot…")
         self.update_title(busy=True)
         before = self.steps[self.index - 1].snapshot if key[2] else None
-        self._lay_out(key, self.session, before, step.snapshot, self.level, self.opened)
+        self._lay_out(key, self.session, before, step.snapshot, self.level, self.opened, key[6])
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="graph", description="graph")
     def _lay_out(
@@ -326,9 +345,10 @@ class GraphView(Vertical, can_focus=True):
         after: GraphSnapshot,
         level: int | str | None,
         expand: tuple[str, ...],
+        rows: int,
     ) -> None:
         """Ask the engine for the laid-out, drawn graph (off the event loop)."""
-        canvas = session.graph_canvas(before, after, level, expand, self.reasons)
+        canvas = session.graph_canvas(before, after, level, expand, self.reasons, rows)
         if canvas is None:
             return  # another layout was asked for since: its answer is the one shown
         layout = canvas.layout
@@ -341,6 +361,13 @@ class GraphView(Vertical, can_focus=True):
         if message.key == self._want:
             self._shown = message.key
             self._show(message.drawn)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """The pane changed height (a resized terminal, or the first show on a screen
+        whose pane was guessed): the levels fitted to it are laid out again."""
+        changed = event.size.height and event.size.height - 1 != self._rows
+        if changed and self.display and self._step() is not None and self.session is not None:
+            self.request()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
