@@ -2,8 +2,8 @@
 
 The widgets (:mod:`freezeview.ui.widgets`) own what they show, their state and their
 own keys, and say what the user did by messages; this screen holds the plan's run (the
-engine session, the steps, the verdicts), runs every engine call in a thread worker and
-routes:
+steps, the verdicts), has :class:`~.engine_work.EngineWork` run every engine call in a
+thread worker, and routes:
 
 - the widgets' messages: the model tree's ``PreserveToggled`` (explain again) and
   ``AttributeSelected`` (IR marks, inspector), the steps bar's ``StepSelected`` (the IR
@@ -25,22 +25,19 @@ import gc
 import os
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from rich.console import Group
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Header, Label, Tab, Tabs
-from textual.worker import Worker, WorkerState, get_current_worker
 
-from ...engine.plumbing.errors import BadInputError
 from ..messages import (
     EngineFailed,
     ExplanationReady,
@@ -60,9 +57,9 @@ from ..widgets.keys_footer import KeysFooter
 from ..widgets.model_tree import ModelTree
 from ..widgets.status_line import StatusLine
 from ..widgets.steps_bar import StepsBar
+from .engine_work import EngineWork
 
 if TYPE_CHECKING:
-    from ...engine.graph.snapshot_values import GraphSnapshot
     from ..host import ScreenHost
     from ..remote_session import RemoteSession
     from ..session import Session
@@ -125,7 +122,6 @@ class MainScreen(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.session: Session | RemoteSession | None = None
         #: The current run's steps, in order, as they arrive.
         self.steps: list[StepView] = []
         #: The last picture rendered (g) or review page exported (e): what ``o`` opens.
@@ -139,6 +135,11 @@ class MainScreen(Screen[None]):
         self._explaining = False
         self._run_after_explain = False
         self._run_plan: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+
+    @property
+    def session(self) -> Session | RemoteSession | None:
+        """The engine session, once the model has loaded (:class:`EngineWork` holds it)."""
+        return self.engine.session
 
     @property
     def fv_app(self) -> ScreenHost:
@@ -169,6 +170,12 @@ class MainScreen(Screen[None]):
         yield StepsBar(id="steps-bar")
         yield StatusLine("", id="status")
         yield KeysFooter()
+        yield EngineWork(id="engine")
+
+    @property
+    def engine(self) -> EngineWork:
+        """The widget that runs the engine calls in thread workers."""
+        return self.query_one(EngineWork)
 
     @property
     def model_tree(self) -> ModelTree:
@@ -246,7 +253,7 @@ class MainScreen(Screen[None]):
         self.update_titles()
         self.set_status(f"loading {self.fv_app.model_label} (torch.jit.load)…")
         self.query_one(IRView).focus()
-        self.load_model()
+        self.engine.load_model()
 
     def watch_loading_model(self, value: bool) -> None:
         # A static loading state rather than Textual's animated LoadingIndicator: the
@@ -388,7 +395,7 @@ class MainScreen(Screen[None]):
         before = self.steps[index - 1].snapshot if index > 0 else None
         out = self.fv_app.output_dir / "steps"
         self.set_status(f"rendering step {step.name} into {out}…")
-        self.render_step(step, before, out)
+        self.engine.render_step(step, before, out)
 
     def action_export(self) -> None:
         """Export everything into the output directory."""
@@ -397,7 +404,7 @@ class MainScreen(Screen[None]):
             return
         out = self.fv_app.output_dir / "export"
         self.set_status(f"exporting into {out}…")
-        self.export(out, tuple(self.fv_app.preserved), tuple(self.enabled_passes()))
+        self.engine.export(out, tuple(self.fv_app.preserved), tuple(self.enabled_passes()))
 
     def action_open_output(self) -> None:
         """Open the last rendered picture or exported page in the local browser."""
@@ -512,77 +519,6 @@ class MainScreen(Screen[None]):
         self.update_stale()
 
     # -- workers -------------------------------------------------------------------
-    @work(thread=True, exclusive=True, exit_on_error=False, group="load", description="loading")
-    def load_model(self) -> None:
-        """Load the model, take its inlined graph's IR and list the passes."""
-        session = self.fv_app.session
-        if session is None:
-            raise BadInputError("no model given: freezeview MODEL.pt opens one.")
-        self.session = session
-        opened = session.open()
-        self.post_message(
-            ModelLoaded(
-                name=opened.name,
-                text=opened.text,
-                node_count=opened.node_count,
-                code=opened.code,
-                load_seconds=opened.load_seconds,
-                warnings=list(opened.warnings),
-                passes=list(opened.passes),
-            )
-        )
-
-    @work(
-        thread=True, exclusive=True, exit_on_error=False, group="explain", description="explaining"
-    )
-    def explain(self, preserved: tuple[str, ...]) -> None:
-        """Compute every attribute's verdict under ``preserved``."""
-        assert self.session is not None
-        views = self.session.explain(list(preserved))
-        if not get_current_worker().is_cancelled:
-            self.post_message(ExplanationReady(views, preserved, self.session.inventory))
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="steps", description="freezing")
-    def run_steps(
-        self,
-        run_id: int,
-        preserved: tuple[str, ...],
-        passes: tuple[str, ...],
-        cancel: threading.Event,
-    ) -> None:
-        """Freeze one step at a time, posting each step as it is ready."""
-        assert self.session is not None
-        start = time.perf_counter()
-        count = 0
-        try:
-            for step in self.session.run_steps(preserved, passes, cancel=cancel):
-                if cancel.is_set():
-                    return
-                self.post_message(StepReady(run_id, step))
-                count += 1
-        finally:
-            self.post_message(StepsFinished(run_id, count, time.perf_counter() - start))
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="render", description="rendering")
-    def render_step(self, step: StepView, before: GraphSnapshot | None, out_dir: Path) -> None:
-        """Render the step's graph and its diff to SVG."""
-        assert self.session is not None
-        stem = f"{step.index:02d}-{step.name}"
-        paths = self.session.render_step(before, step.snapshot, out_dir, stem)
-        self.post_message(Rendered(paths))
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="export", description="exporting")
-    def export(self, out_dir: Path, preserved: tuple[str, ...], passes: tuple[str, ...]) -> None:
-        """Export everything like ``freezeview export``."""
-        assert self.session is not None
-        paths = self.session.export(out_dir, preserved, passes)
-        self.post_message(Exported(out_dir, paths))
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        # Worker messages do not bubble; the widgets' workers post EngineFailed too.
-        if event.state == WorkerState.ERROR:
-            self.post_message(EngineFailed.of(event.worker))
-
     # -- what the workers give -------------------------------------------------------
     def on_engine_failed(self, message: EngineFailed) -> None:
         """Every worker failure ends here: one sentence on screen, the session goes on."""
@@ -726,7 +662,7 @@ class MainScreen(Screen[None]):
     def start_explain(self) -> None:
         """Recompute verdicts for the current preserved names."""
         self._explaining = True
-        self.explain(tuple(self.fv_app.preserved))
+        self.engine.explain(tuple(self.fv_app.preserved))
 
     def start_run(self) -> None:
         """Run freezing from the start with the current plan."""
@@ -744,7 +680,7 @@ class MainScreen(Screen[None]):
         # it: cheap here, with the big snapshots already gone.
         gc.unfreeze()
         gc.collect()
-        self.run_steps(
+        self.engine.run_steps(
             self.run_id, tuple(self.fv_app.preserved), tuple(self.enabled_passes()), self._cancel
         )
 

@@ -1,0 +1,128 @@
+"""The main screen's engine work: the thread workers that call the engine session.
+
+:class:`EngineWork` is a widget with nothing to draw. It holds the engine session and
+runs every engine call the main screen makes (load, explain, the stepwise run, render,
+export) in a thread worker, and posts what each gives (:mod:`freezeview.ui.messages`).
+Being a widget, its workers are Textual workers like any other (listed in
+``app.workers``, cancelled with the screen) and its messages bubble to the screen,
+which routes them to the widgets that show them. A worker that fails posts
+:class:`~freezeview.ui.messages.EngineFailed`; the screen says so in one sentence.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+from textual import work
+from textual.widget import Widget
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from ...engine.plumbing.errors import BadInputError
+from ..messages import (
+    EngineFailed,
+    ExplanationReady,
+    Exported,
+    ModelLoaded,
+    Rendered,
+    StepReady,
+    StepsFinished,
+)
+from ..views import StepView
+
+if TYPE_CHECKING:
+    from ...engine.graph.snapshot_values import GraphSnapshot
+    from ..host import ScreenHost
+    from ..remote_session import RemoteSession
+    from ..session import Session
+
+__all__ = ["EngineWork"]
+
+
+class EngineWork(Widget):
+    """The engine session and the thread workers that call it; nothing on screen."""
+
+    DEFAULT_CSS = "EngineWork { display: none; }"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        #: The engine session, once the model has loaded.
+        self.session: Session | RemoteSession | None = None
+
+    @property
+    def fv_app(self) -> ScreenHost:
+        """The app hosting the screen, as the screen uses it."""
+        return cast("ScreenHost", self.app)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="load", description="loading")
+    def load_model(self) -> None:
+        """Load the model, take its inlined graph's IR and list the passes."""
+        session = self.fv_app.session
+        if session is None:
+            raise BadInputError("no model given: freezeview MODEL.pt opens one.")
+        self.session = session
+        opened = session.open()
+        self.post_message(
+            ModelLoaded(
+                name=opened.name,
+                text=opened.text,
+                node_count=opened.node_count,
+                code=opened.code,
+                load_seconds=opened.load_seconds,
+                warnings=list(opened.warnings),
+                passes=list(opened.passes),
+            )
+        )
+
+    @work(
+        thread=True, exclusive=True, exit_on_error=False, group="explain", description="explaining"
+    )
+    def explain(self, preserved: tuple[str, ...]) -> None:
+        """Compute every attribute's verdict under ``preserved``."""
+        assert self.session is not None
+        views = self.session.explain(list(preserved))
+        if not get_current_worker().is_cancelled:
+            self.post_message(ExplanationReady(views, preserved, self.session.inventory))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="steps", description="freezing")
+    def run_steps(
+        self,
+        run_id: int,
+        preserved: tuple[str, ...],
+        passes: tuple[str, ...],
+        cancel: threading.Event,
+    ) -> None:
+        """Freeze one step at a time, posting each step as it is ready."""
+        assert self.session is not None
+        start = time.perf_counter()
+        count = 0
+        try:
+            for step in self.session.run_steps(preserved, passes, cancel=cancel):
+                if cancel.is_set():
+                    return
+                self.post_message(StepReady(run_id, step))
+                count += 1
+        finally:
+            self.post_message(StepsFinished(run_id, count, time.perf_counter() - start))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="render", description="rendering")
+    def render_step(self, step: StepView, before: GraphSnapshot | None, out_dir: Path) -> None:
+        """Render the step's graph and its diff to SVG."""
+        assert self.session is not None
+        stem = f"{step.index:02d}-{step.name}"
+        paths = self.session.render_step(before, step.snapshot, out_dir, stem)
+        self.post_message(Rendered(paths))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="export", description="exporting")
+    def export(self, out_dir: Path, preserved: tuple[str, ...], passes: tuple[str, ...]) -> None:
+        """Export everything like ``freezeview export``."""
+        assert self.session is not None
+        paths = self.session.export(out_dir, preserved, passes)
+        self.post_message(Exported(out_dir, paths))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # Worker state messages do not bubble: a failure is said as EngineFailed, which does.
+        if event.state == WorkerState.ERROR:
+            self.post_message(EngineFailed.of(event.worker))
