@@ -67,13 +67,12 @@ test-fast: $(STAMP) $(EXAMPLE)
 test-slow: $(STAMP) $(EXAMPLE) test-tools
 	$(PYTEST) -m slow
 
-# ruff (lint and format) and mypy: the facade's and the engine's types are checked, not promised.
 # The suite against another torch release, in a venv of its own (CI stays on $(TORCH_PIN)):
 #   make test-torch TORCH=2.6.0            the fast set
 #   make test-torch TORCH=2.6.0 SET=all    fast and slow
 #   make test-torch TORCH=2.6.0 ARGS="-x tests/test_pipeline.py"
 # The venv ($(TORCH_VENVS)/RELEASE) is built once and reused: torch first (from PyPI that
-# is the CUDA build with its nvidia-* packages, 3-7 GB a release), then freezeview from
+# is the CUDA build with its nvidia-* packages, 5-7 GB a release), then freezeview from
 # this checkout. docs/torch-releases.md has each release's result.
 TORCH ?=
 SET ?= fast
@@ -96,6 +95,7 @@ test-torch: graphviz $(if $(filter all,$(SET)),test-tools)
 	$(TORCH_PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup \
 	  $(if $(filter all,$(SET)),,-m "not slow") $(ARGS)
 
+# ruff (lint and format) and mypy: the facade's and the engine's types are checked, not promised.
 check: $(STAMP)
 	$(VENV)/bin/ruff check freezeview tests benchmarks examples scripts
 	$(VENV)/bin/ruff format --check freezeview tests benchmarks examples scripts
