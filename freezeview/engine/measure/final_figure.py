@@ -62,9 +62,9 @@ def final_figure(
             if optimize_for_inference:
                 frozen = torch.jit.optimize_for_inference(frozen)
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        said = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         raise PlanError(
-            f"latency not measured: torch could not freeze the model ({first})."
+            f"latency not measured: torch could not freeze the model ({said})."
         ) from exc
     # Blocks alternating between the two: a busy machine slows both alike.
     first, second = time_pair(

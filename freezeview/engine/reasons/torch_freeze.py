@@ -318,7 +318,7 @@ def _type_names(cmod: torch._C.ScriptModule) -> set[str]:
         name = kind.qualified_name()
         if name not in names:
             names.add(name)
-            todo.extend(t for t in kind.containedTypes() if isinstance(t, torch._C.ClassType))
+            todo.extend(t for t in kind.containedTypes() if isinstance(t, torch._C.ClassType))  # type: ignore[attr-defined]
     return names
 
 
@@ -375,7 +375,7 @@ def release_clone(clone: Any, original: Any) -> int:
 
 def _empty_graph(graph: torch._C.Graph) -> None:
     """Remove every node of ``graph`` (its inputs stay): the constants they hold go."""
-    graph.return_node().removeAllInputs()
+    graph.return_node().removeAllInputs()  # type: ignore[call-arg]
     torch._C._jit_pass_dce(graph)  # in C++: everything without side effects
     # What is left has side effects: users come after producers, so go backwards.
     for node in reversed(list(graph.nodes())):
