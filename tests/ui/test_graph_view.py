@@ -245,12 +245,16 @@ async def test_detect_graphics_asks_no_terminal_in_tmux_or_pipes(
     assert detect_graphics() is None  # pytest's standard streams are not a terminal
 
 
-async def test_zoom_to_a_kept_level_lays_no_pane_out_again(small_pt: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", [(30, 12), SIZE])
+async def test_zoom_to_a_kept_level_lays_no_pane_out_again(
+    size: tuple[int, int], small_pt: Path, tmp_path: Path
+) -> None:
     """Zooming back to a level already drawn changes the canvas's scroll range and its
     rows only: the screen is not laid out again and no widget is mounted (a layout of
     the whole screen cost 0.1-0.2 s a zoom with a big model's IR beside the graph)."""
     app = app_for(small_pt, tmp_path)
-    async with app.run_test(size=(30, 12)) as pilot:  # every level overflows the pane
+    # The scrollbars are always there (one appearing would lay the screen out).
+    async with app.run_test(size=size) as pilot:
         await wait_ready(pilot)
         await pilot.press("v")
         view = await wait_graph(pilot)
@@ -275,6 +279,13 @@ async def test_zoom_to_a_kept_level_lays_no_pane_out_again(small_pt: Path, tmp_p
         await pilot.pause(0.1)
         assert view.canvas_view.virtual_size == (coarse.width, coarse.height)
         assert window_text(view).strip()  # its rows are drawn
+        assert layouts == []
+        # Nothing to scroll, then a canvas bigger than the pane: the scrollbars stay.
+        drawn = view.drawn.canvas  # type: ignore[union-attr]
+        view.canvas_view.show_canvas(None, "laying out")
+        await pilot.pause()
+        view.canvas_view.show_canvas(drawn)
+        await pilot.pause()
         assert layouts == []
         assert len(list(screen.walk_children())) == widgets
 

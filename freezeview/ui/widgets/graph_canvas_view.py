@@ -30,6 +30,9 @@ class GraphCanvasView(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     GraphCanvasView {
         background: $surface;
+        /* Always there: a scrollbar appearing or going would lay the whole screen out
+           again on a zoom (see show_canvas). */
+        overflow: scroll scroll;
     }
     GraphCanvasView > .graphcanvas--edge { color: $text-muted; }
     GraphCanvasView > .graphcanvas--edge-removed { color: #cf222e; }

@@ -356,6 +356,11 @@ class GraphView(Vertical, can_focus=True):
 
     def on_graph_view_layout_ready(self, message: GraphView.LayoutReady) -> None:
         self._kept[message.key] = message.drawn
+        key, level = message.key, message.drawn.layout.level
+        if key[3] == "auto" and not key[2]:
+            # A graph's automatic level is that level's picture (a diff's also opens
+            # the changed boxes): zooming back to it finds it kept.
+            self._kept[(*key[:3], level, *key[4:])] = message.drawn
         while len(self._kept) > _KEPT:
             self._kept.popitem(last=False)
         if message.key == self._want:
