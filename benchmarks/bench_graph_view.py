@@ -157,6 +157,13 @@ async def measure(
                 await _until(pilot, lambda: view.ready)
                 await _frame(pilot)
                 out["zoom_new_drawn"] = time.perf_counter() - start
+                coarser = view.layout_shown
+                assert coarser is not None
+                pane = view.canvas_view.size
+                out["zoom_canvas"] = (
+                    f"level {coarser.level}: canvas {coarser.width}x{coarser.height} "
+                    f"in a {pane.width}x{pane.height} pane"
+                )
                 kept = []
                 for key in ("plus", "minus", "plus", "minus", "plus"):
                     start = time.perf_counter()
@@ -196,7 +203,8 @@ def main() -> None:
                 )
                 if "zoom_kept" in r:
                     print(
-                        f"; zoom out (new level) {r['zoom_new_loading'] * 1000:.0f} ms to the "
+                        f"; zoom out (new level, {r['zoom_canvas']}) "
+                        f"{r['zoom_new_loading'] * 1000:.0f} ms to the "
                         f"loading frame, {r['zoom_new_drawn'] * 1000:.0f} ms drawn; zoom in "
                         f"and out again (kept) {r['zoom_kept'] * 1000:.1f} ms median "
                         f"({r['zoom_kept_max'] * 1000:.1f} worst of 5)"

@@ -49,7 +49,8 @@ from ..messages import (
     StepsFinished,
 )
 from ..views import AttrView, PassView, StepView
-from ..widgets.graph_view import GraphView, box_panel
+from ..widgets.box_panel import box_panel
+from ..widgets.graph_view import GraphView
 from ..widgets.inspector import Inspector, attribute_panel, node_panel
 from ..widgets.ir_pane import IRPane
 from ..widgets.ir_view import IRView

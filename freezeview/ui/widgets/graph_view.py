@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -38,7 +37,7 @@ from .graph_canvas_view import GraphCanvasView
 if TYPE_CHECKING:
     from ...engine.graph.snapshot_values import GraphSnapshot
 
-__all__ = ["GraphView", "box_panel"]
+__all__ = ["GraphView"]
 
 # Drawn graphs kept in the widget (steps x levels x graph/diff): going back is instant.
 _KEPT = 12
@@ -48,25 +47,6 @@ _KEPT = 12
 class _Drawn:
     layout: GraphLayout
     canvas: Canvas | None
-
-
-def box_panel(box: BoxLayout) -> Table:
-    """What the inspector shows for a module box or a box without an IR line."""
-    table = Table.grid(padding=(0, 1))
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column()
-    kind = {"scope": "module box", "ghost": "removed op (ghost)"}.get(box.role, box.role)
-    table.add_row("box", Text(kind, "bold green"))
-    table.add_row("label", "\n".join(box.lines))
-    if box.status != "same":
-        table.add_row("diff", box.status)
-    if box.kept:
-        table.add_row("kept", Text("reads an attribute freezing kept", "bold magenta"))
-    if box.tooltip:
-        table.add_row("about", Text(box.tooltip[:600], "dim"))
-    if box.role == "scope":
-        table.add_row("", Text("Enter opens it down to its ops", "italic"))
-    return table
 
 
 class GraphView(Vertical, can_focus=True):
