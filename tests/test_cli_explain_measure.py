@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from measure_models import SMALL_INPUT_SHAPE, small_conv_net
 
 from freezeview.cli import main
-from tests.measure_models import SMALL_INPUT_SHAPE, small_conv_net
 
 SHAPE = ["--input-shape", ",".join(map(str, SMALL_INPUT_SHAPE)), "--time-budget", "0.01"]
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 import torch
+from measure_models import SMALL_INPUT_SHAPE, small_conv_net
 
 from freezeview.cli import main
 from freezeview.engine.measure import constant_bytes
-from tests.measure_models import SMALL_INPUT_SHAPE, small_conv_net
 
 SHAPE = ["--input-shape", ",".join(map(str, SMALL_INPUT_SHAPE))]
 QUICK = ["--time-budget", "0.01"]

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from measure_models import small_conv_net
 
 from freezeview.cli import main
 from freezeview.engine.ci.compare import compare
-from tests.measure_models import small_conv_net
 
 SHAPE = ["--input-shape", "1,3,16,16", "--time-budget", "0.01"]
 

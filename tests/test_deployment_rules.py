@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from measure_models import small_conv_net
 
 from freezeview.cli import main
 from freezeview.engine.ci.deployment_rules import hold_deployment_rule
@@ -19,7 +20,6 @@ from freezeview.engine.ci.expectations import ExpectationsError, Rule, read_expe
 from freezeview.engine.freeze import REGISTRY
 from freezeview.engine.measure import constant_bytes
 from freezeview.engine.measure.measure_values import Latency, Measurement
-from tests.measure_models import small_conv_net
 
 SHAPE = ["--input-shape", "1,3,16,16"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import torch
+from measure_models import small_conv_net
 from torch import nn
 
 from freezeview.engine.measure.constants import (
@@ -17,7 +18,6 @@ from freezeview.engine.measure.constants import (
     kept_attribute_bytes,
     tensor_bytes,
 )
-from tests.measure_models import small_conv_net
 
 
 class Linear(nn.Module):

@@ -10,10 +10,10 @@ import itertools
 import warnings
 
 import torch
+from measure_models import SMALL_INPUT_SHAPE, small_conv_net
 
 from freezeview.engine.freeze import Pipeline, Plan, default_passes
 from freezeview.engine.measure import MeasuredRun, constant_bytes
-from tests.measure_models import SMALL_INPUT_SHAPE, small_conv_net
 
 BUDGET = 0.01
 

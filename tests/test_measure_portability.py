@@ -10,10 +10,10 @@ import warnings
 
 import pytest
 import torch
+from measure_models import SMALL_INPUT_SHAPE, small_conv_net
 from torch import nn
 
 from freezeview.engine.measure.portability import portability, roundtrip, unsaveable_reason
-from tests.measure_models import SMALL_INPUT_SHAPE, small_conv_net
 
 
 def _frozen(optimize: bool = False) -> torch.jit.ScriptModule:

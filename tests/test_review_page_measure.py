@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 import torch
+from measure_models import SMALL_INPUT_SHAPE, small_conv_net
 
 from freezeview.engine.output.export import export
-from tests.measure_models import SMALL_INPUT_SHAPE, small_conv_net
 
 
 def _items(page: str) -> dict[int, str]:

@@ -182,7 +182,7 @@ async def test_panning_moves_the_canvas_and_zoom_changes_level(
 
 @pytest.mark.parametrize("case", ["tiny_resnet", "control_flow", "dynamic_quantized_linear"])
 async def test_corpus_model_graph(case: str, tmp_path: Path) -> None:
-    from tests.corpus import CASES
+    from corpus import CASES
 
     cases = {c.name: c for c in CASES}
     if case not in cases:
