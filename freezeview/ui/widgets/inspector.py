@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 from ..views import AttrView
 from .model_tree import badge
 
-__all__ = ["Inspector", "attribute_panel", "node_panel"]
+__all__ = ["Inspector", "attribute_panel", "node_panel", "shown_source"]
 
 
 def _table() -> Table:
@@ -76,6 +76,17 @@ def _python_line(text: str) -> Syntax:
     return Syntax(text, "python", theme="ansi_dark", background_color="default", word_wrap=True)
 
 
+def shown_source(where: str) -> str:
+    """A source position as the inspector shows it: library code by its package path.
+
+    Inlined library calls (torch's ``functional.py``) carry the path of the environment
+    torch was installed in; ``torch/nn/functional.py:2817`` says the same in a narrow
+    pane, and the same on every machine.
+    """
+    _, found, inside = where.rpartition("/site-packages/")
+    return inside if found else where
+
+
 def node_panel(facts: NodeFacts) -> RenderableType:
     """What the inspector shows for an IR node: inputs, outputs, writes and aliases."""
     node = facts.node
@@ -84,7 +95,7 @@ def node_panel(facts: NodeFacts) -> RenderableType:
     if node.scope:
         table.add_row("module", node.scope)
     if node.source:
-        table.add_row("source", f"{node.source}  {node.source.text}".strip())
+        table.add_row("source", f"{shown_source(str(node.source))}  {node.source.text}".strip())
     if facts.attribute:
         table.add_row("attribute", Text(facts.attribute, "bold"))
     if node.constant is not None:
