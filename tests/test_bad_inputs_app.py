@@ -78,6 +78,7 @@ def _status(app: FreezeviewApp) -> str:
 
 
 @pytest.mark.parametrize(("name", "build", "message", "engine_process"), _params())
+@pytest.mark.slow
 async def test_app_shows_the_sentence_and_goes_on(
     name: str, build: object, message: str, engine_process: bool, tmp_path: Path
 ) -> None:

@@ -204,6 +204,7 @@ def _run_script(case: BadInput, command: str, tmp: Path) -> None:
 
 
 @pytest.mark.parametrize(("case", "command"), _script_params(slow=False))
+@pytest.mark.slow
 def test_bad_input_console_script(case: BadInput, command: str, tmp_path: Path) -> None:
     _run_script(case, command, tmp_path)
 

@@ -208,6 +208,7 @@ def test_plan_flags_with_expect_are_refused(
     assert code == 2 and "--preserve cannot be combined with --expect" in err
 
 
+@pytest.mark.slow
 def test_numerics_are_written_and_checked(
     models: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

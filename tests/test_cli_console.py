@@ -89,6 +89,7 @@ def test_explain_into_a_file_through_the_console_script(model: Path, tmp_path: P
 
 
 @pytest.mark.parametrize("command", ["explain", "passes"])
+@pytest.mark.slow
 def test_a_reader_that_went_away_ends_the_command_quietly(model: Path, command: str) -> None:
     """``freezeview explain model.pt | head -2``: exit 0 and nothing said, as Unix tools do
     (rich's own answer to a broken pipe was exit 1)."""

@@ -100,6 +100,7 @@ def test_never_overwrites_the_input(model: Path) -> None:
     assert model.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_json_lines_and_numerics(model: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     """--json: one object per step, then the result; --input-shape adds numerics."""
     out = tmp_path / "out.pt"
@@ -111,6 +112,7 @@ def test_json_lines_and_numerics(model: Path, tmp_path: Path, capsys) -> None:  
     assert lines[-1]["type"] == "result" and lines[-1]["ok"] and lines[-1]["output"] == str(out)
 
 
+@pytest.mark.slow
 def test_inputs_file(model: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     """--inputs FILE.pt is read with weights_only and used for numerics."""
     inputs = tmp_path / "in.pt"
@@ -345,6 +347,7 @@ def freeze_as_a_process(tmp_path_factory: pytest.TempPathFactory) -> FreezeProce
     return FreezeProcess(int(code), int(frozen), ours, theirs)
 
 
+@pytest.mark.slow
 def test_freeze_as_a_process_spares_the_collector_the_imports(
     model: Path,
     tmp_path: Path,

@@ -41,6 +41,7 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str], code: int = 0) ->
     return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
 
+@pytest.mark.slow
 def test_json_lines_carry_latency_constants_sizes_and_portability(
     model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -98,6 +98,7 @@ def test_markdown_for_a_pull_request(
     assert "| `calls` | dropped | kept |" in out
 
 
+@pytest.mark.slow
 def test_numerics_of_both_with_sample_inputs(
     models: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -26,6 +26,7 @@ def model(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_compare_json_times_both_frozen_forwards(
     model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -50,6 +51,7 @@ def test_compare_without_inputs_or_budget_times_nothing(
     assert json.loads(capsys.readouterr().out)["latency_ms"] is None
 
 
+@pytest.mark.slow
 def test_same_model_twice_has_the_same_constants(model: Path) -> None:
     """Sizes are deterministic: torch folds the same model to the same constants."""
     result = compare(str(model), str(model), inputs=(torch.randn(1, 3, 16, 16),), measure=(1, 0.01))

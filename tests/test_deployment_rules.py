@@ -36,6 +36,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return model, expect
 
 
+@pytest.mark.slow
 def test_written_defaults_hold_and_match_torch(
     written: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

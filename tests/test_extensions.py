@@ -55,6 +55,7 @@ def _one_sentence(stderr: str) -> str:
     return errors[0]
 
 
+@pytest.mark.slow
 def test_unknown_operator_names_it_and_the_flags(op_models: Path) -> None:
     proc = _freezeview("explain", str(op_models / "fvother.pt"), packages=True, cwd=op_models)
     assert proc.returncode == 2

@@ -328,6 +328,7 @@ def test_error_messages_are_one_line() -> None:
     assert err.exit_code == 2 and PlanError("x").exit_code == 1
 
 
+@pytest.mark.slow
 def test_torchs_cpp_warnings_while_loading_become_information(tmp_path: Path) -> None:
     """c10 prints some warnings straight to descriptor 2 (a quantized model's
     __setstate__): freezeview shows them as "torch said", never as raw log lines."""

@@ -23,6 +23,7 @@ def _frozen(optimize: bool = False) -> torch.jit.ScriptModule:
         return torch.jit.optimize_for_inference(frozen) if optimize else frozen
 
 
+@pytest.mark.slow
 def test_frozen_model_round_trips_with_the_same_outputs(tmp_path) -> None:
     """A fresh process loads what torch.jit.save wrote and returns the same outputs."""
     frozen = _frozen()

@@ -106,6 +106,7 @@ async def test_opens_on_the_inlined_graph(
         assert ir_text(screen) == torch_inlined_text(small_pt).rstrip("\n")
 
 
+@pytest.mark.slow
 async def test_n_and_p_step_through_the_graphs(small_pt: Path, tmp_path: Path) -> None:
     app = app_for(small_pt, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -365,6 +366,7 @@ async def test_bad_file_shows_an_error_and_goes_on(tmp_path: Path, engine_proces
         assert screen.view_mode == "code"
 
 
+@pytest.mark.slow
 async def test_engine_error_during_steps_keeps_the_session(
     small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -390,6 +392,7 @@ async def test_engine_error_during_steps_keeps_the_session(
         await pilot.press("q")
 
 
+@pytest.mark.slow
 async def test_engine_process_crash_keeps_the_screen_and_restarts(
     small_pt: Path, tmp_path: Path
 ) -> None:
@@ -422,6 +425,7 @@ async def test_engine_process_crash_keeps_the_screen_and_restarts(
         await pilot.press("q")
 
 
+@pytest.mark.slow
 async def test_narrow_terminal_uses_tabs(small_pt: Path, tmp_path: Path) -> None:
     app = app_for(small_pt, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:

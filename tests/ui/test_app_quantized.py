@@ -27,6 +27,7 @@ _CONSTANT = re.compile(r"%self\.(?P<path>[\w.]+?)(?:\.\d+)? : [^=]+= prim::Const
 _GETATTR = re.compile(r'prim::GetAttr\[name="(?P<name>\w+)"\]')
 
 
+@pytest.mark.slow
 async def test_tree_statuses_match_the_final_ir_of_a_quantized_model(tmp_path: Path) -> None:
     module = case_by_name("quant_static_conv_bn_relu_fused").build()
     loaded = LoadedModel.from_module(module, name="quantized.pt")

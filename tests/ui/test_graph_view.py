@@ -98,6 +98,7 @@ async def test_diff_colours_and_following_n(small_pt: Path, tmp_path: Path) -> N
         assert not any(b.role == "ghost" for b in view.drawn.layout.boxes.values())  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 async def test_selecting_a_box_updates_inspector_and_ir(small_pt: Path, tmp_path: Path) -> None:
     app = app_for(small_pt, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -142,6 +143,7 @@ async def test_an_ir_line_centres_its_box(small_pt: Path, tmp_path: Path) -> Non
         assert view.selected is not None and view.selected.lines[0] == "linear"
 
 
+@pytest.mark.slow
 async def test_panning_moves_the_canvas_and_zoom_changes_level(
     small_pt: Path, tmp_path: Path
 ) -> None:
@@ -181,6 +183,7 @@ async def test_panning_moves_the_canvas_and_zoom_changes_level(
 
 
 @pytest.mark.parametrize("case", ["tiny_resnet", "control_flow", "dynamic_quantized_linear"])
+@pytest.mark.slow
 async def test_corpus_model_graph(case: str, tmp_path: Path) -> None:
     from corpus import CASES
 
@@ -201,6 +204,7 @@ async def test_corpus_model_graph(case: str, tmp_path: Path) -> None:
             assert box.lines[0] in canvas_text(view)
 
 
+@pytest.mark.slow
 async def test_pictures_only_where_the_terminal_shows_them(small_pt: Path, tmp_path: Path) -> None:
     """No protocol (tmux, xterm, tests): i says so and the characters stay; with one,
     i shows Graphviz's PNG of the same view in a textual-image widget."""
@@ -246,6 +250,7 @@ async def test_detect_graphics_asks_no_terminal_in_tmux_or_pipes(
 
 
 @pytest.mark.parametrize("size", [(30, 12), SIZE])
+@pytest.mark.slow
 async def test_zoom_to_a_kept_level_lays_no_pane_out_again(
     size: tuple[int, int], small_pt: Path, tmp_path: Path
 ) -> None:
@@ -304,6 +309,7 @@ class _HeldSession(Session):
         return super().graph_canvas(before, after, *args, **kwargs)
 
 
+@pytest.mark.slow
 async def test_a_step_shown_is_laid_out_at_once_one_at_a_time(
     small_pt: Path, tmp_path: Path
 ) -> None:

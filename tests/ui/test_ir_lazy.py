@@ -16,6 +16,7 @@ from .test_app import SIZE, app_for
 pytestmark = pytest.mark.asyncio
 
 
+@pytest.mark.slow
 async def test_a_big_step_is_lexed_as_far_as_it_is_seen(
     small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,6 +20,7 @@ def shown(footer: KeysFooter) -> list[tuple[str, str]]:
     return [(key.key, key.description) for key in footer.query("FooterKey")]  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 async def test_focus_moves_keep_the_footer_and_new_keys_rebuild_it(
     small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -27,6 +27,7 @@ def _views(inlined: int, kept: int, dropped: int) -> list[AttrView]:
     ("inlined", "kept", "dropped", "status_filter"),
     [(374, 49, 258, "all"), (12288, 2048, 10240, "all"), (374, 49, 258, "dropped")],
 )
+@pytest.mark.slow
 async def test_the_header_fits_at_160_columns(
     small_pt: Path,
     tmp_path: Path,

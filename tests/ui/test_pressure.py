@@ -25,6 +25,7 @@ def _assert_consistent(screen) -> None:  # type: ignore[no-untyped-def]
         assert ir_text(screen) == display_text(screen.steps[current].snapshot.text).rstrip("\n")
 
 
+@pytest.mark.slow
 async def test_n_n_n_while_loading_lands_on_a_real_step(small_pt: Path, tmp_path: Path) -> None:
     # Through the engine process: loading there takes a torch import, a wide window.
     app = app_for(small_pt, tmp_path, engine_process=True)
@@ -40,6 +41,7 @@ async def test_n_n_n_while_loading_lands_on_a_real_step(small_pt: Path, tmp_path
         _assert_consistent(app.main_screen)
 
 
+@pytest.mark.slow
 async def test_toggles_and_reruns_during_a_run(small_pt: Path, tmp_path: Path) -> None:
     app = app_for(small_pt, tmp_path)
     async with app.run_test(size=SIZE) as pilot:

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.asyncio
 RERUNS = 6
 
 
+@pytest.mark.slow
 async def test_reruns_free_the_earlier_runs(small_pt: Path, tmp_path: Path) -> None:
     """Each run's steps are seen in every view mode, then re-run: earlier runs' step
     graphs must be freed and the IR pane's documents must not pile up."""
