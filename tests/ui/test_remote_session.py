@@ -232,7 +232,7 @@ asyncio.run(main())
 def test_the_engine_forwards_warnings_to_the_screen(monkeypatch: pytest.MonkeyPatch) -> None:
     import warnings
 
-    from freezeview.ui.remote_session import forward_warnings
+    from freezeview.ui.engine_process import forward_warnings
 
     sent: list[tuple[object, ...]] = []
     monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)

@@ -1,0 +1,225 @@
+"""The engine process: the child side of :class:`~freezeview.ui.remote_session.RemoteSession`.
+
+``python -m freezeview.ui.engine_process FD`` reads the screen's requests from the
+socket ``FD`` (the protocol is in :mod:`freezeview.ui.remote_session`), runs each on a
+real :class:`~freezeview.ui.session.Session` in its own thread, streams the answers back
+and forwards every warning. Only this process imports torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import sys
+import threading
+import traceback
+import warnings
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from ..engine.plumbing.errors import FreezeviewError
+from .remote_session import ERROR_TYPES, KEPT_RUNS, EngineError
+
+__all__ = ["error_info", "forward_warnings", "serve"]
+
+
+def error_info(exc: BaseException) -> tuple[str, str, str | None, str]:
+    """An exception as the tuple the screen rebuilds it from (name, message, hint, detail)."""
+    if isinstance(exc, FreezeviewError):
+        # Subclasses elsewhere in the engine travel as their nearest known class.
+        name = next(c.__name__ for c in type(exc).__mro__ if c.__name__ in ERROR_TYPES)
+        return (name, exc.detail, exc.hint, "")
+    return (type(exc).__name__, str(exc), None, traceback.format_exc())
+
+
+class _Engine:
+    """Runs the screen's calls on a real Session, each in its own thread."""
+
+    def __init__(self, config: dict[str, Any], send: Callable[[tuple[Any, ...]], None]) -> None:
+        self.session: Any = None
+        self.send = send
+        self.cancels: dict[int, threading.Event] = {}
+        # Snapshots by key, per run, so the screen can name one instead of sending it.
+        self.snapshots: dict[int, dict[int, Any]] = {}
+        self._next_key = itertools.count(1)
+        self._opened: Any = None
+        self._open_error: BaseException | None = None
+        self._have_session = threading.Event()
+        self._open_done = threading.Event()
+        # Off the main thread, which must stay free to read "close" while torch imports.
+        threading.Thread(
+            target=self._open, args=(config,), name="freezeview-open", daemon=True
+        ).start()
+
+    def _open(self, config: dict[str, Any]) -> None:
+        # Loading starts before the screen asks: the screen is still starting Textual.
+        try:
+            from .session import Session  # imports torch: only the engine process does
+
+            self.session = Session(**config)
+            self._have_session.set()
+            self._opened = self.session.open()
+        except BaseException as exc:
+            self._open_error = exc
+        finally:
+            self._have_session.set()
+            self._open_done.set()
+
+    def handle(self, rid: int, method: str, args: tuple[Any, ...]) -> None:
+        """Run one call and send its answer."""
+        try:
+            self._have_session.wait()
+            if self.session is None:  # torch or freezeview's engine failed to import
+                raise self._open_error or EngineError("the engine did not start.")
+            value = getattr(self, f"call_{method}")(rid, *args)
+        except BaseException as exc:
+            self.send(("error", rid, error_info(exc)))
+        else:
+            self.send(("done", rid, value))
+        finally:
+            self.cancels.pop(rid, None)
+
+    def call_open(self, rid: int) -> Any:
+        self._open_done.wait()
+        if self._open_error is not None:
+            raise self._open_error
+        return self._opened
+
+    def call_explain(self, rid: int, preserved: list[str]) -> Any:
+        views = self.session.explain(preserved)
+        return views, self.session.inventory
+
+    def call_run_steps(self, rid: int, preserved: list[str], passes: list[str]) -> Any:
+        cancel = self.cancels.setdefault(rid, threading.Event())
+        # The new run is added next: keep KEPT_RUNS - 1 of the earlier ones.
+        for run in sorted(self.snapshots)[: max(0, len(self.snapshots) - KEPT_RUNS + 1)]:
+            del self.snapshots[run]
+        kept = self.snapshots.setdefault(rid, {})
+        keys: dict[int, int] = {}
+        for view in self.session.run_steps(preserved, passes, cancel=cancel):
+            snapshot = view.snapshot
+            key = keys.get(id(snapshot))
+            if key is None:
+                key = next(self._next_key)
+                keys[id(snapshot)] = key
+                kept[key] = snapshot
+                self.send(("item", rid, (key, view)))
+            else:  # an unchanged step: the screen has this graph already
+                self.send(("item", rid, (key, dataclasses.replace(view, snapshot=None))))
+        return self.session.final_code
+
+    def _snapshot(self, ref: tuple[str, Any]) -> Any:
+        how, value = ref
+        if how == "key":
+            for kept in self.snapshots.values():
+                if value in kept:
+                    return kept[value]
+            raise EngineError("that step's graph is no longer kept: press r to re-run.")
+        return value
+
+    def call_render_step(
+        self,
+        rid: int,
+        before: tuple[str, Any],
+        after: tuple[str, Any],
+        out_dir: Path,
+        stem: str,
+    ) -> Any:
+        paths = self.session.render_step(
+            self._snapshot(before), self._snapshot(after), out_dir, stem
+        )
+        return [str(p) for p in paths], list(self.session.last_notes)
+
+    def call_graph_picture(
+        self,
+        rid: int,
+        before: tuple[str, Any],
+        after: tuple[str, Any],
+        level: Any,
+        expand: tuple[str, ...],
+        reasons: dict[str, str],
+    ) -> Any:
+        return self.session.graph_picture(
+            self._snapshot(before), self._snapshot(after), level, expand, reasons
+        )
+
+    def call_graph_canvas(
+        self,
+        rid: int,
+        before: tuple[str, Any],
+        after: tuple[str, Any],
+        level: Any,
+        expand: tuple[str, ...],
+        reasons: dict[str, str],
+        rows: int | None = None,
+    ) -> Any:
+        return self.session.graph_canvas(
+            self._snapshot(before), self._snapshot(after), level, expand, reasons, rows
+        )
+
+    def call_export(self, rid: int, out_dir: Path, preserved: list[str], passes: list[str]) -> Any:
+        paths = self.session.export(out_dir, preserved, passes)
+        return [str(p) for p in paths], list(self.session.last_notes)
+
+    def cancel(self, rid: int) -> None:
+        """Ask a running call to stop at its next step."""
+        event = self.cancels.get(rid)
+        if event is not None:
+            event.set()
+
+
+def forward_warnings(send: Callable[[tuple[Any, ...]], None]) -> None:
+    """Send every warning raised in this process to the screen (its help screen lists
+    them; printed, they would land on nobody's terminal)."""
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        send(("warning", f"{category.__name__}: {message}"))
+
+    warnings.simplefilter("default")
+    warnings.showwarning = show  # type: ignore[assignment]
+
+
+def serve(fd: int) -> None:
+    """The engine process's main loop (``python -m freezeview.ui.engine_process FD``)."""
+    conn = Connection(fd)
+    send_lock = threading.Lock()
+
+    def send(message: tuple[Any, ...]) -> None:
+        with send_lock:
+            try:
+                conn.send(message)
+            except OSError:
+                os._exit(0)  # the screen is gone: nobody to answer
+
+    try:
+        kind, config = conn.recv()
+    except (EOFError, OSError):
+        return
+    if kind != "init":
+        return
+
+    forward_warnings(send)
+    engine = _Engine(config, send)
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            break
+        if message[0] == "call":
+            rid, method, args = message[1], message[2], message[3]
+            engine.cancels[rid] = threading.Event()
+            threading.Thread(target=engine.handle, args=(rid, method, args), daemon=True).start()
+        elif message[0] == "cancel":
+            engine.cancel(message[1])
+        elif message[0] == "close":
+            break
+    # Leave now, without waiting for torch work in flight: its results have no reader.
+    # Files are written atomically, so an abandoned export leaves no partial file.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))
