@@ -225,6 +225,30 @@ def speech_encoder() -> torch.jit.ScriptModule:
     return torch.jit.script(SpeechEncoder().eval())
 
 
+class SmallConvNet(nn.Module):
+    """Scripted conv + batchnorm + relu + linear, batch 1: the small model of the
+    latency measurement (freezing makes it faster, optimize_for_inference slower)."""
+
+    def __init__(self, channels: int = 8, size: int = 16) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, channels, 3, padding=1)
+        self.bn = nn.BatchNorm2d(channels)
+        self.fc = nn.Linear(channels * size * size, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
+
+
+def small_conv_net(seed: int = 0) -> torch.jit.ScriptModule:
+    """The scripted small model, in eval mode, with reproducible weights."""
+    torch.manual_seed(seed)
+    return torch.jit.script(SmallConvNet().eval())
+
+
+#: The small model's input: batch 1, 3 channels, 16x16.
+SMALL_INPUT_SHAPE = (1, 3, 16, 16)
+
+
 #: name -> (builder, example input shape)
 MODELS = {
     "resnet50": (resnet50, (1, 3, 224, 224)),

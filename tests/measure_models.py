@@ -1,28 +1,18 @@
-"""Small models the measure tests and the speed benchmarks share (no downloads)."""
+"""The small model the measure tests share with the latency benchmark.
+
+It lives in ``benchmarks/models.py`` with the benchmarks' other models; the tests import
+it from here by its short name.
+"""
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+import sys
+from pathlib import Path
 
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
 
-class SmallConvNet(nn.Module):
-    """Scripted conv + batchnorm + relu + linear, batch 1: the model of issue 24."""
+from benchmarks.models import SMALL_INPUT_SHAPE, SmallConvNet, small_conv_net  # noqa: E402
 
-    def __init__(self, channels: int = 8, size: int = 16) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(3, channels, 3, padding=1)
-        self.bn = nn.BatchNorm2d(channels)
-        self.fc = nn.Linear(channels * size * size, 10)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
-
-
-def small_conv_net(seed: int = 0) -> torch.jit.ScriptModule:
-    """The scripted model, in eval mode, with reproducible weights."""
-    torch.manual_seed(seed)
-    return torch.jit.script(SmallConvNet().eval())
-
-
-SMALL_INPUT_SHAPE = (1, 3, 16, 16)
+__all__ = ["SMALL_INPUT_SHAPE", "SmallConvNet", "small_conv_net"]
