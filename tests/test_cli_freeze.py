@@ -198,6 +198,9 @@ def test_table_runs_no_explain_json_does(tmp_path: Path, monkeypatch, capsys) ->
     calls: list[object] = []
     real = pipeline_mod._explain_or_none
     monkeypatch.setattr(pipeline_mod, "_explain_or_none", lambda *a: calls.append(a) or real(*a))
+    # Uncut, as in a file or a log: a COLUMNS width (pytest-xdist sets 80) would wrap the
+    # notes cell wherever the other columns' widths put its edge.
+    monkeypatch.delenv("COLUMNS", raising=False)
     path = tmp_path / "counter.pt"
     torch.jit.save(torch.jit.script(Counter().eval()), str(path))
     assert main(["freeze", str(path), "-o", str(tmp_path / "a.pt")]) == 0
