@@ -22,17 +22,13 @@ IR pane's highlighting does).
 from __future__ import annotations
 
 import gc
-import os
-import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from rich.console import Group
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -49,7 +45,7 @@ from ..messages import (
     StepsFinished,
 )
 from ..views import AttrView, PassView, StepView
-from ..widgets.box_panel import box_panel
+from ..widgets.box_panel import selection_panel
 from ..widgets.graph_view import GraphView
 from ..widgets.inspector import Inspector, attribute_panel, node_panel
 from ..widgets.ir_pane import IRPane
@@ -58,7 +54,9 @@ from ..widgets.keys_footer import KeysFooter
 from ..widgets.model_tree import ModelTree
 from ..widgets.status_line import StatusLine
 from ..widgets.steps_bar import StepsBar
+from .delivery import Delivery
 from .engine_work import EngineWork
+from .main_keys import MAIN_KEYS
 
 if TYPE_CHECKING:
     from ..host import ScreenHost
@@ -73,42 +71,7 @@ class MainScreen(Screen[None]):
 
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
 
-    BINDINGS = [
-        # First, so a narrow footer still shows it (it only appears when narrow).
-        Binding("w", "next_pane", "Pane", tooltip="Narrow terminals: show the next pane (tabs)"),
-        Binding("n", "next_step", "Next", tooltip="Show the next freezing step"),
-        Binding("p", "previous_step", "Prev", tooltip="Show the previous freezing step"),
-        Binding("r", "rerun", "Re-run", tooltip="Run freezing again from the start with the plan"),
-        Binding(
-            "space",
-            "toggle_preserve",
-            "Preserve",
-            tooltip="Add/remove the selected attribute to preserved_attrs (explanation updates)",
-        ),
-        Binding("t", "toggle_pass", "Pass", tooltip="Switch the highlighted pass on or off"),
-        Binding(
-            "d", "cycle_view", "IR/code/diff", tooltip="Show the IR, the .code or the step's diff"
-        ),
-        Binding(
-            "f", "cycle_filter", "Filter", tooltip="Show all / inlined / kept / dropped attributes"
-        ),
-        Binding(
-            "v",
-            "graph_view",
-            "Graph",
-            tooltip="Show (or hide) the current step's graph or diff, drawn in the terminal",
-        ),
-        Binding("g", "render", "SVG", tooltip="Render the current step's graph and diff to SVG"),
-        Binding("e", "export", "Export", tooltip="Write everything `freezeview export` writes"),
-        Binding(
-            "o",
-            "open_output",
-            "Open",
-            tooltip="Open the last picture (g) or review page (e) in the local browser",
-        ),
-        Binding("slash", "search", "Search", key_display="/", tooltip="Search the IR pane"),
-        Binding("question_mark", "help", "Help", key_display="?", tooltip="Show every key"),
-    ]
+    BINDINGS = MAIN_KEYS
 
     #: True while the model loads (the IR pane shows a loading state).
     loading_model: reactive[bool] = reactive(True)
@@ -125,8 +88,6 @@ class MainScreen(Screen[None]):
         super().__init__()
         #: The current run's steps, in order, as they arrive.
         self.steps: list[StepView] = []
-        #: The last picture rendered (g) or review page exported (e): what ``o`` opens.
-        self.last_output: Path | None = None
         #: Every attribute's verdict under the current preserved names.
         self.views: list[AttrView] = []
         self.passes: list[PassView] = []
@@ -136,6 +97,11 @@ class MainScreen(Screen[None]):
         self._explaining = False
         self._run_after_explain = False
         self._run_plan: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+
+    @property
+    def last_output(self) -> Path | None:
+        """The last picture rendered (g) or review page exported (e): what ``o`` opens."""
+        return self.delivery.last
 
     @property
     def session(self) -> Session | RemoteSession | None:
@@ -247,6 +213,7 @@ class MainScreen(Screen[None]):
 
     # -- screen state ----------------------------------------------------------------
     def on_mount(self) -> None:
+        self.delivery = Delivery(self.app, self.set_status, self.query_one(StatusLine).show_link)
         self.title = "freezeview"
         self.sub_title = self.fv_app.model_label
         self.watch_narrow_pane(self.narrow_pane)
@@ -409,18 +376,7 @@ class MainScreen(Screen[None]):
 
     def action_open_output(self) -> None:
         """Open the last rendered picture or exported page in the local browser."""
-        path = self.last_output
-        if path is None:
-            self.notify("nothing written yet: g renders the step, e exports", timeout=3)
-            return
-        if self.app.is_web:
-            self.deliver(path)
-            return
-        if not _has_local_browser():
-            self.set_status(f"no browser on this machine (SSH?): open {path} where you are")
-            return
-        self.app.open_url(path.resolve().as_uri())
-        self.set_status(f"opened {path} in the browser")
+        self.delivery.open_last()
 
     def action_search(self) -> None:
         """Open the search box of the IR pane."""
@@ -476,21 +432,15 @@ class MainScreen(Screen[None]):
 
     @on(GraphView.BoxSelected)
     def _box_selected(self, message: GraphView.BoxSelected) -> None:
-        if message.node_id is None or message.snapshot is None:
-            self.inspector.show(box_panel(message.box))
-            return
-        from ...engine.graph.facts import node_facts
-
-        facts = node_facts(message.snapshot, message.node_id)
-        view = next((v for v in self.views if v.path == facts.attribute), None)
-        if view is not None:
-            # The node, then the attribute it reads: its status and why.
-            inventory = self.session.inventory if self.session else None
-            info = inventory.by_path(view.path) if inventory else None
-            self.inspector.show(Group(node_panel(facts), "", attribute_panel(view, info)))
-        else:
-            self.inspector.show(node_panel(facts))
-        if message.box.role != "ghost":
+        inventory = self.session.inventory if self.session else None
+        self.inspector.show(
+            selection_panel(message.box, message.snapshot, message.node_id, self.views, inventory)
+        )
+        if (
+            message.node_id is not None
+            and message.snapshot is not None
+            and message.box.role != "ghost"
+        ):
             self.ir_pane.go_to_node(message.node_id)
 
     @on(StepsBar.StepSelected)
@@ -617,47 +567,13 @@ class MainScreen(Screen[None]):
         self.update_titles()
 
     def on_rendered(self, message: Rendered) -> None:
-        where = message.paths[0].parent if message.paths else "?"
-        names = ", ".join(p.name for p in message.paths)
-        self.notify(f"wrote {names} in {where}", title="rendered")
-        self._notify_notes()
-        pictures = [p for p in message.paths if p.suffix in (".svg", ".png")]
-        written = pictures or message.paths
-        self.last_output = written[-1] if written else None
-        self.query_one(StatusLine).show_link("rendered", self.last_output)
-        if self.app.is_web:
-            # In a browser (freezeview serve) the files are on the server: hand them over.
-            for path in pictures:
-                self.deliver(path)
+        self.delivery.rendered(message.paths, self._last_notes())
 
     def on_exported(self, message: Exported) -> None:
-        self.notify(f"{len(message.paths)} files in {message.directory}", title="exported")
-        self._notify_notes()
-        page = message.directory / "index.html"
-        self.last_output = page if page.exists() else message.directory
-        self.query_one(StatusLine).show_link(
-            f"exported {len(message.paths)} files:", self.last_output
-        )
-        if self.app.is_web and page.exists():
-            self.deliver(page)
+        self.delivery.exported(message.directory, message.paths, self._last_notes())
 
-    def deliver(self, path: Path) -> None:
-        """Hand a written file to the browser the app runs in (``freezeview serve``):
-        pages and pictures open in a new tab, other files are downloaded."""
-        kinds = {".html": "text/html", ".svg": "image/svg+xml", ".png": "image/png"}
-        mime = kinds.get(path.suffix)
-        if mime is None:
-            self.app.deliver_binary(path, open_method="download")
-        elif mime.startswith("text/"):
-            self.app.deliver_text(path, open_method="browser", mime_type=mime, encoding="utf-8")
-        else:
-            self.app.deliver_binary(path, open_method="browser", mime_type=mime)
-        self.set_status(f"sent {path.name} to the browser (o sends it again)")
-
-    def _notify_notes(self) -> None:
-        """What the engine noted while drawing (pictures too big to lay out, ...)."""
-        for note in self.session.last_notes if self.session else []:
-            self.notify(note, severity="warning")
+    def _last_notes(self) -> list[str]:
+        return list(self.session.last_notes) if self.session else []
 
     # -- the plan's runs ---------------------------------------------------------------
     def start_explain(self) -> None:
@@ -697,12 +613,3 @@ class MainScreen(Screen[None]):
 
 # The panes the graph view takes the place of: the model pane (wide), all (narrow).
 _PANES = ("graph-pane", "model-pane", "ir-pane", "inspector-pane", "steps-bar")
-
-
-def _has_local_browser() -> bool:
-    """Whether a browser can open on this machine (not over a plain SSH session)."""
-    if sys.platform in ("darwin", "win32"):
-        return True
-    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
-        return True
-    return not os.environ.get("SSH_CONNECTION") and bool(os.environ.get("BROWSER"))

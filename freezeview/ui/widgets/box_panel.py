@@ -3,12 +3,23 @@ a module box (its label, diff counts and what Enter does) or a removed op's ghos
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ...engine.draw.layout_values import BoxLayout
+from ...engine.graph.facts import node_facts
+from .inspector import attribute_panel, node_panel
 
-__all__ = ["box_panel"]
+if TYPE_CHECKING:
+    from ...engine.graph.inventory_values import Inventory
+    from ...engine.graph.snapshot_values import GraphSnapshot
+    from ..views import AttrView
+
+__all__ = ["box_panel", "selection_panel"]
 
 
 def box_panel(box: BoxLayout) -> Table:
@@ -28,3 +39,25 @@ def box_panel(box: BoxLayout) -> Table:
     if box.role == "scope":
         table.add_row("", Text("Enter opens it down to its ops", "italic"))
     return table
+
+
+def selection_panel(
+    box: BoxLayout,
+    snapshot: GraphSnapshot | None,
+    node_id: int | None,
+    views: Sequence[AttrView],
+    inventory: Inventory | None,
+) -> RenderableType:
+    """What the inspector shows for a box selected in the graph view.
+
+    A module box or a ghost: the box itself. An op: its IR node, then, when the node
+    reads an attribute, that attribute's status and why.
+    """
+    if node_id is None or snapshot is None:
+        return box_panel(box)
+    facts = node_facts(snapshot, node_id)
+    view = next((v for v in views if v.path == facts.attribute), None)
+    if view is None:
+        return node_panel(facts)
+    info = inventory.by_path(view.path) if inventory else None
+    return Group(node_panel(facts), "", attribute_panel(view, info))
