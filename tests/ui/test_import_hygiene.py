@@ -33,6 +33,16 @@ def test_what_the_screen_receives_from_the_engine_process_is_torch_free() -> Non
     )
 
 
+def test_marking_an_attribute_does_not_import_torch() -> None:
+    # The tree's selection marks the attribute's readers and writers: writers come from
+    # the nodes' schemas, read without torch (torch in the screen: +300 MB, 1 s frozen).
+    assert not _imports_torch(
+        "from freezeview.engine.graph.snapshot_values import GraphSnapshot, NodeSnapshot; "
+        "from freezeview.engine.graph import facts; "
+        "facts.schema_effects('aten::add_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')"
+    )
+
+
 def test_the_main_screen_does_not_import_the_app() -> None:
     """ui/app.py imports ui/screens/main.py, never the other way round (ui/host.py)."""
     import ast

@@ -9,10 +9,11 @@ graph in place.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from .schema_text import schema_effects_text
 
 if TYPE_CHECKING:
     from .snapshot_values import GraphSnapshot, NodeSnapshot
@@ -91,41 +92,17 @@ def attribute_node_ids(snapshot: GraphSnapshot, path: str) -> set[int]:
     return ids
 
 
-@functools.lru_cache(maxsize=4096)
 def schema_effects(schema: str) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
     """What an operator schema says about memory.
 
     ``aten::add_(Tensor(a!) self, Tensor other, Scalar alpha=1) -> Tensor(a!)`` writes
-    argument 0 and its output aliases argument 0.
+    argument 0 and its output aliases argument 0. Read from the schema's text, as
+    ``torch._C.parse_schema`` reads it: the app's screen process does not import torch.
 
     Returns:
         (indices of arguments written, (output index, argument index) alias pairs).
     """
-    try:
-        import torch
-
-        parsed = torch._C.parse_schema(schema)
-    except (RuntimeError, ImportError):
-        return (), ()
-    written: list[int] = []
-    sets: dict[str, int] = {}
-    for i, arg in enumerate(parsed.arguments):
-        info = arg.alias_info
-        if info is None:
-            continue
-        if info.is_write:
-            written.append(i)
-        for name in info.before_set:
-            sets.setdefault(str(name), i)
-    aliases: list[tuple[int, int]] = []
-    for j, ret in enumerate(parsed.returns):
-        info = ret.alias_info
-        if info is None:
-            continue
-        for name in info.before_set:
-            if str(name) in sets:
-                aliases.append((j, sets[str(name)]))
-    return tuple(written), tuple(aliases)
+    return schema_effects_text(schema)
 
 
 @dataclass(frozen=True)
