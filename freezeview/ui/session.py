@@ -71,6 +71,10 @@ class Session:
     _inputs: tuple[Any, ...] | None = field(default=None, repr=False)
     _layouts: Any = field(default=None, repr=False)
     _picture_dir: Path | None = field(default=None, repr=False)
+    # The last explain's preserved names, torch freeze and explanation, until a run with
+    # the same names takes them (the freeze is the run's clean-up step).
+    _explained: tuple[tuple[str, ...], Any, Any] | None = field(default=None, repr=False)
+    _explained_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # -- loading ---------------------------------------------------------------------
     @property
@@ -148,9 +152,28 @@ class Session:
                 f"{self.name} holds a module in training mode; freezing needs eval mode: "
                 "start freezeview with --eval."
             )
+        from ..engine.reasons.torch_freeze import release_clone, torch_outcome
         from ..engine.reasons.verdicts import explain
 
-        explanation = explain(self.load(), preserved_attrs=list(preserved))
+        names = tuple(preserved)
+        self._forget_explained()
+        # torch's freeze is made here and handed to the next run with these names, which
+        # then neither freezes the model again nor explains it again (each costs about
+        # what torch.jit.freeze does). A freeze torch refuses is explain's to word.
+        outcome = None
+        try:
+            outcome = torch_outcome(self.module._c, list(names))
+        except RuntimeError:
+            outcome = None
+        try:
+            explanation = explain(self.load(), preserved_attrs=list(names), outcome=outcome)
+        except BaseException:
+            if outcome is not None and outcome.frozen is not None:
+                release_clone(outcome.frozen, self.module)
+            raise
+        with self._explained_lock:
+            old, self._explained = self._explained, (names, outcome, explanation)
+        self._release(old)  # another explain's, finished meanwhile
         return [
             AttrView(
                 path=verdict.path,
@@ -163,6 +186,18 @@ class Session:
             )
             for verdict in explanation.attributes
         ]
+
+    def _forget_explained(self) -> None:
+        """Free the last explain's torch freeze when no run took it."""
+        with self._explained_lock:
+            held, self._explained = self._explained, None
+        self._release(held)
+
+    def _release(self, held: tuple[tuple[str, ...], Any, Any] | None) -> None:
+        if held is not None and held[1] is not None and held[1].frozen is not None:
+            from ..engine.reasons.torch_freeze import release_clone
+
+            release_clone(held[1].frozen, self.module)
 
     # -- passes and steps ------------------------------------------------------------
     @staticmethod
@@ -209,6 +244,13 @@ class Session:
 
             self._layouts = StepLayouts(self._layouts.modules)
         pipeline = Pipeline(self.load(), _plan(preserved, passes), inputs=self.sample_inputs())
+        with self._explained_lock:
+            held, self._explained = self._explained, None
+        if held is not None and held[0] == tuple(preserved):
+            # The verdicts on screen and their torch freeze: the run's own (see explain).
+            pipeline.adopt(*held)
+        else:
+            self._release(held)
         # With sample inputs each changed step's forward is timed (the latency column).
         measured = MeasuredRun(pipeline, threads=self.threads, budget=self.time_budget)
         self.final_code = None

@@ -91,12 +91,20 @@ class FreezePhase(RunState):
         start = time.perf_counter()
         frozen: torch.jit.ScriptModule | None = None
         freeze_error: str | None = None
+        adopted = None
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                # With torch's freezing log: explain reads its statuses off this very
-                # run instead of freezing the model a second time.
-                outcome = torch_outcome(cmod, list(plan.preserved_attrs), plan.freeze_interfaces)
+            # The caller's own freeze with these names (the app's explain made it), else
+            # torch's freeze now, with torch's freezing log: explain reads its statuses
+            # off this very run instead of freezing the model a second time.
+            adopted = pipe.take_outcome(plan.preserved_attrs) if plan.freeze_interfaces else None
+            if adopted is not None:
+                outcome = adopted
+            else:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    outcome = torch_outcome(
+                        cmod, list(plan.preserved_attrs), plan.freeze_interfaces
+                    )
             if plan.freeze_interfaces:
                 pipe.outcomes[tuple(plan.preserved_attrs)] = outcome
             frozen = torch.jit.RecursiveScriptModule(outcome.frozen)
@@ -104,6 +112,8 @@ class FreezePhase(RunState):
         except Exception as exc:
             freeze_error = _refusal(exc, pipe.loaded.name or "the model")
         freeze_seconds = time.perf_counter() - start
+        if frozen is not None and adopted is not None:
+            freeze_seconds += adopted.seconds  # torch's own time, spent before the run
         kept_paths: set[str] = set()
         frozen_all: set[str] = set()
         if frozen is not None:

@@ -138,6 +138,8 @@ class Pipeline:
         self._explained_lock = threading.Lock()
         # torch's freeze per preserved names, from the freeze step (explain reuses it).
         self.outcomes: dict[tuple[str, ...], TorchOutcome] = {}
+        # A freeze the caller made already (the app's explain), for the next freeze step.
+        self._adopted: tuple[tuple[str, ...], TorchOutcome] | None = None
 
     # --- public API -------------------------------------------------------------------
 
@@ -217,6 +219,9 @@ class Pipeline:
         stay valid).
         """
         clones = {id(o.frozen): o.frozen for o in self.outcomes.values() if o.frozen is not None}
+        if self._adopted is not None and self._adopted[1].frozen is not None:
+            clones[id(self._adopted[1].frozen)] = self._adopted[1].frozen
+        self._adopted = None
         for module in (self.working, self.frozen_module):
             if module is not None:
                 clones[id(module._c)] = module._c
@@ -229,6 +234,44 @@ class Pipeline:
             if not any(clone == seen for seen in released):  # wrappers differ per access
                 release_clone(clone, self.module)
                 released.append(clone)
+
+    def adopt(
+        self,
+        preserved: Sequence[str],
+        outcome: TorchOutcome | None = None,
+        explanation: Explanation | None = None,
+    ) -> None:
+        """Take torch's freeze and explain's verdicts the caller already has.
+
+        The app explains the model, then runs the steps with the same preserved names:
+        without this, the run would freeze the model again and explain it again for the
+        fold step's notes, each about as costly as ``torch.jit.freeze`` itself.
+
+        Args:
+            preserved: the preserved attribute names both were made with (torch's
+                default ``freeze_interfaces``).
+            outcome: :func:`~freezeview.engine.reasons.torch_freeze.torch_outcome` of
+                this pipeline's module with ``preserved``, not used by anything else: the
+                next freeze step with these names takes its frozen clone as the working
+                module (once), and :meth:`release` frees it.
+            explanation: :func:`~freezeview.engine.reasons.verdicts.explain` of this
+                pipeline's module with ``preserved`` (what :meth:`explanation` gives).
+        """
+        names = tuple(preserved)
+        if outcome is not None:
+            self._adopted = (names, outcome)
+        if explanation is not None:
+            with self._explained_lock:
+                self._explained[names] = OnceGraphs(lambda: explanation)
+
+    def take_outcome(self, preserved: Sequence[str]) -> TorchOutcome | None:
+        """The adopted freeze for ``preserved``, handed out once (None if there is none)."""
+        adopted, self._adopted = self._adopted, None
+        if adopted is not None and adopted[0] == tuple(preserved):
+            return adopted[1]
+        if adopted is not None and adopted[1].frozen is not None:
+            release_clone(adopted[1].frozen, self.module)  # nobody else will use it
+        return None
 
     @property
     def done(self) -> bool:

@@ -66,6 +66,10 @@ class RunHost(Protocol):
         """explain's verdicts for ``preserved`` (worked out once)."""
         ...
 
+    def take_outcome(self, preserved: Sequence[str]) -> TorchOutcome | None:
+        """torch's freeze with ``preserved`` the caller made already, handed out once."""
+        ...
+
 
 class RunState:
     """State of one run (or rerun) of a pipeline."""

@@ -1,0 +1,96 @@
+"""The app's engine work per run (issue 23): one torch freeze and one explain per re-run,
+what a run computes for steps nobody looks at, and what a run leaves behind."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from ui.models import save_small
+
+import freezeview.engine.freeze.freeze_phase as freeze_phase
+import freezeview.engine.reasons as reasons
+import freezeview.engine.reasons.torch_freeze as torch_freeze
+import freezeview.engine.reasons.verdicts as verdicts
+from freezeview.ui.session import Session
+
+
+def _counting(counts: Counter[str], name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        counts[name] += 1
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Counts of torch's freezes and of explain runs, wherever freezeview calls them."""
+    counts: Counter[str] = Counter()
+    freeze = _counting(counts, "freeze", torch_freeze.torch_outcome)
+    for module in (torch_freeze, verdicts, freeze_phase):
+        monkeypatch.setattr(module, "torch_outcome", freeze)
+    explain = _counting(counts, "explain", verdicts.explain)
+    monkeypatch.setattr(verdicts, "explain", explain)
+    monkeypatch.setattr(reasons, "explain", explain)
+    return counts
+
+
+def _storage_uses(session: Session) -> dict[str, int]:
+    return {
+        name: torch._C._storage_Use_Count(p.untyped_storage()._cdata)
+        for name, p in session.module.named_parameters()
+    }
+
+
+def test_a_run_after_explain_freezes_and_explains_once(
+    tmp_path: Path, counted: Counter[str]
+) -> None:
+    """The app explains, then runs the steps with the same names: the run takes explain's
+    torch freeze as its clean-up and explain's verdicts for the fold step's notes."""
+    session = Session(path=save_small(tmp_path / "small.pt"))
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    before = _storage_uses(session)
+    for preserved in ([], ["scale"], []):
+        counted.clear()
+        session.explain(preserved)
+        steps = list(session.run_steps(preserved, passes))
+        assert not any(s.error for s in steps)
+        fold = next(s for s in steps if s.name == "fold_attributes")
+        # explain's reason for the kept buffer reached the fold step's notes.
+        assert any(n.startswith("kept calls: ") for n in fold.notes), fold.notes
+        assert counted == {"freeze": 1, "explain": 1}, preserved
+    # The final graph is torch's own.
+    expected = torch.jit.freeze(torch.jit.load(str(session.path)).eval())
+    assert steps[-1].snapshot.kinds() == _kinds(expected.graph)
+    assert _storage_uses(session) == before
+
+
+def _kinds(graph: torch._C.Graph) -> Counter[str]:
+    kinds: Counter[str] = Counter()
+    stack = [graph.block()]
+    while stack:
+        for node in stack.pop().nodes():
+            kinds[node.kind()] += 1
+            stack.extend(node.blocks())
+    return kinds
+
+
+def test_an_explain_no_run_takes_is_freed(tmp_path: Path, counted: Counter[str]) -> None:
+    """An explain followed by another explain, or by a run with other names, frees its
+    torch freeze: the run freezes with its own names."""
+    session = Session(path=save_small(tmp_path / "small.pt"))
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    before = _storage_uses(session)
+    session.explain(["scale"])
+    session.explain(["head"])
+    steps = list(session.run_steps([], passes))
+    assert steps and not any(s.error for s in steps)
+    assert counted["freeze"] == 3
+    assert _storage_uses(session) == before
