@@ -144,6 +144,20 @@ _MUTATORS = frozenset(
 )
 
 
+# Nodes whose effect on what their inputs alias does not show in their outputs: a
+# forked body, a call not inlined, a closure. A read reaching one is asked about every
+# writer.
+_OPAQUE_KINDS = frozenset(
+    {"prim::fork", "prim::CallFunction", "prim::CallMethod", "prim::Closure", "prim::Exit"}
+)
+
+
+def _is_tensor_or_optional(t: torch._C.JitType) -> bool:
+    if isinstance(t, torch._C.OptionalType):
+        t = t.getElementType()
+    return isinstance(t, torch._C.TensorType)
+
+
 def _may_write(kind: str) -> bool:
     """Whether nodes of ``kind`` can write memory (checked further by their schema)."""
     return (kind.endswith("_") and not kind.endswith("__")) or kind in _MUTATORS
@@ -204,6 +218,10 @@ class GraphWriters:
         self._value_writer_nodes: list[tuple[int, torch._C.Node, list[torch._C.Value]]] | None = (
             None
         )
+        self._frozen = frozen
+        self._probe: torch._C.Value | None = None
+        self._probe_sought = False
+        self._written_index: dict[int, list[int]] | None = None
 
     @property
     def _writers(self) -> list[tuple[torch._C.Node, list[torch._C.Value]]]:
@@ -230,34 +248,132 @@ class GraphWriters:
 
         ``prim::SetAttr`` nodes that store into a module are not writes to the stored
         value; they are reported by the caller as ``set-attr`` facts.
+
+        The same writers as asking alias analysis about every writing node
+        (:meth:`_scanned_hits`), found in time proportional to ``value``'s aliases for a
+        module attribute's read (see :meth:`_aliases`): a stack of 2,048 BatchNorms has
+        2,048 ``add_`` writers and 2,048 reads they write.
         """
+        aliases = self._aliases(value)
+        if aliases is None:
+            hits = self._scanned_hits(value)
+        else:
+            by_value = self._by_written_value
+            indices = sorted({i for u in aliases for i in by_value.get(u, ())})
+            hits = self._scanned_hits(value, [self._value_writers[i] for i in indices])
+        found: list[Writer] = []
+        for index, node, written in hits:
+            key = (index, tuple(w.unique() for w in written))
+            record = self._records.get(key)
+            if record is None:
+                record = self._records[key] = self._writer(node, written)
+            found.append(record)
+        if not found:
+            found = self._fork_writers(value)
+        return found
+
+    def _scanned_hits(
+        self,
+        value: torch._C.Value,
+        writers: list[tuple[int, torch._C.Node, list[torch._C.Value]]] | None = None,
+    ) -> list[tuple[int, torch._C.Node, list[torch._C.Value]]]:
+        """``writers`` (all by default) that write ``value`` or what may alias it, with
+        the written values that do: alias analysis asked about each one."""
+        unique = value.unique()
+        may_alias = self.db.may_contain_alias  # type: ignore[attr-defined]
+        hits = []
+        for index, node, written in self._value_writers if writers is None else writers:
+            mine = [w for w in written if w.unique() == unique or may_alias(w, value)]
+            if mine:
+                hits.append((index, node, mine))
+        return hits
+
+    def _aliases(self, value: torch._C.Value) -> set[int] | None:
+        """The unique ids of every value that may alias ``value``, or None if unsure.
+
+        With frozen semantics a module attribute's ``prim::GetAttr`` creates a fresh
+        memory location; a value can only come to share it through the nodes that take
+        ``value`` (or an alias of it) as an input, so walking its uses forward, and
+        asking alias analysis about each output found, reaches every alias. That holds
+        unless the location also joins a wildcard set (the value was put in a list,
+        handed to an op alias analysis cannot see into, ...: then it may alias any
+        wildcard value of its type, anywhere) or flows around a loop or into a fork,
+        where the pointers do not follow the node order. The answer is then None and
+        the caller asks about every writer.
+        """
+        if not self._frozen or value.node().kind() != "prim::GetAttr":
+            return None
+        if not self.is_module_value(value.node().inputsAt(0)):
+            return None
+        if not _is_tensor_or_optional(value.type()):
+            return None
+        probe = self._wildcard_probe
+        may_alias = self.db.may_contain_alias  # type: ignore[attr-defined]
+        # A graph input of Tensor type points to the Tensor wildcard and nothing else:
+        # the attribute's read aliases it exactly when it joined the wildcard set.
+        if probe is None or may_alias(value, probe):
+            return None
+        seen = {value.unique()}
+        todo = [value]
+        while todo:
+            current = todo.pop()
+            for use in current.uses():
+                user = use.user
+                kind = user.kind()
+                if kind == "prim::Return":
+                    owner = user.owningBlock().owningNode()
+                    if owner is None:
+                        continue  # returned by the graph: a wildcard would show above
+                    if owner.kind() != "prim::If":
+                        return None
+                    outputs = [owner.outputsAt(use.offset)]
+                elif kind in _BLOCK_KINDS or kind in _OPAQUE_KINDS:
+                    return None
+                else:
+                    outputs = list(user.outputs())
+                for out in outputs:
+                    if out.unique() not in seen and may_alias(out, value):
+                        seen.add(out.unique())
+                        todo.append(out)
+        return seen
+
+    @property
+    def _wildcard_probe(self) -> torch._C.Value | None:
+        if not self._probe_sought:
+            self._probe_sought = True
+            self._probe = next(
+                (v for v in self.graph.inputs() if isinstance(v.type(), torch._C.TensorType)),
+                None,
+            )
+        return self._probe
+
+    @property
+    def _by_written_value(self) -> dict[int, list[int]]:
+        # Positions in _value_writers by the unique id of each value they write.
+        if self._written_index is None:
+            self._written_index = {}
+            for position, (_, _, written) in enumerate(self._value_writers):
+                for w in written:
+                    self._written_index.setdefault(w.unique(), []).append(position)
+        return self._written_index
+
+    def _fork_writers(self, value: torch._C.Value) -> list[Writer]:
+        # Alias analysis takes every value handed to torch.jit.fork as written (it does
+        # not follow the forked body): the fork is the writer to name.
         found: list[Writer] = []
         unique = value.unique()
         may_alias = self.db.may_contain_alias  # type: ignore[attr-defined]
-        for index, node, written in self._value_writers:
-            hits = [w for w in written if w.unique() == unique or may_alias(w, value)]
+        forks = self.graph.findAllNodes("prim::fork", True)  # type: ignore[attr-defined]
+        for node in forks:
+            hits = [w for w in node.inputs() if w.unique() == unique]
             if hits:
-                key = (index, tuple(w.unique() for w in hits))
-                record = self._records.get(key)
-                if record is None:
-                    record = self._records[key] = self._writer(node, hits)
-                found.append(record)
-        if not found:
-            # Alias analysis takes every value handed to torch.jit.fork as written (it
-            # does not follow the forked body): the fork is the writer to name.
-            forks = self.graph.findAllNodes("prim::fork", True)  # type: ignore[attr-defined]
+                found.append(self._writer(node, hits))
+        if not found:  # handed over through an alias (a view, a list holding it)
+            kind = value.type().kind()
             for node in forks:
-                hits = [w for w in node.inputs() if w.unique() == unique]
+                hits = [w for w in node.inputs() if w.type().kind() == kind and may_alias(w, value)]
                 if hits:
                     found.append(self._writer(node, hits))
-            if not found:  # handed over through an alias (a view, a list holding it)
-                kind = value.type().kind()
-                for node in forks:
-                    hits = [
-                        w for w in node.inputs() if w.type().kind() == kind and may_alias(w, value)
-                    ]
-                    if hits:
-                        found.append(self._writer(node, hits))
         return found
 
     @property
