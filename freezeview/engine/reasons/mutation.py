@@ -222,6 +222,7 @@ class GraphWriters:
         self._probe: torch._C.Value | None = None
         self._probe_sought = False
         self._written_index: dict[int, list[int]] | None = None
+        self._wild_writers: list[tuple[int, torch._C.Node, list[torch._C.Value]]] | None = None
 
     @property
     def _writers(self) -> list[tuple[torch._C.Node, list[torch._C.Value]]]:
@@ -250,17 +251,12 @@ class GraphWriters:
         value; they are reported by the caller as ``set-attr`` facts.
 
         The same writers as asking alias analysis about every writing node
-        (:meth:`_scanned_hits`), found in time proportional to ``value``'s aliases for a
-        module attribute's read (see :meth:`_aliases`): a stack of 2,048 BatchNorms has
-        2,048 ``add_`` writers and 2,048 reads they write.
+        (:meth:`_scanned_hits`), but for a module attribute's read only the writers that
+        can be among them are asked (:meth:`_candidates`): a stack of 2,048 BatchNorms
+        has 2,048 ``add_`` writers and 2,048 reads they write.
         """
-        aliases = self._aliases(value)
-        if aliases is None:
-            hits = self._scanned_hits(value)
-        else:
-            by_value = self._by_written_value
-            indices = sorted({i for u in aliases for i in by_value.get(u, ())})
-            hits = self._scanned_hits(value, [self._value_writers[i] for i in indices])
+        candidates = self._candidates(value)
+        hits = self._scanned_hits(value, candidates)
         found: list[Writer] = []
         for index, node, written in hits:
             key = (index, tuple(w.unique() for w in written))
@@ -288,31 +284,59 @@ class GraphWriters:
                 hits.append((index, node, mine))
         return hits
 
-    def _aliases(self, value: torch._C.Value) -> set[int] | None:
-        """The unique ids of every value that may alias ``value``, or None if unsure.
+    def _candidates(
+        self, value: torch._C.Value
+    ) -> list[tuple[int, torch._C.Node, list[torch._C.Value]]] | None:
+        """The writers that may write ``value``, a superset of the answer; None: all.
 
         With frozen semantics a module attribute's ``prim::GetAttr`` creates a fresh
-        memory location; a value can only come to share it through the nodes that take
-        ``value`` (or an alias of it) as an input, so walking its uses forward, and
-        asking alias analysis about each output found, reaches every alias. That holds
-        unless the location also joins a wildcard set (the value was put in a list,
-        handed to an op alias analysis cannot see into, ...: then it may alias any
-        wildcard value of its type, anywhere) or flows around a loop or into a fork,
-        where the pointers do not follow the node order. The answer is then None and
-        the caller asks about every writer.
+        memory location, and a Tensor read then lives in one of two places:
+
+        - its own location, when alias analysis does not take it for the Tensor
+          wildcard: only values derived from it can share that, and :meth:`_aliases`
+          finds them; the candidates are the writers of those values;
+        - the Tensor wildcard alone, once it joined that set (put in a list, handed to
+          an op alias analysis cannot see into): it may then alias exactly what a graph
+          input of Tensor type may alias (a graph input points to the wildcard and
+          nothing else); the candidates are the writers of such values, the same for
+          every such read and found once.
         """
         if not self._frozen or value.node().kind() != "prim::GetAttr":
             return None
-        if not self.is_module_value(value.node().inputsAt(0)):
+        owner = value.node().inputsAt(0).type()
+        if not isinstance(owner, torch._C.ClassType) or not self.is_module_value(
+            value.node().inputsAt(0)
+        ):
             return None
         if not _is_tensor_or_optional(value.type()):
             return None
         probe = self._wildcard_probe
-        may_alias = self.db.may_contain_alias  # type: ignore[attr-defined]
-        # A graph input of Tensor type points to the Tensor wildcard and nothing else:
-        # the attribute's read aliases it exactly when it joined the wildcard set.
-        if probe is None or may_alias(value, probe):
+        if probe is None:
             return None
+        if self.db.may_contain_alias(value, probe):  # type: ignore[attr-defined]
+            if self._wild_writers is None:
+                self._wild_writers = [
+                    entry for entry in self._value_writers if self._scanned_hits(probe, [entry])
+                ]
+            return self._wild_writers
+        aliases = self._aliases(value)
+        if aliases is None:
+            return None
+        by_value = self._by_written_value
+        indices = sorted({i for u in aliases for i in by_value.get(u, ())})
+        return [self._value_writers[i] for i in indices]
+
+    def _aliases(self, value: torch._C.Value) -> set[int] | None:
+        """The unique ids of every value that may alias ``value``, a read with a fresh
+        location of its own (see :meth:`_candidates`); None when unsure.
+
+        Such a location can only come to be shared through the nodes that take
+        ``value`` (or an alias of it) as an input: walking its uses forward, and asking
+        alias analysis about each output found, reaches every alias. Not so around a
+        loop (a loop-carried value points to what the body computes later), into a
+        fork or a call that was not inlined: there the answer is None.
+        """
+        may_alias = self.db.may_contain_alias  # type: ignore[attr-defined]
         seen = {value.unique()}
         todo = [value]
         while todo:
@@ -323,7 +347,7 @@ class GraphWriters:
                 if kind == "prim::Return":
                     owner = user.owningBlock().owningNode()
                     if owner is None:
-                        continue  # returned by the graph: a wildcard would show above
+                        continue  # the graph's own return: nothing after it can alias
                     if owner.kind() != "prim::If":
                         return None
                     outputs = [owner.outputsAt(use.offset)]

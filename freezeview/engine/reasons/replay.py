@@ -91,6 +91,8 @@ class FreezeReplay(ReplayGraphs):
         self.interface_paths: set[str] = set()
         self.keep: dict[str, set[str] | None] = {}  # type -> kept slot names (None = all)
         self.instances: dict[str, list[ModuleObject]] = {}
+        # The keys of every list in `instances`: asked once per attribute.
+        self.instance_keys: set[int] = set()
         self.type_keep_source: dict[tuple[str, str], tuple[int, str]] = {}
 
         if "forward" in self.root.methods:
@@ -288,6 +290,12 @@ class FreezeReplay(ReplayGraphs):
             self.folded.setdefault(slot, set()).add(method)
             if slot not in constants:
                 constants[slot] = insert_constant(graph, first, value, node.output())
+                if constants[slot] is not None:
+                    # The next one goes before this one: torch numbers a block's nodes
+                    # for their order, and inserting thousands of nodes at one place
+                    # between two nodes renumbers the whole graph every forty or so,
+                    # where putting each in front of the block's first node does not.
+                    first = constants[slot].node()  # type: ignore[union-attr]
             constant = constants[slot]
             if constant is not None:
                 node.output().replaceAllUsesWith(constant)
@@ -308,25 +316,39 @@ class FreezeReplay(ReplayGraphs):
                 self._handle_shared_class_type(self.root, ctx.graph)
 
     def _record_referenced(self, ctx: GraphContext) -> None:
+        # As recordReferencedAttrs: each GetAttr marks its name on every module met so
+        # far whose type is the GetAttr input's. The modules are kept by type, and each
+        # (type, name) remembers how many of that type it has marked: marking is the
+        # same every time, so a later GetAttr of it only marks the modules met since
+        # (a fork handed the read still names itself on all of them).
         graph = ctx.graph
-        modules: list[ModuleObject] = [ctx.base]
+        by_type: dict[str, list[ModuleObject]] = {ctx.base.type_name: [ctx.base]}
+        met = {ctx.base.key}
+        marked: dict[tuple[str, str], int] = {}
         unreplaced = self.unreplaced.get(id(ctx), set())
         for node in graph.findAllNodes("prim::GetAttr", True):  # type: ignore[attr-defined]
             if node.inputsSize() == 0 or node.output().unique() in unreplaced:
                 continue
             name = node.s("name")
             input_type = type_name(node.inputsAt(0).type())
-            for mod in list(modules):
-                if mod.type_name != input_type or name not in mod.attrs:
+            same_type = by_type.get(input_type, [])
+            end = len(same_type)
+            fork = _fork_taking(node.output())
+            if fork is not None:
+                for mod in same_type[:end]:
+                    if name in mod.attrs:
+                        self.forked.setdefault((mod.key, name), ctx.writers.describe_node(fork))
+            start = marked.get((input_type, name), 0)
+            marked[(input_type, name)] = end
+            for mod in same_type[start:end]:
+                if name not in mod.attrs:
                     continue
                 self.referenced.add((mod.key, name))
-                fork = _fork_taking(node.output())
-                if fork is not None:
-                    self.forked.setdefault((mod.key, name), ctx.writers.describe_node(fork))
                 self._insert_mutable(mod, name)
                 child = mod.children.get(name)
-                if child is not None and child not in modules:
-                    modules.append(child)
+                if child is not None and child.key not in met:
+                    met.add(child.key)
+                    by_type.setdefault(child.type_name, []).append(child)
         for key, names in self.user_preserved.items():
             mod = self.model.modules[key]
             for name in names:
@@ -349,9 +371,9 @@ class FreezeReplay(ReplayGraphs):
             self.keep[mod.type_name] = None
             self.escaping.add(mod.key)
             return
-        instances = self.instances.setdefault(mod.type_name, [])
-        if mod not in instances:
-            instances.append(mod)
+        if mod.key not in self.instance_keys:
+            self.instance_keys.add(mod.key)
+            self.instances.setdefault(mod.type_name, []).append(mod)
         kept = self.keep.setdefault(mod.type_name, set())
         for name in mod.order:
             if not self._is_kept_slot(mod, name):
@@ -368,7 +390,7 @@ class FreezeReplay(ReplayGraphs):
         if mod.type_name not in self.keep:
             return True
         kept = self.keep[mod.type_name]
-        if kept is None or mod not in self.instances.get(mod.type_name, []):
+        if kept is None or mod.key not in self.instance_keys:
             return True
         return name in kept
 
