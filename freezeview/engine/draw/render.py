@@ -40,7 +40,7 @@ import shutil
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +48,7 @@ from ..diff import GraphDiff
 from ..graph import GraphSnapshot
 from ..plumbing import FreezeviewError, OutputError, atomic
 from .collapse_values import ViewGraph
+from .dot_queue import DotJob, DotQueue, tracked
 from .render_pictures import Picture, diff_picture, side_by_side_picture, snapshot_picture
 from .render_plan import (
     RenderOptions,
@@ -66,8 +67,10 @@ from .view_scopes import count_at_level
 __all__ = [
     "FORMATS",
     "DotFailedError",
+    "DotQueue",
     "DotTimeoutError",
     "GraphvizMissingError",
+    "PendingPicture",
     "RenderResult",
     "find_dot",
     "render_diff",
@@ -75,6 +78,9 @@ __all__ = [
     "render_side_by_side",
     "render_snapshot",
     "run_dot",
+    "start_diff",
+    "start_side_by_side",
+    "start_snapshot",
 ]
 
 #: Output formats: ``dot`` writes the DOT text and needs no Graphviz.
@@ -185,23 +191,31 @@ def run_dot(source: str, fmt: str, options: RenderOptions) -> bytes:
     """
     command = find_dot(options)
     try:
-        done = subprocess.run(
+        proc = subprocess.Popen(
             [command, f"-K{options.engine}", f"-T{fmt}"],
-            input=source.encode("utf-8"),
-            capture_output=True,
-            timeout=options.timeout,
-            check=False,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
-    except subprocess.TimeoutExpired as exc:
-        raise DotTimeoutError(f"Graphviz did not finish within {options.timeout:g} s.") from exc
     except OSError as exc:
         raise GraphvizMissingError(f"cannot run {command}: {exc.strerror or exc}.") from exc
-    if done.returncode != 0 or not done.stdout:
-        first = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[0]
+    # Tracked while it runs: a DotQueue closed by an error kills it (dot_queue.py).
+    with proc, tracked(proc):
+        try:
+            stdout, stderr = proc.communicate(source.encode("utf-8"), timeout=options.timeout)
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            proc.communicate()
+            raise DotTimeoutError(f"Graphviz did not finish within {options.timeout:g} s.") from exc
+        except BaseException:
+            proc.kill()
+            raise
+    if proc.returncode != 0 or not stdout:
+        first = (stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[0]
         raise DotFailedError(
             f"Graphviz failed to draw the picture ({first[:200]}).", dot_error=first[:200]
         )
-    return done.stdout
+    return stdout
 
 
 def render_picture(
@@ -242,6 +256,45 @@ def render_picture(
         DotTimeoutError: even the coarsest level overran.
         DotFailedError: Graphviz failed at the coarsest level too (nothing is written).
     """
+    attempts = _attempts(
+        make,
+        path,
+        fmt=fmt,
+        options=options,
+        level=level,
+        candidates=candidates,
+        scopes=scopes,
+        split=split,
+    )
+    return PendingPicture(attempts, DotQueue(background=False), fmt, options).result()
+
+
+@dataclass(frozen=True)
+class _DotOutcome:
+    """What one Graphviz run gave the picture it drew: its output or its error."""
+
+    data: bytes
+    seconds: float
+    error: DotTimeoutError | DotFailedError | None = None
+
+
+def _attempts(
+    make: Callable[[int | None], Picture],
+    path: str | os.PathLike[str],
+    *,
+    fmt: str,
+    options: RenderOptions,
+    level: int | None,
+    candidates: list[int | None],
+    scopes: Sequence[str] | Mapping[str, int],
+    split: tuple[str, ...] = (),
+) -> Generator[Picture, _DotOutcome, RenderResult]:
+    """:func:`render_picture`'s levels, one at a time: yields each picture to lay out and
+    is sent how Graphviz did on it; returns the result once a picture was written.
+
+    Who runs Graphviz (here and now, or a :class:`DotQueue` in the background) is the
+    driver's choice (:class:`PendingPicture`); the levels tried are the same either way.
+    """
     if fmt not in FORMATS:
         raise OutputError(f"unknown picture format {fmt!r}; use one of {', '.join(FORMATS)}.")
     notes: list[str] = []
@@ -274,13 +327,12 @@ def render_picture(
             if fmt == "dot":
                 data = picture.source.encode("utf-8")
                 break
-            start = time.perf_counter()
-            try:
-                data = run_dot(picture.source, fmt, options)
-                dot_time += time.perf_counter() - start
+            outcome = yield picture
+            dot_time += outcome.seconds
+            if outcome.error is None:
+                data = outcome.data
                 break
-            except DotTimeoutError:
-                dot_time += time.perf_counter() - start
+            if isinstance(outcome.error, DotTimeoutError):
                 # Remembered by the same count later pictures are checked with (drawn
                 # pictures hold an input/output box or two more): recording the drawn
                 # count let the very same picture wait out the timeout again.
@@ -288,11 +340,10 @@ def render_picture(
                     memo.overran(boxes)
                 boxes = picture.nodes
                 failed = None
-            except DotFailedError as exc:
+            else:
                 # A layout bug on this graph, not its size: nothing to remember for
                 # other pictures; another level is another graph.
-                dot_time += time.perf_counter() - start
-                failed = exc
+                failed = outcome.error
         if not capped:
             nxt = coarser_level(current, candidates, counts, options.expand)
         if nxt is False and failed is not None:
@@ -351,6 +402,102 @@ def render_picture(
     )
 
 
+class PendingPicture:
+    """A picture whose first level is built and handed to Graphviz, maybe still drawing.
+
+    :meth:`result` waits for Graphviz, draws the coarser levels an overrun or a failure
+    calls for, writes the file and returns what :func:`render_picture` returns. The
+    ``start_*`` functions make one; the ``render_*`` functions are ``start_*(...).result()``.
+    """
+
+    def __init__(
+        self,
+        attempts: Generator[Picture, _DotOutcome, RenderResult],
+        dots: DotQueue,
+        fmt: str,
+        options: RenderOptions,
+        planned: float = 0.0,
+    ) -> None:
+        self._attempts = attempts
+        self._dots = dots
+        self._fmt = fmt
+        self._options = options
+        self._planned = planned
+        self._done: RenderResult | None = None
+        self._job: DotJob | None = None
+        self._next(None)
+
+    def _next(self, outcome: _DotOutcome | None) -> None:
+        """Send ``outcome`` on, and hand the next picture asked for to Graphviz."""
+        try:
+            picture = next(self._attempts) if outcome is None else self._attempts.send(outcome)
+        except StopIteration as stop:
+            self._done = stop.value
+            self._job = None
+            return
+        source, fmt, options = picture.source, self._fmt, self._options
+        # run_dot is looked up when the job runs (tests stand in for it).
+        self._job = self._dots.submit(lambda: run_dot(source, fmt, options))
+
+    def result(self) -> RenderResult:
+        """The picture written (after Graphviz finished; coarser levels drawn as needed).
+
+        Raises:
+            GraphvizMissingError, DotTimeoutError, DotFailedError: as :func:`render_picture`.
+        """
+        while self._done is None:
+            job = self._job
+            assert job is not None
+            try:
+                data = self._dots.wait(job)
+            except (DotTimeoutError, DotFailedError) as exc:
+                self._next(_DotOutcome(b"", job.seconds, exc))
+            else:
+                self._next(_DotOutcome(data, job.seconds))
+        # Choosing the level and the boxes to open is view building too (counted once).
+        result = self._done
+        result.build_seconds += self._planned
+        self._planned = 0.0
+        return result
+
+
+def _planned_start(
+    attempts: Generator[Picture, _DotOutcome, RenderResult],
+    dots: DotQueue | None,
+    fmt: str,
+    options: RenderOptions,
+    started: float,
+) -> PendingPicture:
+    planned = time.perf_counter() - started
+    queue = dots if dots is not None else DotQueue(background=False)
+    return PendingPicture(attempts, queue, fmt, options, planned)
+
+
+def start_snapshot(
+    snapshot: GraphSnapshot,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+    dots: DotQueue | None = None,
+) -> PendingPicture:
+    """:func:`render_snapshot`, its Graphviz run handed to ``dots`` (None: run it now)."""
+    options = options or RenderOptions()
+    start = time.perf_counter()
+    level, candidates, scopes = plan_picture(snapshot, options)
+    attempts = _attempts(
+        lambda lv: snapshot_picture(snapshot, options, lv, title=title),
+        path,
+        fmt=fmt,
+        options=options,
+        level=level,
+        candidates=candidates,
+        scopes=scopes,
+    )
+    return _planned_start(attempts, dots, fmt, options, start)
+
+
 def render_snapshot(
     snapshot: GraphSnapshot,
     path: str | os.PathLike[str],
@@ -375,38 +522,19 @@ def render_snapshot(
 
         render_snapshot(snapshot_graph(torch.jit.freeze(m).graph), "after.svg")
     """
-    options = options or RenderOptions()
-    start = time.perf_counter()
-    level, candidates, scopes = plan_picture(snapshot, options)
-    planned = time.perf_counter() - start
-    result = render_picture(
-        lambda lv: snapshot_picture(snapshot, options, lv, title=title),
-        path,
-        fmt=fmt,
-        options=options,
-        level=level,
-        candidates=candidates,
-        scopes=scopes,
-    )
-    # Choosing the level and the boxes to open is view building too.
-    result.build_seconds += planned
-    return result
+    return start_snapshot(snapshot, path, fmt=fmt, options=options, title=title).result()
 
 
-def render_diff(
+def start_diff(
     diff: GraphDiff,
     path: str | os.PathLike[str],
     *,
     fmt: str = "svg",
     options: RenderOptions | None = None,
     title: str = "",
-) -> RenderResult:
-    """Draw the after-graph of ``diff`` with added ops green, changed amber, removed as ghosts.
-
-    The level is chosen on the after-graph plus the ghosts, so a step that removed most
-    of the graph still fits the budget; at the automatic level, the boxes where things
-    changed are then opened while the budget allows (:func:`changed_splits`).
-    """
+    dots: DotQueue | None = None,
+) -> PendingPicture:
+    """:func:`render_diff`, its Graphviz run handed to ``dots`` (None: run it now)."""
     options = options or RenderOptions()
     start = time.perf_counter()
     scopes = scopes_drawn(diff.after, options) + ghost_scopes(diff, options)
@@ -427,8 +555,7 @@ def render_diff(
     def make(lv: int | None) -> Picture:
         return diff_picture(diff, options, lv, title=title, split=split if lv == level else ())
 
-    planned = time.perf_counter() - start
-    result = render_picture(
+    attempts = _attempts(
         make,
         path,
         fmt=fmt,
@@ -438,9 +565,54 @@ def render_diff(
         scopes=scopes,
         split=split,
     )
-    # Choosing the level and the boxes to open is view building too.
-    result.build_seconds += planned
-    return result
+    return _planned_start(attempts, dots, fmt, options, start)
+
+
+def render_diff(
+    diff: GraphDiff,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+) -> RenderResult:
+    """Draw the after-graph of ``diff`` with added ops green, changed amber, removed as ghosts.
+
+    The level is chosen on the after-graph plus the ghosts, so a step that removed most
+    of the graph still fits the budget; at the automatic level, the boxes where things
+    changed are then opened while the budget allows (:func:`changed_splits`).
+    """
+    return start_diff(diff, path, fmt=fmt, options=options, title=title).result()
+
+
+def start_side_by_side(
+    diff: GraphDiff,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+    dots: DotQueue | None = None,
+) -> PendingPicture:
+    """:func:`render_side_by_side`, its Graphviz run handed to ``dots`` (None: run it now)."""
+    options = options or RenderOptions()
+    start = time.perf_counter()
+    level_a, cand_a, scopes_a = plan_picture(diff.after, options)
+    _level_b, cand_b, scopes_b = plan_picture(diff.before, options)
+    candidates = merge_levels(cand_a, cand_b)
+    level = level_a
+    if options.level == "auto":
+        level = auto_level(scopes_a + scopes_b, candidates, options)
+    attempts = _attempts(
+        lambda lv: side_by_side_picture(diff, options, lv, title=title),
+        path,
+        fmt=fmt,
+        options=options,
+        level=level,
+        candidates=candidates,
+        scopes=scopes_a + scopes_b,
+    )
+    return _planned_start(attempts, dots, fmt, options, start)
 
 
 def render_side_by_side(
@@ -455,24 +627,4 @@ def render_side_by_side(
 
     Removed ops are red on the left, added ones green on the right, changed amber on both.
     """
-    options = options or RenderOptions()
-    start = time.perf_counter()
-    level_a, cand_a, scopes_a = plan_picture(diff.after, options)
-    _level_b, cand_b, scopes_b = plan_picture(diff.before, options)
-    candidates = merge_levels(cand_a, cand_b)
-    level = level_a
-    if options.level == "auto":
-        level = auto_level(scopes_a + scopes_b, candidates, options)
-    planned = time.perf_counter() - start
-    result = render_picture(
-        lambda lv: side_by_side_picture(diff, options, lv, title=title),
-        path,
-        fmt=fmt,
-        options=options,
-        level=level,
-        candidates=candidates,
-        scopes=scopes_a + scopes_b,
-    )
-    # Choosing the level and the boxes to open is view building too.
-    result.build_seconds += planned
-    return result
+    return start_side_by_side(diff, path, fmt=fmt, options=options, title=title).result()
