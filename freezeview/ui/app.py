@@ -20,6 +20,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from . import collector
 from .screens.main import MainScreen
 
 if TYPE_CHECKING:
@@ -165,9 +166,12 @@ class FreezeviewApp(App[int]):
         sys.setswitchinterval(0.001)
         self._old_showwarning = warnings.showwarning
         warnings.showwarning = self._showwarning
+        # No full garbage collection at a moment nobody chose (see ui/collector.py).
+        collector.install()
 
     def on_unmount(self) -> None:
         self.close_engine()
+        collector.uninstall()
         if self._old_showwarning is not None:
             warnings.showwarning = self._old_showwarning
         sys.setswitchinterval(self._old_switch)

@@ -3,7 +3,6 @@ re-run replaces it, however often the user presses ``r`` or toggles the plan."""
 
 from __future__ import annotations
 
-import gc
 import sys
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from freezeview.engine.diff import diff as diff_module
 from freezeview.engine.draw import view_prepared
 
 from .conftest import wait_ready
-from .test_app import SIZE, app_for
+from .test_app import SIZE, app_for, wait_worker
 
 pytestmark = pytest.mark.asyncio
 
@@ -22,8 +21,10 @@ RERUNS = 6
 
 @pytest.mark.slow
 async def test_reruns_free_the_earlier_runs(small_pt: Path, tmp_path: Path) -> None:
-    """Each run's steps are seen in every view mode, then re-run: earlier runs' step
-    graphs must be freed and the IR pane's documents must not pile up."""
+    """Each run's steps are seen in every view mode and in the graph view, then re-run:
+    earlier runs' step graphs must be freed by reference counting alone (the app
+    freezes what it holds, so a graph held in a cycle would stay for good) and the IR
+    pane's documents must not pile up."""
     app = app_for(small_pt, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
@@ -35,6 +36,10 @@ async def test_reruns_free_the_earlier_runs(small_pt: Path, tmp_path: Path) -> N
             for _ in range(3):  # ir -> code -> diff -> ir, on a few steps
                 await pilot.press("n", "d", "d", "d")
                 await pilot.pause(0.05)
+            if run % 3 == 0:  # the graph view shown on a step, then hidden
+                await pilot.press("v")
+                await wait_worker(pilot, "graph")
+                await pilot.press("v")
             documents.append(len(pane._doc_cache))
             earlier.update((id(step.snapshot), step.snapshot) for step in screen.steps)
             await pilot.press("space" if run % 2 else "r")  # a toggled plan re-runs too
@@ -48,10 +53,9 @@ async def test_reruns_free_the_earlier_runs(small_pt: Path, tmp_path: Path) -> N
         diff_module._side_cache.clear()
         diff_module._diff_cache.clear()
         view_prepared._prepared_cache.clear()
-        # What only garbage cycles hold goes at the next run's start (the app unfreezes
-        # and collects there): here, now. Nothing live may still reach an earlier run.
-        gc.unfreeze()
-        gc.collect()
+        # No collection here: the app freezes what it holds (ui/collector.py), so an
+        # earlier run's graph must be freed by reference counting alone, held by no
+        # cycle, or it would stay for good.
         # Held by ``earlier`` only, or by the app too? (An object nobody else holds,
         # counted the same way, says how many references the counting itself makes.)
         earlier[0] = object()

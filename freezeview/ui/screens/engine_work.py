@@ -21,6 +21,7 @@ from textual.widget import Widget
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from ...engine.plumbing.errors import BadInputError
+from ..collector import Handoff
 from ..messages import (
     EngineFailed,
     ExplanationReady,
@@ -108,9 +109,13 @@ class EngineWork(Widget):
             self.post_message(StepsFinished(run_id, count, time.perf_counter() - start))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="render", description="rendering")
-    def render_step(self, step: StepView, before: GraphSnapshot | None, out_dir: Path) -> None:
-        """Render the step's graph and its diff to SVG."""
+    def render_step(
+        self, graphs: Handoff[tuple[StepView, GraphSnapshot | None]], out_dir: Path
+    ) -> None:
+        """Render the step's graph and its diff to SVG (``graphs``: the step, and the
+        graph before it)."""
         assert self.session is not None
+        step, before = graphs.take()
         stem = f"{step.index:02d}-{step.name}"
         paths = self.session.render_step(before, step.snapshot, out_dir, stem)
         self.post_message(Rendered(paths))

@@ -21,7 +21,6 @@ IR pane's highlighting does).
 
 from __future__ import annotations
 
-import gc
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -34,6 +33,8 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Header, Label, Tab, Tabs
 
+from .. import collector
+from ..collector import Handoff
 from ..messages import (
     EngineFailed,
     ExplanationReady,
@@ -222,6 +223,12 @@ class MainScreen(Screen[None]):
         self.set_status(f"loading {self.fv_app.model_label} (torch.jit.load)…")
         self.query_one(IRView).focus()
         self.engine.load_model()
+        # The screen's cyclic garbage, between runs too (no automatic full collections).
+        self.set_interval(_SWEEP_SECONDS, self._quiet_sweep)
+
+    def _quiet_sweep(self) -> None:
+        if not self.stepping and not self.loading_model:
+            collector.sweep()
 
     def watch_loading_model(self, value: bool) -> None:
         # A static loading state rather than Textual's animated LoadingIndicator: the
@@ -363,7 +370,7 @@ class MainScreen(Screen[None]):
         before = self.steps[index - 1].snapshot if index > 0 else None
         out = self.fv_app.output_dir / "steps"
         self.set_status(f"rendering step {step.name} into {out}…")
-        self.engine.render_step(step, before, out)
+        self.engine.render_step(Handoff((step, before)), out)
 
     def action_export(self) -> None:
         """Export everything into the output directory."""
@@ -454,9 +461,10 @@ class MainScreen(Screen[None]):
         self.ir_pane.show_step(self.run_id, self.steps, index)
         if self.graph_shown:
             self._show_graph()
-        elif not self.stepping and index >= 0:
-            # Laid out ahead in the engine process, so v shows the step at once.
-            self.graph_view.warm(self.session, self.run_id, self.steps, index, self._kept_reasons())
+        else:
+            # Hidden, the graph view lays nothing out (v asks for the step shown then);
+            # it only lets go of an earlier run.
+            self.graph_view.forget(self.run_id)
         self._update_tab_label()
 
     @on(StepsBar.PassToggled)
@@ -539,6 +547,8 @@ class MainScreen(Screen[None]):
     def on_step_ready(self, message: StepReady) -> None:
         if message.run_id != self.run_id:
             return
+        # A step's snapshot lives until a re-run: out of the collector's walks at once.
+        collector.keep()
         self.steps.append(message.step)
         # Shows the step if it is the first, or if n was pressed for it.
         self.steps_bar.add_step(message.step, self.fv_app.show_timings)
@@ -551,11 +561,6 @@ class MainScreen(Screen[None]):
         if message.run_id != self.run_id:
             return
         self.stepping = False
-        # A full garbage collection walks every object; with a big model's snapshots
-        # that is ~200 ms of frozen event loop at a random key press. Objects alive now
-        # are long-lived: move them out of the collector's reach (refcounting still frees
-        # them when a re-run drops them; the next run's start collects what cycles held).
-        gc.freeze()
         self.steps_bar.finish()
         if not any(s.error for s in self.steps):
             final = self.steps[-1].snapshot.node_count if self.steps else 0
@@ -592,11 +597,10 @@ class MainScreen(Screen[None]):
         self._run_plan = (tuple(self.fv_app.preserved), tuple(self.enabled_passes()))
         self.stale = False
         self.show_step(-1)
-        # The last run's steps are dropped now. What reference cycles (finished workers,
-        # messages) held of them was frozen with them and only a full collection frees
-        # it: cheap here, with the big snapshots already gone.
-        gc.unfreeze()
-        gc.collect()
+        # The last run's steps are dropped now (reference counting frees them); the
+        # screen's own cyclic garbage goes too, in a few milliseconds: the snapshots are
+        # frozen (ui/collector.py), a full collection does not walk them.
+        collector.sweep()
         self.engine.run_steps(
             self.run_id, tuple(self.fv_app.preserved), tuple(self.enabled_passes()), self._cancel
         )
@@ -610,6 +614,9 @@ class MainScreen(Screen[None]):
         """Ask a running pipeline to stop before its next step."""
         self._cancel.set()
 
+
+# Seconds between two full collections of the screen's own objects (ui/collector.py).
+_SWEEP_SECONDS = 10.0
 
 # The panes the graph view takes the place of: the model pane (wide), all (narrow).
 _PANES = ("graph-pane", "model-pane", "ir-pane", "inspector-pane", "steps-bar")

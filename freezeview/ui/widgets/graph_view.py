@@ -29,6 +29,7 @@ from textual.widgets import Input, Label
 from textual.worker import Worker, WorkerState
 
 from ...engine.draw.layout_values import BoxLayout, GraphLayout
+from ..collector import Handoff
 from ..graph_canvas import Canvas
 from ..messages import EngineFailed, Status
 from ..views import StepView
@@ -93,9 +94,6 @@ class GraphView(Vertical, can_focus=True):
             self.key = key
             self.drawn = drawn
 
-    class WarmFinished(Message):
-        """The layout made ahead is done (or failed): the next one may start."""
-
     class PictureReady(Message):
         """The engine drew the view's picture (a PNG) for a terminal that shows pictures."""
 
@@ -125,9 +123,6 @@ class GraphView(Vertical, can_focus=True):
         self._follow: int | None = None  # node id to select once the layout arrives
         self._matches: list[BoxLayout] = []
         self._rows = 0  # the canvas's last known height (pane_rows())
-        # A layout ahead in flight, and the step's one waiting behind it (warm()).
-        self._warming = False
-        self._warm_next: tuple[Any, ...] | None = None
         # (step, role, node) the screen was last told about (BoxSelected).
         self._said: tuple[Any, ...] | None = None
 
@@ -179,77 +174,20 @@ class GraphView(Vertical, can_focus=True):
             self.reasons = dict(reasons)
         self.request()
 
-    def warm(
-        self,
-        session: Any,
-        run_id: int,
-        steps: Sequence[StepView],
-        index: int,
-        reasons: Mapping[str, str] | None = None,
-    ) -> None:
-        """While the view is hidden: have the engine lay step ``index`` out now, as soon
-        as it is shown, so ``v`` finds it made (or joins it being made).
-
-        One layout ahead is in flight at a time: stepping on while it runs replaces the
-        one waiting behind it, so a run of ``n`` presses costs the engine at most two
-        layouts, never one per step passed.
-        """
-        params = (session, run_id, list(steps), index, dict(reasons or self.reasons))
-        if self._warming:
-            self._warm_next = params
+    def forget(self, run_id: int) -> None:
+        """While the view is hidden: a newer run started, drop what it holds of older
+        ones (their steps and layouts). Nothing is laid out while hidden: a layout is
+        seconds of the engine's time on a big graph, for a view that may never show."""
+        if run_id == self.run_id:
             return
-        self._start_warm(*params)
-
-    def _start_warm(
-        self,
-        session: Any,
-        run_id: int,
-        steps: list[StepView],
-        index: int,
-        reasons: dict[str, str],
-    ) -> None:
-        if self.display:
-            return  # shown: request() does the work
-        if not 0 <= index < len(steps) or session is None:
-            return
-        if run_id != self.run_id:
-            self._kept.clear()
-            self.run_id = run_id
-        diff = self.diff and index > 0
-        reasons_key = tuple(sorted(reasons.items()))
-        key = (run_id, index, diff, self.level, self.opened, reasons_key, self.pane_rows())
-        if key in self._kept:
-            return
-        before = steps[index - 1].snapshot if diff else None
-        self._warming = True
-        self._warm_up(key, session, before, steps[index].snapshot, reasons)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="graph-warm", description="warm")
-    def _warm_up(
-        self,
-        key: tuple[Any, ...],
-        session: Any,
-        before: GraphSnapshot | None,
-        after: GraphSnapshot,
-        reasons: dict[str, str],
-    ) -> None:
-        """The layout the view would ask for, made ahead (a failure here stays quiet:
-        the view asks again when shown, and says what went wrong then)."""
-        try:
-            canvas = session.graph_canvas(before, after, key[3], key[4], reasons, key[6])
-        except Exception:
-            canvas = None
-        if canvas is not None:
-            layout = canvas.layout
-            drawn = _Drawn(layout, canvas if layout.boxes else None)
-            self.post_message(self.LayoutReady(key, drawn))
-        self.post_message(self.WarmFinished())
-
-    def on_graph_view_warm_finished(self, message: GraphView.WarmFinished) -> None:
-        self._warming = False
-        waiting, self._warm_next = self._warm_next, None
-        if waiting is not None:
-            self._start_warm(*waiting)
+        self.run_id = run_id
+        self.steps = []
+        self.index = -1
+        self._kept.clear()
+        self._want = self._shown = None
+        if self.drawn is not None:
+            self.drawn = None
+            self.canvas_view.show_canvas(None, "no step yet: the graph appears with the first")
 
     def centre_node(self, node_id: int) -> bool:
         """Select and centre the box showing IR node ``node_id``; False if none does."""
@@ -314,20 +252,21 @@ class GraphView(Vertical, can_focus=True):
         self.canvas_view.show_canvas(None, f"laying out the {what} of step {step.name} with dot…")
         self.update_title(busy=True)
         before = self.steps[self.index - 1].snapshot if key[2] else None
-        self._lay_out(key, self.session, before, step.snapshot, self.level, self.opened, key[6])
+        graphs = Handoff((before, step.snapshot))
+        self._lay_out(key, self.session, graphs, self.level, self.opened, key[6])
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="graph", description="graph")
     def _lay_out(
         self,
         key: tuple[Any, ...],
         session: Any,
-        before: GraphSnapshot | None,
-        after: GraphSnapshot,
+        graphs: Handoff[tuple[GraphSnapshot | None, GraphSnapshot]],
         level: int | str | None,
         expand: tuple[str, ...],
         rows: int,
     ) -> None:
         """Ask the engine for the laid-out, drawn graph (off the event loop)."""
+        before, after = graphs.take()
         canvas = session.graph_canvas(before, after, level, expand, self.reasons, rows)
         if canvas is None:
             return  # another layout was asked for since: its answer is the one shown
@@ -350,8 +289,10 @@ class GraphView(Vertical, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         """The pane changed height (a resized terminal, or the first show on a screen
         whose pane was guessed): the levels fitted to it are laid out again."""
-        changed = event.size.height and event.size.height - 1 != self._rows
-        if changed and self.display and self._step() is not None and self.session is not None:
+        shown = self.display and self._step() is not None and self.session is not None
+        # Only if the rows changed what to show: the first show resizes the pane too,
+        # and asking twice for one layout doubled v's cost on a big graph.
+        if shown and self._key() not in (self._want, self._shown):
             self.request()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -576,19 +517,20 @@ class GraphView(Vertical, can_focus=True):
         layout = self.layout_shown
         level = layout.level if layout is not None else self.level
         self.post_message(Status("drawing the picture with Graphviz…"))
-        self._draw_picture(key, self.session, before, step.snapshot, level, self.opened)
+        graphs = Handoff((before, step.snapshot))
+        self._draw_picture(key, self.session, graphs, level, self.opened)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="picture", description="picture")
     def _draw_picture(
         self,
         key: tuple[Any, ...],
         session: Any,
-        before: GraphSnapshot | None,
-        after: GraphSnapshot,
+        graphs: Handoff[tuple[GraphSnapshot | None, GraphSnapshot]],
         level: int | str | None,
         expand: tuple[str, ...],
     ) -> None:
         """Ask the engine for the PNG (off the event loop)."""
+        before, after = graphs.take()
         path = session.graph_picture(before, after, level, expand, self.reasons)
         self.post_message(self.PictureReady(key, Path(path)))
 

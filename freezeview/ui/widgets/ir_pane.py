@@ -26,6 +26,7 @@ from textual.reactive import reactive
 from textual.widgets import Input, Label
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from ..collector import Handoff
 from ..messages import EngineFailed, Highlighted, Status
 from ..views import StepView
 from .ir_view import IRView
@@ -157,9 +158,9 @@ class IRPane(Vertical):
         group="highlight",
         description="diffing",
     )
-    def highlight(self, key: tuple[Any, ...], text_fn: Callable[[], str], mode: str) -> None:
+    def highlight(self, key: tuple[Any, ...], build: Handoff[Callable[[], str]], mode: str) -> None:
         """Build a document (a diff: slow on big graphs) off the event loop."""
-        text = text_fn()
+        text = build.take()()
         if not get_current_worker().is_cancelled:
             self.post_message(Highlighted(key, [], text))
 
@@ -254,7 +255,7 @@ class IRPane(Vertical):
                 self.ir.set_document(text, self.view_mode)
             else:
                 self.ir.set_document("computing…", self.view_mode)
-                self.highlight(key, build, self.view_mode)
+                self.highlight(key, Handoff(build), self.view_mode)
         self.refresh_marks()
         self.update_title()
 

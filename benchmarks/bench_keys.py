@@ -1,0 +1,277 @@
+"""How long each key of freezeview's app waits on a big graph, and what the screen holds.
+
+Drives the real app (:class:`~freezeview.ui.FreezeviewApp` with its engine process, as
+``freezeview MODEL.pt`` runs it) headless with Textual's Pilot, and measures the event
+loop's stalls with a 5 ms ticker: its lateness is how long a key pressed at that moment
+waits before the screen handles it. For each key the largest stall from the press until
+the screen has settled is reported (target: < 100 ms at every size), with the Pilot
+round trip (press to every queue drained) against an idle baseline.
+
+Keys, during the first run (steps still arriving) and after it: ``n``/``p`` (stepping),
+``d`` (IR → code → diff → IR), ``esc``, the model tree (arrows), ``space`` (a preserved
+attribute toggled: explanation again), ``t`` (a pass toggled), ``r`` (a re-run's start
+and the steps arriving), ``v`` (the graph view shown, stepped, hidden).
+
+Then the screen process's memory (this process: it runs the screen, the engine is a
+child) after the first run and after ``--reruns`` re-runs (r, with preserved attributes
+and passes toggled on the way; target: within 10 % of after the first run; an L48
+session's screen under 0.5 GB).
+
+Run: ``.venv/bin/python benchmarks/bench_keys.py /tmp/fv-ladder/L48.pt [--reruns 50]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def rss_mb() -> float:
+    """This process's resident memory (the screen process), MB."""
+    with open(f"/proc/{os.getpid()}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Watchdog:
+    """``--trace``: print the main thread's stack (and which other threads hold what)
+    whenever the event loop has been held for more than ``limit`` seconds."""
+
+    def __init__(self, ticker: Ticker, limit: float = 0.06) -> None:
+        import threading
+
+        self.ticker = ticker
+        self.limit = limit
+        self.main = threading.main_thread().ident
+        self.seen: set[str] = set()
+        self._stop = False
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self) -> None:
+        import threading
+        import traceback
+
+        while not self._stop:
+            time.sleep(0.02)
+            late = time.perf_counter() - self.ticker._last
+            if late > self.limit:
+                frames = sys._current_frames()
+                names = {t.ident: t.name for t in threading.enumerate()}
+                report = []
+                for ident, frame in frames.items():
+                    if ident == threading.get_ident():
+                        continue
+                    stack = traceback.format_stack(frame, limit=12)
+                    lines = [x for x in "".join(stack).splitlines() if "/asyncio/" not in x]
+                    report.append(f"[{names.get(ident, ident)}]\n" + "\n".join(lines[-10:]))
+                key = "".join(r[-300:] for r in report)
+                if key not in self.seen:
+                    self.seen.add(key)
+                    body = "\n".join(report)
+                    print(f"--- event loop held {late * 1000:.0f} ms; threads:\n{body}", flush=True)
+
+    def stop(self) -> None:
+        self._stop = True
+
+
+class Ticker:
+    """A 5 ms interval on the app's event loop; lateness = how long the loop was held.
+
+    Each tick also notes the CPU time the process (all its threads) used since the
+    last: a stall with little CPU behind it is the machine's (the process was not
+    scheduled: other processes had the cores), not the app's.
+    """
+
+    def __init__(self, app: Any, tick: float = 0.005) -> None:
+        self.tick = tick
+        self.samples: list[tuple[float, float, float]] = []  # (when, lateness, cpu)
+        self._last = time.perf_counter()
+        self._cpu = time.process_time()
+        self._timer = app.set_interval(tick, self._on_tick)
+
+    def _on_tick(self) -> None:
+        now, cpu = time.perf_counter(), time.process_time()
+        self.samples.append((now, now - self._last - self.tick, cpu - self._cpu))
+        self._last, self._cpu = now, cpu
+
+    def worst(self, since: float, until: float | None = None) -> tuple[float, float]:
+        """The largest stall after ``since`` (and before ``until``), and the process's
+        CPU seconds during it."""
+        end = until if until is not None else float("inf")
+        picked = [(lat, cpu) for t, lat, cpu in self.samples if since < t <= end]
+        return max(picked, default=(0.0, 0.0))
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+
+async def wait_ready(pilot: Any, timeout: float) -> None:
+    """Until the model is loaded and explained and every step has arrived (as
+    tests/ui/conftest.py's, which is not imported: its models import torch, and this
+    process stands for the screen's, which never does)."""
+    screen = pilot.app.main_screen
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.02)
+        if screen.has_class("-failed"):
+            raise RuntimeError("the model did not open")
+        busy = screen.loading_model or screen.stepping or screen._explaining
+        if screen.run_id and not busy:
+            await pilot.pause()
+            return
+    raise RuntimeError("the app did not settle in time")
+
+
+async def settle(pilot: Any, seconds: float = 0.3) -> None:
+    """Let what a key started reach the screen (workers' results included)."""
+    await pilot.pause(seconds)
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    from freezeview.ui import FreezeviewApp
+
+    path = Path(args.model)
+    app = FreezeviewApp(path, output_dir=Path("/tmp") / "fv-bench-keys-out", show_timings=False)
+    results: dict[str, list[tuple[float, float]]] = {}
+    trips: dict[str, list[float]] = {}
+
+    def record(name: str, stall: tuple[float, float], trip: float | None = None) -> None:
+        results.setdefault(name, []).append(stall)
+        if trip is not None:
+            trips.setdefault(name, []).append(trip)
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = app.main_screen
+        ticker = Ticker(app)
+        watchdog = Watchdog(ticker) if args.trace else None
+
+        async def key(name: str, *keys: str, wait: float = 0.3) -> None:
+            t0 = time.perf_counter()
+            await pilot.press(*keys)
+            trip = time.perf_counter() - t0
+            await settle(pilot, wait)
+            record(name, ticker.worst(t0), trip)
+
+        # -- during the first run: load, explain, steps arriving --------------------
+        while screen.loading_model:
+            await pilot.pause(0.05)
+        t_loaded = time.perf_counter()
+        while screen.run_id == 0 or not screen.steps:
+            await pilot.pause(0.02)
+        while screen.stepping:
+            await key("during run: n", "n", wait=0.1)
+            await key("during run: d", "d", wait=0.1)
+            await key("during run: p", "p", wait=0.1)
+        await wait_ready(pilot, timeout=1200)
+        record("during run (all)", ticker.worst(t_loaded))
+        await settle(pilot, 1.0)
+        first_rss = rss_mb()
+        print(f"screen RSS after the first run: {first_rss:.0f} MB", flush=True)
+
+        # -- idle baseline: a key with nothing bound -------------------------------
+        for _ in range(5):
+            await key("idle (unbound key)", "z", wait=0.05)
+
+        # -- after the run -----------------------------------------------------------
+        steps = len(screen.steps)
+        for _ in range(steps - 1):
+            await key("n", "n")
+        for _ in range(min(steps - 1, 4)):
+            await key("p", "p")
+        for _ in range(2):
+            for _ in range(3):
+                await key("d", "d", wait=1.0)
+        screen.ir_pane.open_search()
+        await settle(pilot, 0.1)
+        await key("esc", "escape")
+        screen.model_tree.focus()
+        await settle(pilot, 0.1)
+        for _ in range(8):
+            await key("tree: down", "down")
+        await key("tree: up", "up")
+        await key("v (shown)", "v", wait=2.0)
+        await key("v: n", "n", wait=2.0)
+        await key("v (hidden)", "v")
+        screen.model_tree.focus()
+        await settle(pilot, 0.1)
+
+        async def rerun(toggle: Callable[[], Awaitable[None]] | None = None) -> None:
+            if toggle is not None:
+                await toggle()
+            t0 = time.perf_counter()
+            await pilot.press("r")
+            record("r (pressed)", ticker.worst(t0), time.perf_counter() - t0)
+            await pilot.pause(0.5)
+            record("r (start, 0.5 s)", ticker.worst(t0))
+            await wait_ready(pilot, timeout=1200)
+            record("r (whole re-run)", ticker.worst(t0))
+
+        async def toggle_preserve() -> None:
+            screen.model_tree.focus()
+            await key("space (preserve)", "space", wait=0.2)
+            while screen._explaining:
+                await pilot.pause(0.02)
+
+        async def toggle_pass() -> None:
+            passes = screen.steps_bar.passes
+            passes.focus()
+            passes.highlighted = min(2, passes.option_count - 1)
+            await key("t (pass)", "t")
+
+        rss = [first_rss]
+        for i in range(args.reruns):
+            toggle = (None, toggle_preserve, toggle_pass)[i % 3]
+            await rerun(toggle)
+            if i % 10 == 9 or i == args.reruns - 1:
+                await settle(pilot, 0.5)
+                rss.append(rss_mb())
+                print(f"screen RSS after {i + 1} re-runs: {rss[-1]:.0f} MB", flush=True)
+        ticker.stop()
+        if watchdog is not None:
+            watchdog.stop()
+        engine_pid = getattr(app.session, "pid", None)
+
+    print(
+        f"model {path.name}; largest event-loop stall per key (ms), the screen process's "
+        "CPU during it (ms), Pilot round trip (ms):"
+    )
+    for name, stalls in results.items():
+        trip = trips.get(name)
+        extra = f"   round trip median {statistics.median(trip) * 1000:6.0f}" if trip else ""
+        stall, cpu = max(stalls)
+        print(
+            f"  {name:22s} max {stall * 1000:6.0f} (cpu {cpu * 1000:4.0f}) "
+            f"over {len(stalls):3d}{extra}"
+        )
+    worst = max(max(v)[0] for v in results.values())
+    print(f"largest stall anywhere: {worst * 1000:.0f} ms (target < 100 ms)")
+    print(
+        f"screen RSS: first run {rss[0]:.0f} MB, last {rss[-1]:.0f} MB "
+        f"({(rss[-1] / rss[0] - 1) * 100:+.1f} %); engine pid was {engine_pid}"
+    )
+    assert "torch" not in sys.modules, "the screen process imported torch"
+    return 0 if worst < 0.1 else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("model", help="a saved TorchScript model (e.g. /tmp/fv-ladder/L12.pt)")
+    parser.add_argument("--reruns", type=int, default=3, help="re-runs after the first run")
+    parser.add_argument("--trace", action="store_true", help="print where long stalls are")
+    return asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""The screen process's garbage collector: never a full collection across a run's graphs.
+
+A full collection walks every tracked object, and holds the GIL (so the event loop, so
+every key) while it does: with a big model's step snapshots in memory that is hundreds
+of objects per node, 0.15 s at 17k nodes, over half a second at 70k. CPython starts one
+by itself whenever enough objects survived younger collections, which is exactly what
+receiving a snapshot does, at a moment nobody chose.
+
+So, while the app runs:
+
+- :func:`install`: no automatic full collections; the young generations are collected
+  as usual (they only see objects allocated since, a few thousand);
+- :func:`keep`: after long-lived data arrived (a step's snapshot), what is alive now
+  moves out of the collector's reach (``gc.freeze``, which costs nothing). Reference
+  counting still frees those objects when a re-run drops them: the app holds a run's
+  snapshots without reference cycles (tests/ui/test_rerun_memory.py checks it);
+- :func:`sweep`: a full collection of what is not frozen (the screen's own objects:
+  milliseconds), then :func:`keep` -- at a run's start, and on a quiet timer, so cyclic
+  garbage the screen makes (Textual's messages, finished workers) does not pile up.
+
+A snapshot, once frozen, is freed by reference counting alone: anything that would hold
+one in a cycle (a finished worker keeps its arguments) must let go of it.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Generic, TypeVar
+
+__all__ = ["Handoff", "install", "keep", "sweep", "uninstall"]
+
+T = TypeVar("T")
+
+# Larger than any count of young collections between two sweeps: no automatic full
+# collection happens (CPython compares the count of generation-1 collections since the
+# last full one with this).
+_NEVER = 1 << 30
+
+_saved: tuple[int, ...] | None = None
+#: Seconds the last sweep took (bench_keys.py reports it).
+last_sweep = 0.0
+
+
+def install() -> None:
+    """No automatic full collections from now on (the young ones go on)."""
+    global _saved
+    if _saved is None:
+        _saved = gc.get_threshold()
+        gc.set_threshold(_saved[0], _saved[1], _NEVER)
+
+
+def uninstall() -> None:
+    """The collector as it was; what was frozen is the collector's again."""
+    global _saved
+    if _saved is not None:
+        gc.set_threshold(*_saved)
+        _saved = None
+        gc.unfreeze()
+
+
+def keep() -> None:
+    """Objects alive now are long-lived: out of every future collection's walk."""
+    if _saved is not None:
+        gc.freeze()
+
+
+def sweep() -> float:
+    """Free the cyclic garbage among the objects not frozen, then freeze the survivors.
+
+    Returns the seconds it took (a few milliseconds: the run's snapshots are frozen).
+    """
+    global last_sweep
+    if _saved is None:
+        return 0.0
+    start = time.perf_counter()
+    gc.collect()
+    gc.freeze()
+    last_sweep = time.perf_counter() - start
+    return last_sweep
+
+
+class Handoff(Generic[T]):
+    """A value given to a thread worker, taken out once when the worker starts.
+
+    A finished Textual worker keeps the arguments it was called with, in reference
+    cycles; frozen (:func:`keep`), those would hold a run's snapshots for good. Given in
+    a handoff, the worker holds only the empty box once its call returns.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: T) -> None:
+        self._value: T | None = value
+
+    def take(self) -> T:
+        """The value (once; a second take is an error)."""
+        value, self._value = self._value, None
+        if value is None:
+            raise RuntimeError("handed-off value taken twice")
+        return value

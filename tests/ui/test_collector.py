@@ -1,0 +1,98 @@
+"""The screen's garbage collector (ui/collector.py): no full collection walks a run's
+graphs, so neither a step arriving nor a re-run's start holds the event loop for it.
+
+A big model is stood for by ballast: each step arrives with a few hundred thousand
+extra objects the screen keeps until the next run, as a big snapshot's objects are.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from freezeview.ui import FreezeviewApp, collector
+from freezeview.ui.collector import Handoff
+from freezeview.ui.session import Session
+
+from .conftest import wait_ready
+from .test_app import SIZE
+
+pytestmark = pytest.mark.asyncio
+
+# Objects per step: walking them all takes a full collection over 100 ms.
+BALLAST = 150_000
+
+
+class _BallastSession(Session):
+    """Each step comes with objects the screen holds until the next run."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path=path)
+        self.ballast: list[list[list[Any]]] = []
+
+    def run_steps(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        self.ballast = []  # the last run's go, as a re-run drops its snapshots
+        for step in super().run_steps(*args, **kwargs):
+            self.ballast.append([[] for _ in range(BALLAST)])
+            yield step
+
+
+@pytest.mark.slow
+async def test_no_full_collection_walks_the_steps(small_pt: Path, tmp_path: Path) -> None:
+    full: list[int] = []  # objects not frozen at each full collection's start
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full.append(len(gc.get_objects()))
+
+    session = _BallastSession(small_pt)
+    app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=session)
+    gc.callbacks.append(watch)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(pilot)
+            screen = app.main_screen
+            steps = len(screen.steps)
+            assert steps >= 4
+            assert gc.get_freeze_count() > steps * BALLAST  # kept out of the walks
+            full.clear()  # (the first run's start walked this test process's torch)
+            start_run = screen.start_run
+            took: list[float] = []
+
+            def timed_start() -> None:
+                t = time.thread_time()
+                start_run()
+                took.append(time.thread_time() - t)
+
+            screen.start_run = timed_start  # type: ignore[method-assign]
+            await pilot.press("r")
+            await wait_ready(pilot)
+    finally:
+        gc.callbacks.remove(watch)
+    # Every full collection (the re-run's start, the quiet sweeps) walked far fewer
+    # objects than one step's ballast; none ran by itself while steps arrived.
+    assert full and max(full) < BALLAST, full
+    # The re-run's start on the event loop: CPU time, so a busy machine does not count.
+    assert took and took[0] < 0.05, took
+
+
+def test_a_handoff_gives_its_value_once() -> None:
+    box = Handoff([1, 2])
+    assert box.take() == [1, 2]
+    with pytest.raises(RuntimeError):
+        box.take()
+
+
+def test_install_and_uninstall_restore_the_thresholds() -> None:
+    before = gc.get_threshold()
+    collector.install()
+    try:
+        assert gc.get_threshold()[:2] == before[:2] and gc.get_threshold()[2] > 10**6
+    finally:
+        collector.uninstall()
+    assert gc.get_threshold() == before
