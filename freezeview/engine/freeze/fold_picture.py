@@ -74,23 +74,22 @@ def _attribute_chains(
     inputs = list(graph.inputs())
     if not inputs:
         return
-    paths: dict[torch._C.Value, str] = {inputs[0]: ""}
+    # Each module a chain reaches, by the value holding it: a link is one getattr on
+    # its owner, not a walk from the root (a 512-block stack reads 12k attributes).
+    modules: dict[torch._C.Value, tuple[str, Any]] = {inputs[0]: ("", cmod)}
     for node in graph.findAllNodes("prim::GetAttr"):  # type: ignore[attr-defined]
-        base = paths.get(node.input())
+        base = modules.get(node.input())
         if base is None:
             continue
         name = node.s("name")
-        path = f"{base}.{name}" if base else name
-        found = resolve_attribute(cmod, path)
-        if found is None:
-            continue
-        owner, last = found
+        prefix, owner = base
+        path = f"{prefix}.{name}" if prefix else name
         try:
-            value = owner.getattr(last)
+            value = owner.getattr(name)
         except (RuntimeError, AttributeError):
             continue
         if is_module_value(value):
-            paths[node.output()] = path
+            modules[node.output()] = (path, value)
         yield node, path, value
 
 

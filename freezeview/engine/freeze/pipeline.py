@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..graph.snapshot_parse import RECENT_LINES
 from ..load import LoadedModel, check_eval, load_model
 from ..plumbing import BadInputError, PlanError
 from ..reasons import TorchOutcome, release_clone
@@ -395,6 +396,9 @@ class Pipeline:
         self.steps = []
         self.frozen_module = None
         self.working = None
+        # The lines this run's graphs print are parsed once for all its steps; lines the
+        # last run printed are kept for it too (a re-run prints the same graphs).
+        RECENT_LINES.new_generation()
         self.cancelled = False
         self.failed = False
         plan = self.plan

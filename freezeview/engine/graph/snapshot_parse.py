@@ -13,6 +13,7 @@ per-node path instead.
 from __future__ import annotations
 
 import re
+import threading
 
 from .snapshot_values import BlockSnapshot, ConstantSummary, NodeSnapshot, SourceLocation, ValueInfo
 from .snapshot_walk import (
@@ -206,6 +207,109 @@ def _constant_from_text(value_text: str | None, out: ValueInfo) -> ConstantSumma
     return ConstantSummary("other", value_text if len(value_text) <= 40 else t, attribute=attribute)
 
 
+#: What one printed node line says, whatever its position: indentation, printed kind,
+#: outputs, attributes, inputs, source location, constant summary and the line itself.
+LineParts = tuple[
+    int,
+    str,
+    tuple[ValueInfo, ...],
+    tuple[tuple[str, str], ...],
+    tuple[str, ...],
+    "SourceLocation | None",
+    "ConstantSummary | None",
+    str,
+]
+
+
+def _line_parts(line: str) -> LineParts:
+    """Parse one node's printed line (continuations joined) into its parts."""
+    match = _LINE_RE.match(line)
+    if match is None:
+        raise ValueError(f"unexpected IR line: {line[:80]}")
+    # A node without outputs prints as "<indent> = kind(...)": one more space.
+    width = len(match.group("indent"))
+    if match.group("outs") is None and line[width:].startswith("= "):
+        width -= 1
+    printed = match.group("kind")
+    outputs = _split_values(match.group("outs") or "")
+    rest = match.group("rest")
+    attributes: list[tuple[str, str]] = []
+    if rest.startswith("["):
+        end = _matching(rest, 0, "[", "]")
+        attributes = _split_attributes(rest[1:end])
+        rest = rest[end + 1 :]
+    end = _matching(rest, 0, "(", ")") if rest.startswith("(") else -1
+    inputs = _names(rest[1:end]) if end > 0 else ()
+    comment = rest[end + 1 :].strip() if end >= 0 else rest.strip()
+    source = None
+    if comment.startswith("#"):
+        src = _COMMENT_SRC_RE.match(comment[1:].strip())
+        if src:
+            where = (src.group("file"), int(src.group("line")))
+            source = _SOURCES.get(where)
+            if source is None:
+                if len(_SOURCES) > 100_000:
+                    _SOURCES.clear()
+                source = _SOURCES[where] = SourceLocation(*where)
+    constant = None
+    if printed == "prim::Constant" and outputs:
+        value_text = next((v for k, v in attributes if k == "value"), None)
+        constant = _constant_from_text(value_text, outputs[0])
+        attributes = []
+    return (
+        width,
+        printed,
+        tuple(outputs),
+        tuple(attributes),
+        inputs,
+        source,
+        constant,
+        line.strip(),
+    )
+
+
+class _Recent:
+    """The parts of the lines graphs printed lately, by line.
+
+    The steps of a run print mostly the same lines, and a re-run prints the same graphs
+    again: a line seen lately is not parsed again. Two generations are kept, the
+    current one and the one before; the stepwise pipeline starts a new generation
+    with each run, and a generation past :data:`LINE_LIMIT` lines starts one too, so
+    memory stays put however many graphs are parsed.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.current: dict[str, LineParts] = {}
+        self.before: dict[str, LineParts] = {}
+
+    def generations(self) -> tuple[dict[str, LineParts], dict[str, LineParts]]:
+        """The current generation and the one before (the current one grows)."""
+        with self.lock:
+            if len(self.current) > LINE_LIMIT:
+                self.before, self.current = self.current, {}
+            return self.current, self.before
+
+    def new_generation(self) -> None:
+        """Start a generation: lines not seen again in it are forgotten at the next."""
+        with self.lock:
+            self.before, self.current = self.current, {}
+
+    def clear(self) -> None:
+        """Forget every line."""
+        with self.lock:
+            self.before, self.current = {}, {}
+
+
+#: Lines one generation holds at most (a 140k-node graph prints 140k lines).
+LINE_LIMIT = 300_000
+RECENT_LINES = _Recent()
+# Nodes inlined from one line of Python (every layer of a transformer runs the same
+# lines) share one immutable location: fewer objects to build and to scan. Bounded by
+# the model's source lines.
+_SOURCES: dict[tuple[str, int], SourceLocation] = {}
+
+
 class TextParser:
     """Builds the snapshot from the IR printout plus the walked facts."""
 
@@ -215,9 +319,7 @@ class TextParser:
         self.walked = walked
         self.next_id = 0
         self.values: dict[str, ValueInfo] = {}
-        # Nodes inlined from one line of Python (every layer of a transformer runs the
-        # same lines) share one immutable location: fewer objects to build and to scan.
-        self.sources: dict[tuple[str, int], SourceLocation] = {}
+        self.seen, self.earlier = RECENT_LINES.generations()
         # The nodes by id (pre-order): the snapshot's walk order, for free.
         self.in_order: list[NodeSnapshot | None] = []
 
@@ -259,53 +361,31 @@ class TextParser:
         while self.pos < len(self.lines) and not self._starts_item(self.lines[self.pos], indent):
             line += " " + self.lines[self.pos].strip()
             self.pos += 1
-        match = _LINE_RE.match(line)
-        # A node without outputs prints as "<indent> = kind(...)": one more space.
-        width = len(match.group("indent")) if match else -1
-        if match and match.group("outs") is None and line[width:].startswith("= "):
-            width -= 1
-        if match is None or width != indent:
+        parts = self.seen.get(line)
+        if parts is None:
+            parts = self.earlier.get(line)
+            if parts is None:
+                parts = _line_parts(line)
+            self.seen[line] = parts
+        width, printed, outputs, attributes, inputs, source, constant, head = parts
+        if width != indent:
             raise ValueError(f"unexpected IR line: {line[:80]}")
         node_id = self.next_id
         self.next_id += 1
         self.in_order.append(None)  # filled once the node (after its blocks) is built
-        printed = match.group("kind")
         walked = self.walked.kinds[node_id] if node_id < len(self.walked.kinds) else ""
         # Nodes holding a subgraph print as `prim::fork_0` and list it after the graph.
         if walked != printed and not re.fullmatch(re.escape(walked) + r"_\d+", printed):
             raise ValueError(
-                f"node {node_id} is {match.group('kind')} in the printout but "
+                f"node {node_id} is {printed} in the printout but "
                 f"{self.walked.kinds[node_id] if node_id < len(self.walked.kinds) else 'absent'} "
                 "in the graph walk"
             )
-        kind = walked
-        outputs = _split_values(match.group("outs") or "")
+        values = self.values
         for v in outputs:
-            self.values[v.name] = v
-        rest = match.group("rest")
-        attributes: list[tuple[str, str]] = []
-        if rest.startswith("["):
-            end = _matching(rest, 0, "[", "]")
-            attributes = _split_attributes(rest[1:end])
-            rest = rest[end + 1 :]
-        end = _matching(rest, 0, "(", ")") if rest.startswith("(") else -1
-        inputs = _names(rest[1:end]) if end > 0 else ()
-        comment = rest[end + 1 :].strip() if end >= 0 else rest.strip()
-        source = None
-        if comment.startswith("#"):
-            src = _COMMENT_SRC_RE.match(comment[1:].strip())
-            if src:
-                where = (src.group("file"), int(src.group("line")))
-                source = self.sources.get(where)
-                if source is None:
-                    source = self.sources[where] = SourceLocation(*where)
-        constant = None
-        if kind == "prim::Constant" and outputs:
-            value_text = next((v for k, v in attributes if k == "value"), None)
-            constant = _constant_from_text(value_text, outputs[0])
-            attributes = []
+            values[v.name] = v
         blocks: list[BlockSnapshot] = []
-        if kind in BLOCK_KINDS:
+        if walked in BLOCK_KINDS:
             while self.pos < len(self.lines):
                 header = _BLOCK_RE.match(self.lines[self.pos])
                 if (
@@ -317,22 +397,21 @@ class TextParser:
                 self.pos += 1
                 params = _split_values(header.group("params"))
                 for v in params:
-                    self.values[v.name] = v
+                    values[v.name] = v
                 sub_nodes, sub_outputs = self._block(indent + 4, top=False)
                 blocks.append(BlockSnapshot(tuple(params), tuple(sub_nodes), sub_outputs))
-        head = line.strip()
         node = NodeSnapshot(
-            id=node_id,
-            kind=kind,
-            inputs=inputs,
-            outputs=tuple(outputs),
-            attributes=tuple(attributes),
-            constant=constant,
-            scope=self.walked.scopes[node_id],
-            source=source,
-            schema=self.walked.schemas[node_id],
-            blocks=tuple(blocks),
-            line=head,
+            node_id,
+            walked,
+            inputs,
+            outputs,
+            attributes,
+            constant,
+            self.walked.scopes[node_id],
+            source,
+            self.walked.schemas[node_id],
+            tuple(blocks),
+            head,
         )
         self.in_order[node_id] = node
         return node

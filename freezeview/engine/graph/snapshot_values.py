@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 __all__ = [
     "BlockSnapshot",
@@ -49,6 +50,9 @@ class SourceLocation:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SourceLocation, (self.file, self.line, self.text))
+
 
 @dataclass(frozen=True, slots=True)
 class ValueInfo:
@@ -56,6 +60,12 @@ class ValueInfo:
 
     name: str
     type: str
+
+    # A snapshot is tens of thousands of these small values, and the app's engine
+    # process pickles every graph it shows: the class called with the fields pickles
+    # and unpickles several times faster than a slotted dataclass's default state.
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ValueInfo, (self.name, self.type))
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +93,12 @@ class ConstantSummary:
     def is_tensor(self) -> bool:
         """True for tensor constants (folded weights, buffers, ...)."""
         return self.kind == "tensor"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            ConstantSummary,
+            (self.kind, self.text, self.dtype, self.shape, self.attribute),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +144,24 @@ class NodeSnapshot:
         """Names of the values this node defines."""
         return tuple(v.name for v in self.outputs)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            NodeSnapshot,
+            (
+                self.id,
+                self.kind,
+                self.inputs,
+                self.outputs,
+                self.attributes,
+                self.constant,
+                self.scope,
+                self.source,
+                self.schema,
+                self.blocks,
+                self.line,
+            ),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class BlockSnapshot:
@@ -136,6 +170,9 @@ class BlockSnapshot:
     inputs: tuple[ValueInfo, ...]
     nodes: tuple[NodeSnapshot, ...]
     outputs: tuple[str, ...]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (BlockSnapshot, (self.inputs, self.nodes, self.outputs))
 
 
 @dataclass(frozen=True, slots=True)

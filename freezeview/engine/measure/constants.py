@@ -150,7 +150,11 @@ def backend_only_nodes(graphs: Iterable[torch._C.Graph]) -> dict[str, int]:
     """
     counts: Counter[str] = Counter()
     for graph in graphs:
-        _count_kinds(graph.block(), counts)
+        # A kind with a marker prints it: a graph whose printout has none (the usual
+        # case) needs no walk, which costs ~0.1 s on a 9k-node graph (printing, ~10 ms).
+        text = str(graph).lower()
+        if any(marker in text for marker in BACKEND_MARKERS):
+            _count_kinds(graph.block(), counts)
     found = {k: n for k, n in counts.items() if any(m in k.lower() for m in BACKEND_MARKERS)}
     if found and counts.get("aten::to_dense"):
         found["aten::to_dense"] = counts["aten::to_dense"]

@@ -1,0 +1,98 @@
+"""What a run and its snapshots cost (issue 23): lines parsed once for all the steps,
+snapshots that pickle as plain calls, and step notes computed only for who reads them."""
+
+from __future__ import annotations
+
+import pickle
+import pickletools
+
+import torch
+from models.small import Branchy, Counter, scripted
+
+from freezeview.engine.freeze.pipeline import Pipeline
+from freezeview.engine.graph import snapshot_parse
+from freezeview.engine.graph.snapshot import snapshot_graph
+from freezeview.engine.measure import constants
+
+
+def _inlined(module: torch.jit.ScriptModule) -> torch._C.Graph:
+    graph = module.forward.graph.copy()
+    torch._C._jit_pass_inline(graph)
+    return graph
+
+
+def test_a_graph_printed_again_is_not_parsed_again(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The steps of a run, and a re-run, print mostly the same lines: a line parsed
+    lately is reused, and the snapshot is the same as a fresh parse's."""
+    graph = _inlined(scripted(Branchy))
+    snapshot_parse.RECENT_LINES.clear()
+    fresh = snapshot_graph(graph)
+    calls = 0
+    split = snapshot_parse._split_values
+
+    def counting(text: str):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        return split(text)
+
+    monkeypatch.setattr(snapshot_parse, "_split_values", counting)
+    again = snapshot_graph(graph)
+    blocks = sum(len(n.blocks) for n in again.walk())
+    # The graph's and the blocks' parameters only (header lines); no node line.
+    assert calls <= blocks + 1 < again.node_count
+    assert again == fresh
+    assert [(n.scope, n.line) for n in again.walk()] == [(n.scope, n.line) for n in fresh.walk()]
+
+
+def test_remembered_lines_stay_bounded(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Two generations at most: a run starts one, and so does a full one."""
+    monkeypatch.setattr(snapshot_parse, "LINE_LIMIT", 5)
+    snapshot_parse.RECENT_LINES.clear()
+    sizes = [snapshot_graph(_inlined(scripted(m))).node_count for m in (Branchy, Counter) * 3]
+    recent = snapshot_parse.RECENT_LINES
+    assert 0 < len(recent.before) + len(recent.current) <= 2 * max(sizes)
+
+
+def test_snapshots_pickle_as_plain_calls() -> None:
+    """Each node, value and constant pickles as its class called with its fields: no
+    state object rebuilt field by field (several times slower for 50k small values)."""
+    snap = snapshot_graph(_inlined(scripted(Branchy)))
+    data = pickle.dumps(snap, protocol=pickle.HIGHEST_PROTOCOL)
+    ops = [op.name for op, _arg, _pos in pickletools.genops(data)]
+    # BUILD applies a state: only the GraphSnapshot itself may use one.
+    assert ops.count("BUILD") <= 1
+    copy = pickle.loads(data)
+    assert copy == snap
+    assert [n.id for n in copy.walk()] == list(range(snap.node_count))
+    assert copy.node(3) == snap.node(3) and copy.node(3).line == snap.node(3).line
+
+
+def test_the_cleanup_steps_first_note_lists_no_module_paths() -> None:
+    """freeze's table shows each step's first note: the clean-up step's counts, without
+    listing every path of the input module (which only its last note needs)."""
+    pipe = Pipeline(scripted(Counter))
+    steps = pipe.run_all()
+    cleanup = next(s for s in steps if s.name == "cleanup")
+    assert cleanup.first_note and "kept on the frozen module" not in cleanup.first_note
+    assert pipe._paths is None
+    assert any("attribute(s) kept on the frozen module" in n for n in cleanup.notes)
+    assert pipe._paths is not None
+
+
+def test_backend_check_walks_no_graph_without_a_backend_kind(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A printout with no backend marker needs no node walk; one with a marker does."""
+    frozen = torch.jit.freeze(scripted(Counter))
+
+    def no_walk(*_args):  # type: ignore[no-untyped-def]
+        raise AssertionError("walked a graph without a backend kind")
+
+    monkeypatch.setattr(constants, "_count_kinds", no_walk)
+    assert constants.backend_only_nodes([frozen.graph]) == {}
+    monkeypatch.undo()
+    graph = torch._C.parse_ir(
+        """graph(%x : Tensor):
+  %y : Tensor = aten::to_mkldnn(%x)
+  %z : Tensor = aten::to_dense(%y)
+  return (%z)"""
+    )
+    assert constants.backend_only_nodes([graph]) == {"aten::to_mkldnn": 1, "aten::to_dense": 1}
