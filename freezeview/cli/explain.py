@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..engine.graph import FrozenContents
     from ..engine.measure import Measurement
     from ..engine.reasons.verdicts import AttributeVerdict, Explanation
+    from .explain_groups import ModuleGroup, RowGroup
 
 __all__ = [
     "import_engine",
@@ -71,6 +72,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="also list the `training` flags and hook placeholders every module carries",
     )
+    parser.add_argument(
+        "--each-module",
+        action="store_true",
+        help=(
+            "one table per module: without it, submodules of the same type whose rows "
+            "are alike (module path aside; never one with a kept attribute) print once, "
+            "titled with the paths they cover, e.g. `blocks.0-511.bn  BatchNorm2d  "
+            "(512 alike)`; --json always lists every attribute"
+        ),
+    )
     add_input_options(parser)
     add_measure_options(parser)
     parser.set_defaults(func=run)
@@ -102,7 +113,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     console = report_console()
-    render_explanation(console, result, statuses=args.status, show_all=args.all)
+    render_explanation(
+        console, result, statuses=args.status, show_all=args.all, each_module=args.each_module
+    )
     if figure is not None:
         from rich.markup import escape
 
@@ -192,16 +205,21 @@ def _value_text(v: AttributeVerdict) -> str:
     return info.value if info.kind != "submodule" else ""
 
 
-def _print_compact(console: Console, title: str, rows: list[AttributeVerdict]) -> None:
+def _cells(v: AttributeVerdict) -> tuple[str, str]:
+    return (_type_text(v), _value_text(v))
+
+
+def _print_compact(console: Console, title: str, rows: list[RowGroup]) -> None:
     """One attribute per line plus indented reasons: readable in 80 columns."""
     from rich.text import Text
 
     console.print()
     console.print(f"[bold underline]{title}[/]")
-    for v in rows:
+    for group in rows:
+        v = group.rows[0]
         line = Text()
         line.append(f"{v.status:<8}", style=STATUS_STYLE[v.status])
-        line.append(f"{v.info.name}", style="bold")
+        line.append(group.name, style="bold")
         line.append(f"  {v.kind} {_type_text(v)} {_value_text(v)}".rstrip(), style="dim")
         console.print(line)
         console.print(_indent(_reason_text(v)))
@@ -225,21 +243,37 @@ def render_explanation(
     *,
     statuses: list[str] | None = None,
     show_all: bool = False,
+    each_module: bool = False,
 ) -> None:
     """Print the explanation as rich tables grouped by submodule, kept attributes first.
 
+    Submodules of one type whose rows are alike print once, titled with the paths they
+    cover, and a container's alike children are one row
+    (:mod:`~freezeview.cli.explain_groups`); ``each_module`` prints every module alone.
     Below 100 columns each attribute is a line with its reasons indented under it. On a
     console without a width limit (:func:`~freezeview.cli.console.report_console` for a
     file or a log) each table is as wide as its longest cells and no cell is cut.
     """
-    from rich.text import Text
+    from rich.markup import escape
+
+    from .explain_groups import collapse_rows, group_modules
 
     shown = _visible(result.attributes, statuses, show_all)
-    groups = _groups(shown)
+    by_owner = _groups(shown)
+    first_seen = {owner: i for i, owner in enumerate(by_owner)}
 
     def group_rank(owner: str) -> tuple[int, int]:
-        best = min(STATUS_ORDER[v.status] for v in groups[owner])
-        return (best, list(groups).index(owner))
+        best = min(STATUS_ORDER[v.status] for v in by_owner[owner])
+        return (best, first_seen[owner])
+
+    ordered = {
+        owner: sorted(by_owner[owner], key=lambda v: STATUS_ORDER[v.status])
+        for owner in sorted(by_owner, key=group_rank)
+    }
+
+    types: dict[str, tuple[str, str]] = {}
+    for mod in result.inventory.modules:  # one pass: Inventory.module() scans them all
+        types.setdefault(mod.path, (mod.type_name, mod.qualified_type))
 
     console.print(f"[bold]{result.model}[/] · torch {result.torch_version}")
     console.print(
@@ -249,35 +283,73 @@ def render_explanation(
     if result.frozen is not None:
         print_frozen_contents(console, result.frozen)
     narrow = console.width < 100
-    for owner in sorted(groups, key=group_rank):
-        rows = sorted(groups[owner], key=lambda v: STATUS_ORDER[v.status])
-        title = owner or "(root module)"
-        mod = result.inventory.module(owner)
-        if mod is not None:
-            title += f"  [dim]{mod.type_name}[/]"
+    unbounded = is_unbounded(console)
+    # Grouped by TorchScript class: two classes named alike (a constant differs) are
+    # different code.
+    tables = group_modules(
+        ordered, lambda owner: types.get(owner, (None, None))[1], _cells, each=each_module
+    )
+    for group in tables:
+        title = escape(group.title_paths)
+        type_name = types.get(group.owners[0], (None, None))[0]
+        if type_name is not None:
+            title += f"  [dim]{escape(type_name)}[/]"
+        if len(group.owners) > 1:
+            title += f"  [dim]({len(group.owners)} alike)[/]"
+        rows = collapse_rows(group.rows, _cells, each=each_module)
         if narrow:
             _print_compact(console, title, rows)
-            continue
-        unbounded = is_unbounded(console)
-        if unbounded:
-            console.print()  # tables one after another in a file: a blank line between
-        table = _table(title, unbounded=unbounded)
-        for v in rows:
-            value = _value_text(v)
-            type_text = _type_text(v) if not value else f"{_type_text(v)}\n{value}"
-            table.add_row(
-                v.info.name,
-                v.kind,
-                type_text,
-                Text(v.status, style=STATUS_STYLE[v.status]),
-                _reason_text(v),
-            )
-        console.print(fit_table(console, table))
+        else:
+            _print_table(console, title, rows, unbounded=unbounded)
+        _print_names_note(console, group, rows)
     hidden = len(result.attributes) - len(shown)
     more = f"  ({hidden} housekeeping or filtered rows hidden; --all shows them)" if hidden else ""
+    alike = sum(len(g.owners) for g in tables if len(g.owners) > 1)
+    if alike:
+        more += (
+            f"  ({alike} alike modules in {sum(len(g.owners) > 1 for g in tables)} "
+            "tables; --each-module lists each)"
+        )
     console.print(f"[bold]{result.summary()}[/]{more}")
     for warning in result.warnings:
         console.print(f"[dim]torch said: {warning}[/]")
+
+
+def _print_table(console: Console, title: str, rows: list[RowGroup], *, unbounded: bool) -> None:
+    from rich.text import Text
+
+    if unbounded:
+        console.print()  # tables one after another in a file: a blank line between
+    table = _table(title, unbounded=unbounded)
+    for group in rows:
+        v = group.rows[0]
+        value = _value_text(v)
+        type_text = _type_text(v) if not value else f"{_type_text(v)}\n{value}"
+        table.add_row(
+            group.name,
+            v.kind,
+            type_text,
+            Text(v.status, style=STATUS_STYLE[v.status]),
+            _reason_text(v),
+        )
+    console.print(fit_table(console, table))
+
+
+def _print_names_note(console: Console, group: ModuleGroup, rows: list[RowGroup]) -> None:
+    """Say whose IR value names a merged table or row shows, when the members' differ."""
+    from rich.markup import escape
+
+    if group.names_differ:
+        console.print(
+            f"  [dim]IR value names (%...) above are {escape(group.owners[0] or 'the root')}'s; "
+            f"the other {len(group.owners) - 1} modules' differ only in those names[/]"
+        )
+    for row in rows:
+        if row.names_differ:
+            console.print(
+                f"  [dim]IR value names (%...) in row {escape(row.name)} are "
+                f"{escape(row.rows[0].info.name)}'s; the others' differ only in those names[/]"
+            )
 
 
 def print_frozen_contents(console: Console, frozen: FrozenContents) -> None:
