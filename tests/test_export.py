@@ -244,7 +244,8 @@ def test_module_list_items_keep_their_path_and_times_add_up(tmp_path: Path) -> N
         result.ir_diff_seconds,
         result.index_seconds,
         result.helper_wait_seconds,
-        result.build_seconds + result.dot_seconds + result.write_seconds,
+        # Graphviz runs beside the rest: only the wait for it at the end adds up.
+        result.build_seconds + result.dot_wait_seconds + result.write_seconds,
     )
     assert all(p >= 0 for p in parts) and sum(parts) <= wall
 

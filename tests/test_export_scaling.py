@@ -3,17 +3,27 @@ Graphviz running beside freezeview's own work, the page's source lines."""
 
 from __future__ import annotations
 
+import importlib
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from render_models import KeepsBuffer, scripted
 
 from freezeview.engine.draw import render_plan
 from freezeview.engine.draw.render_plan import RenderOptions, changed_splits
 from freezeview.engine.draw.view_scopes import box_prefix, count_at_level, opened_scopes
+from freezeview.engine.output.export import export
+from freezeview.engine.plumbing import forked as forked_module
+from freezeview.engine.plumbing.forked import can_fork
+
+# The module, not the function the package exports under the same name.
+export_module = importlib.import_module("freezeview.engine.output.export")
 
 
 def _stack(blocks: int) -> tuple[Counter[str], list[str]]:
@@ -83,3 +93,69 @@ def test_changed_splits_grows_linearly_with_the_boxes(monkeypatch: pytest.Monkey
     assert opened == ()
     assert big < 0.5, big
     assert big / max(small, 1e-3) < 24, (small, big)
+
+
+# -- Graphviz beside the rest, and no fork for one diff ----------------------------------
+
+
+@pytest.fixture
+def recorded_dot(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, threading.Event]]:
+    """Stands in for Graphviz: an empty SVG per run, each run recorded as it starts."""
+    from freezeview.engine.draw import render as render_module
+
+    runs: list[tuple[str, threading.Event]] = []
+
+    def dot(source: str, fmt: str, options: Any) -> bytes:
+        started = threading.Event()
+        runs.append((source, started))
+        started.set()
+        return b'<svg xmlns="http://www.w3.org/2000/svg"></svg>'
+
+    monkeypatch.setattr(render_module, "run_dot", dot)
+    monkeypatch.setattr(render_module, "find_dot", lambda options: "dot")
+    return runs
+
+
+def test_graphviz_draws_the_before_picture_while_explain_runs(
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_dot: list[tuple[str, threading.Event]],
+    tmp_path: Path,
+) -> None:
+    # The before picture needs no explain: its layout starts before explain is asked,
+    # in the background, where it used to wait for explain and then for itself.
+    seen: list[int] = []
+    kept_reasons = export_module._kept_reasons
+
+    def explaining(*args: Any) -> dict[str, str]:
+        deadline = time.monotonic() + 10
+        while not recorded_dot and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen.append(len(recorded_dot))
+        return kept_reasons(*args)
+
+    monkeypatch.setattr(export_module, "_kept_reasons", explaining)
+    result = export(scripted(KeepsBuffer()), tmp_path / "o", parallel=False)
+    assert seen and seen[0] >= 1
+    assert [p.name for p in result.pictures] == ["before", "after", "diff", "side-by-side"]
+    assert len(recorded_dot) == 4 and result.index is not None and result.index.exists()
+
+
+def test_an_export_without_steps_makes_its_one_diff_without_a_fork(
+    recorded_dot: list[tuple[str, threading.Event]], tmp_path: Path
+) -> None:
+    # A fork copies every page of the snapshots it reads (refcounts): for one diff that
+    # cost more memory than it saved time. With steps to diff, the helper still forks.
+    forks: list[bool | None] = []
+    real = forked_module.Forked.__init__
+
+    def counting(self: Any, work: Any, *, enabled: bool | None = None) -> None:
+        real(self, work, enabled=enabled)
+        forks.append(self.started)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(forked_module.Forked, "__init__", counting)
+        result = export(scripted(KeepsBuffer()), tmp_path / "a", parallel=True)
+        assert forks == [False] and result.helper_seconds == 0
+        stepped = export(scripted(KeepsBuffer()), tmp_path / "b", parallel=True, per_step=True)
+    assert forks[1] is can_fork()
+    assert stepped.steps and result.diff_seconds > 0

@@ -222,6 +222,7 @@ def _json(result: ExportResult, load_seconds: float) -> dict[str, object]:
         "index": result.index_seconds,
         "helper": result.helper_seconds,
         "helper_wait": result.helper_wait_seconds,
+        "dot_wait": result.dot_wait_seconds,
         "gc": result.gc_seconds,
         "total": result.total_seconds,
     }

@@ -107,6 +107,8 @@ class DotQueue:
         self._ready = threading.Condition(self._lock)
         self._closed = False
         self._id = id(self)
+        #: how long callers of wait() waited for Graphviz (or ran it themselves)
+        self.wait_seconds = 0.0
         self._thread: threading.Thread | None = None
         if background:
             self._thread = threading.Thread(target=self._work, name="freezeview-dot", daemon=True)
@@ -132,12 +134,15 @@ class DotQueue:
         While ``job`` is not done, this thread runs jobs nobody started yet (``job``
         first, if it is one of them), so a caller with nothing else to do draws too.
         """
+        start = time.perf_counter()
         while not job._done.is_set():
             taken = self._claim(job)
             if taken is None:
                 job._done.wait()
             else:
                 taken._execute(self._id)
+        if self._thread is not None:  # without a worker, the run was the caller's own work
+            self.wait_seconds += time.perf_counter() - start
         if job._error is not None:
             raise job._error
         assert job._data is not None

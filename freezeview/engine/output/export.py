@@ -43,18 +43,22 @@ from ..draw import (
     GraphvizMissingError,
     Overruns,
     RenderOptions,
-    RenderResult,
     find_dot,
     module_paths,
-    render_diff,
-    render_side_by_side,
-    render_snapshot,
+)
+from ..draw.render import (
+    DotQueue,
+    PendingPicture,
+    start_diff,
+    start_side_by_side,
+    start_snapshot,
 )
 from ..freeze import Pipeline, Plan, Step
 from ..graph import GraphSnapshot, snapshot_graph
 from ..load import LoadedModel, load_model
 from ..measure import MeasuredRun, Measurement, latency_cell, verdict_text
 from ..plumbing import Forked, OutputError, PlanError, atomic, collector_paused
+from ..reasons import Explanation
 from .export_values import ExportResult, PictureEntry, StepEntry
 from .review_page import PagePicture, PageStep, review_page, source_texts
 
@@ -336,10 +340,12 @@ def export(
         pairs = _step_pairs(loaded, shown) if per_step else []
         result.snapshot_seconds = time.perf_counter() - start
 
-        # Diffs and IR diffs need nothing but the snapshots: a forked copy of this process
-        # makes them on the other CPU while this one explains and draws (forked.py; without
-        # a second CPU they are made here, each when first needed). The overall diff comes
-        # first: the diff picture needs it long before the steps are drawn.
+        # Diffs and IR diffs need nothing but the snapshots: with per-step pictures, a
+        # forked copy of this process makes them on the other CPU while this one explains
+        # and draws (forked.py). The overall diff alone is made here: the fork's
+        # copy-on-write image of a 70k-node model cost more memory (its pages touched)
+        # than its one diff saved time, and Graphviz uses the other CPU meanwhile (below).
+        # The overall diff comes first: the diff picture needs it long before the steps.
         before, after = shown[0].snapshot, shown[-1].snapshot
         assert before is not None and after is not None
         jobs: list[_DiffJob] = [("before", "after", before, after)]
@@ -347,23 +353,30 @@ def export(
             (f"before {step.name}", f"after {step.name}", previous, snap)
             for step, previous, snap in pairs
         ]
-        with Forked(partial(_diff_outputs, jobs), enabled=parallel) as helper:
-            start = time.perf_counter()
-            reasons = _kept_reasons(pipe, steps)
-            result.reasons_seconds = time.perf_counter() - start
-            modules = (
-                options.modules if options.modules is not None else module_paths(loaded.module)
-            )
-            overruns = options.overruns if options.overruns is not None else Overruns()
-            opts = replace(options, reasons=reasons, modules=modules, overruns=overruns)
+        fork = parallel if pairs else False
+        # Graphviz lays each picture out in the background, one at a time, while this
+        # process explains, builds the next picture and writes the page; the pictures are
+        # collected at the end, in order (dot_queue.py).
+        with Forked(partial(_diff_outputs, jobs), enabled=fork) as helper, DotQueue() as dots:
+            started: list[tuple[str, str, PendingPicture | None]] = []
 
-            def draw(
-                name: str, title: str, render: Callable[..., RenderResult]
-            ) -> PictureEntry | None:
-                # `render`: a render_* function given all but where, how and its title.
+            def draw(name: str, title: str, start: Callable[..., PendingPicture]) -> int:
+                # `start`: a start_* function given all but where, how and its title.
                 say(f"drawing {name}")
                 try:
-                    rendered = render(out / f"{name}.{pic_fmt}", fmt=pic_fmt, title=title)
+                    pending = start(out / f"{name}.{pic_fmt}", fmt=pic_fmt, title=title, dots=dots)
+                except (DotTimeoutError, DotFailedError) as exc:
+                    result.notes.append(f"{name}.{pic_fmt} was left out: {exc}")
+                    pending = None
+                started.append((name, title, pending))
+                return len(started) - 1
+
+            def finish(index: int) -> PictureEntry | None:
+                name, title, pending = started[index]
+                if pending is None:
+                    return None
+                try:
+                    rendered = pending.result()
                 except (DotTimeoutError, DotFailedError) as exc:
                     # Every level failed or overran: this one picture is left out, the
                     # rest of the export goes on (the page says so).
@@ -373,17 +386,26 @@ def export(
                 result.notes.extend(rendered.notes)
                 return PictureEntry(name, title, rendered)
 
-            def keep(entry: PictureEntry | None) -> None:
-                if entry is not None:
-                    result.pictures.append(entry)
-
             model_name = loaded.name or "model"
-            # The before graph has no kept attributes yet: every attribute read is plain there.
-            before_opts = replace(opts, reasons=None)
+            modules = (
+                options.modules if options.modules is not None else module_paths(loaded.module)
+            )
+            overruns = options.overruns if options.overruns is not None else Overruns()
+            # The before graph has no kept attributes yet: every attribute read is plain
+            # there, so its picture goes to Graphviz before explain runs.
+            before_opts = replace(options, reasons=None, modules=modules, overruns=overruns)
             title = f"{model_name}: before freezing (inlined)"
-            keep(draw("before", title, partial(render_snapshot, before, options=before_opts)))
+            overall_pictures = [
+                draw("before", title, partial(start_snapshot, before, options=before_opts))
+            ]
+            start = time.perf_counter()
+            reasons = _kept_reasons(pipe, steps)
+            result.reasons_seconds = time.perf_counter() - start
+            opts = replace(before_opts, reasons=reasons)
             title = f"{model_name}: after freezing"
-            keep(draw("after", title, partial(render_snapshot, after, options=opts)))
+            overall_pictures.append(
+                draw("after", title, partial(start_snapshot, after, options=opts))
+            )
 
             done = _taken(helper, result)
             ir_text = done.text
@@ -395,15 +417,16 @@ def export(
             )
             result.diff_seconds += time.perf_counter() - start
             title = f"{model_name}: {overall.summary()}"
-            keep(draw("diff", title, partial(render_diff, overall, options=opts)))
+            overall_pictures.append(draw("diff", title, partial(start_diff, overall, options=opts)))
             if side_by_side:
                 title = f"{model_name}: before / after"
-                render = partial(render_side_by_side, overall, options=opts)
-                keep(draw("side-by-side", title, render))
+                begin = partial(start_side_by_side, overall, options=opts)
+                overall_pictures.append(draw("side-by-side", title, begin))
             start = time.perf_counter()
             result.files.append(atomic.write_text(out / "ir.diff", ir_text))
             result.ir_diff_seconds += time.perf_counter() - start
 
+            step_pictures: list[tuple[StepEntry, int]] = []
             for step, previous, snap in pairs:
                 done = _taken(helper, result)
                 facts, text = done.facts, done.text
@@ -430,28 +453,43 @@ def export(
                     if step_diff is not None
                     else "first graph"
                 )
-                picture = None
                 title = f"{step.index:02d} {step.title}: {summary}"
+                entry = StepEntry(step, summary, diff_file, None, previous, snap)
+                result.steps.append(entry)
                 if step.changed and step_diff is not None and not step_diff.is_empty:
                     # Inlining replaces one call by the whole graph: the diff of step 00 is
                     # "all added", so the plain inlined graph says the same, more quietly.
-                    render = (
-                        partial(render_snapshot, snap, options=before_opts)
+                    begin = (
+                        partial(start_snapshot, snap, options=before_opts)
                         if step.index == 0
-                        else partial(render_diff, step_diff, options=opts)
+                        else partial(start_diff, step_diff, options=opts)
                     )
-                    picture = draw(stem, title, render)
-                result.steps.append(StepEntry(step, summary, diff_file, picture, previous, snap))
+                    step_pictures.append((entry, draw(stem, title, begin)))
+
+            # While Graphviz draws: each step's notes are the pipeline's own lazy summary
+            # (counts, explain's reasons), and the page needs explain's verdicts.
+            start = time.perf_counter()
+            for step in steps:
+                _ = step.notes
+            result.notes_seconds = time.perf_counter() - start
+            start = time.perf_counter()
+            explanation = pipe.explanation(pipe.plan.preserved_attrs)
+            result.reasons_seconds += time.perf_counter() - start
+
+            # Collected in the order drawn, so the files, notes and page read as before.
+            for index in overall_pictures:
+                picture = finish(index)
+                if picture is not None:
+                    result.pictures.append(picture)
+            for entry, index in step_pictures:
+                entry.picture = finish(index)
+            result.dot_wait_seconds = dots.wait_seconds
 
         # Each step's notes are the pipeline's own lazy summary (counts, explain's reasons).
         start = time.perf_counter()
-        for step in steps:
-            _ = step.notes
-        result.notes_seconds = time.perf_counter() - start
-        start = time.perf_counter()
         result.index = atomic.write_text(
             out / "index.html",
-            _index_html(result, loaded, pipe, overall, steps, pic_fmt, ir_text),
+            _index_html(result, loaded, pipe, overall, steps, pic_fmt, ir_text, explanation),
         )
         result.files.append(result.index)
         result.index_seconds = time.perf_counter() - start
@@ -477,6 +515,7 @@ def _index_html(
     steps: Sequence[Step],
     fmt: str,
     ir_text: str,
+    explanation: Explanation | None,
 ) -> str:
     """The review page (:mod:`.review_page`) for what this export wrote."""
     before, after = overall.before, overall.after
@@ -530,7 +569,7 @@ def _index_html(
         summary=summary,
         pictures=pictures,
         steps=page_steps,
-        explanation=pipe.explanation(pipe.plan.preserved_attrs),
+        explanation=explanation,
         ir_diff=ir_text,
         notes=result.notes,
         picture_format=fmt,

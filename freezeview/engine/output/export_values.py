@@ -61,6 +61,8 @@ class ExportResult:
             while this one explained and drew (:mod:`.forked`). What was made here is
             in ``diff_seconds`` and ``ir_diff_seconds`` instead.
         helper_wait_seconds: how long the export waited for that helper's results.
+        dot_wait_seconds: how long the export waited for Graphviz at the end (Graphviz
+            lays the pictures out in the background: ``dot_seconds`` overlaps the rest).
         gc_seconds: time the garbage collector took at the end, scanning what the
             export built (it is paused while the export runs).
         total_seconds: the whole export, from its call to its return (gc included).
@@ -82,6 +84,7 @@ class ExportResult:
     index_seconds: float = 0.0
     helper_seconds: float = 0.0
     helper_wait_seconds: float = 0.0
+    dot_wait_seconds: float = 0.0
     gc_seconds: float = 0.0
     total_seconds: float = 0.0
     graphviz_missing: bool = False
