@@ -207,6 +207,8 @@ class _Run(NamedTuple):
     numerics: Numerics | None
     outcome: TorchOutcome | None
     measurement: Measurement | None = None
+    # The measurement has each step's figures, not only the result's (see _run).
+    per_step: bool = True
 
 
 #: ``(threads, time budget in seconds)`` for a measured run (:class:`MeasuredRun`).
@@ -218,16 +220,28 @@ def _run(
     plan: Plan,
     inputs: Sequence[Any] | None,
     measure: Measure | None = None,
+    *,
+    per_step: bool = True,
 ) -> _Run:
-    """The stepwise freeze of ``loaded`` under ``plan``; PlanError if it does not finish."""
+    """The stepwise freeze of ``loaded`` under ``plan``; PlanError if it does not finish.
+
+    With ``per_step`` False and nothing to time (no inputs, or no budget), a measurement
+    reads only the result (its sizes and portability: what every ``[deployment]`` rule
+    decides on), not each step's constant bytes and backend-only nodes, which only say
+    which step to blame when a rule is broken: measuring them builds every step's
+    picture, the fold step's one constant per attribute (a third of a 2,048-block
+    stack's check).
+    """
     check_eval(loaded)
     pipe = Pipeline(loaded, plan, inputs)
     measured = None
     if measure is not None:
         measured = MeasuredRun(pipe, threads=measure[0], budget=measure[1])
-        steps = list(measured.run())
+        per_step = per_step or measured.timing
+        steps = list(measured.run()) if per_step else pipe.run_all()
     else:
         steps = pipe.run_all()
+        per_step = True  # nothing to measure: nothing left out
     failed = next((s for s in steps if s.error), None)
     if failed is not None or pipe.frozen_module is None:
         error = failed.error if failed is not None else "the run stopped"
@@ -245,6 +259,7 @@ def _run(
         steps[-1].numerics if inputs is not None else None,
         pipe.torch_outcome(plan.preserved_attrs),
         measurement,
+        per_step,
     )
 
 
@@ -351,6 +366,8 @@ class TorchFacts:
     def __init__(self, loaded: LoadedModel, plan: Plan, run: _Run, start: float) -> None:
         self.model = str(loaded.path) if loaded.path else loaded.name
         self.plan = plan
+        # Whether the measurement has each step's figures, not only the result's.
+        self.per_step = run.per_step
         self.passes_fired = run.passes_fired
         self.numerics = run.numerics
         self.measurement = run.measurement
@@ -403,6 +420,8 @@ def torch_facts(
     plan: Plan,
     inputs: Sequence[Any] | None = None,
     measure: Measure | None = None,
+    *,
+    per_step: bool = True,
 ) -> TorchFacts:
     """Freeze ``loaded`` step by step under ``plan`` and read torch's statuses by path.
 
@@ -411,6 +430,8 @@ def torch_facts(
         plan: what to preserve and which passes run.
         inputs: sample inputs for the numerics, or None.
         measure: ``(threads, budget)``: also measure latency, sizes and portability.
+        per_step: with False, a measurement that times nothing reads only the result
+            (see :func:`_run`; ``TorchFacts.per_step`` says which was done).
 
     Returns:
         The :class:`TorchFacts`; its :meth:`~TorchFacts.facts` are what
@@ -420,4 +441,5 @@ def torch_facts(
         PlanError: torch cannot freeze the model as asked, or a step failed.
     """
     start = time.perf_counter()
-    return TorchFacts(loaded, plan, _run(loaded, plan, inputs, measure), start)
+    run = _run(loaded, plan, inputs, measure, per_step=per_step)
+    return TorchFacts(loaded, plan, run, start)
