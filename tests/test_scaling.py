@@ -1,5 +1,8 @@
 """freezeview's own work grows linearly with the number of modules of one type (issue 23).
 
+Also here: explain's human output prints alike blocks once (the same rows at any size),
+and check holds a rule per attribute without reading every verdict for each rule.
+
 A flat stack of N identical blocks has N modules of each type. Looking a module up by
 scanning every module of its type (to find one shared under two names) makes reading
 the module tree, explain's module view and torch's statuses quadratic in N: 3 s of
@@ -74,3 +77,105 @@ def test_module_lookups_are_linear(stacks: dict[int, torch.jit.ScriptModule], wo
             work(model)
         counts[n] = count[0]
     assert _grows_linearly(counts[SMALL], counts[LARGE]), counts
+
+
+# -- explain's printing and check's rules ---------------------------------------------------
+
+
+class _CountedTable:
+    """Counts rich table rows added (each one is laid out and printed) while open."""
+
+    def __enter__(self) -> list[int]:
+        from rich.table import Table
+
+        self.count = [0]
+        self.original = Table.add_row
+        count, original = self.count, self.original
+
+        def counted(table: Table, *cells: object, **kwargs: object) -> None:
+            count[0] += 1
+            original(table, *cells, **kwargs)  # type: ignore[arg-type]
+
+        Table.add_row = counted  # type: ignore[method-assign]
+        return self.count
+
+    def __exit__(self, *exc: object) -> None:
+        from rich.table import Table
+
+        Table.add_row = self.original  # type: ignore[method-assign]
+
+
+@pytest.fixture(scope="module")
+def explained(stacks: dict[int, torch.jit.ScriptModule]) -> dict[int, object]:
+    return {n: explain(model) for n, model in stacks.items()}
+
+
+@pytest.mark.parametrize("each_module", [False, True], ids=["grouped", "each-module"])
+def test_explain_prints_alike_blocks_once(explained: dict[int, object], each_module: bool) -> None:
+    """Grouped, a stack prints the same rows at any size; module by module, linearly many."""
+    import io
+
+    from rich.console import Console
+
+    from freezeview.cli.explain import render_explanation
+
+    class Unprinted(Console):
+        def print(self, *objects: object, **kwargs: object) -> None:
+            pass  # the rows are counted as they are added; laying them out is rich's work
+
+    rows = {}
+    for n, result in explained.items():
+        with _CountedTable() as count:
+            render_explanation(
+                Unprinted(file=io.StringIO(), width=200),
+                result,  # type: ignore[arg-type]
+                each_module=each_module,
+            )
+        rows[n] = count[0]
+    if each_module:
+        assert rows[LARGE] >= 3 * rows[SMALL] and _grows_linearly(rows[SMALL], rows[LARGE])
+    else:
+        assert rows[LARGE] == rows[SMALL], rows
+
+
+def test_check_reads_each_verdict_a_bounded_number_of_times(
+    stacks: dict[int, torch.jit.ScriptModule], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A written expectations file has a rule per attribute; holding them all reads the
+    verdicts a number of times that grows with the model, not with rules x verdicts."""
+    from freezeview.engine.ci import check as check_module
+    from freezeview.engine.ci.check import check, expectations_text
+    from freezeview.engine.ci.model_facts import gather_facts
+    from freezeview.engine.freeze import Plan
+    from freezeview.engine.load import LoadedModel
+
+    reads = {}
+    original = check_module._PathIndex.__init__
+
+    class Counted(list):  # type: ignore[type-arg]
+        count = 0
+
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            for item in super().__iter__():
+                Counted.count += 1
+                yield item
+
+    def counted_init(index: object, verdicts: object) -> None:
+        original(index, verdicts)  # type: ignore[arg-type]
+        index.verdicts = Counted(index.verdicts)  # type: ignore[attr-defined]
+
+    folder = tmp_path_factory.mktemp("check-scaling")
+    for n, model in stacks.items():
+        loaded = LoadedModel.from_module(model)
+        facts = gather_facts(loaded, Plan.default([]), reasons=False)
+        expect = folder / f"{n}.toml"
+        expect.write_text(expectations_text(facts))
+        check_module._PathIndex.__init__ = counted_init  # type: ignore[method-assign]
+        Counted.count = 0
+        try:
+            report = check(loaded, expect)
+        finally:
+            check_module._PathIndex.__init__ = original  # type: ignore[method-assign]
+        assert report.ok and len(report.results) > 4 * n
+        reads[n] = Counted.count
+    assert _grows_linearly(reads[SMALL], reads[LARGE]), reads
