@@ -60,7 +60,7 @@ from ..measure import MeasuredRun, Measurement, latency_cell, verdict_text
 from ..plumbing import Forked, OutputError, PlanError, atomic, collector_paused
 from ..reasons import Explanation
 from .export_values import ExportResult, PictureEntry, StepEntry
-from .review_page import PagePicture, PageStep, review_page, source_texts
+from .review_page import PagePicture, PageStep, review_page, source_texts, wanted_sources
 
 _P = ParamSpec("_P")
 
@@ -573,7 +573,7 @@ def _index_html(
         ir_diff=ir_text,
         notes=result.notes,
         picture_format=fmt,
-        texts=_source_texts(loaded),
+        texts=_source_texts(loaded, pictures, before),
     )
 
 
@@ -583,11 +583,18 @@ def _latency(measurement: Measurement | None, index: int) -> str:
     return "" if cell == "-" else cell
 
 
-def _source_texts(loaded: LoadedModel) -> dict[str, str]:
-    """Source line texts of the model's forward (inlined), for the page's box details."""
+def _source_texts(
+    loaded: LoadedModel, pictures: Sequence[PagePicture], inlined: GraphSnapshot
+) -> dict[str, str]:
+    """Source line texts of the model's forward (inlined), for the boxes of ``pictures``.
+
+    ``inlined`` is the snapshot of the inlined forward: through it, one node per line
+    shown is read (:func:`source_texts`).
+    """
     cmod = loaded.module._c
-    if not cmod._has_method("forward"):
+    wanted = wanted_sources(pictures)
+    if not cmod._has_method("forward") or not wanted:
         return {}
     graph = cmod._get_method("forward").graph.copy()
     torch._C._jit_pass_inline(graph)
-    return source_texts(graph)
+    return source_texts(graph, wanted, inlined)
