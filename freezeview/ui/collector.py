@@ -93,6 +93,12 @@ class Handoff(Generic[T]):
     def __init__(self, value: T) -> None:
         self._value: T | None = value
 
+    def peek(self) -> T:
+        """The value, left in place."""
+        if self._value is None:
+            raise RuntimeError("handed-off value already taken")
+        return self._value
+
     def take(self) -> T:
         """The value (once; a second take is an error)."""
         value, self._value = self._value, None

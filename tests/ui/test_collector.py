@@ -22,8 +22,6 @@ from freezeview.ui.session import Session
 from .conftest import wait_ready
 from .test_app import SIZE
 
-pytestmark = pytest.mark.asyncio
-
 # Objects per step: walking them all takes a full collection over 100 ms.
 BALLAST = 150_000
 
@@ -43,6 +41,7 @@ class _BallastSession(Session):
 
 
 @pytest.mark.slow
+@pytest.mark.asyncio
 async def test_no_full_collection_walks_the_steps(small_pt: Path, tmp_path: Path) -> None:
     full: list[int] = []  # objects not frozen at each full collection's start
 

@@ -48,3 +48,52 @@ async def test_a_big_step_is_lexed_as_far_as_it_is_seen(
         assert sum(lexed) < len(big_text) / 20, (sum(lexed), len(big_text))
         shown = ir.render_line(0)  # coloured as before: the IR lexer's styles
         assert len({segment.style for segment in shown}) > 1
+
+
+async def test_a_big_graph_is_read_whole_off_the_event_loop(
+    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An attribute's marks and a line's node facts read the whole graph (hundreds of ms
+    at 70k nodes): above the pane's threshold they are read in a worker, and the marks,
+    the inspector's count of them and the node's facts still arrive."""
+    import threading
+
+    from freezeview.engine.graph import facts
+    from freezeview.ui.widgets import ir_pane
+
+    readers: list[tuple[str, str]] = []
+    for name in ("attribute_node_ids", "node_facts", "line_index"):
+        original = getattr(facts, name)
+
+        def noting(*args, _original=original, _name=name, **kwargs):  # type: ignore[no-untyped-def]
+            readers.append((_name, threading.current_thread().name))
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(facts, name, noting)
+    monkeypatch.setattr(ir_pane, "_SYNC_FACTS_NODES", 0)  # every graph counts as big
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        readers.clear()
+        screen.model_tree.focus()
+        assert screen.model_tree.select_path("calls")
+        for _ in range(50):
+            await pilot.pause(0.02)
+            if screen.ir.marked_lines:
+                break
+        marked = [screen.ir.plain_lines()[i] for i in sorted(screen.ir.marked_lines)]
+        assert any('prim::GetAttr[name="calls"]' in line for line in marked)
+        assert f"{len(screen.ir.marked_lines)} line(s)" in screen.inspector.plain_text()
+
+        screen.ir.focus()
+        await pilot.pause()
+        text = next(t for t in screen.ir.plain_lines() if " = aten::mul" in t)
+        screen.ir.cursor_line = screen.ir.plain_lines().index(text)
+        for _ in range(50):
+            await pilot.pause(0.02)
+            if "aten::mul" in screen.inspector.plain_text():
+                break
+        assert "aten::mul" in screen.inspector.plain_text()  # the node's facts
+        assert {name for name, _ in readers} == {"attribute_node_ids", "node_facts", "line_index"}
+        assert all(thread != threading.main_thread().name for _, thread in readers), readers

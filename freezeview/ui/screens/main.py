@@ -419,9 +419,15 @@ class MainScreen(Screen[None]):
 
     @on(ModelTree.AttributeSelected)
     def _attribute_selected(self, message: ModelTree.AttributeSelected) -> None:
-        self.ir_pane.mark_attribute(message.path if self.views else None)
         self._show_attribute(message.view)
-        self.ir_pane.scroll_to_marks()
+        self.ir_pane.mark_attribute(message.path if self.views else None, scroll=True)
+
+    @on(IRPane.MarksShown)
+    def _marks_shown(self, message: IRPane.MarksShown) -> None:
+        # The inspector counts the marked lines: on a big graph they come after it showed.
+        tree = self.model_tree
+        if message.path == tree.selected_path:
+            self._show_attribute(tree.selected_view)
 
     def _show_attribute(self, view: AttrView | None) -> None:
         """The attribute's verdict, facts and marked lines in the inspector."""

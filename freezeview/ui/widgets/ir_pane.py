@@ -13,6 +13,7 @@ mark (:meth:`IRPane.mark_attribute`, on the model tree's ``AttributeSelected``).
 from __future__ import annotations
 
 import textwrap
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,6 +24,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import Input, Label
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -40,6 +42,15 @@ __all__ = ["VIEW_MODES", "DocumentSource", "IRPane"]
 #: What the pane can show, in the order ``d`` cycles through them.
 VIEW_MODES = ("ir", "code", "diff")
 
+# Line maps kept: the steps either side of the one shown, and a few more.
+_LINE_INDEXES = 4
+
+# Graphs up to this many nodes are read whole (marks, a node's facts) on the event loop
+# (about 10 ms at 2k nodes); bigger ones in a worker.
+_SYNC_FACTS_NODES = 2000
+# Seconds the cursor rests on a line of a big graph before its node's facts are read.
+_CURSOR_REST = 0.08
+
 # Diffs of graphs up to this many nodes are computed on the spot; bigger ones in a
 # worker so that stepping through a big graph never holds the event loop.
 _SYNC_DIFF_NODES = 200
@@ -56,6 +67,17 @@ class DocumentSource(Protocol):
         """The unified IR diff between two snapshots (blocking)."""
 
 
+@dataclass
+class _GraphRead(Message):
+    """A worker's answer to a whole-graph question (see ``IRPane._read_graph``)."""
+
+    snapshot: int
+    what: str
+    arg: Any
+    result: Any
+    scroll: bool
+
+
 class IRPane(Vertical):
     """Title, IR text view and search box (see the module docstring)."""
 
@@ -67,6 +89,13 @@ class IRPane(Vertical):
         """The IR cursor is on the line of a node: its inputs, outputs and writes."""
 
         facts: NodeFacts
+
+    @dataclass
+    class MarksShown(Message):
+        """The lines of attribute ``path``'s readers and writers are marked (``count``)."""
+
+        path: str
+        count: int
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -84,8 +113,16 @@ class IRPane(Vertical):
         self._attribute: str | None = None
         # The current run's diffs by (run, step, mode): a re-run empties it.
         self._doc_cache: dict[tuple[Any, ...], str] = {}
-        self._line_index: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
+        # Line maps of the last few snapshots shown (id -> the snapshot, so the id
+        # stays its own, and the map).
+        self._line_index: dict[
+            int, tuple[GraphSnapshot, tuple[dict[int, int], dict[int, int]]]
+        ] = {}
         self._search_anchor = 0
+        # Marked lines of the last few (snapshot, attribute) pairs: id -> (snapshot, lines).
+        self._marks: dict[tuple[int, str], tuple[GraphSnapshot, frozenset[int]]] = {}
+        self._facts_lock = threading.Lock()  # the maps are filled by workers too
+        self._node_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Label("IR", id="ir-title", classes="pane-title")
@@ -119,18 +156,26 @@ class IRPane(Vertical):
     def show_step(self, run_id: int, steps: Sequence[StepView], index: int) -> None:
         """Show step ``index`` of run ``run_id`` (-1: the loaded model)."""
         if run_id != self.run_id:
-            self._doc_cache.clear()  # an earlier run's diffs are never shown again
+            # An earlier run's diffs and line maps are never needed again (a line map
+            # is two dicts the size of the graph, and keyed by the snapshot's id, which
+            # a newer snapshot may reuse).
+            self._doc_cache.clear()
+            with self._facts_lock:
+                self._line_index.clear()
+                self._marks.clear()
             self.workers.cancel_group(self, "highlight")
         self.run_id = run_id
         self.steps = steps
         self.index = index
         self.show_current()
 
-    def mark_attribute(self, path: str | None, refresh: bool = True) -> None:
-        """Mark the lines that read or write ``path`` (None: no marks)."""
+    def mark_attribute(self, path: str | None, refresh: bool = True, scroll: bool = False) -> None:
+        """Mark the lines that read or write ``path`` (None: no marks); ``scroll``: bring
+        the first into view. On a big graph the marks come a moment later (a worker reads
+        the graph): :class:`IRPane.MarksShown` says when."""
         self._attribute = path
         if refresh:
-            self.refresh_marks()
+            self.refresh_marks(scroll)
 
     def cycle_view(self) -> None:
         """IR → code → diff → IR."""
@@ -283,38 +328,80 @@ class IRPane(Vertical):
         self.query_one("#ir-title", Label).update(title, layout=False)
 
     # -- marks and the node under the cursor ---------------------------------------------
+    # Each reads the whole graph (the line map, the attribute's readers and writers, a
+    # node's users): on a big graph that is a few hundred milliseconds, so above
+    # _SYNC_FACTS_NODES nodes it runs in a thread worker and the result is applied
+    # when it comes, if the pane still shows that graph.
     def line_index(self, snap: GraphSnapshot) -> tuple[dict[int, int], dict[int, int]]:
-        """Cached IR line <-> node map for a snapshot."""
+        """Cached IR line <-> node map for a snapshot (blocking: a whole-graph pass the
+        first time; the workers call it)."""
         from ...engine.graph.facts import line_index
 
         key = id(snap)
-        if key not in self._line_index:
-            if len(self._line_index) > 64:
-                self._line_index.clear()
-            self._line_index[key] = line_index(snap)
-        return self._line_index[key]
+        with self._facts_lock:
+            hit = self._line_index.get(key)
+        if hit is None or hit[0] is not snap:
+            hit = (snap, line_index(snap))
+            with self._facts_lock:
+                while len(self._line_index) >= _LINE_INDEXES:
+                    self._line_index.pop(next(iter(self._line_index)))
+                self._line_index[key] = hit
+        return hit[1]
 
-    def refresh_marks(self) -> None:
-        """Mark the IR lines that read or write the selected attribute."""
+    def _on_loop(self, snap: GraphSnapshot) -> bool:
+        """True when reading ``snap`` whole is quick enough for the event loop."""
+        return snap.node_count < _SYNC_FACTS_NODES
+
+    def refresh_marks(self, scroll: bool = False) -> None:
+        """Mark the IR lines that read or write the selected attribute (``scroll``:
+        then bring the first one into view)."""
         snap = self.current_snapshot()
         path = self._attribute
         if snap is None or path is None or self.view_mode != "ir":
             self.ir.mark_lines(())
             return
+        cached = self._marks.get((id(snap), path))
+        if cached is not None and cached[0] is snap:
+            self._apply_marks(path, cached[1], scroll)
+        elif self._on_loop(snap):
+            self._apply_marks(path, self._marks_of(snap, path), scroll)
+        else:
+            self.ir.mark_lines(())  # the last graph's marks would point at other lines
+            self._read_graph(Handoff((snap, "marks", path, scroll)))
+
+    def _marks_of(self, snap: GraphSnapshot, path: str) -> frozenset[int]:
+        """The lines of ``path``'s readers and writers in ``snap`` (blocking)."""
         from ...engine.graph.facts import attribute_node_ids
 
         _by_line, by_node = self.line_index(snap)
         ids = attribute_node_ids(snap, path)
-        self.ir.mark_lines(by_node[i] for i in ids if i in by_node)
+        lines = frozenset(by_node[i] for i in ids if i in by_node)
+        with self._facts_lock:
+            while len(self._marks) >= _LINE_INDEXES:
+                self._marks.pop(next(iter(self._marks)))
+            self._marks[(id(snap), path)] = (snap, lines)
+        return lines
+
+    def _apply_marks(self, path: str, lines: frozenset[int], scroll: bool) -> None:
+        self.ir.mark_lines(lines)
+        self.post_message(self.MarksShown(path, len(lines)))
+        if scroll:
+            self.scroll_to_marks()
 
     def go_to_node(self, node_id: int) -> bool:
         """Put the cursor on IR node ``node_id``'s line (the IR view; the graph view
-        selected it); False if the node has no line here."""
+        selected it); False if the node has no line here (on a big graph not read yet:
+        True, and the cursor moves when the line is known)."""
         snap = self.current_snapshot()
         if snap is None:
             return False
         if self.view_mode != "ir":
             self.view_mode = "ir"
+        with self._facts_lock:
+            known = self._line_index.get(id(snap))
+        if not self._on_loop(snap) and (known is None or known[0] is not snap):
+            self._read_graph(Handoff((snap, "goto", node_id, False)))
+            return True
         _by_line, by_node = self.line_index(snap)
         line = by_node.get(node_id)
         if line is None:
@@ -327,12 +414,62 @@ class IRPane(Vertical):
         snap = self.current_snapshot()
         if snap is None or self.view_mode != "ir" or not event.view.has_focus:
             return
+        if not self._on_loop(snap):
+            # Read when the cursor rests: holding a key down asks for one node, not one
+            # whole-graph pass per line passed.
+            if self._node_timer is not None:
+                self._node_timer.stop()
+            self._node_timer = self.set_timer(
+                _CURSOR_REST, lambda: self._read_graph(Handoff((snap, "node", event.line, False)))
+            )
+            return
+        facts = self._facts_at(snap, event.line)
+        if facts is not None:
+            self.post_message(self.NodeSelected(facts))
+
+    def _facts_at(self, snap: GraphSnapshot, line: int) -> NodeFacts | None:
         from ...engine.graph.facts import node_facts
 
         by_line, _ = self.line_index(snap)
-        node_id = by_line.get(event.line)
-        if node_id is not None:
-            self.post_message(self.NodeSelected(node_facts(snap, node_id)))
+        node_id = by_line.get(line)
+        return node_facts(snap, node_id) if node_id is not None else None
+
+    def _read_graph(self, job: Handoff[tuple[GraphSnapshot, str, Any, bool]]) -> None:
+        """Ask a whole-graph question off the event loop: ``marks`` (of an attribute),
+        ``node`` (the facts of a line's node), ``goto`` (a node's line). One worker per
+        kind at a time: a newer question cancels the older one's answer."""
+        what = job.peek()[1]
+
+        def read() -> None:
+            snap, what, arg, scroll = job.take()
+            result: Any
+            if what == "marks":
+                result = self._marks_of(snap, arg)
+            elif what == "node":
+                result = self._facts_at(snap, arg)
+            else:
+                result = self.line_index(snap)[1].get(arg)
+            if not get_current_worker().is_cancelled:
+                self.post_message(_GraphRead(id(snap), what, arg, result, scroll))
+
+        self.run_worker(
+            read, thread=True, exclusive=True, exit_on_error=False, group=f"graph-{what}"
+        )
+
+    @on(_GraphRead)
+    def _graph_read(self, message: _GraphRead) -> None:
+        message.stop()
+        snap = self.current_snapshot()
+        if snap is None or id(snap) != message.snapshot or self.view_mode != "ir":
+            return  # the pane moved on
+        if message.what == "marks":
+            if message.arg == self._attribute:
+                self._apply_marks(message.arg, message.result, message.scroll)
+        elif message.what == "node":
+            if message.result is not None and message.arg == self.ir.cursor_line:
+                self.post_message(self.NodeSelected(message.result))
+        elif message.result is not None:
+            self.ir.cursor_line = message.result
 
     # -- search ------------------------------------------------------------------------
     @on(Input.Changed, "#search")
