@@ -194,3 +194,19 @@ def test_the_page_reads_one_source_range_per_line_it_shows(
     texts = review_page.source_texts(graph, wanted, snapshot)
     assert texts and texts == {k: v for k, v in every.items() if k in wanted}
     assert len(reads) == len(wanted)
+
+
+def test_the_page_splits_only_the_ir_diff_lines_it_shows() -> None:
+    # The page shows 400 lines of the IR diff and says how many more: the same lines
+    # and count as splitting the whole text, which held 280k strings at 48 layers.
+    import random
+
+    from freezeview.engine.output.review_page import _first_lines
+
+    rng = random.Random(1)
+    pieces = ["a", "%x = aten::add", "\n", "\r", "\r\n", "\x0b", "\x85", "\u2028", " "]
+    for _ in range(2000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        lines = text.splitlines()
+        for count in (1, 2, 3, 7, 400):
+            assert _first_lines(text, count) == (lines[:count], len(lines[count:])), text

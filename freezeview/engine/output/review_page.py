@@ -270,17 +270,35 @@ def _template(picture: PagePicture) -> str:
     return f'<template id="tpl-{picture.id}">{body}</template>'
 
 
+# Where str.splitlines() ends a line.
+_LINE_END = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _first_lines(text: str, count: int) -> tuple[list[str], int]:
+    """``text.splitlines()[:count]`` and how many lines follow them, without splitting
+    the rest (a 48-layer transformer's IR diff has 280k lines; the page shows 400)."""
+    ends = _LINE_END.finditer(text)
+    cut = len(text)
+    for seen, end in enumerate(ends, 1):
+        if seen == count:
+            cut = end.end()
+            break
+    rest = text[cut:]
+    more = sum(1 for _ in _LINE_END.finditer(rest))
+    if rest and not _LINE_END.fullmatch(rest[-1]):
+        more += 1  # a last line with no line end
+    return text[:cut].splitlines(), more
+
+
 def _diff_html(text: str) -> str:
     if not text:
         return '<p class="meta">The IR printout did not change.</p>'
-    lines = text.splitlines()
-    shown = lines[:_MAX_DIFF_LINES]
+    shown, more = _first_lines(text, _MAX_DIFF_LINES)
     out = []
     for line in shown:
         cls = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "")
         esc = html.escape(line)
         out.append(f'<span class="{cls}">{esc}</span>' if cls else esc)
-    more = len(lines) - len(shown)
     tail = f"\n… {more} more lines in the file" if more > 0 else ""
     return '<pre class="diff">' + "\n".join(out) + html.escape(tail) + "</pre>"
 
