@@ -167,3 +167,28 @@ def test_a_stack_of_batchnorms_asks_alias_analysis_linearly() -> None:
 
     small, large = questions(8), questions(32)
     assert small >= 8 and large <= 6 * small, (small, large)
+
+
+def test_a_transformer_layers_wildcard_reads_match_the_full_scan() -> None:
+    """nn.MultiheadAttention puts its in_proj weights in lists: in the Tensor wildcard
+    set, whose writers (every list append of the model) each such read shares."""
+    layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16)
+    model = torch.jit.script(
+        nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).eval()
+    )
+    wild = [0]
+    original = GraphWriters._candidates
+
+    def counted(self: GraphWriters, value: torch._C.Value) -> Any:
+        found = original(self, value)
+        wild[0] += found is not None and found is self._wild_writers
+        return found
+
+    GraphWriters._candidates = counted  # type: ignore[method-assign]
+    try:
+        with _compared() as seen:
+            explain(model)
+    finally:
+        GraphWriters._candidates = original  # type: ignore[method-assign]
+    assert not seen["mismatches"], seen["mismatches"][:3]
+    assert wild[0] >= 4, (wild, seen)

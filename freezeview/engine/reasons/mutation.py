@@ -223,6 +223,7 @@ class GraphWriters:
         self._probe_sought = False
         self._written_index: dict[int, list[int]] | None = None
         self._wild_writers: list[tuple[int, torch._C.Node, list[torch._C.Value]]] | None = None
+        self._wild_found: list[Writer] | None = None
 
     @property
     def _writers(self) -> list[tuple[torch._C.Node, list[torch._C.Value]]]:
@@ -256,7 +257,21 @@ class GraphWriters:
         has 2,048 ``add_`` writers and 2,048 reads they write.
         """
         candidates = self._candidates(value)
-        hits = self._scanned_hits(value, candidates)
+        if candidates is not None and candidates is self._wild_writers:
+            # A read in the Tensor wildcard set aliases exactly what the probe does:
+            # every such read has the same writers, asked about once.
+            if self._wild_found is None:
+                probe = self._wildcard_probe
+                assert probe is not None  # the wild candidates are found through it
+                self._wild_found = self._found(self._scanned_hits(probe, candidates))
+            found = list(self._wild_found)
+        else:
+            found = self._found(self._scanned_hits(value, candidates))
+        if not found:
+            found = self._fork_writers(value)
+        return found
+
+    def _found(self, hits: list[tuple[int, torch._C.Node, list[torch._C.Value]]]) -> list[Writer]:
         found: list[Writer] = []
         for index, node, written in hits:
             key = (index, tuple(w.unique() for w in written))
@@ -264,8 +279,6 @@ class GraphWriters:
             if record is None:
                 record = self._records[key] = self._writer(node, written)
             found.append(record)
-        if not found:
-            found = self._fork_writers(value)
         return found
 
     def _scanned_hits(

@@ -120,6 +120,7 @@ class _Verdicts:
         self.model = prop.model
         self.inventory = inventory
         self.preserved_methods = set(prop.methods)
+        self._written: dict[Any, list[tuple[int, tuple[int, str]]]] | None = None
 
     def build(self) -> list[AttributeVerdict]:
         verdicts: list[AttributeVerdict] = []
@@ -299,23 +300,41 @@ class _Verdicts:
             )
         return reasons
 
+    def _written_values(self) -> dict[Any, list[tuple[int, tuple[int, str]]]]:
+        """The slots written in a preserved method, by each value inside them, in the
+        order of the replay's facts (asked once per kept attribute: built once)."""
+        if self._written is None:
+            self._written = {}
+            for order, (slot, facts) in enumerate(self.prop.facts.items()):
+                if not any(f.code in ("set-attr", "in-place-write") for f in facts):
+                    continue
+                other = self.model.modules[slot[0]]
+                if slot[1] not in other.attrs or is_object(other.attrs[slot[1]]):
+                    continue
+                for key in self.model.sub_keys(other, slot[1]):
+                    self._written.setdefault(key, []).append((order, slot))
+        return self._written
+
     def _alias_reason(self, owner: ModuleObject, name: str) -> Reason | None:
         mine = self.model.sub_keys(owner, name)
-        for other_slot, facts in self.prop.facts.items():
-            if other_slot == (owner.key, name):
-                continue
-            if not any(f.code in ("set-attr", "in-place-write") for f in facts):
-                continue
+        written = self._written_values()
+        first: tuple[int, tuple[int, str]] | None = None
+        for key in mine:
+            # The first written slot other than this one that shares a value with it.
+            for order, slot in written.get(key, ()):
+                if slot != (owner.key, name):
+                    if first is None or order < first[0]:
+                        first = (order, slot)
+                    break
+        if first is not None:
+            other_slot = first[1]
             other = self.model.modules[other_slot[0]]
-            if other_slot[1] not in other.attrs or is_object(other.attrs[other_slot[1]]):
-                continue
-            if mine & self.model.sub_keys(other, other_slot[1]):
-                other_path = join_path(other.paths[0], other_slot[1])
-                return Reason(
-                    "aliases-mutable",
-                    f"shares memory with {other_path!r}, which is written in a preserved "
-                    "method, so it cannot be a constant either",
-                )
+            other_path = join_path(other.paths[0], other_slot[1])
+            return Reason(
+                "aliases-mutable",
+                f"shares memory with {other_path!r}, which is written in a preserved "
+                "method, so it cannot be a constant either",
+            )
         for key in self.prop.user_names:
             other = self.model.modules[key[0]]
             if key == (owner.key, name) or is_object(other.attrs[key[1]]):
