@@ -196,6 +196,11 @@ async def main_async(args: argparse.Namespace) -> int:
         screen.ir_pane.open_search()
         await settle(pilot, 0.1)
         await key("esc", "escape")
+        screen.ir.focus()
+        await settle(pilot, 0.1)
+        for _ in range(6):
+            await key("IR: down", "down", wait=0.4)
+        await key("IR: pagedown", "pagedown", wait=0.4)
         screen.model_tree.focus()
         await settle(pilot, 0.1)
         for _ in range(8):

@@ -95,3 +95,20 @@ def test_install_and_uninstall_restore_the_thresholds() -> None:
     finally:
         collector.uninstall()
     assert gc.get_threshold() == before
+
+
+def test_what_arrives_paused_joins_the_frozen_objects() -> None:
+    """The screen unpickles a snapshot with the collector paused (remote_session.py);
+    with the screen's objects frozen, what was built is frozen with them, not walked
+    by a young collection (all of a 70k-node snapshot at once, holding the GIL)."""
+    from freezeview.engine.plumbing import collector_paused
+
+    collector.install()
+    try:
+        collector.keep()
+        before = gc.get_freeze_count()
+        with collector_paused():
+            built = [[] for _ in range(50_000)]
+        assert gc.get_freeze_count() >= before + len(built)
+    finally:
+        collector.uninstall()

@@ -49,3 +49,27 @@ async def test_the_header_fits_at_160_columns(
             assert f"{n} {status}" in label
         # The root's line is "▼ " and the label: all of it within the tree's width.
         assert 2 + len(label) <= tree.scrollable_content_region.width, label
+
+
+@pytest.mark.parametrize("status_filter", ["all", "dropped"])
+@pytest.mark.slow
+async def test_the_header_fits_at_80_columns(
+    small_pt: Path, tmp_path: Path, status_filter: str
+) -> None:
+    """On a narrow terminal the tree has the whole width (its tab): an L96 encoder's
+    counts still show whole, before and after the tab is chosen."""
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        tree = screen.model_tree
+        tree.show("transformer_encoder_L96.pt", _views(24576, 4096, 20480))
+        tree.status_filter = status_filter
+        screen.narrow_pane = "model"
+        await pilot.pause()
+        await pilot.pause()
+        label = tree.root.label.plain
+        for n, status in ((24576, "inlined"), (4096, "kept"), (20480, "dropped")):
+            assert f"{n} {status}" in label
+        width = tree.scrollable_content_region.width
+        assert width > 40 and 2 + len(label) <= width, (label, width)

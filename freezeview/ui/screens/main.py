@@ -603,6 +603,11 @@ class MainScreen(Screen[None]):
         self._run_plan = (tuple(self.fv_app.preserved), tuple(self.enabled_passes()))
         self.stale = False
         self.show_step(-1)
+        # The IR pane's diffs are computed here: the diff module's recent snapshots
+        # (kept for reuse, up to a few dozen) are the last run's, never asked for again.
+        from ...engine.diff.diff import forget_recent
+
+        forget_recent()
         # The last run's steps are dropped now (reference counting frees them); the
         # screen's own cyclic garbage goes too, in a few milliseconds: the snapshots are
         # frozen (ui/collector.py), a full collection does not walk them.
