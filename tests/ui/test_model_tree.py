@@ -73,3 +73,33 @@ async def test_the_header_fits_at_80_columns(
             assert f"{n} {status}" in label
         width = tree.scrollable_content_region.width
         assert width > 40 and 2 + len(label) <= width, (label, width)
+
+
+@pytest.mark.slow
+async def test_only_the_nodes_shown_are_made(small_pt: Path, tmp_path: Path) -> None:
+    """An L48-sized explanation (48 blocks of 200 attributes) makes the rows that show,
+    not one per attribute; a module's rows are made when it opens, and selecting a
+    deep attribute opens its way to it."""
+    views = [AttrView("layers", "submodule", "ModuleList", "kept")]
+    for i in range(48):
+        views.append(AttrView(f"layers.{i}", "submodule", "Block", "kept"))
+        views += [
+            AttrView(f"layers.{i}.p{j}", "parameter", "Tensor", "inlined") for j in range(200)
+        ]
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        tree = app.main_screen.model_tree
+        tree.show("encoder", views)
+        await pilot.pause()
+        made = len(tree._tree_nodes)  # Textual's own count of the nodes made
+        assert made < 100, made  # root, layers and its 48 blocks
+        assert tree.select_path("layers.47.p199")
+        await pilot.pause()
+        await pilot.pause()
+        assert tree.selected_path == "layers.47.p199"
+        assert len(tree._tree_nodes) < made + 250  # that block's rows only
+        block = next(n for n in tree.root.children[0].children if n.data.path == "layers.3")  # type: ignore[union-attr]
+        block.expand()
+        await pilot.pause()
+        assert len(block.children) == 200

@@ -79,6 +79,12 @@ class ModelTree(Tree[AttrView | str]):
         self.guide_depth = 2
         self._views: list[AttrView] = []
         self._model_name = "model"
+        # What _rebuild laid out: a module's children (path, data, is a module), each
+        # path's module, the nodes made so far and the modules whose children are made.
+        self._module_children: dict[str, list[tuple[str, AttrView | str, bool]]] = {}
+        self._parent_of: dict[str, str] = {}
+        self._made: dict[str, TreeNode[AttrView | str]] = {}
+        self._populated: set[str] = set()
 
     @property
     def views(self) -> list[AttrView]:
@@ -120,13 +126,18 @@ class ModelTree(Tree[AttrView | str]):
         self.post_message(self.AttributeSelected(self.selected_path, self.selected_view))
 
     def _rebuild(self) -> None:
-        """Rebuild the tree, keeping the cursor on the same path when it still exists."""
+        """Rebuild the tree, keeping the cursor on the same path when it still exists.
+
+        Only the nodes that show are made: the root's children and the top-level
+        modules' (expanded), then a module's children when it is first expanded. An
+        L48 encoder has tens of thousands of attributes; making them all took 0.4 s of
+        the event loop at every explanation (each preserved-attribute toggle).
+        """
         selected = self.selected_path
         status_filter = self.status_filter
         self.clear()
         self.root.set_label(self._header())
         self.root.data = ""
-        modules: dict[str, TreeNode[AttrView | str]] = {"": self.root}
         # Every module carries `training` and a hook placeholder; hundreds of those rows
         # would hide what matters, so they show only when kept (as in `freezeview explain`).
         shown = [
@@ -135,43 +146,76 @@ class ModelTree(Tree[AttrView | str]):
             if status_filter in ("all", v.status)
             and (v.path.rsplit(".", 1)[-1] not in HOUSEKEEPING or v.status == "kept")
         ]
+        shown_ids = {id(v) for v in shown}
         # Module nodes first (submodules carry verdicts too), then their attributes.
         wanted = set()
         for v in shown:
             parts = v.path.split(".")
             for i in range(1, len(parts)):
                 wanted.add(".".join(parts[:i]))
+        children: dict[str, list[tuple[str, AttrView | str, bool]]] = {}
+        parent_of: dict[str, str] = {}
+        modules = {""}
+
+        def place(path: str, owner: str, data: AttrView | str, module: bool) -> None:
+            parent = owner if owner in modules else ""
+            children.setdefault(parent, []).append((path, data, module))
+            parent_of[path] = parent
+            if module:
+                modules.add(path)
+
         for v in self._views:
-            if v.kind == "submodule" and (v.path in wanted or v in shown):
-                parent = modules.get(v.owner, self.root)
-                node = parent.add(self._label(v), data=v, expand=v.path.count(".") < 1)
-                modules[v.path] = node
-        for path in sorted(wanted - set(modules)):
-            owner = path.rsplit(".", 1)[0] if "." in path else ""
-            parent = modules.get(owner, self.root)
-            modules[path] = parent.add(path.rsplit(".", 1)[-1], data=path)
-        cursor_node = None
+            if v.kind == "submodule" and (v.path in wanted or id(v) in shown_ids):
+                place(v.path, v.owner, v, True)
+        for path in sorted(wanted - modules):
+            place(path, path.rsplit(".", 1)[0] if "." in path else "", path, True)
         for v in shown:
-            if v.kind == "submodule":
-                continue
-            parent = modules.get(v.owner, self.root)
-            leaf = parent.add_leaf(self._label(v), data=v)
-            if v.path == selected:
-                cursor_node = leaf
-        for path, node in modules.items():
-            if path == selected:
-                cursor_node = node
+            if v.kind != "submodule":
+                place(v.path, v.owner, v, False)
+        self._module_children = children
+        self._parent_of = parent_of
+        self._made = {"": self.root}
+        self._populated = set()
+        self._populate("")
         self.root.expand()
-        if cursor_node is not None:
-            self._expand_to(cursor_node)
+        if selected and selected in parent_of:
+            cursor_node = self._reveal(selected)
             # Line numbers exist only after the tree re-renders its expanded nodes.
             self.call_after_refresh(self.move_cursor, cursor_node)
 
-    def _expand_to(self, node: TreeNode[AttrView | str]) -> None:
-        parent = node.parent
-        while parent is not None:
-            parent.expand()
-            parent = parent.parent
+    def _populate(self, path: str) -> None:
+        """Make the nodes of module ``path``'s children (once); the top-level modules
+        are expanded, so theirs too."""
+        if path in self._populated:
+            return
+        self._populated.add(path)
+        node = self._made[path]
+        for child, data, module in self._module_children.get(path, ()):
+            if not module:
+                assert isinstance(data, AttrView)
+                self._made[child] = node.add_leaf(self._label(data), data=data)
+                continue
+            label = self._label(data) if isinstance(data, AttrView) else child.rsplit(".", 1)[-1]
+            top = isinstance(data, AttrView) and child.count(".") < 1
+            self._made[child] = node.add(label, data=data, expand=top)
+            if top:
+                self._populate(child)
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[Any]) -> None:
+        data = event.node.data
+        path = data.path if isinstance(data, AttrView) else data
+        if isinstance(path, str) and path in self._made and path not in self._populated:
+            self._populate(path)
+
+    def _reveal(self, path: str) -> TreeNode[AttrView | str]:
+        """The node of ``path`` (shown: its modules made and expanded)."""
+        chain = [path]
+        while chain[-1]:
+            chain.append(self._parent_of[chain[-1]])
+        for module in reversed(chain[1:]):
+            self._populate(module)
+            self._made[module].expand()
+        return self._made[path]
 
     def _header(self) -> Text:
         """The root's label: the model's name and the counts, as much as fits the pane.
@@ -245,20 +289,8 @@ class ModelTree(Tree[AttrView | str]):
 
     def select_path(self, path: str) -> bool:
         """Move the cursor to ``path``; False if it is not shown."""
-
-        def find(node: TreeNode[AttrView | str]) -> TreeNode[AttrView | str] | None:
-            data = node.data
-            if (isinstance(data, AttrView) and data.path == path) or data == path:
-                return node
-            for child in node.children:
-                hit = find(child)
-                if hit is not None:
-                    return hit
-            return None
-
-        node = find(self.root)
-        if node is None:
+        if path not in getattr(self, "_parent_of", {}):
             return False
-        self._expand_to(node)
+        node = self._reveal(path)
         self.call_after_refresh(self.move_cursor, node)
         return True
