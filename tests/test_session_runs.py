@@ -94,3 +94,55 @@ def test_an_explain_no_run_takes_is_freed(tmp_path: Path, counted: Counter[str])
     assert steps and not any(s.error for s in steps)
     assert counted["freeze"] == 3
     assert _storage_uses(session) == before
+
+
+def _rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=False,
+    reason="issue 23's target, not met yet: on this 64-block stack the engine grows "
+    "about 1.2 MB a re-run (+22 % over 50; +50 % before one freeze and one explain per "
+    "run). In one thread, with a full collection after each run, it grows 0.3 MB a run, "
+    "torch's freeze alone 0.28 MB.",
+)
+def test_the_engine_process_memory_stays_put_over_50_reruns(tmp_path: Path) -> None:
+    """Issue 23: the engine process after 50 re-runs (explain, then the steps; a
+    preserved name and a pass toggled now and then, as a user does) holds within 10 %
+    of what it held after the first run."""
+    import gc
+
+    from freezeview.ui.remote_session import RemoteSession
+
+    blocks = [
+        torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8))
+        for _ in range(64)
+    ]
+    path = tmp_path / "stack.pt"
+    torch.jit.save(torch.jit.script(torch.nn.Sequential(*blocks).eval()), str(path))
+    session = RemoteSession(path)
+    try:
+        opened = session.open()
+        passes = [p.id for p in opened.passes if p.default]
+        session.explain([])
+        steps = list(session.run_steps([], passes))
+        assert session.inventory is not None
+        param = next(a.path for a in session.inventory.attributes if a.kind == "parameter")
+        pid = session.pid
+        assert pid is not None
+        first = _rss(pid)
+        for i in range(50):
+            preserved = [param] if i % 3 == 1 else []
+            ticked = passes[:-1] if i % 3 == 2 else passes
+            del steps
+            gc.collect()
+            session.explain(preserved)
+            steps = list(session.run_steps(preserved, ticked))
+            assert steps and not any(s.error for s in steps)
+        last = _rss(pid)
+    finally:
+        session.close()
+    assert last <= first * 1.10, (first >> 20, last >> 20)

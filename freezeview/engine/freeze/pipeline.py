@@ -230,6 +230,12 @@ class Pipeline:
         self._explained.clear()
         self.working = self.frozen_module = None
         self._guards = []
+        # The steps' lazy parts hold the pipeline (and graphs): without these links the
+        # whole run waits for a full collection of the cyclic garbage collector, which
+        # a long-lived process (the app's engine) runs seldom.
+        self.steps = []
+        self.initial_graphs = {}
+        self._reference = None
         released: list[Any] = []
         for clone in clones.values():
             if not any(clone == seen for seen in released):  # wrappers differ per access
