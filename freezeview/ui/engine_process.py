@@ -8,6 +8,7 @@ and forwards every warning. Only this process imports torch.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import os
@@ -16,6 +17,7 @@ import threading
 import traceback
 import warnings
 from collections.abc import Callable
+from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,8 @@ class _Engine:
         self.session: Any = None
         self.send = send
         self.cancels: dict[int, threading.Event] = {}
+        # Work a call leaves for after its answer (the run's final .code).
+        self.after: dict[int, Callable[[], None]] = {}
         # Snapshots by key, per run, so the screen can name one instead of sending it.
         self.snapshots: dict[int, dict[int, Any]] = {}
         self._next_key = itertools.count(1)
@@ -81,6 +85,11 @@ class _Engine:
             self.send(("done", rid, value))
         finally:
             self.cancels.pop(rid, None)
+            after = self.after.pop(rid, None)
+        if after is not None:
+            # What the screen waits for has been answered; this is extra.
+            with contextlib.suppress(Exception):
+                after()
 
     def call_open(self, rid: int) -> Any:
         self._open_done.wait()
@@ -99,7 +108,9 @@ class _Engine:
             del self.snapshots[run]
         kept = self.snapshots.setdefault(rid, {})
         keys: dict[int, int] = {}
-        for view in self.session.run_steps(preserved, passes, cancel=cancel):
+        # The frozen module's .code is read once the screen has every step (see handle).
+        self.after[rid] = partial(self._send_final_code, rid)
+        for view in self.session.run_steps(preserved, passes, cancel=cancel, code=False):
             snapshot = view.snapshot
             key = keys.get(id(snapshot))
             if key is None:
@@ -109,7 +120,10 @@ class _Engine:
                 self.send(("item", rid, (key, view)))
             else:  # an unchanged step: the screen has this graph already
                 self.send(("item", rid, (key, dataclasses.replace(view, snapshot=None))))
-        return self.session.final_code
+        return None
+
+    def _send_final_code(self, rid: int) -> None:
+        self.send(("final_code", rid, self.session.read_final_code()))
 
     def _snapshot(self, ref: tuple[str, Any]) -> Any:
         how, value = ref

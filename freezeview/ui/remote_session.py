@@ -21,7 +21,9 @@ frames and pickles them; nothing else fits better, see :func:`_spawn`):
 - screen → engine: ``("init", config)`` once, then ``("call", id, method, args)``,
   ``("cancel", id)`` and finally ``("close",)``;
 - engine → screen: ``("item", id, value)`` for each streamed value, then
-  ``("done", id, value)`` or ``("error", id, info)``; ``("warning", text)`` at any time.
+  ``("done", id, value)`` or ``("error", id, info)``; ``("warning", text)`` at any time;
+  after a run's ``done``, ``("final_code", id, text)`` (the frozen module's ``.code``,
+  read once the screen has every step).
 
 :class:`RemoteSession` has the methods of :class:`freezeview.ui.session.Session` the
 screen uses, with the same blocking behaviour (the screen calls them from workers). The
@@ -133,8 +135,11 @@ class RemoteSession:
         self.on_warning = on_warning
         #: The inventory from the last explanation (the inspector reads it).
         self.inventory: Inventory | None = None
-        #: ``.code`` of the frozen module at the end of the last run (None before).
+        #: ``.code`` of the frozen module at the end of the last run (None before, and
+        #: until the engine has read it, just after the run's last step).
         self.final_code: str | None = None
+        self._last_run = 0
+        self._code_read = threading.Event()
         #: Sentences from the last render or export (Graphviz fallbacks, ...).
         self.last_notes: list[str] = []
         self._opened: OpenedView | None = None
@@ -180,6 +185,13 @@ class RemoteSession:
                 if message[0] == "warning":
                     if self.on_warning is not None:
                         self.on_warning(str(message[1]))
+                    continue
+                if message[0] == "final_code":
+                    # Read after the run's last step went out: the latest run's only.
+                    if message[1] == self._last_run:
+                        if message[2] is not None:
+                            self.final_code = message[2]
+                        self._code_read.set()
                     continue
                 call = self._calls.get(message[1])
                 if call is not None:
@@ -321,6 +333,8 @@ class RemoteSession:
         """Freeze with the given plan one step at a time (a blocking generator)."""
         rid, call = self._request("run_steps", list(preserved), list(passes))
         self.final_code = None
+        self._last_run = rid
+        self._code_read.clear()
         generation = call.generation
         # The new run is added next: keep KEPT_RUNS - 1 of the earlier ones.
         for run in sorted(self._keys)[: max(0, len(self._keys) - KEPT_RUNS + 1)]:
@@ -333,7 +347,9 @@ class RemoteSession:
                 try:
                     key, view = next(stream)
                 except StopIteration as end:
-                    self.final_code = end.value
+                    # The engine sends the .code after the steps ("final_code").
+                    if end.value is not None:
+                        self.final_code = end.value
                     return
                 if view.snapshot is None:  # the same graph as an earlier step: not resent
                     view = dataclasses.replace(view, snapshot=by_key[key])
@@ -343,6 +359,12 @@ class RemoteSession:
                 yield view
         finally:
             stream.close()  # a consumer that stops early cancels the engine's run now
+
+    def wait_final_code(self, timeout: float = 30.0) -> str | None:
+        """:attr:`final_code` once the engine has read it after the last run (blocking:
+        for workers and tests, never the event loop)."""
+        self._code_read.wait(timeout)
+        return self.final_code
 
     @staticmethod
     def diff_text(before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:

@@ -68,7 +68,7 @@ def test_open_explain_and_steps_match_the_in_process_session(
     ]
     assert [s.snapshot.text for s in got] == [s.snapshot.text for s in want]
     assert [s.snapshot for s in got] == [s.snapshot for s in want]
-    assert remote.final_code == local.final_code and remote.final_code
+    assert remote.wait_final_code() == local.final_code and remote.final_code
 
 
 def test_unchanged_steps_share_one_snapshot_and_are_not_sent_twice(
