@@ -164,3 +164,42 @@ def test_the_flag_is_documented_and_json_is_unchanged(
     docs[0].pop("seconds", None), docs[1].pop("seconds", None)
     assert docs[0] == docs[1]
     assert len(docs[0]["attributes"]) == len(explain(_stack()).attributes)
+
+
+def test_alike_tables_that_cannot_merge_print_as_rich_lays_each_out() -> None:
+    """A transformer's layers each hold a kept attribute: one table per layer, the rows
+    the same. rich lays such a body out once; the output is what laying out each gives."""
+    from freezeview.cli import explain as explain_cli
+
+    layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16)
+    encoder = nn.TransformerEncoder(layer, num_layers=3, enable_nested_tensor=False)
+    result = explain(torch.jit.script(encoder.eval()))
+    original = explain_cli._print_table
+    reused = [0]
+
+    def fresh(*args, **kwargs):  # type: ignore[no-untyped-def]
+        kwargs["bodies"] = None
+        return original(*args, **kwargs)
+
+    def counted(*args, bodies, **kwargs):  # type: ignore[no-untyped-def]
+        before = len(bodies)
+        original(*args, bodies=bodies, **kwargs)
+        reused[0] += len(bodies) == before
+        return None
+
+    for width, soft in ((200, False), (10_000, True)):
+        outs = []
+        for wrapper in (counted, fresh):
+            explain_cli._print_table = wrapper  # type: ignore[assignment]
+            try:
+                out = io.StringIO()
+                console = Console(
+                    file=out, width=width, soft_wrap=soft, color_system="truecolor", highlight=False
+                )
+                render_explanation(console, result)
+            finally:
+                explain_cli._print_table = original  # type: ignore[assignment]
+            outs.append(out.getvalue())
+        assert outs[0] == outs[1]
+        assert "layers.2.self_attn  \x1b[0m\x1b[2;3mMultiheadAttention" in outs[0]
+    assert reused[0] >= 4  # layers 1 and 2, and their self_attn, twice over

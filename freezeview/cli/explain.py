@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .console import fit_table, is_unbounded, report_console
@@ -25,7 +25,8 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, ConsoleOptions
+    from rich.segment import Segment
     from rich.table import Table
     from rich.text import Text
 
@@ -289,6 +290,7 @@ def render_explanation(
     tables = group_modules(
         ordered, lambda owner: types.get(owner, (None, None))[1], _cells, each=each_module
     )
+    bodies: dict[Hashable, tuple[int, list[Segment]]] = {}
     for group in tables:
         title = escape(group.title_paths)
         type_name = types.get(group.owners[0], (None, None))[0]
@@ -300,7 +302,7 @@ def render_explanation(
         if narrow:
             _print_compact(console, title, rows)
         else:
-            _print_table(console, title, rows, unbounded=unbounded)
+            _print_table(console, title, rows, unbounded=unbounded, bodies=bodies)
         _print_names_note(console, group, rows)
     hidden = len(result.attributes) - len(shown)
     more = f"  ({hidden} housekeeping or filtered rows hidden; --all shows them)" if hidden else ""
@@ -315,24 +317,69 @@ def render_explanation(
         console.print(f"[dim]torch said: {warning}[/]")
 
 
-def _print_table(console: Console, title: str, rows: list[RowGroup], *, unbounded: bool) -> None:
+def _print_table(
+    console: Console,
+    title: str,
+    rows: list[RowGroup],
+    *,
+    unbounded: bool,
+    bodies: dict[Hashable, tuple[int, list[Segment]]] | None = None,
+) -> None:
+    """One table, as rich lays it out; ``bodies`` keeps each laid-out body by its rows.
+
+    Modules with a kept attribute are never merged, so 96 transformer layers print 96
+    tables whose rows are the same, row for row: rich lays the body out once and the
+    others are written from it, under their own title (laid out as rich lays a title).
+    """
+    from rich.segment import Segment, Segments
     from rich.text import Text
+
+    from .explain_groups import _row_keys
 
     if unbounded:
         console.print()  # tables one after another in a file: a blank line between
-    table = _table(title, unbounded=unbounded)
-    for group in rows:
-        v = group.rows[0]
-        value = _value_text(v)
-        type_text = _type_text(v) if not value else f"{_type_text(v)}\n{value}"
-        table.add_row(
-            group.name,
-            v.kind,
-            type_text,
-            Text(v.status, style=STATUS_STYLE[v.status]),
-            _reason_text(v),
-        )
-    console.print(fit_table(console, table))
+    key = (unbounded, tuple((g.name, _row_keys(g.rows[0], _cells)[1]) for g in rows))
+    laid_out = bodies.get(key) if bodies is not None else None
+    if laid_out is None:
+        table = _table(None, unbounded=unbounded)
+        for group in rows:
+            v = group.rows[0]
+            value = _value_text(v)
+            type_text = _type_text(v) if not value else f"{_type_text(v)}\n{value}"
+            table.add_row(
+                group.name,
+                v.kind,
+                type_text,
+                Text(v.status, style=STATUS_STYLE[v.status]),
+                _reason_text(v),
+            )
+        body = list(console.render(fit_table(console, table), _print_options(console)))
+        first_line = next((i for i, seg in enumerate(body) if seg.text == "\n"), len(body))
+        laid_out = (Segment.get_line_length(body[:first_line]), body)
+        if bodies is not None:
+            bodies[key] = laid_out
+    width, body = laid_out
+    # As rich.table.Table renders its title: left-justified at the table's width.
+    options = _print_options(console).update(
+        width=width, highlight=False, height=None, justify="left"
+    )
+    heading = console.render(
+        console.render_str(title, style="table.title", highlight=False), options
+    )
+    console.print(Segments([*heading, *body]))
+
+
+def _print_options(console: Console) -> ConsoleOptions:
+    """The options ``console.print(table)`` renders a table with (soft wrapping too)."""
+    soft = console.soft_wrap
+    return console.options.update(
+        justify=None,
+        overflow="ignore" if soft else None,
+        height=None,
+        no_wrap=True if soft else None,
+        markup=None,
+        highlight=None,
+    )
 
 
 def _print_names_note(console: Console, group: ModuleGroup, rows: list[RowGroup]) -> None:
@@ -379,7 +426,7 @@ def print_frozen_contents(console: Console, frozen: FrozenContents) -> None:
     console.print(fit_table(console, table))
 
 
-def _table(title: str, *, unbounded: bool) -> Table:
+def _table(title: str | None, *, unbounded: bool) -> Table:
     """One submodule's table: fitted to the terminal, or as wide as its cells need."""
     from rich.table import Table
 
