@@ -121,3 +121,19 @@ def test_debug_prints_what_a_disagreement_report_needs(
     assert "please report" in captured.err.lower()
     codes = {r["code"] for a in doc["attributes"] for r in a["reasons"]}
     assert "undetermined" in codes
+
+
+def test_the_command_leaves_torchs_clone_to_the_process_end(
+    example_pt: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Emptying the frozen clone's graphs frees memory for a caller that goes on (the
+    app, the API); the command exits next, so it skips that work (a second at 96 layers)."""
+    from freezeview.engine.reasons import verdicts
+
+    released: list[object] = []
+    monkeypatch.setattr(verdicts, "release_clone", lambda clone, original: released.append(clone))
+    assert main(["explain", str(example_pt), "--json"]) == 0
+    capsys.readouterr()
+    assert released == []
+    explain(example_module().build())
+    assert len(released) == 1

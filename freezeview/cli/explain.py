@@ -100,11 +100,14 @@ def run(args: argparse.Namespace) -> int:
     threads, budget = measure_from_args(args)
     inputs = inputs_from_args(args)
     loaded = load_from_args(args)
-    result = explain(loaded, preserved_from_args(args))
+    # Without a figure to measure the command exits once it has printed: torch's frozen
+    # clone can go with the process (emptying its graphs takes a second at 96 layers).
+    measured = inputs is not None and budget > 0
+    result = explain(loaded, preserved_from_args(args), release=measured)
     if args.debug and result.disagreements:
         print_disagreements(report_console(stderr=True), result)
     figure = None
-    if inputs is not None and budget > 0:
+    if measured and inputs is not None:
         figure = _final_figure(loaded.module, inputs, preserved_from_args(args), threads, budget)
     if args.json:
         data = result.to_json()

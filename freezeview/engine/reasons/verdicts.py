@@ -451,6 +451,7 @@ def explain(
     methods: Iterable[str] = (),
     freeze_interfaces: bool = True,
     outcome: TorchOutcome | None = None,
+    release: bool = True,
 ) -> Explanation:
     """Say, for every attribute, whether ``torch.jit.freeze`` inlines, keeps or drops it.
 
@@ -464,6 +465,10 @@ def explain(
         outcome: torch's freeze of this very model and plan, when the caller already ran
             :func:`~freezeview.engine.reasons.torch_freeze.torch_outcome` (the stepwise
             pipeline does); otherwise explain runs it.
+        release: empty the graphs of the frozen clone explain made once its statuses
+            are read (:func:`~.torch_freeze.release_clone`: torch would keep them as long
+            as the model lives). False leaves them to the process's end, for a command
+            that exits next.
 
     Returns:
         An :class:`Explanation` with one :class:`AttributeVerdict` per attribute path.
@@ -479,7 +484,7 @@ def explain(
             print(verdict.path, verdict.reasons[0].message)
     """
     with collector_paused():
-        return _explain(model, preserved_attrs, methods, freeze_interfaces, outcome)
+        return _explain(model, preserved_attrs, methods, freeze_interfaces, outcome, release)
 
 
 def _explain(
@@ -488,6 +493,7 @@ def _explain(
     methods: Iterable[str],
     freeze_interfaces: bool,
     outcome: TorchOutcome | None,
+    release: bool = True,
 ) -> Explanation:
     start = time.perf_counter()
     loaded = _as_loaded(model)
@@ -518,7 +524,7 @@ def _explain(
         raise PlanError(torch_refusal(str(exc), display)) from exc
     verdicts = _Verdicts(prop, inventory).build()
     statuses = statuses_by_path(outcome, cmod, model_view, prop)
-    if own_outcome and outcome.frozen is not None:
+    if own_outcome and release and outcome.frozen is not None:
         # Read in full: torch would keep its frozen graphs as long as the model lives.
         release_clone(outcome.frozen, cmod)
     shown, disagreements = settle(verdicts, statuses, outcome)
