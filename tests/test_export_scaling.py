@@ -4,6 +4,7 @@ Graphviz running beside freezeview's own work, the page's source lines."""
 from __future__ import annotations
 
 import importlib
+import itertools
 import threading
 import time
 from collections import Counter
@@ -13,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import torch
 from render_models import KeepsBuffer, Stacked, scripted
 
 from freezeview.engine.draw import render_plan
@@ -210,3 +212,104 @@ def test_the_page_splits_only_the_ir_diff_lines_it_shows() -> None:
         lines = text.splitlines()
         for count in (1, 2, 3, 7, 400):
             assert _first_lines(text, count) == (lines[:count], len(lines[count:])), text
+
+
+# -- pictures Graphviz cannot lay out in time, known before it runs ------------------------
+
+
+def test_edge_bends_count_the_ranks_long_edges_cross() -> None:
+    from freezeview.engine.draw.box_ceiling import edge_bends
+
+    chain = [f"l{i}" for i in range(10)]
+    edges = list(itertools.pairwise(chain))
+    assert edge_bends(["x", *chain], [("x", "l0"), *edges]) == 0
+    # x feeds every layer: its edge to layer i crosses i ranks.
+    fan = [("x", c) for c in chain]
+    assert edge_bends(["x", *chain], [*fan, *edges]) == sum(range(10))
+    # A cycle's back edge is reversed, not followed.
+    assert edge_bends(chain, [*edges, ("l9", "l0")]) == 8
+
+
+class _SharedReads(torch.nn.Module):
+    """A deep stack whose every layer reads the same three inputs (attention's mask)."""
+
+    def __init__(self, layers: int) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(_Layer() for _ in range(layers))
+
+    def forward(
+        self, h: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
+    ) -> torch.Tensor:
+        a, b, c = a * 2, b + 1, torch.relu(c)  # ops at the top: boxes every layer reads
+        for layer in self.layers:
+            h = layer(h, a, b, c)
+        return h
+
+
+class _Layer(torch.nn.Module):
+    def forward(
+        self, h: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
+    ) -> torch.Tensor:
+        return torch.relu(h * a + b) - c
+
+
+def test_a_picture_of_long_edges_past_the_bend_ceiling_never_starts_dot(
+    recorded_dot: list[tuple[str, threading.Event]], tmp_path: Path
+) -> None:
+    # One box per layer: few boxes, but three values every layer reads, whose edges
+    # cross the whole picture. 96 transformer layers drawn so overran 30 s three times
+    # in one export; now the coarser level is drawn at once, with a note.
+    from freezeview.engine.draw.render import render_snapshot
+    from freezeview.engine.draw.render_plan import RenderOptions as Options
+    from freezeview.engine.graph.snapshot import snapshot_graph
+
+    module = torch.jit.script(_SharedReads(40))
+    graph = module.forward.graph.copy()
+    torch._C._jit_pass_inline(graph)
+    snap = snapshot_graph(graph)
+    modules = frozenset(n for n, _ in module.named_modules() if n)
+    fits = render_snapshot(snap, tmp_path / "a.svg", options=Options(level=2, modules=modules))
+    assert fits.level == 2 and not fits.notes and len(recorded_dot) == 1
+    tight = Options(level=2, modules=modules, max_boxes=200)  # bend ceiling 150
+    capped = render_snapshot(snap, tmp_path / "b.svg", options=tight)
+    assert capped.level == 1 and capped.requested_level == 2
+    assert len(recorded_dot) == 2  # the level-1 picture only
+    assert "bends" in capped.notes[0] and "without running Graphviz" in capped.notes[0]
+
+
+def test_a_picture_waiting_its_turn_is_not_laid_out_once_one_that_size_overran(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Pictures go to Graphviz in the background, built before the one ahead of them
+    # finished: one that overran in the meantime still spares the later ones its wait.
+    from freezeview.engine.draw import render as render_module
+    from freezeview.engine.draw.box_ceiling import Overruns
+    from freezeview.engine.draw.dot_queue import DotQueue
+    from freezeview.engine.draw.render_plan import RenderOptions as Options
+    from freezeview.engine.graph.snapshot import snapshot_graph
+
+    module = torch.jit.script(_SharedReads(6))
+    graph = module.forward.graph.copy()
+    torch._C._jit_pass_inline(graph)
+    snap = snapshot_graph(graph)
+    runs: list[int] = []
+    release = threading.Event()
+
+    def dot(source: str, fmt: str, options: Any) -> bytes:
+        runs.append(len(source))
+        if len(runs) == 1:
+            release.wait(10)
+            raise render_module.DotTimeoutError("overran")
+        return b'<svg xmlns="http://www.w3.org/2000/svg"></svg>'
+
+    monkeypatch.setattr(render_module, "run_dot", dot)
+    monkeypatch.setattr(render_module, "find_dot", lambda options: "dot")
+    options = Options(overruns=Overruns(), modules=frozenset(n for n, _ in module.named_modules()))
+    with DotQueue() as dots:
+        first = render_module.start_snapshot(snap, tmp_path / "a.svg", options=options, dots=dots)
+        second = render_module.start_snapshot(snap, tmp_path / "b.svg", options=options, dots=dots)
+        release.set()
+        one, two = first.result(), second.result()
+    assert one.level == two.level != one.requested_level == two.requested_level
+    assert "already overrun" in two.notes[0]
+    assert len(runs) == 3  # the first level once (overran), the coarser one for each

@@ -47,6 +47,7 @@ from pathlib import Path
 from ..diff import GraphDiff
 from ..graph import GraphSnapshot
 from ..plumbing import FreezeviewError, OutputError, atomic
+from .box_ceiling import HOPELESS_BENDS_PER_BOX, bend_ceiling, edge_bends
 from .collapse_values import ViewGraph
 from .dot_queue import DotJob, DotQueue, tracked
 from .render_pictures import Picture, diff_picture, side_by_side_picture, snapshot_picture
@@ -269,6 +270,18 @@ def render_picture(
     return PendingPicture(attempts, DotQueue(background=False), fmt, options).result()
 
 
+class _AlreadyOverran(DotTimeoutError):
+    """Not run: by the time its turn came, a picture this size had overrun."""
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """A picture to lay out, and whether an overrun since it was built makes that moot."""
+
+    picture: Picture
+    overran_meanwhile: Callable[[], bool]
+
+
 @dataclass(frozen=True)
 class _DotOutcome:
     """What one Graphviz run gave the picture it drew: its output or its error."""
@@ -288,7 +301,7 @@ def _attempts(
     candidates: list[int | None],
     scopes: Sequence[str] | Mapping[str, int],
     split: tuple[str, ...] = (),
-) -> Generator[Picture, _DotOutcome, RenderResult]:
+) -> Generator[_Attempt, _DotOutcome, RenderResult]:
     """:func:`render_picture`'s levels, one at a time: yields each picture to lay out and
     is sent how Graphviz did on it; returns the result once a picture was written.
 
@@ -322,17 +335,41 @@ def _attempts(
             nxt = coarser_level(current, candidates, counts, options.expand)
             capped = nxt is not False
         picture = None if known or capped else make(current)
+        bends = 0
+        if picture is not None and ceiling is not None and not coarsest:
+            # Long edges: boxes few enough, but edges spanning most of the picture
+            # (a value every layer of a deep stack reads), which Graphviz lays out as
+            # chains of virtual boxes. Far past what it finishes in time: no run.
+            bends = sum(
+                edge_bends(v.nodes, ((e.tail, e.head) for e in v.edges)) for v in picture.views
+            )
+            if bends > bend_ceiling(ceiling) and bends > HOPELESS_BENDS_PER_BOX * picture.nodes:
+                nxt = coarser_level(current, candidates, counts, options.expand)
+                capped = nxt is not False
+                if capped:
+                    build += picture.build_seconds
+                    boxes, picture = picture.nodes, None
         if picture is not None:
             build += picture.build_seconds
             if fmt == "dot":
                 data = picture.source.encode("utf-8")
                 break
-            outcome = yield picture
+            checked = boxes
+
+            def overran_meanwhile(checked: int = checked, last: bool = coarsest) -> bool:
+                # Laid out later than built (in the background): a picture this size
+                # may have overrun meanwhile; never the coarsest level (see above).
+                return memo is not None and not last and memo.too_big(checked)
+
+            outcome = yield _Attempt(picture, overran_meanwhile)
             dot_time += outcome.seconds
             if outcome.error is None:
                 data = outcome.data
                 break
-            if isinstance(outcome.error, DotTimeoutError):
+            if isinstance(outcome.error, _AlreadyOverran):
+                known = True
+                failed = None
+            elif isinstance(outcome.error, DotTimeoutError):
                 # Remembered by the same count later pictures are checked with (drawn
                 # pictures hold an input/output box or two more): recording the drawn
                 # count let the very same picture wait out the timeout again.
@@ -366,6 +403,14 @@ def _attempts(
                 f"({failed.dot_error}); drew {level_name(nxt)} instead."
             )
             failed = None
+        elif capped and bends:
+            notes.append(
+                f"{Path(path).name}: {level_name(current)} has edges that cross its whole "
+                f"height ({bends:,} bends for {boxes:,} boxes), which Graphviz could not lay "
+                f"out within {options.timeout:g} s, so freezeview drew {level_name(nxt)} "
+                "without running Graphviz; raise the timeout or the ceiling (--timeout, "
+                "--max-boxes) to try it anyway."
+            )
         elif capped:
             notes.append(
                 f"{Path(path).name}: {level_name(current)} would be {boxes:,} boxes, above "
@@ -412,7 +457,7 @@ class PendingPicture:
 
     def __init__(
         self,
-        attempts: Generator[Picture, _DotOutcome, RenderResult],
+        attempts: Generator[_Attempt, _DotOutcome, RenderResult],
         dots: DotQueue,
         fmt: str,
         options: RenderOptions,
@@ -430,14 +475,21 @@ class PendingPicture:
     def _next(self, outcome: _DotOutcome | None) -> None:
         """Send ``outcome`` on, and hand the next picture asked for to Graphviz."""
         try:
-            picture = next(self._attempts) if outcome is None else self._attempts.send(outcome)
+            attempt = next(self._attempts) if outcome is None else self._attempts.send(outcome)
         except StopIteration as stop:
             self._done = stop.value
             self._job = None
             return
-        source, fmt, options = picture.source, self._fmt, self._options
-        # run_dot is looked up when the job runs (tests stand in for it).
-        self._job = self._dots.submit(lambda: run_dot(source, fmt, options))
+        source, fmt, options = attempt.picture.source, self._fmt, self._options
+        skip = attempt.overran_meanwhile
+
+        def run() -> bytes:
+            if skip():
+                raise _AlreadyOverran("a picture that size had already overrun")
+            # run_dot is looked up when the job runs (tests stand in for it).
+            return run_dot(source, fmt, options)
+
+        self._job = self._dots.submit(run)
 
     def result(self) -> RenderResult:
         """The picture written (after Graphviz finished; coarser levels drawn as needed).
@@ -462,7 +514,7 @@ class PendingPicture:
 
 
 def _planned_start(
-    attempts: Generator[Picture, _DotOutcome, RenderResult],
+    attempts: Generator[_Attempt, _DotOutcome, RenderResult],
     dots: DotQueue | None,
     fmt: str,
     options: RenderOptions,
