@@ -96,3 +96,44 @@ def test_backend_check_walks_no_graph_without_a_backend_kind(monkeypatch) -> Non
   return (%z)"""
     )
     assert constants.backend_only_nodes([graph]) == {"aten::to_mkldnn": 1, "aten::to_dense": 1}
+
+
+def test_why_a_pass_did_not_fire_reads_a_partial_snapshot_and_says_the_same() -> None:
+    """freeze's table says why each pass did not fire, naming nodes by kind, module and
+    line: read off a partial snapshot (no walk of torch's nodes), in the very words the
+    full snapshot gives."""
+    from freezeview.engine.freeze.pass_diagnosis import SCOPED_KINDS
+    from freezeview.engine.freeze.passes import REGISTRY
+    from freezeview.engine.graph import snapshot as snapshot_module
+
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    models = [torch.jit.script(torch.nn.TransformerEncoder(layer, 2).eval()), scripted(Branchy)]
+    for model in models:
+        graph = torch.jit.freeze(model, optimize_numerics=False).graph
+        full = snapshot_graph(graph)
+        part = snapshot_module.partial_snapshot(graph, scope_kinds=SCOPED_KINDS)
+        assert part.node_count == full.node_count
+        assert [n.kind for n in part.walk()] == [n.kind for n in full.walk()]
+        scoped = [n.scope for n in full.walk() if n.kind in SCOPED_KINDS]
+        assert [n.scope for n in part.walk() if n.kind in SCOPED_KINDS] == scoped
+        said = 0
+        for info in REGISTRY.values():
+            if info.diagnose is not None and info.available:
+                assert info.why_not(part) == info.why_not(full), info.id
+                said += " in " in info.why_not(full)
+        if model is models[0]:
+            assert said  # some sentence names a module scope
+
+
+def test_freezes_table_notes_are_the_apps_notes() -> None:
+    """A reader of the first notes alone (freeze's table) and one who took every step's
+    snapshot first (the app) read the same notes."""
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    model = torch.jit.script(torch.nn.TransformerEncoder(layer, 2).eval())
+    table = [s.first_note for s in Pipeline(model).run()]
+    app = []
+    for step in Pipeline(model).run():
+        _ = step.snapshot
+        app.append(step.first_note)
+    assert table == app
+    assert any(n.startswith("did not fire: ") and " in " in n for n in table)

@@ -17,6 +17,7 @@ from ..graph import GraphSnapshot, NodeSnapshot
 from .pass_runners import DROPOUT_KINDS
 
 __all__ = [
+    "SCOPED_KINDS",
     "diagnose_concat_linear",
     "diagnose_conv_add",
     "diagnose_conv_add_relu",
@@ -30,6 +31,15 @@ __all__ = [
 ]
 
 _CONV_KINDS = frozenset({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution"})
+#: The kinds whose module scope a diagnosis may name (``_where``); the others' scopes
+#: are never read, so the pipeline's diagnoses use a partial snapshot.
+SCOPED_KINDS = (
+    DROPOUT_KINDS
+    | _CONV_KINDS
+    | frozenset(
+        {"aten::linear", "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::batch_norm"}
+    )
+)
 _DEVICE_RE = re.compile(r"device=(\w+)")
 
 

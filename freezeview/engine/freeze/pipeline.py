@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..graph.snapshot_parse import RECENT_LINES
+from ..graph import RECENT_LINES
 from ..load import LoadedModel, check_eval, load_model
 from ..plumbing import BadInputError, PlanError
 from ..reasons import TorchOutcome, release_clone

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 
 from .freeze_phase import FreezePhase
 from .numerics import Numerics
+from .pass_diagnosis import SCOPED_KINDS
 from .passes import PassInfo, guard_info, needs_guard
 from .steps import LazyGraph, Step, StepDetails, kind_counts, same_ir, step_details
 
@@ -146,7 +147,8 @@ class RunContext(FreezePhase):
                 a, r, c, notes = kind_counts(before, after)
                 return a, r, c, (*notes, *tail)
             if error is None:
-                why = info.why_not(shown.snapshot() if shown is not None else None)
+                # The diagnoses read a few kinds of nodes: no full picture for them.
+                why = info.why_not(shown.reading(SCOPED_KINDS) if shown is not None else None)
                 return 0, 0, 0, (f"did not fire: {why}", *tail)
             return 0, 0, 0, tail
 

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from ..diff import notable_kind_changes
-from ..graph import GraphSnapshot, demangle, snapshot_graph
+from ..graph import GraphSnapshot, demangle, partial_snapshot, snapshot_graph
 from .numerics import Numerics
 from .plan import Plan
 
@@ -221,6 +221,17 @@ class LazyGraph:
             self._live = False
             self._released = True
             return True
+
+    def reading(self, scope_kinds: frozenset[str]) -> GraphSnapshot:
+        """The snapshot if taken, else a partial one (scopes of ``scope_kinds`` only, see
+        :func:`~freezeview.engine.graph.snapshot.partial_snapshot`), not kept."""
+        with self._lock:
+            if self._snapshot is not None:
+                return self._snapshot
+            graph = self.graph()
+            if graph is None:
+                raise RuntimeError(f"the picture of {self.method} was released")
+            return partial_snapshot(graph, self.method, text=self.text, scope_kinds=scope_kinds)
 
     def snapshot(self) -> GraphSnapshot:
         """The snapshot (taken now if this is the first call)."""

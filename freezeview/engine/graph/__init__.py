@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     )
     from .module_slots import ScriptEnum, attribute_paths, attribute_values
     from .naming import demangle
-    from .snapshot import snapshot_graph
+    from .snapshot import partial_snapshot, snapshot_graph
+    from .snapshot_parse import RECENT_LINES
     from .snapshot_values import GraphSnapshot, NodeSnapshot, SourceLocation, parse_source_range
 
 __getattr__, __dir__ = lazy_exports(
@@ -45,6 +46,8 @@ __getattr__, __dir__ = lazy_exports(
         "attribute_values": "module_slots",
         "demangle": "naming",
         "snapshot_graph": "snapshot",
+        "partial_snapshot": "snapshot",
+        "RECENT_LINES": "snapshot_parse",
         "GraphSnapshot": "snapshot_values",
         "NodeSnapshot": "snapshot_values",
         "SourceLocation": "snapshot_values",
@@ -53,6 +56,7 @@ __getattr__, __dir__ = lazy_exports(
 )
 
 __all__ = [
+    "RECENT_LINES",
     "AttributeInfo",
     "FrozenConstant",
     "FrozenContents",
@@ -69,6 +73,7 @@ __all__ = [
     "frozen_contents",
     "module_iterators",
     "parse_source_range",
+    "partial_snapshot",
     "raw_module",
     "snapshot_graph",
 ]

@@ -31,7 +31,7 @@ from .snapshot_values import (
     module_scope,
     parse_source_range,
 )
-from .snapshot_walk import SnapshotBuilder, Walked
+from .snapshot_walk import PrintedWalk, SnapshotBuilder, Walked
 
 __all__ = [
     "BlockSnapshot",
@@ -43,6 +43,7 @@ __all__ = [
     "demangle",
     "module_scope",
     "parse_source_range",
+    "partial_snapshot",
     "snapshot_graph",
 ]
 
@@ -59,9 +60,14 @@ def _fast_snapshot(graph: torch._C.Graph, method: str, text: str | None = None) 
             gc.enable()
 
 
-def _parse_snapshot(graph: torch._C.Graph, method: str, text: str | None = None) -> GraphSnapshot:
+def _parse_snapshot(
+    graph: torch._C.Graph,
+    method: str,
+    text: str | None = None,
+    scope_kinds: frozenset[str] | None = None,
+) -> GraphSnapshot:
     text = str(graph) if text is None else text
-    walked = Walked(graph)
+    walked = Walked(graph) if scope_kinds is None else PrintedWalk(graph, text, scope_kinds)
     parser = TextParser(text, walked)
     block = parser.parse()
     if parser.next_id != len(walked.kinds):
@@ -111,3 +117,30 @@ def snapshot_graph(
         node_count=builder.next_id,
         _values=builder.values,
     )
+
+
+def partial_snapshot(
+    graph: torch._C.Graph,
+    method: str = "forward",
+    *,
+    text: str | None = None,
+    scope_kinds: frozenset[str] = frozenset(),
+) -> GraphSnapshot:
+    """A snapshot whose nodes have a module scope only if their kind is in ``scope_kinds``.
+
+    No node has a schema, and other nodes have the scope ``""``: everything else is what
+    :func:`snapshot_graph` gives, for less than half its cost on a large graph (no walk
+    of torch's nodes). For a reader of a few kinds of nodes (why a pass did not fire);
+    never a step's picture. Falls back to :func:`snapshot_graph` when the printout
+    cannot be read this way.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_snapshot(graph, method, text, scope_kinds)
+    except (ValueError, IndexError):
+        pass
+    finally:
+        if was_enabled:
+            gc.enable()
+    return snapshot_graph(graph, method, text=text)

@@ -19,6 +19,7 @@ from .snapshot_values import BlockSnapshot, ConstantSummary, NodeSnapshot, Sourc
 from .snapshot_walk import (
     BLOCK_KINDS,
     MAX_LIST_ITEMS,
+    PrintedWalk,
     Walked,
     constant_attribute,
     short_scalar,
@@ -313,7 +314,7 @@ _SOURCES: dict[tuple[str, int], SourceLocation] = {}
 class TextParser:
     """Builds the snapshot from the IR printout plus the walked facts."""
 
-    def __init__(self, text: str, walked: Walked) -> None:
+    def __init__(self, text: str, walked: Walked | PrintedWalk) -> None:
         self.lines = text.split("\n")
         self.pos = 0
         self.walked = walked

@@ -258,3 +258,48 @@ _NO_SCHEMA = frozenset(
     }
 )
 BLOCK_KINDS = frozenset({"prim::If", "prim::Loop", "prim::With", "prim::Enter", "prim::Closure"})
+
+
+# One node per printed line "  %out : T = ns::kind..." (or "   = ns::kind" without
+# outputs); continuation lines of multi-line constants never look like that.
+_PRINTED_KIND_RE = re.compile(r"^ +(?:%.*? )?= ([A-Za-z_]\w*::[A-Za-z_][\w.]*)", re.MULTILINE)
+# torch prints a node that owns a subgraph as "prim::fork_0" (the subgraph's label).
+_SUBGRAPH_LABEL_RE = re.compile(r"^(prim::\w+?)_\d+$")
+
+
+class PrintedWalk:
+    """:class:`Walked`'s facts read off the printout, module scopes for some kinds only.
+
+    Walking a graph costs a torch call per node (~0.1 s for 17k nodes); the kinds are in
+    the printout already, and torch finds the nodes of one kind in C++
+    (``findAllNodes``, pre-order like the printout). Nodes of other kinds get no scope
+    (``""``) and no node gets a schema: for readers of a few kinds only (why a pass did
+    not fire). Raises ``ValueError`` when the printout and torch disagree.
+    """
+
+    __slots__ = ("kinds", "schemas", "scopes")
+
+    def __init__(self, graph: torch._C.Graph, text: str, scope_kinds: frozenset[str]) -> None:
+        end = text.find("\n  return (")
+        body = text if end < 0 else text[:end]
+        kinds = _PRINTED_KIND_RE.findall(body)
+        for i, kind in enumerate(kinds):
+            label = _SUBGRAPH_LABEL_RE.match(kind)
+            if label is not None:
+                kinds[i] = label.group(1)
+        self.kinds: list[str] = kinds
+        self.schemas: list[str | None] = [None] * len(kinds)
+        self.scopes: list[str] = [""] * len(kinds)
+        positions: dict[str, list[int]] = {k: [] for k in scope_kinds}
+        for i, kind in enumerate(kinds):
+            found = positions.get(kind)
+            if found is not None:
+                found.append(i)
+        for kind, where in positions.items():
+            if not where:
+                continue
+            nodes = graph.findAllNodes(kind, True)  # type: ignore[attr-defined]
+            if len(nodes) != len(where):
+                raise ValueError(f"{kind}: {len(where)} printed, {len(nodes)} in the graph")
+            for i, node in zip(where, nodes, strict=True):
+                self.scopes[i] = module_scope(node.getModuleHierarchy())
