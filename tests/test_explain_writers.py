@@ -169,6 +169,7 @@ def test_a_stack_of_batchnorms_asks_alias_analysis_linearly() -> None:
     assert small >= 8 and large <= 6 * small, (small, large)
 
 
+@pytest.mark.slow
 def test_a_transformer_layers_wildcard_reads_match_the_full_scan() -> None:
     """nn.MultiheadAttention puts its in_proj weights in lists: in the Tensor wildcard
     set, whose writers (every list append of the model) each such read shares."""
