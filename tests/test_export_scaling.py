@@ -313,3 +313,25 @@ def test_a_picture_waiting_its_turn_is_not_laid_out_once_one_that_size_overran(
     assert one.level == two.level != one.requested_level == two.requested_level
     assert "already overrun" in two.notes[0]
     assert len(runs) == 3  # the first level once (overran), the coarser one for each
+
+
+def test_the_page_is_written_a_part_at_a_time_with_the_same_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_dot: list[tuple[str, threading.Event]],
+    tmp_path: Path,
+) -> None:
+    # The page of a 2,048-block stack holds 13 MB of SVG: it is written part by part
+    # instead of joined into one string and encoded whole (three copies at once).
+    from freezeview.engine.output.review_page import review_page
+
+    joined: list[str] = []
+    write = export_module.write_review_page
+
+    def recording(path: Path, **page: Any) -> Path:
+        joined.append(review_page(**page))
+        return write(path, **page)
+
+    monkeypatch.setattr(export_module, "write_review_page", recording)
+    result = export(scripted(KeepsBuffer()), tmp_path / "o", parallel=False)
+    assert result.index is not None and joined
+    assert result.index.read_bytes() == joined[0].encode("utf-8")

@@ -60,7 +60,13 @@ from ..measure import MeasuredRun, Measurement, latency_cell, verdict_text
 from ..plumbing import Forked, OutputError, PlanError, atomic, collector_paused
 from ..reasons import Explanation
 from .export_values import ExportResult, PictureEntry, StepEntry
-from .review_page import PagePicture, PageStep, review_page, source_texts, wanted_sources
+from .review_page import (
+    PagePicture,
+    PageStep,
+    source_texts,
+    wanted_sources,
+    write_review_page,
+)
 
 _P = ParamSpec("_P")
 
@@ -487,9 +493,8 @@ def export(
 
         # Each step's notes are the pipeline's own lazy summary (counts, explain's reasons).
         start = time.perf_counter()
-        result.index = atomic.write_text(
-            out / "index.html",
-            _index_html(result, loaded, pipe, overall, steps, pic_fmt, ir_text, explanation),
+        result.index = _index_html(
+            out / "index.html", result, loaded, pipe, overall, steps, pic_fmt, ir_text, explanation
         )
         result.files.append(result.index)
         result.index_seconds = time.perf_counter() - start
@@ -508,6 +513,7 @@ def export(
 
 
 def _index_html(
+    path: Path,
     result: ExportResult,
     loaded: LoadedModel,
     pipe: Pipeline,
@@ -516,8 +522,8 @@ def _index_html(
     fmt: str,
     ir_text: str,
     explanation: Explanation | None,
-) -> str:
-    """The review page (:mod:`.review_page`) for what this export wrote."""
+) -> Path:
+    """Write the review page (:mod:`.review_page`) for what this export wrote to ``path``."""
     before, after = overall.before, overall.after
     graphs = {"diff": (before, after), "after": (None, after), "before": (None, before)}
     pictures = []
@@ -563,7 +569,8 @@ def _index_html(
     )
     if result.measurement is not None and result.measurement.unfrozen is not None:
         summary += f" · {verdict_text(result.measurement)}"
-    return review_page(
+    return write_review_page(
+        path,
         name=loaded.name or "model",
         plan=pipe.plan,
         summary=summary,

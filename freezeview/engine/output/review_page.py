@@ -14,10 +14,12 @@ from __future__ import annotations
 import bisect
 import html
 import json
+import os
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,6 +28,7 @@ from ..draw import RenderResult
 from ..freeze import Plan, Step
 from ..graph import GraphSnapshot, NodeSnapshot, parse_source_range
 from ..graph.snapshot_values import BlockSnapshot
+from ..plumbing import atomic
 from ..reasons import Explanation
 
 __all__ = [
@@ -33,8 +36,10 @@ __all__ = [
     "PageStep",
     "box_facts",
     "review_page",
+    "review_page_parts",
     "source_texts",
     "wanted_sources",
+    "write_review_page",
 ]
 
 _SELF_VALUE = re.compile(r"%self\.([\w.]+?)(?:\.\d+)?\b(?![\w.])")
@@ -373,7 +378,7 @@ def review_page(
     picture_format: str = "svg",
     texts: Mapping[str, str] | None = None,
 ) -> str:
-    """The whole ``index.html``.
+    """The whole ``index.html`` (:func:`review_page_parts` joined by newlines).
 
     Args:
         name: the model's name.
@@ -390,6 +395,48 @@ def review_page(
     Returns:
         The page's HTML text.
     """
+    return "\n".join(
+        review_page_parts(
+            name=name,
+            plan=plan,
+            summary=summary,
+            pictures=pictures,
+            steps=steps,
+            explanation=explanation,
+            ir_diff=ir_diff,
+            notes=notes,
+            picture_format=picture_format,
+            texts=texts,
+        )
+    )
+
+
+def write_review_page(path: str | os.PathLike[str], **page: Any) -> Path:
+    """Write :func:`review_page` (``page``: its arguments) to ``path`` atomically, a part
+    at a time: the same bytes without the whole page (and its UTF-8 copy) in memory."""
+    target = Path(path)
+    with atomic.atomic_path(target) as tmp, open(tmp, "w", encoding="utf-8") as out:
+        for i, part in enumerate(review_page_parts(**page)):
+            if i:
+                out.write("\n")
+            out.write(part)
+    return target
+
+
+def review_page_parts(
+    *,
+    name: str,
+    plan: Plan,
+    summary: str,
+    pictures: Sequence[PagePicture],
+    steps: Sequence[PageStep],
+    explanation: Explanation | None,
+    ir_diff: str,
+    notes: Sequence[str] = (),
+    picture_format: str = "svg",
+    texts: Mapping[str, str] | None = None,
+) -> Iterator[str]:
+    """The lines of :func:`review_page`'s HTML, in order (each part without its newline)."""
     attributes, attribute_table = _attribute_rows(explanation)
     data = {
         "pictures": [
@@ -467,8 +514,10 @@ def review_page(
             )
     parts.append(f'<p class="meta">Written by freezeview · pictures: {esc(picture_format)}</p>')
     parts.append("</section>")
-    parts.extend(_template(p) for p in pictures)
-    parts.append(f'<script type="application/json" id="fv-data">{_json_for_script(data)}</script>')
-    parts.append(f"<script>{_asset('review.js')}</script>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    yield from parts
+    # One picture's SVG text at a time: a 2,048-block stack's four pictures are 13 MB.
+    for picture in pictures:
+        yield _template(picture)
+    yield f'<script type="application/json" id="fv-data">{_json_for_script(data)}</script>'
+    yield f"<script>{_asset('review.js')}</script>"
+    yield "</body></html>"
