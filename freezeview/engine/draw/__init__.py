@@ -15,16 +15,21 @@ from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .box_ceiling import Overruns
+    from .dot_queue import DotQueue
     from .render import (
         FORMATS,
         DotFailedError,
         DotTimeoutError,
         GraphvizMissingError,
+        PendingPicture,
         RenderResult,
         find_dot,
         render_diff,
         render_side_by_side,
         render_snapshot,
+        start_diff,
+        start_side_by_side,
+        start_snapshot,
     )
     from .render_plan import RenderOptions
     from .view_scopes import module_paths
@@ -35,6 +40,11 @@ __getattr__, __dir__ = lazy_exports(
         "Overruns": "box_ceiling",
         "FORMATS": "render",
         "DotFailedError": "render",
+        "DotQueue": "dot_queue",
+        "PendingPicture": "render",
+        "start_diff": "render",
+        "start_side_by_side": "render",
+        "start_snapshot": "render",
         "DotTimeoutError": "render",
         "GraphvizMissingError": "render",
         "RenderResult": "render",
@@ -50,9 +60,11 @@ __getattr__, __dir__ = lazy_exports(
 __all__ = [
     "FORMATS",
     "DotFailedError",
+    "DotQueue",
     "DotTimeoutError",
     "GraphvizMissingError",
     "Overruns",
+    "PendingPicture",
     "RenderOptions",
     "RenderResult",
     "find_dot",
@@ -60,4 +72,7 @@ __all__ = [
     "render_diff",
     "render_side_by_side",
     "render_snapshot",
+    "start_diff",
+    "start_side_by_side",
+    "start_snapshot",
 ]

@@ -39,16 +39,14 @@ from ..diff import DiffFacts, GraphDiff, adopt_diff, diff_facts, diff_snapshots,
 from ..draw import (
     FORMATS,
     DotFailedError,
+    DotQueue,
     DotTimeoutError,
     GraphvizMissingError,
     Overruns,
+    PendingPicture,
     RenderOptions,
     find_dot,
     module_paths,
-)
-from ..draw.render import (
-    DotQueue,
-    PendingPicture,
     start_diff,
     start_side_by_side,
     start_snapshot,

@@ -27,7 +27,6 @@ import torch
 from ..draw import RenderResult
 from ..freeze import Plan, Step
 from ..graph import GraphSnapshot, NodeSnapshot, parse_source_range
-from ..graph.snapshot_values import BlockSnapshot
 from ..plumbing import atomic
 from ..reasons import Explanation
 
@@ -147,7 +146,8 @@ def _texts_by_snapshot(
     ids = sorted(first)
     found: dict[int, torch._C.Node] = {}
 
-    def walk(block: torch._C.Block, shown: BlockSnapshot, end: int) -> None:
+    # `shown`: the snapshot's block (a BlockSnapshot, which the graph package does not export).
+    def walk(block: torch._C.Block, shown: Any, end: int) -> None:
         # Pre-order: a node's subtree holds the ids up to its next sibling's.
         nodes = shown.nodes
         for k, (node, snap) in enumerate(zip(block.nodes(), nodes, strict=False)):
