@@ -99,6 +99,7 @@ class LazyGraph:
         "_kinds",
         "_live",
         "_lock",
+        "_partial",
         "_released",
         "_snapshot",
         "_text",
@@ -124,6 +125,7 @@ class LazyGraph:
         self._snapshot: GraphSnapshot | None = None
         self._kinds: Counter[str] | None = None
         self._released = False
+        self._partial: tuple[frozenset[str], GraphSnapshot] | None = None
         # Re-entrant: text and kinds call each other while holding it.
         self._lock = threading.RLock()
 
@@ -220,6 +222,7 @@ class LazyGraph:
             self._build = None
             self._live = False
             self._released = True
+            self._partial = None
             return True
 
     def reading(self, scope_kinds: frozenset[str]) -> GraphSnapshot:
@@ -228,10 +231,16 @@ class LazyGraph:
         with self._lock:
             if self._snapshot is not None:
                 return self._snapshot
+            kept = self._partial
+            if kept is not None and kept[0] == scope_kinds:
+                return kept[1]
             graph = self.graph()
             if graph is None:
                 raise RuntimeError(f"the picture of {self.method} was released")
-            return partial_snapshot(graph, self.method, text=self.text, scope_kinds=scope_kinds)
+            # Kept while the graph is: every pass that leaves it unchanged reads it.
+            found = partial_snapshot(graph, self.method, text=self.text, scope_kinds=scope_kinds)
+            self._partial = (scope_kinds, found)
+            return found
 
     def snapshot(self) -> GraphSnapshot:
         """The snapshot (taken now if this is the first call)."""
@@ -246,6 +255,7 @@ class LazyGraph:
                 self._graph = None
                 self._live = False
                 self._kinds = None
+                self._partial = None
             return self._snapshot
 
 
