@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -66,20 +67,31 @@ def rss(pid):
     with open(f"/proc/{pid}/status") as f:
         return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+def cpu(pid):
+    # Both processes' CPU seconds: on a busy machine wall times swing, CPU time less.
+    with open(f"/proc/{pid}/stat") as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) / TICK + time.process_time()
+
 path, reruns = sys.argv[1], int(sys.argv[2])
 start = time.perf_counter()
 session = RemoteSession(path)
+engine = session._proc.pid
 opened = session.open()
 passes = [p.id for p in opened.passes if p.default]
 session.explain([])
 verdicts = time.perf_counter() - start
+verdicts_cpu = cpu(engine)
 steps = list(session.run_steps([], passes))
 all_steps = time.perf_counter() - start
-engine = session._proc.pid
+all_cpu = cpu(engine)
+session.wait_final_code()
 first = {"screen": rss(os.getpid()), "engine": rss(engine)}
 param = next(a.path for a in session.inventory.attributes if a.kind == "parameter")
 gc.freeze()
-times, collects = [], []
+times, collects, cpus = [], [], []
 for i in range(reruns):
     # r, a preserved attribute toggled on and off, a pass toggled off and on.
     preserved = [param] if i % 3 == 1 else []
@@ -90,13 +102,17 @@ for i in range(reruns):
     gc.unfreeze()
     gc.collect()
     collects.append(time.perf_counter() - t)
+    c = cpu(engine)
     session.explain(preserved)
     steps = list(session.run_steps(preserved, ticked))
     times.append(time.perf_counter() - t)
+    session.wait_final_code()  # the engine reads the frozen module's .code last
+    cpus.append(cpu(engine) - c)
     gc.freeze()
 last = {"screen": rss(os.getpid()), "engine": rss(engine)}
 session.close()
 print(json.dumps({"verdicts": verdicts, "all_steps": all_steps, "rerun": min(times or [0]),
+                  "verdicts_cpu": verdicts_cpu, "all_cpu": all_cpu, "rerun_cpu": min(cpus or [0]),
                   "collect": max(collects or [0]), "first": first, "last": last,
                   "steps": len(steps)}))
 """
@@ -216,15 +232,18 @@ def run_app(rung: str, model: Path, reruns: int) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     timing = [sys.executable, "-c", _TORCH + "\nimport time\n", str(model)]
     t = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(timing, env=env, check=True, stderr=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     torch_wall = time.perf_counter() - t
+    torch_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     freeze_only = subprocess.run(
         [
             sys.executable,
             "-c",
             "import sys,time,warnings;warnings.simplefilter('ignore');import torch;"
-            "m=torch.jit.load(sys.argv[1]);t=time.perf_counter();torch.jit.freeze(m);"
-            "print(time.perf_counter()-t)",
+            "m=torch.jit.load(sys.argv[1]);t=time.perf_counter();c=time.process_time();"
+            "torch.jit.freeze(m);print(time.perf_counter()-t, time.process_time()-c)",
             str(model),
         ],
         env=env,
@@ -232,7 +251,7 @@ def run_app(rung: str, model: Path, reruns: int) -> None:
         capture_output=True,
         text=True,
     )
-    freeze_s = float(freeze_only.stdout.strip().splitlines()[-1])
+    freeze_s, freeze_cpu = map(float, freeze_only.stdout.strip().splitlines()[-1].split())
     done = subprocess.run(
         [sys.executable, "-c", _APP, str(model), str(reruns)],
         env=env,
@@ -248,6 +267,12 @@ def run_app(rung: str, model: Path, reruns: int) -> None:
         f"({r['all_steps'] / torch_wall:.2f}x), re-run {r['rerun']:.2f} s "
         f"({r['rerun'] / freeze_s:.2f}x torch freeze {freeze_s:.2f} s); a run's start on the "
         f"screen (dropping the last run, a full collection): {r['collect'] * 1000:.0f} ms"
+    )
+    print(
+        f"    CPU seconds, both processes: verdicts {r['verdicts_cpu']:.2f} "
+        f"({r['verdicts_cpu'] / torch_cpu:.2f}x torch load+freeze {torch_cpu:.2f}), all steps "
+        f"{r['all_cpu']:.2f} ({r['all_cpu'] / torch_cpu:.2f}x), re-run with the final .code "
+        f"{r['rerun_cpu']:.2f} ({r['rerun_cpu'] / freeze_cpu:.2f}x torch freeze {freeze_cpu:.2f})"
     )
     print(
         f"    memory after the first run: screen {r['first']['screen'] / mb:.0f} MB, engine "
