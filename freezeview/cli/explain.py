@@ -337,11 +337,11 @@ def _print_table(
     from rich.segment import Segment, Segments
     from rich.text import Text
 
-    from .explain_groups import _row_keys
+    from .explain_groups import row_keys
 
     if unbounded:
         console.print()  # tables one after another in a file: a blank line between
-    key = (unbounded, tuple((g.name, _row_keys(g.rows[0], _cells)[1]) for g in rows))
+    key = (unbounded, tuple((g.name, row_keys(g.rows[0], _cells)[1]) for g in rows))
     laid_out = bodies.get(key) if bodies is not None else None
     if laid_out is None:
         table = _table(None, unbounded=unbounded)

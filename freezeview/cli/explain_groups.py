@@ -6,10 +6,10 @@ the module's path. As torch's own ``ModuleList`` repr collapses repeated childre
 titled with the paths they cover: ``0-511.1  BatchNorm2d  (512 alike)``.
 
 Two modules are alike when they have the same TorchScript class and the same shown
-rows, row for row: attribute, kind, type, value, status and every reason field. The only difference
-allowed is the IR's value names (``%num_batches_tracked.2`` against ``.7``), which
-number each inlined copy of the same code; a group whose members' names differ says
-whose names are shown. A module with a kept attribute is never grouped: kept is what a
+rows, row for row: attribute, kind, type, value, status and every reason field. The
+only difference allowed is the IR's value names (``%num_batches_tracked.2`` against
+``.7``), which number each inlined copy of the same code; a group whose members' names
+differ says whose names are shown. A module with a kept attribute is never grouped: kept is what a
 user reads explain for. Integer-named rows of one table (a container's children, ``0``
 to ``511``) collapse the same way into one row.
 
@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..engine.reasons.verdicts import AttributeVerdict
 
-__all__ = ["ModuleGroup", "RowGroup", "collapse_rows", "group_modules", "path_pattern"]
+__all__ = [
+    "ModuleGroup",
+    "RowGroup",
+    "collapse_rows",
+    "group_modules",
+    "path_pattern",
+    "row_keys",
+]
 
 # An IR value name: `%x`, `%num_batches_tracked.2`, `%36`.
 _VALUE_NAME = re.compile(r"%[\w.]+")
@@ -74,7 +81,7 @@ def _norm(text: str | None) -> str | None:
     return _VALUE_NAME.sub("%", text) if text and "%" in text else text
 
 
-def _row_keys(
+def row_keys(
     v: AttributeVerdict, cells: Callable[[AttributeVerdict], tuple[str, ...]]
 ) -> tuple[tuple[Hashable, ...], tuple[Hashable, ...]]:
     """A row's key without its IR value names, and its exact key."""
@@ -117,7 +124,7 @@ def group_modules(
         if not groupable:
             groups.append(ModuleGroup([owner], rows))
             continue
-        keys = [_row_keys(v, cells) for v in rows]
+        keys = [row_keys(v, cells) for v in rows]
         key = (type_name, tuple((v.info.name, k[0]) for v, k in zip(rows, keys, strict=True)))
         exact = tuple(k[1] for k in keys)
         group = by_key.get(key)
@@ -145,7 +152,7 @@ def collapse_rows(
         if each or v.status == "kept" or not _is_index(v.info.name):
             out.append(RowGroup([v]))
             continue
-        key, exact = _row_keys(v, cells)
+        key, exact = row_keys(v, cells)
         group = by_key.get(key)
         if group is None:
             group = by_key[key] = RowGroup([v])
