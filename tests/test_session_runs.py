@@ -191,3 +191,16 @@ def test_the_engine_sends_the_final_code_after_the_steps(tmp_path: Path) -> None
         assert remote.wait_final_code() == local.final_code
     finally:
         remote.close()
+
+
+def test_the_opened_models_node_count_is_read_off_its_printout(tmp_path: Path) -> None:
+    """The first screen's node count comes from the IR printout (no walk through
+    torch's 17k nodes): the count torch's own walk gives, nested blocks included."""
+    session = Session(path=save_small(tmp_path / "small.pt"))
+    opened = session.open()
+    graph = session.module.forward.graph.copy()
+    torch._C._jit_pass_inline(graph)
+    assert opened.node_count == sum(_kinds(graph).values())
+    assert opened.node_count == len(graph.findAllNodes("prim::If", True)) + sum(
+        n for k, n in _kinds(graph).items() if k != "prim::If"
+    )

@@ -280,13 +280,7 @@ class PrintedWalk:
     __slots__ = ("kinds", "schemas", "scopes")
 
     def __init__(self, graph: torch._C.Graph, text: str, scope_kinds: frozenset[str]) -> None:
-        end = text.find("\n  return (")
-        body = text if end < 0 else text[:end]
-        kinds = _PRINTED_KIND_RE.findall(body)
-        for i, kind in enumerate(kinds):
-            label = _SUBGRAPH_LABEL_RE.match(kind)
-            if label is not None:
-                kinds[i] = label.group(1)
+        kinds = printed_kinds(text)
         self.kinds: list[str] = kinds
         self.schemas: list[str | None] = [None] * len(kinds)
         self.scopes: list[str] = [""] * len(kinds)
@@ -303,3 +297,16 @@ class PrintedWalk:
                 raise ValueError(f"{kind}: {len(where)} printed, {len(nodes)} in the graph")
             for i, node in zip(where, nodes, strict=True):
                 self.scopes[i] = module_scope(node.getModuleHierarchy())
+
+
+def printed_kinds(text: str) -> list[str]:
+    """Node kinds in torch's IR printout of a graph, in pre-order (nested blocks
+    included, subgraphs printed after the graph's ``return`` not)."""
+    end = text.find("\n  return (")
+    body = text if end < 0 else text[:end]
+    kinds: list[str] = _PRINTED_KIND_RE.findall(body)
+    for i, kind in enumerate(kinds):
+        label = _SUBGRAPH_LABEL_RE.match(kind)
+        if label is not None:
+            kinds[i] = label.group(1)
+    return kinds
