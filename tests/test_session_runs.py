@@ -204,3 +204,25 @@ def test_the_opened_models_node_count_is_read_off_its_printout(tmp_path: Path) -
     assert opened.node_count == len(graph.findAllNodes("prim::If", True)) + sum(
         n for k, n in _kinds(graph).items() if k != "prim::If"
     )
+
+
+def test_explain_lists_the_module_tree_once(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The app's first explain used to list the module tree for itself and again inside
+    explain (0.2 s on a 512-block stack): explain's own listing is the app's inventory."""
+    import freezeview.engine.graph.inventory as inventory_module
+
+    calls = Counter[str]()
+    listing = inventory_module.build_inventory
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls["inventory"] += 1
+        return listing(*args, **kwargs)
+
+    monkeypatch.setattr(inventory_module, "build_inventory", counting)
+    monkeypatch.setattr(verdicts, "build_inventory", counting)
+    session = Session(path=save_small(tmp_path / "small.pt"))
+    session.open()
+    views = session.explain([])
+    assert calls["inventory"] == 1
+    assert session.inventory is not None
+    assert {a.path for a in session.inventory.attributes} >= {v.path for v in views}

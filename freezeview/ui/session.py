@@ -153,7 +153,6 @@ class Session:
         Raises:
             PlanError: a training-mode module, an unknown name, or torch cannot freeze.
         """
-        self.build_inventory()
         if in_training_mode(self.module):
             raise PlanError(
                 f"{self.name} holds a module in training mode; freezing needs eval mode: "
@@ -178,6 +177,8 @@ class Session:
             if outcome is not None and outcome.frozen is not None:
                 release_clone(outcome.frozen, self.module)
             raise
+        if self.inventory is None:
+            self.inventory = explanation.inventory  # explain lists the module tree too
         with self._explained_lock:
             old, self._explained = self._explained, (names, outcome, explanation)
         self._release(old)  # another explain's, finished meanwhile
