@@ -481,6 +481,7 @@ def export(
             result.reasons_seconds += time.perf_counter() - start
 
             # Collected in the order drawn, so the files, notes and page read as before.
+            say("waiting for Graphviz")
             for index in overall_pictures:
                 picture = finish(index)
                 if picture is not None:
@@ -490,6 +491,7 @@ def export(
             result.dot_wait_seconds = dots.wait_seconds
 
         # Each step's notes are the pipeline's own lazy summary (counts, explain's reasons).
+        say("writing index.html")
         start = time.perf_counter()
         result.index = _index_html(
             out / "index.html", result, loaded, pipe, overall, steps, pic_fmt, ir_text, explanation
