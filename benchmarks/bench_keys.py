@@ -89,26 +89,26 @@ class Watchdog:
 class Ticker:
     """A 5 ms interval on the app's event loop; lateness = how long the loop was held.
 
-    Each tick also notes the CPU time the process (all its threads) used since the
-    last: a stall with little CPU behind it is the machine's (the process was not
-    scheduled: other processes had the cores), not the app's.
+    Each tick also notes the CPU time the event loop's own thread used since the last
+    (the ticker runs on it): a long stall with little of it behind it was spent waiting,
+    for the GIL (another thread of the screen) or for a core (other processes).
     """
 
     def __init__(self, app: Any, tick: float = 0.005) -> None:
         self.tick = tick
         self.samples: list[tuple[float, float, float]] = []  # (when, lateness, cpu)
         self._last = time.perf_counter()
-        self._cpu = time.process_time()
+        self._cpu = time.thread_time()
         self._timer = app.set_interval(tick, self._on_tick)
 
     def _on_tick(self) -> None:
-        now, cpu = time.perf_counter(), time.process_time()
+        now, cpu = time.perf_counter(), time.thread_time()
         self.samples.append((now, now - self._last - self.tick, cpu - self._cpu))
         self._last, self._cpu = now, cpu
 
     def worst(self, since: float, until: float | None = None) -> tuple[float, float]:
-        """The largest stall after ``since`` (and before ``until``), and the process's
-        CPU seconds during it."""
+        """The largest stall after ``since`` (and before ``until``), and the event
+        loop's own CPU seconds during it."""
         end = until if until is not None else float("inf")
         picked = [(lat, cpu) for t, lat, cpu in self.samples if since < t <= end]
         return max(picked, default=(0.0, 0.0))
@@ -249,7 +249,7 @@ async def main_async(args: argparse.Namespace) -> int:
         engine_pid = getattr(app.session, "pid", None)
 
     print(
-        f"model {path.name}; largest event-loop stall per key (ms), the screen process's "
+        f"model {path.name}; largest event-loop stall per key (ms), the event loop's own "
         "CPU during it (ms), Pilot round trip (ms):"
     )
     for name, stalls in results.items():
@@ -262,6 +262,14 @@ async def main_async(args: argparse.Namespace) -> int:
         )
     worst = max(max(v)[0] for v in results.values())
     print(f"largest stall anywhere: {worst * 1000:.0f} ms (target < 100 ms)")
+    from freezeview.ui import collector
+
+    deep = collector.deep_sweeps
+    if deep:
+        print(
+            f"deep sweeps between runs: {len(deep)}, longest {max(deep)[0] * 1000:.0f} ms, "
+            f"most objects {max(d[1] for d in deep)}"
+        )
     print(
         f"screen RSS: first run {rss[0]:.0f} MB, last {rss[-1]:.0f} MB "
         f"({(rss[-1] / rss[0] - 1) * 100:+.1f} %); engine pid was {engine_pid}"

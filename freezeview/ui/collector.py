@@ -16,7 +16,10 @@ So, while the app runs:
   snapshots without reference cycles (tests/ui/test_rerun_memory.py checks it);
 - :func:`sweep`: a full collection of what is not frozen (the screen's own objects:
   milliseconds), then :func:`keep` -- at a run's start, and on a quiet timer, so cyclic
-  garbage the screen makes (Textual's messages, finished workers) does not pile up.
+  garbage the screen makes (Textual's messages, finished workers) does not pile up;
+- :func:`deep_sweep`: the frozen objects too (what was alive when frozen and became
+  cyclic garbage since), between two runs: when the last run's snapshots are gone and
+  the next run's not yet there, it walks only the screen's own objects.
 
 A snapshot, once frozen, is freed by reference counting alone: anything that would hold
 one in a cycle (a finished worker keeps its arguments) must let go of it.
@@ -28,7 +31,7 @@ import gc
 import time
 from typing import Generic, TypeVar
 
-__all__ = ["Handoff", "install", "keep", "sweep", "uninstall"]
+__all__ = ["Handoff", "deep_sweep", "install", "keep", "sweep", "uninstall"]
 
 T = TypeVar("T")
 
@@ -38,8 +41,9 @@ T = TypeVar("T")
 _NEVER = 1 << 30
 
 _saved: tuple[int, ...] | None = None
-#: Seconds the last sweep took (bench_keys.py reports it).
+#: Seconds the last sweep took, and each deep sweep (bench_keys.py reports them).
 last_sweep = 0.0
+deep_sweeps: list[tuple[float, int]] = []  # (seconds, objects frozen before)
 
 
 def install() -> None:
@@ -63,6 +67,27 @@ def keep() -> None:
     """Objects alive now are long-lived: out of every future collection's walk."""
     if _saved is not None:
         gc.freeze()
+
+
+def deep_sweep() -> float:
+    """A full collection of everything, frozen or not, then freeze the survivors.
+
+    Frozen objects that became cyclic garbage since (Textual's strips cache themselves,
+    so a dropped one is a cycle) are only freed this way. It walks every object alive:
+    the screen calls it between runs, once the last run's snapshots are gone and before
+    the next run's arrive.
+    """
+    global last_sweep
+    if _saved is None:
+        return 0.0
+    start = time.perf_counter()
+    walked = gc.get_freeze_count()
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+    last_sweep = time.perf_counter() - start
+    deep_sweeps.append((last_sweep, walked))
+    return last_sweep
 
 
 def sweep() -> float:

@@ -63,3 +63,40 @@ async def test_reruns_free_the_earlier_runs(small_pt: Path, tmp_path: Path) -> N
         held = [i for i, n in counts.items() if i not in current and n > counts[0]]
         assert not held, f"{len(held)} step graphs of earlier runs are still held"
         assert max(documents) == documents[0], documents
+
+
+@pytest.mark.slow
+async def test_fifty_reruns_keep_the_screen_memory(small_pt: Path, tmp_path: Path) -> None:
+    """Issue 23: after 50 re-runs (r, with preserved attributes and passes toggled on
+    the way) the screen holds within 10 % of what it held after the first run.
+
+    Through the engine process, as ``freezeview MODEL.pt`` runs: this process is the
+    screen's. Counted in Python's allocated blocks (what the screen's objects take;
+    this test process's torch, loaded by the test itself, does not move it)."""
+    from freezeview.ui import collector
+
+    collector.deep_sweeps.clear()
+    app = app_for(small_pt, tmp_path, engine_process=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot, timeout=120)
+        screen = app.main_screen
+        await pilot.press("n", "d", "d", "d")
+        await pilot.pause(0.2)
+        first = sys.getallocatedblocks()
+        counts = []
+        for run in range(50):
+            if run % 5 == 1:
+                screen.model_tree.focus()
+                await pilot.press("down", "space")  # a preserved attribute toggled
+            elif run % 5 == 3:
+                passes = screen.steps_bar.passes
+                passes.focus()
+                passes.highlighted = 2
+                await pilot.press("t")  # a pass toggled
+            await pilot.press("r")
+            await wait_ready(pilot, timeout=60)
+            await pilot.press("n", "d", "d", "d")
+            await pilot.pause(0.05)
+            counts.append(sys.getallocatedblocks())
+    assert len(collector.deep_sweeps) >= 25  # between runs, frozen garbage freed
+    assert max(counts[-10:]) <= first * 1.10, (first, counts)

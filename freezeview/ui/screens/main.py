@@ -21,7 +21,9 @@ IR pane's highlighting does).
 
 from __future__ import annotations
 
+import gc
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -98,6 +100,10 @@ class MainScreen(Screen[None]):
         self._explaining = False
         self._run_after_explain = False
         self._run_plan: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+        # Until when a re-run waits for the last run's graphs to be freed (a deep sweep).
+        self._released: float | None = None
+        # Objects frozen when no run's graphs were held (-1: not known yet).
+        self._frozen_base = -1
 
     @property
     def last_output(self) -> Path | None:
@@ -615,6 +621,30 @@ class MainScreen(Screen[None]):
         self.engine.run_steps(
             self.run_id, tuple(self.fv_app.preserved), tuple(self.enabled_passes()), self._cancel
         )
+        if self._frozen_base < 0:  # no run's graphs yet
+            self._frozen_base = gc.get_freeze_count() + len(gc.get_objects())
+        self._released = time.monotonic() + _RELEASE_WAIT
+        self.set_timer(_RELEASE_POLL, self._deep_sweep_when_released)
+
+    def _deep_sweep_when_released(self) -> None:
+        """Between two runs, once the last run's graphs are freed (the engine session
+        lets go of them as the new run starts) and while the new run's are few: free
+        what was frozen and became garbage since (ui/collector.py). How many objects
+        are frozen says both, and bounds what the deep sweep walks."""
+        deadline = self._released
+        if deadline is None:
+            return
+        # Every object, frozen or not (a graph being received is not frozen yet).
+        alive = gc.get_freeze_count() + len(gc.get_objects())
+        arrived = sum(step.snapshot.node_count for step in self.steps)
+        if arrived < _CHEAP_NODES and alive < self._frozen_base + _DEEP_SWEEP_OBJECTS:
+            self._released = None
+            collector.deep_sweep()
+            self._frozen_base = gc.get_freeze_count()  # what the screen itself holds
+        elif time.monotonic() < deadline:
+            self.set_timer(_RELEASE_POLL, self._deep_sweep_when_released)
+        else:
+            self._released = None  # still held, or the new run's graphs came first
 
     def _start_pending_run(self) -> None:
         if self._run_after_explain:
@@ -625,6 +655,16 @@ class MainScreen(Screen[None]):
         """Ask a running pipeline to stop before its next step."""
         self._cancel.set()
 
+
+# How often, and how long, a re-run waits for the last run's graphs to be freed.
+_RELEASE_POLL = 0.1
+_RELEASE_WAIT = 5.0
+# A deep sweep walks every object: it runs when at most this many more are frozen than
+# the screen holds without a run's graphs (about 40 ms more).
+_DEEP_SWEEP_OBJECTS = 100_000
+# Nodes of the new run's graphs a deep sweep may walk too (a small model's steps come
+# before the first poll).
+_CHEAP_NODES = 5000
 
 # Seconds between two full collections of the screen's own objects (ui/collector.py).
 _SWEEP_SECONDS = 10.0
