@@ -280,6 +280,8 @@ class _Attempt:
 
     picture: Picture
     overran_meanwhile: Callable[[], bool]
+    #: remembers the overrun at once, for pictures queued behind this one
+    overran: Callable[[], None]
 
 
 @dataclass(frozen=True)
@@ -361,7 +363,11 @@ def _attempts(
                 # may have overrun meanwhile; never the coarsest level (see above).
                 return memo is not None and not last and memo.too_big(checked)
 
-            outcome = yield _Attempt(picture, overran_meanwhile)
+            def record(checked: int = checked) -> None:
+                if memo is not None:
+                    memo.overran(checked)
+
+            outcome = yield _Attempt(picture, overran_meanwhile, record)
             dot_time += outcome.seconds
             if outcome.error is None:
                 data = outcome.data
@@ -481,13 +487,17 @@ class PendingPicture:
             self._job = None
             return
         source, fmt, options = attempt.picture.source, self._fmt, self._options
-        skip = attempt.overran_meanwhile
+        skip, overran = attempt.overran_meanwhile, attempt.overran
 
         def run() -> bytes:
             if skip():
                 raise _AlreadyOverran("a picture that size had already overrun")
-            # run_dot is looked up when the job runs (tests stand in for it).
-            return run_dot(source, fmt, options)
+            try:
+                # run_dot is looked up when the job runs (tests stand in for it).
+                return run_dot(source, fmt, options)
+            except DotTimeoutError:
+                overran()  # now, not when the export collects this picture
+                raise
 
         self._job = self._dots.submit(run)
 
