@@ -44,9 +44,6 @@ from ui.conftest import wait_ready  # noqa: E402
 from benchmarks.models import resnet50, transformer_encoder  # noqa: E402
 from freezeview.ui import FreezeviewApp  # noqa: E402
 
-# Seconds on the step before v in the warm case (the view waits 0.4 s, then lays out).
-WARM_WAIT = 4.0
-
 CASES = {
     # model -> (builder, step to show (name), diff?)
     "resnet50": (resnet50, None, False),
@@ -87,9 +84,7 @@ def _viewport(view) -> float:  # type: ignore[no-untyped-def]
     return time.perf_counter() - start
 
 
-async def measure(
-    path: Path, step: str | None, diff: bool, size: tuple[int, int], warm: bool = False
-) -> dict:
+async def measure(path: Path, step: str | None, diff: bool, size: tuple[int, int]) -> dict:
     out: dict[str, float | str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         app = FreezeviewApp(path, output_dir=tmp, show_timings=False)
@@ -103,12 +98,9 @@ async def measure(
             )
             view = screen.graph_view
             view.diff = diff
-            # Cold: v pressed at once (nothing laid out ahead). Warm: v after a pause on
-            # the step, as a user reading the IR would (the view lays it out meanwhile).
+            # v pressed on the step: nothing is laid out while the view is hidden.
             while screen.current_step < target:
                 await pilot.press("n")
-            if warm:
-                await pilot.pause(WARM_WAIT)
             start = time.perf_counter()
             await pilot.press("v")
             await _until(pilot, lambda: view.ready)
@@ -186,14 +178,12 @@ def main() -> None:
             path = Path(tmp) / f"{name}.pt"
             torch.jit.save(build().eval(), str(path))
             for size in ((160, 48), (80, 24)):
-                warm = asyncio.run(measure(path, step, diff, size, warm=True))["first"]
                 r = asyncio.run(measure(path, step, diff, size))
                 what = "diff" if diff else "graph"
                 print(
                     f"{name} {what} {size[0]}x{size[1]}: {r['boxes']} boxes at {r['level']} "
                     f"(canvas {r['canvas']}); first frame {r['first'] * 1000:.0f} ms "
-                    f"(dot {r['dot'] * 1000:.0f} ms, views {r['build'] * 1000:.0f} ms; after a "
-                    f"pause on the step {warm * 1000:.0f} ms) "
+                    f"(dot {r['dot'] * 1000:.0f} ms, views {r['build'] * 1000:.0f} ms) "
                     f"(g: {r['svg'] * 1000:.0f} ms, ratio {r['first'] / r['svg']:.2f}x); "
                     f"pan key to frame {r['pan_median'] * 1000:.1f} ms median "
                     f"({r['pan_max'] * 1000:.1f} worst; an unbound key's round trip in Pilot "
