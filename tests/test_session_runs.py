@@ -226,3 +226,30 @@ def test_explain_lists_the_module_tree_once(tmp_path: Path, monkeypatch) -> None
     assert calls["inventory"] == 1
     assert session.inventory is not None
     assert {a.path for a in session.inventory.attributes} >= {v.path for v in views}
+
+
+def test_a_rerun_takes_the_last_runs_inline_and_fold_pictures(tmp_path: Path) -> None:
+    """A re-run inlines the same module again: where the printout is the same, the last
+    run's snapshot is the step's (no walk of torch's nodes), and only there."""
+    session = Session(path=save_small(tmp_path / "small.pt"))
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    first = {s.name: s.snapshot for s in session.run_steps([], passes)}
+    again = {s.name: s.snapshot for s in session.run_steps([], passes)}
+    assert again["inline"] is first["inline"]
+    assert again["fold_attributes"] is first["fold_attributes"]
+    assert again["cleanup"] is not first["cleanup"]  # torch's own clone, renamed types
+    other = {s.name: s.snapshot for s in session.run_steps(["scale"], passes)}
+    assert other["inline"] is first["inline"]
+    assert other["fold_attributes"] is not first["fold_attributes"]
+    assert other["fold_attributes"].text != first["fold_attributes"].text
+    from freezeview.engine.freeze.pipeline import Pipeline
+
+    fresh = {s.name: s.snapshot for s in Pipeline(session.load(), session_plan(["scale"])).run()}
+    assert fresh["fold_attributes"] == other["fold_attributes"]
+
+
+def session_plan(preserved: list[str]) -> Any:
+    from freezeview.ui.session import _plan
+
+    return _plan(preserved, [p.id for p in Session.available_passes() if p.default])

@@ -75,6 +75,8 @@ class Session:
     # the same names takes them (the freeze is the run's clean-up step).
     _explained: tuple[tuple[str, ...], Any, Any] | None = field(default=None, repr=False)
     _explained_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # The last run's inline and fold snapshots, offered to the next run.
+    _pictures: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
     # The last run's pipeline while its ``.code`` is still to be read (run_steps(code=False)).
     _kept: Any = field(default=None, repr=False)
     _kept_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -273,6 +275,10 @@ class Session:
             pipeline.adopt(*held)
         else:
             self._release(held)
+        # The inline and fold pictures come out the same for the same plan: the last
+        # run's snapshots are offered, and taken where the printouts match.
+        pipeline.offer_pictures(self._pictures)
+        pictures: dict[tuple[str, str], GraphSnapshot] = {}
         # With sample inputs each changed step's forward is timed (the latency column).
         measured = MeasuredRun(pipeline, threads=self.threads, budget=self.time_budget)
         self.final_code = None
@@ -282,8 +288,11 @@ class Session:
                 snapshot = step.snapshot if step.snapshot is not None else previous
                 if snapshot is None:
                     continue  # no forward graph to show yet
+                if step.name in ("inline", "fold_attributes") and step.snapshot is not None:
+                    pictures[(step.name, "forward")] = step.snapshot
                 yield _step_view(step, snapshot, measured.measurement)
                 previous = snapshot
+            self._pictures = pictures
             frozen = pipeline.frozen_module
             if frozen is not None and not code:
                 with self._kept_lock:

@@ -80,6 +80,7 @@ class FreezePhase(RunState):
         # third of torch's whole freeze.
         inlined = OnceGraphs(inline_all)
         inline_graphs = {m: LazyGraph(m, build=pick_graph(inlined, m)) for m in methods}
+        self._offer_earlier("inline", inline_graphs)
         old = self._reuse("inline", None)
         changed: bool | OnceGraphs = False
         if old is None:
@@ -248,6 +249,12 @@ class FreezePhase(RunState):
             )
         pipe.working = frozen
 
+    def _offer_earlier(self, step: str, pictures: Mapping[str, LazyGraph]) -> None:
+        for method, picture in pictures.items():
+            earlier = self.pipe.earlier_picture(step, method)
+            if earlier is not None:
+                picture.offer(earlier)
+
     @staticmethod
     def _inline_changed(
         sources: Mapping[str, torch._C.Graph],
@@ -339,6 +346,7 @@ class FreezePhase(RunState):
             return build
 
         after = {m: LazyGraph(m, build=builder(m)) for m in before}
+        self._offer_earlier("fold_attributes", after)
         forward = after.get("forward")
         num, note = pipe.step_numerics(forward.graph if forward is not None else None, pipe.module)
         preserved = self.plan.preserved_attrs

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..graph import RECENT_LINES
+from ..graph import RECENT_LINES, GraphSnapshot
 from ..load import LoadedModel, check_eval, load_model
 from ..plumbing import BadInputError, PlanError
 from ..reasons import TorchOutcome, release_clone
@@ -141,6 +141,8 @@ class Pipeline:
         self.outcomes: dict[tuple[str, ...], TorchOutcome] = {}
         # A freeze the caller made already (the app's explain), for the next freeze step.
         self._adopted: tuple[tuple[str, ...], TorchOutcome] | None = None
+        # Snapshots an earlier run of the same module took, by (step name, method).
+        self._earlier: dict[tuple[str, str], GraphSnapshot] = {}
 
     # --- public API -------------------------------------------------------------------
 
@@ -270,6 +272,19 @@ class Pipeline:
         if explanation is not None:
             with self._explained_lock:
                 self._explained[names] = OnceGraphs(lambda: explanation)
+
+    def offer_pictures(self, earlier: Mapping[tuple[str, str], GraphSnapshot]) -> None:
+        """Snapshots of the picture-only freeze steps (``inline``, ``fold_attributes``)
+        an earlier run of this pipeline's module took, by (step name, method).
+
+        The app re-runs the same loaded model: a picture whose printout is the same as
+        the earlier one's takes its snapshot instead of walking torch's nodes again.
+        """
+        self._earlier = dict(earlier)
+
+    def earlier_picture(self, step: str, method: str) -> GraphSnapshot | None:
+        """What :meth:`offer_pictures` gave for ``step`` and ``method``."""
+        return self._earlier.get((step, method))
 
     def take_outcome(self, preserved: Sequence[str]) -> TorchOutcome | None:
         """The adopted freeze for ``preserved``, handed out once (None if there is none)."""

@@ -19,6 +19,7 @@ from .plan import Plan
 from .steps import LazyGraph, Progress, ProgressCallback, Step
 
 if TYPE_CHECKING:
+    from ..graph import GraphSnapshot
     from ..load import LoadedModel
     from ..reasons import Explanation, TorchOutcome
     from .numerics import Numerics
@@ -64,6 +65,10 @@ class RunHost(Protocol):
 
     def explanation(self, preserved: Sequence[str] | None = None) -> Explanation | None:
         """explain's verdicts for ``preserved`` (worked out once)."""
+        ...
+
+    def earlier_picture(self, step: str, method: str) -> GraphSnapshot | None:
+        """An earlier run's snapshot of a picture-only step, if the caller offered one."""
         ...
 
     def take_outcome(self, preserved: Sequence[str]) -> TorchOutcome | None:

@@ -95,6 +95,7 @@ class LazyGraph:
 
     __slots__ = (
         "_build",
+        "_earlier",
         "_graph",
         "_kinds",
         "_live",
@@ -126,6 +127,7 @@ class LazyGraph:
         self._kinds: Counter[str] | None = None
         self._released = False
         self._partial: tuple[frozenset[str], GraphSnapshot] | None = None
+        self._earlier: GraphSnapshot | None = None
         # Re-entrant: text and kinds call each other while holding it.
         self._lock = threading.RLock()
 
@@ -242,9 +244,26 @@ class LazyGraph:
             self._partial = (scope_kinds, found)
             return found
 
+    def offer(self, earlier: GraphSnapshot) -> None:
+        """A snapshot an earlier run took of the same method of the same module, to be
+        this one's if the printouts are the same (a re-run inlines the same graph again)."""
+        with self._lock:
+            if self._snapshot is None:
+                self._earlier = earlier
+
     def snapshot(self) -> GraphSnapshot:
         """The snapshot (taken now if this is the first call)."""
         with self._lock:
+            earlier, self._earlier = self._earlier, None
+            if self._snapshot is None and earlier is not None and self.text == earlier.text:
+                # The same printout of a graph made the same way from the same module:
+                # the same snapshot, without walking torch's nodes again.
+                self._snapshot = earlier
+                self._graph = None
+                self._build = None
+                self._live = False
+                self._kinds = None
+                self._partial = None
             if self._snapshot is None:
                 graph = self.graph()
                 if graph is None:
