@@ -33,8 +33,12 @@ def test_every_registered_schema_reads_as_torch_parses_it() -> None:
     assert len(schemas) > 1000
     wrong = []
     for schema in schemas:
+        try:
+            expected = _torch_effects(schema)
+        except RuntimeError:
+            continue  # torch cannot read back its own printout (a PyObject argument)
         written, aliases = schema_effects_text(schema)
-        if (written, set(aliases)) != _torch_effects(schema):
+        if (written, set(aliases)) != expected:
             wrong.append(schema)
     assert not wrong, wrong[:5]
 
