@@ -94,12 +94,18 @@ class ReplayGraphs:
     ) -> None:
         writers = GraphWriters(graph, method, module_types=self.model.module_types, frozen=True)
         index = len(self.contexts)
-        reads = len(
-            [
-                node
-                for node in graph.findAllNodes("prim::GetAttr", True)  # type: ignore[attr-defined]
-                if self._is_module_typed(node.inputsAt(0))
-            ]
+        # Only a fork body's count is read (torch_paths.fork_bodies): a method's own
+        # graph is not walked for it.
+        reads = (
+            len(
+                [
+                    node
+                    for node in graph.findAllNodes("prim::GetAttr", True)  # type: ignore[attr-defined]
+                    if self._is_module_typed(node.inputsAt(0))
+                ]
+            )
+            if is_fork
+            else 0
         )
         self.contexts.append(
             GraphContext(
@@ -132,6 +138,8 @@ class ReplayGraphs:
             for n in graph.findAllNodes("prim::GetAttr", True)  # type: ignore[attr-defined]
             if isinstance(n.output().type(), torch._C.InterfaceType)
         }
+        if not interface_slots:
+            return  # no interface-typed read: nothing below would change or refuse
         for node in graph.findAllNodes("prim::SetAttr", True):  # type: ignore[attr-defined]
             if (type_name(node.inputsAt(0).type()), node.s("name")) in interface_slots:
                 raise PlanError(
