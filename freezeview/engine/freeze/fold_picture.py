@@ -126,26 +126,32 @@ def fold_graph(
     constants: dict[str, torch._C.Value] = {}
     unshown: set[str] = set()
     touched: list[torch._C.Node] = []
-    for node, path, value in list(_attribute_chains(graph, cmod)):
-        if is_module_value(value):
-            touched.append(node)
-            continue
-        if path in kept_paths:
-            continue
-        const = constants.get(path)
-        if const is None:
-            if isinstance(value, torch.Tensor):
-                value = value.detach()  # shares storage: a snapshot never copies weights
-            try:
-                with graph.insert_point_guard(top[0]):
-                    const = graph.insertConstant(value)  # type: ignore[attr-defined]
-            except Exception:
-                unshown.add(path)
+    # One insert point for every constant, set once: torch numbers a block's nodes for
+    # their order and, while the insert point stays put, spaces a run of inserts at it
+    # for the count it has seen; setting the point again (a guard per constant) resets
+    # that count, so each insert halves the gap and the whole graph is renumbered every
+    # forty or so (16k constants in a 100k-node graph: quadratic). The constants land in
+    # the same order, in front of the graph's first node.
+    with graph.insert_point_guard(top[0]):
+        for node, path, value in list(_attribute_chains(graph, cmod)):
+            if is_module_value(value):
+                touched.append(node)
                 continue
-            const.setDebugName(f"self.{path}")
-            constants[path] = const
-        node.output().replaceAllUsesWith(const)
-        touched.append(node)
+            if path in kept_paths:
+                continue
+            const = constants.get(path)
+            if const is None:
+                if isinstance(value, torch.Tensor):
+                    value = value.detach()  # shares storage: a snapshot never copies weights
+                try:
+                    const = graph.insertConstant(value)  # type: ignore[attr-defined]
+                except Exception:
+                    unshown.add(path)
+                    continue
+                const.setDebugName(f"self.{path}")
+                constants[path] = const
+            node.output().replaceAllUsesWith(const)
+            touched.append(node)
     # Remove the reads this fold left without users (deepest first, so chains unwind);
     # other dead code stays for the clean-up step to remove, as torch does.
     for node in reversed(touched):
