@@ -123,6 +123,54 @@ _STRING_OPS = frozenset(
 _INT_OPS = frozenset({"BININT", "BININT1", "BININT2", "INT", "LONG", "LONG1", "LONG4"})
 
 
+# What the scan does with each opcode (see :func:`_scan_pickles`), by opcode name.
+(
+    _GET,
+    _VALUE,
+    _MARK_OP,
+    _TUPLE,
+    _PUT,
+    _SHAPE,
+    _STRING,
+    _SMALL_TUPLE,
+    _EMPTY_TUPLE,
+    _MEMOIZE,
+    _PERSID,
+    _GLOBAL,
+    _STACK_GLOBAL,
+    _EXT,
+    _STOP,
+) = range(15)
+_ACTIONS: dict[str, int] = {op.name: _SHAPE for op in pickletools.opcodes}
+_ACTIONS.update(dict.fromkeys(_STRING_OPS, _STRING))
+_ACTIONS.update(dict.fromkeys(_INT_OPS, _VALUE))
+_ACTIONS.update(dict.fromkeys(("GLOBAL", "INST"), _GLOBAL))
+_ACTIONS.update(dict.fromkeys(("EXT1", "EXT2", "EXT4"), _EXT))
+_ACTIONS.update(dict.fromkeys(("TUPLE1", "TUPLE2", "TUPLE3"), _SMALL_TUPLE))
+_ACTIONS.update(dict.fromkeys(("PUT", "BINPUT", "LONG_BINPUT"), _PUT))
+_ACTIONS.update(dict.fromkeys(("GET", "BINGET", "LONG_BINGET"), _GET))
+_ACTIONS.update(
+    STACK_GLOBAL=_STACK_GLOBAL,
+    MARK=_MARK_OP,
+    TUPLE=_TUPLE,
+    EMPTY_TUPLE=_EMPTY_TUPLE,
+    MEMOIZE=_MEMOIZE,
+    BINPERSID=_PERSID,
+    STOP=_STOP,
+)
+# The other opcodes' stack effect: (pops to a MARK first, then pops, then pushes).
+_SHAPES: dict[str, tuple[bool, int, int]] = {
+    op.name: (
+        pickletools.markobject in op.stack_before,
+        op.stack_before.index(pickletools.markobject)
+        if pickletools.markobject in op.stack_before
+        else len(op.stack_before),
+        len(op.stack_after),
+    )
+    for op in pickletools.opcodes
+}
+
+
 def _pop_to_mark(stack: list[object]) -> list[object]:
     items: list[object] = []
     while True:
@@ -175,6 +223,7 @@ def _scan_pickles(
     names: list[str] = []
     refs: list[tuple[str, str, str, int]] = []
     stream = io.BytesIO(data)
+    actions = _ACTIONS
     for _ in range(max_pickles):
         if stream.tell() >= len(data):
             break
@@ -184,46 +233,44 @@ def _scan_pickles(
         try:
             for opcode, arg, _pos in pickletools.genops(stream):
                 name = opcode.name
-                if name in _STRING_OPS:
-                    stack.append(arg.decode("latin-1") if isinstance(arg, bytes) else str(arg))
-                elif name in _INT_OPS:
+                # One table look-up per opcode, the commonest first (a 100k-node model's
+                # data.pkl is half a million opcodes; most are memo reads and ints).
+                act = actions[name]
+                if act == _GET:
+                    stack.append(memo.get(arg))
+                elif act == _VALUE:
                     stack.append(arg)
-                elif name in ("GLOBAL", "INST"):
-                    glob = _Global(str(arg).replace(" ", "."))
-                    names.append(glob)
-                    stack.append(glob if name == "GLOBAL" else None)
-                    if name == "INST":
-                        _pop_to_mark(stack)
-                elif name == "STACK_GLOBAL":
-                    attr, module = stack.pop(), stack.pop()
-                    ok = isinstance(attr, str) and isinstance(module, str)
-                    glob = _Global(f"{module}.{attr}" if ok else "?.?")
-                    names.append(glob)
-                    stack.append(glob)
-                elif name in ("EXT1", "EXT2", "EXT4"):
-                    # copyreg's extension registry can name any callable: unknowable here.
-                    names.append(_Global("?.?"))
-                    stack.append(None)
-                elif name == "MARK":
+                elif act == _MARK_OP:
                     stack.append(_MARK)
-                elif name == "TUPLE":
+                elif act == _TUPLE:
                     stack.append(tuple(_pop_to_mark(stack)))
-                elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
+                elif act == _PUT:
+                    memo[arg] = stack[-1]
+                elif act == _SHAPE:
+                    # Matters only for its effect on the stack's shape.
+                    to_mark, pops, pushes = _SHAPES[name]
+                    if to_mark:
+                        _pop_to_mark(stack)
+                    if pops:
+                        if len(stack) < pops:
+                            raise IndexError  # malformed: the scan stops
+                        del stack[-pops:]
+                    if pushes:
+                        stack.extend([None] * pushes)
+                elif act == _STRING:
+                    stack.append(arg.decode("latin-1") if isinstance(arg, bytes) else str(arg))
+                elif act == _SMALL_TUPLE:
                     n = int(name[-1])
                     if len(stack) < n:
                         raise IndexError
                     items = stack[-n:]
                     del stack[-n:]
                     stack.append(tuple(items))
-                elif name == "EMPTY_TUPLE":
+                elif act == _EMPTY_TUPLE:
                     stack.append(())
-                elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
-                    memo[arg] = stack[-1]
-                elif name == "MEMOIZE":
+                elif act == _MEMOIZE:
                     memo[len(memo)] = stack[-1]
-                elif name in ("GET", "BINGET", "LONG_BINGET"):
-                    stack.append(memo.get(arg))
-                elif name == "BINPERSID":
+                elif act == _PERSID:
                     pid = stack.pop()
                     if (
                         isinstance(pid, tuple)
@@ -236,21 +283,25 @@ def _scan_pickles(
                     ):
                         refs.append((pid[2], str(pid[1]), pid[3], pid[4]))
                     stack.append(None)
-                elif name == "STOP":
+                elif act == _GLOBAL:
+                    glob = _Global(str(arg).replace(" ", "."))
+                    names.append(glob)
+                    stack.append(glob if name == "GLOBAL" else None)
+                    if name == "INST":
+                        _pop_to_mark(stack)
+                elif act == _STACK_GLOBAL:
+                    attr, module = stack.pop(), stack.pop()
+                    ok = isinstance(attr, str) and isinstance(module, str)
+                    glob = _Global(f"{module}.{attr}" if ok else "?.?")
+                    names.append(glob)
+                    stack.append(glob)
+                elif act == _EXT:
+                    # copyreg's extension registry can name any callable: unknowable here.
+                    names.append(_Global("?.?"))
+                    stack.append(None)
+                else:  # STOP
                     finished = True
                     break
-                else:
-                    # Everything else matters only for its effect on the stack's shape.
-                    op = opcode
-                    before = op.stack_before
-                    if pickletools.markobject in before:
-                        _pop_to_mark(stack)
-                        extra = before.index(pickletools.markobject)
-                    else:
-                        extra = len(before)
-                    for _ in range(extra):
-                        stack.pop()
-                    stack.extend([None] * len(op.stack_after))
         except Exception:  # damaged, or not a pickle: keep what was read before it
             return names, refs, False
         if not finished:
