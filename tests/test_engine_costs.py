@@ -43,3 +43,49 @@ def test_fold_picture_sets_its_insert_point_once(monkeypatch) -> None:  # type: 
     # torch may suffix a debug name with a number; the paths and their order are what count.
     assert [name.split("_")[0] if name.count(".") == 2 else name for name in names] == expect
     assert not graph.findAllNodes("prim::GetAttr")  # type: ignore[attr-defined]
+
+
+class _CountedList(list):  # type: ignore[type-arg]
+    """A list that counts the entries read from it by iteration."""
+
+    reads = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for item in super().__iter__():
+            _CountedList.reads += 1
+            yield item
+
+
+def test_inventory_module_lookups_do_not_scan_every_module() -> None:
+    """``Inventory.module`` in a loop over the modules was quadratic: each call scanned
+    the list. Now the entries are indexed once, and modules appended later are found."""
+    from freezeview.engine.graph.inventory import build_inventory
+    from freezeview.engine.graph.inventory_values import Inventory, ModuleInfo
+
+    inv = build_inventory(_stack(40))
+    counted = Inventory(modules=_CountedList(inv.modules), attributes=inv.attributes)
+    _CountedList.reads = 0
+    for mod in list.__iter__(counted.modules):
+        assert counted.module(mod.path) is mod
+    assert _CountedList.reads <= len(inv.modules)
+    assert counted.module("nowhere") is None
+    extra = ModuleInfo(path="late", type_name="X", qualified_type="X", methods=(), children=())
+    counted.modules.append(extra)
+    assert counted.module("late") is extra
+    assert counted.by_path("0.weight") is inv.by_path("0.weight") is not None
+    counted.attributes = []
+    assert counted.by_path("0.weight") is None  # a replaced list is indexed afresh
+
+
+def test_an_inventory_sent_to_the_screen_keeps_its_lookups() -> None:
+    """The screen process receives the inventory pickled; the index is not sent, and
+    the copy equals the original whether or not either was asked before."""
+    import pickle
+
+    from freezeview.engine.graph.inventory import build_inventory
+
+    inv = build_inventory(_stack(3))
+    assert inv.module("1") is not None
+    copy = pickle.loads(pickle.dumps(inv))
+    assert copy == inv
+    assert copy.module("1") == inv.module("1") and copy.by_path("2.bias") is not None

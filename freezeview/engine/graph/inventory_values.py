@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 __all__ = [
     "KINDS",
@@ -82,23 +83,57 @@ class ModuleInfo:
     children: tuple[str, ...]
 
 
+_Item = TypeVar("_Item", AttributeInfo, ModuleInfo)
+
+
+class _Index(Generic[_Item]):
+    """Entries of a growing list by their ``path`` (the first of a path wins, as a scan
+    would find it); it indexes only what was appended since the last look-up, and starts
+    over if the list was replaced or shortened."""
+
+    __slots__ = ("_list", "_seen", "_table")
+
+    def __init__(self) -> None:
+        self._list: list[_Item] | None = None
+        self._seen = 0
+        self._table: dict[str, _Item] = {}
+
+    def get(self, items: list[_Item], path: str) -> _Item | None:
+        if items is not self._list or len(items) < self._seen:
+            self._list, self._seen, self._table = items, 0, {}
+        if len(items) > self._seen:
+            table = self._table
+            for item in items[self._seen :]:
+                table.setdefault(item.path, item)
+            self._seen = len(items)
+        return self._table.get(path)
+
+    def __reduce__(self) -> tuple[type[_Index[_Item]], tuple[()]]:
+        return _Index, ()  # rebuilt where it is used: not sent with the inventory
+
+
 @dataclass
 class Inventory:
     """The module tree of a model with every attribute, in tree order."""
 
     modules: list[ModuleInfo] = field(default_factory=list)
     attributes: list[AttributeInfo] = field(default_factory=list)
-    _by_path: dict[str, AttributeInfo] = field(default_factory=dict, repr=False)
+    # Look-up indexes, built on first use and extended as the lists grow (an inventory
+    # is built by appending): one dict look-up per call, not a scan of every entry.
+    _by_path: _Index[AttributeInfo] = field(
+        default_factory=lambda: _Index(), repr=False, compare=False
+    )
+    _by_module: _Index[ModuleInfo] = field(
+        default_factory=lambda: _Index(), repr=False, compare=False
+    )
 
     def by_path(self, path: str) -> AttributeInfo | None:
         """The attribute at ``path``, or None."""
-        if not self._by_path:
-            self._by_path = {a.path: a for a in self.attributes}
-        return self._by_path.get(path)
+        return self._by_path.get(self.attributes, path)
 
     def module(self, path: str) -> ModuleInfo | None:
         """The module at ``path`` (``""`` is the root), or None."""
-        return next((m for m in self.modules if m.path == path), None)
+        return self._by_module.get(self.modules, path)
 
     def names(self) -> list[str]:
         """Every name ``preserved_attrs`` could take: attribute paths and method paths."""
