@@ -235,7 +235,11 @@ async def main_async(args: argparse.Namespace) -> int:
             passes.highlighted = min(2, passes.option_count - 1)
             await key("t (pass)", "t")
 
-        rss = [first_rss]
+        # The baseline: after the first run and every key above on it (its diffs, the
+        # graph view's layouts, the tree's rows), so what re-runs add is what they keep.
+        await settle(pilot, 0.5)
+        rss = [rss_mb()]
+        print(f"screen RSS after the first run and the keys on it: {rss[0]:.0f} MB", flush=True)
         for i in range(args.reruns):
             toggle = (None, toggle_preserve, toggle_pass)[i % 3]
             await rerun(toggle)
@@ -271,7 +275,7 @@ async def main_async(args: argparse.Namespace) -> int:
             f"most objects {max(d[1] for d in deep)}"
         )
     print(
-        f"screen RSS: first run {rss[0]:.0f} MB, last {rss[-1]:.0f} MB "
+        f"screen RSS: first run (and its keys) {rss[0]:.0f} MB, last {rss[-1]:.0f} MB "
         f"({(rss[-1] / rss[0] - 1) * 100:+.1f} %); engine pid was {engine_pid}"
     )
     assert "torch" not in sys.modules, "the screen process imported torch"

@@ -18,8 +18,8 @@ So, while the app runs:
   milliseconds), then :func:`keep` -- at a run's start, and on a quiet timer, so cyclic
   garbage the screen makes (Textual's messages, finished workers) does not pile up;
 - :func:`deep_sweep`: the frozen objects too (what was alive when frozen and became
-  cyclic garbage since), between two runs: when the last run's snapshots are gone and
-  the next run's not yet there, it walks only the screen's own objects.
+  cyclic garbage since), at a run's start: the last run's snapshots let go of first
+  and the next run's not there yet, it walks only the screen's own objects.
 
 A snapshot, once frozen, is freed by reference counting alone: anything that would hold
 one in a cycle (a finished worker keeps its arguments) must let go of it.
@@ -74,8 +74,8 @@ def deep_sweep() -> float:
 
     Frozen objects that became cyclic garbage since (Textual's strips cache themselves,
     so a dropped one is a cycle) are only freed this way. It walks every object alive:
-    the screen calls it between runs, once the last run's snapshots are gone and before
-    the next run's arrive.
+    the screen calls it at a run's start, once the last run's snapshots are let go of
+    and before the next run's arrive.
     """
     global last_sweep
     if _saved is None:

@@ -98,5 +98,5 @@ async def test_fifty_reruns_keep_the_screen_memory(small_pt: Path, tmp_path: Pat
             await pilot.press("n", "d", "d", "d")
             await pilot.pause(0.05)
             counts.append(sys.getallocatedblocks())
-    assert len(collector.deep_sweeps) >= 25  # between runs, frozen garbage freed
+    assert len(collector.deep_sweeps) >= 50  # at each run's start, frozen garbage freed
     assert max(counts[-10:]) <= first * 1.10, (first, counts)

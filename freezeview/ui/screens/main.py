@@ -21,9 +21,7 @@ IR pane's highlighting does).
 
 from __future__ import annotations
 
-import gc
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -100,10 +98,6 @@ class MainScreen(Screen[None]):
         self._explaining = False
         self._run_after_explain = False
         self._run_plan: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-        # Until when a re-run waits for the last run's graphs to be freed (a deep sweep).
-        self._released: float | None = None
-        # Objects frozen when no run's graphs were held (-1: not known yet).
-        self._frozen_base = -1
 
     @property
     def last_output(self) -> Path | None:
@@ -614,37 +608,18 @@ class MainScreen(Screen[None]):
         from ...engine.diff.diff import forget_recent
 
         forget_recent()
-        # The last run's steps are dropped now (reference counting frees them); the
-        # screen's own cyclic garbage goes too, in a few milliseconds: the snapshots are
-        # frozen (ui/collector.py), a full collection does not walk them.
-        collector.sweep()
+        # The engine session addresses the last run's graphs by key until the next run
+        # asks: they go now, with everything else of that run, before the collection.
+        keys = getattr(self.session, "_keys", None)
+        if isinstance(keys, dict):
+            keys.clear()
+        # The last run's graphs are freed by now (reference counting); one collection of
+        # everything left, the screen's own objects, frees what was frozen and became
+        # garbage since (ui/collector.py).
+        collector.deep_sweep()
         self.engine.run_steps(
             self.run_id, tuple(self.fv_app.preserved), tuple(self.enabled_passes()), self._cancel
         )
-        if self._frozen_base < 0:  # no run's graphs yet
-            self._frozen_base = gc.get_freeze_count() + len(gc.get_objects())
-        self._released = time.monotonic() + _RELEASE_WAIT
-        self.set_timer(_RELEASE_POLL, self._deep_sweep_when_released)
-
-    def _deep_sweep_when_released(self) -> None:
-        """Between two runs, once the last run's graphs are freed (the engine session
-        lets go of them as the new run starts) and while the new run's are few: free
-        what was frozen and became garbage since (ui/collector.py). How many objects
-        are frozen says both, and bounds what the deep sweep walks."""
-        deadline = self._released
-        if deadline is None:
-            return
-        # Every object, frozen or not (a graph being received is not frozen yet).
-        alive = gc.get_freeze_count() + len(gc.get_objects())
-        arrived = sum(step.snapshot.node_count for step in self.steps)
-        if arrived < _CHEAP_NODES and alive < self._frozen_base + _DEEP_SWEEP_OBJECTS:
-            self._released = None
-            collector.deep_sweep()
-            self._frozen_base = gc.get_freeze_count()  # what the screen itself holds
-        elif time.monotonic() < deadline:
-            self.set_timer(_RELEASE_POLL, self._deep_sweep_when_released)
-        else:
-            self._released = None  # still held, or the new run's graphs came first
 
     def _start_pending_run(self) -> None:
         if self._run_after_explain:
@@ -655,16 +630,6 @@ class MainScreen(Screen[None]):
         """Ask a running pipeline to stop before its next step."""
         self._cancel.set()
 
-
-# How often, and how long, a re-run waits for the last run's graphs to be freed.
-_RELEASE_POLL = 0.1
-_RELEASE_WAIT = 5.0
-# A deep sweep walks every object: it runs when at most this many more are frozen than
-# the screen holds without a run's graphs (about 40 ms more).
-_DEEP_SWEEP_OBJECTS = 100_000
-# Nodes of the new run's graphs a deep sweep may walk too (a small model's steps come
-# before the first poll).
-_CHEAP_NODES = 5000
 
 # Seconds between two full collections of the screen's own objects (ui/collector.py).
 _SWEEP_SECONDS = 10.0
