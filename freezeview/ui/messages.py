@@ -26,6 +26,7 @@ __all__ = [
     "EngineFailed",
     "ExplanationReady",
     "Exported",
+    "FinalCodeReady",
     "Highlighted",
     "ModelLoaded",
     "Rendered",
@@ -72,6 +73,14 @@ class StepsFinished(Message):
     run_id: int
     count: int
     seconds: float
+
+
+@dataclass
+class FinalCodeReady(Message):
+    """The run ``run_id``'s frozen ``.code`` reached the screen after its last step
+    (the engine process reads it once the screen has every step)."""
+
+    run_id: int
 
 
 @dataclass

@@ -366,6 +366,11 @@ class RemoteSession:
         self._code_read.wait(timeout)
         return self.final_code
 
+    def final_code_known(self, timeout: float) -> bool:
+        """True once the engine has sent the last run's ``.code`` (or that it has none);
+        waits up to ``timeout`` seconds (blocking: for workers, never the event loop)."""
+        return self._code_read.wait(timeout)
+
     @staticmethod
     def diff_text(before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
         """Unified IR diff between two snapshots (torch-free: computed here)."""

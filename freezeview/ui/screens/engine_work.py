@@ -26,6 +26,7 @@ from ..messages import (
     EngineFailed,
     ExplanationReady,
     Exported,
+    FinalCodeReady,
     ModelLoaded,
     Rendered,
     StepReady,
@@ -107,6 +108,16 @@ class EngineWork(Widget):
                 count += 1
         finally:
             self.post_message(StepsFinished(run_id, count, time.perf_counter() - start))
+        # Through the engine process the frozen module's .code follows the last step (read
+        # once the screen has every step): the .code view is told when it is there.
+        known = getattr(self.session, "final_code_known", None)
+        if known is None or not count:
+            return
+        while not known(0.1):
+            if cancel.is_set() or get_current_worker().is_cancelled:
+                return
+        if not cancel.is_set():
+            self.post_message(FinalCodeReady(run_id))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="render", description="rendering")
     def render_step(

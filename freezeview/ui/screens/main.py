@@ -39,6 +39,7 @@ from ..messages import (
     EngineFailed,
     ExplanationReady,
     Exported,
+    FinalCodeReady,
     ModelLoaded,
     Rendered,
     Status,
@@ -562,6 +563,11 @@ class MainScreen(Screen[None]):
         self._update_tab_label()
         if message.step.error:
             self.set_status(f"step {message.step.name} failed: {message.step.error}", error=True)
+
+    def on_final_code_ready(self, message: FinalCodeReady) -> None:
+        # The .code view of a step from the clean-up on shows the final frozen module's.
+        if message.run_id == self.run_id and self.ir_pane.view_mode == "code":
+            self.ir_pane.show_current()
 
     def on_steps_finished(self, message: StepsFinished) -> None:
         if message.run_id != self.run_id:
