@@ -63,5 +63,3 @@ async def test_the_code_view_shows_the_final_code_when_it_arrives(
                 break
         text = "\n".join(screen.ir.plain_lines())
         assert FINAL in text and "def forward" in text
-
-
