@@ -378,6 +378,11 @@ class RemoteSession:
 
         return unified_ir_diff(before, after, before_label=a, after_label=b)
 
+    def forget_runs(self) -> None:
+        """Let go of the earlier runs' graphs this side holds by key (a new run starts:
+        they are never asked for again, and the screen frees them before it collects)."""
+        self._keys.clear()
+
     def _ref(self, snapshot: GraphSnapshot | None) -> tuple[str, Any]:
         """A snapshot the engine already has goes by key; others go whole."""
         if snapshot is None:

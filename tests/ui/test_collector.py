@@ -37,6 +37,9 @@ class _BallastSession(Session):
     def ballast(self) -> list[list[Any]]:
         return [b for run in self._keys.values() for b in run]
 
+    def forget_runs(self) -> None:
+        self._keys.clear()
+
     def run_steps(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
         run = self._keys.setdefault(len(self._keys) + 1, [])
         for step in super().run_steps(*args, **kwargs):

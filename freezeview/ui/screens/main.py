@@ -616,9 +616,9 @@ class MainScreen(Screen[None]):
         forget_recent()
         # The engine session addresses the last run's graphs by key until the next run
         # asks: they go now, with everything else of that run, before the collection.
-        keys = getattr(self.session, "_keys", None)
-        if isinstance(keys, dict):
-            keys.clear()
+        forget_runs = getattr(self.session, "forget_runs", None)  # the engine process's
+        if forget_runs is not None:
+            forget_runs()
         # The last run's graphs are freed by now (reference counting); one collection of
         # everything left, the screen's own objects, frees what was frozen and became
         # garbage since (ui/collector.py).
