@@ -425,8 +425,12 @@ def _kept_reasons(pipe: RunHost, preserved: Sequence[str], kept: list[str]) -> l
     try:
         verdicts = pipe.explanation(preserved)
         if verdicts is not None:
-            for path in kept:
-                verdict = verdicts.by_path(path)
+            # Only the first twenty are told; one pass over the verdicts finds them (a
+            # lookup per kept path read every verdict each time: quadratic in the kept).
+            shown = set(kept[:20])
+            found = {v.path: v for v in verdicts.attributes if v.path in shown}
+            for path in shown:
+                verdict = found.get(path)
                 if verdict is not None and verdict.reasons:
                     reasons[path] = verdict.reasons[0].message
     except Exception:
