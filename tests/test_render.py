@@ -9,6 +9,7 @@ import functools
 import os
 import shutil
 import stat
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -285,9 +286,13 @@ def test_timeout_everywhere_leaves_no_file(tmp_path: Path) -> None:
     opts = RenderOptions(level=None, timeout=0.5, dot_command=_fake_dot(tmp_path, 0))
     out = tmp_path / "out" / "x.svg"
     out.parent.mkdir()
+    start = time.monotonic()
     with pytest.raises(DotTimeoutError, match="nothing was written"):
         render_snapshot(snap, out, options=opts)
     assert list(out.parent.iterdir()) == []
+    # Each overrun is killed and over at its timeout: the wrapper's `sleep 30` holding
+    # the pipes open is not waited for (reading them to the end took 30 s a level).
+    assert time.monotonic() - start < 15
 
 
 def test_missing_dot_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

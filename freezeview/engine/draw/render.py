@@ -205,8 +205,10 @@ def run_dot(source: str, fmt: str, options: RenderOptions) -> bytes:
         try:
             stdout, stderr = proc.communicate(source.encode("utf-8"), timeout=options.timeout)
         except subprocess.TimeoutExpired as exc:
+            # Killed and reaped, not read to the end: a `dot` wrapper's own children
+            # could hold its pipes open long after it is gone.
             proc.kill()
-            proc.communicate()
+            proc.wait()
             raise DotTimeoutError(f"Graphviz did not finish within {options.timeout:g} s.") from exc
         except BaseException:
             proc.kill()
