@@ -97,19 +97,11 @@ class EngineWork(Widget):
         cancel: threading.Event,
     ) -> None:
         """Freeze one step at a time, posting each step as it is ready."""
-        assert self.session is not None
-        start = time.perf_counter()
-        count = 0
-        try:
-            for step in self.session.run_steps(preserved, passes, cancel=cancel):
-                if cancel.is_set():
-                    return
-                self.post_message(StepReady(run_id, step))
-                count += 1
-        finally:
-            self.post_message(StepsFinished(run_id, count, time.perf_counter() - start))
+        count = self._post_steps(run_id, preserved, passes, cancel)
         # Through the engine process the frozen module's .code follows the last step (read
-        # once the screen has every step): the .code view is told when it is there.
+        # once the screen has every step): the .code view is told when it is there. (The
+        # steps were posted from another frame: none is held here while this waits, when
+        # a re-run's start frees the last run's graphs.)
         known = getattr(self.session, "final_code_known", None)
         if known is None or not count:
             return
@@ -118,6 +110,27 @@ class EngineWork(Widget):
                 return
         if not cancel.is_set():
             self.post_message(FinalCodeReady(run_id))
+
+    def _post_steps(
+        self,
+        run_id: int,
+        preserved: tuple[str, ...],
+        passes: tuple[str, ...],
+        cancel: threading.Event,
+    ) -> int:
+        """Post each step of the run as it arrives, then StepsFinished; the count posted."""
+        assert self.session is not None
+        start = time.perf_counter()
+        count = 0
+        try:
+            for step in self.session.run_steps(preserved, passes, cancel=cancel):
+                if cancel.is_set():
+                    break
+                self.post_message(StepReady(run_id, step))
+                count += 1
+        finally:
+            self.post_message(StepsFinished(run_id, count, time.perf_counter() - start))
+        return count
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="render", description="rendering")
     def render_step(
