@@ -23,6 +23,9 @@ from freezeview.engine import explain
 from freezeview.engine.graph.inventory import build_inventory
 from freezeview.engine.reasons.torch_freeze import module_statuses, torch_outcome
 
+# Growth checks build stacks of 32 to 128 blocks: the slow set (make test) runs them.
+pytestmark = pytest.mark.slow
+
 SMALL, LARGE = 32, 128
 
 

@@ -20,7 +20,8 @@ from freezeview.ui.session import Session
 
 from .conftest import wait_ready
 
-pytestmark = pytest.mark.asyncio
+# A whole run of the app in-process: the slow set (make test) runs it.
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
 
 FINAL = "# .code of the final frozen module"
 
