@@ -393,6 +393,13 @@ class Step:
         return graph.snapshot() if graph is not None else None
 
     @property
+    def forward_graph(self) -> LazyGraph | None:
+        """The ``forward`` graph after the step, its snapshot taken only when asked for
+        (``forward_graph.snapshot()``); None if there is no forward. Steps that left the
+        graph as it was share one."""
+        return self._graphs.get("forward")
+
+    @property
     def node_count(self) -> int | None:
         """Nodes of the ``forward`` graph after the step, without taking a snapshot."""
         graph = self._graphs.get("forward")
