@@ -51,16 +51,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.models import MODELS, DenseNetLike, resnet50, transformer_encoder
 from freezeview.engine.diff.diff import diff_snapshots
 from freezeview.engine.draw.box_ceiling import box_ceiling
-from freezeview.engine.draw.render import (
-    DotTimeoutError,
-    RenderResult,
-    render_diff,
-    render_snapshot,
-    run_dot,
-)
+from freezeview.engine.draw.render import DotTimeoutError, RenderResult, run_dot
 from freezeview.engine.draw.render_dot import GraphAttrs
 from freezeview.engine.draw.render_pictures import snapshot_picture
 from freezeview.engine.draw.render_plan import RenderOptions
+from freezeview.engine.draw.render_start import render_diff, render_snapshot
 from freezeview.engine.draw.view_scopes import module_paths
 from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
 from freezeview.engine.output.export import export

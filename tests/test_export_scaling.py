@@ -259,8 +259,8 @@ def test_a_picture_of_long_edges_past_the_bend_ceiling_never_starts_dot(
     # One box per layer: few boxes, but three values every layer reads, whose edges
     # cross the whole picture. 96 transformer layers drawn so overran 30 s three times
     # in one export; now the coarser level is drawn at once, with a note.
-    from freezeview.engine.draw.render import render_snapshot
     from freezeview.engine.draw.render_plan import RenderOptions as Options
+    from freezeview.engine.draw.render_start import render_snapshot
     from freezeview.engine.graph.snapshot import snapshot_graph
 
     module = torch.jit.script(_SharedReads(40))
@@ -283,6 +283,7 @@ def test_a_picture_waiting_its_turn_is_not_laid_out_once_one_that_size_overran(
     # Pictures go to Graphviz in the background, built before the one ahead of them
     # finished: one that overran in the meantime still spares the later ones its wait.
     from freezeview.engine.draw import render as render_module
+    from freezeview.engine.draw import render_start
     from freezeview.engine.draw.box_ceiling import Overruns
     from freezeview.engine.draw.dot_queue import DotQueue
     from freezeview.engine.draw.render_plan import RenderOptions as Options
@@ -306,8 +307,8 @@ def test_a_picture_waiting_its_turn_is_not_laid_out_once_one_that_size_overran(
     monkeypatch.setattr(render_module, "find_dot", lambda options: "dot")
     options = Options(overruns=Overruns(), modules=frozenset(n for n, _ in module.named_modules()))
     with DotQueue() as dots:
-        first = render_module.start_snapshot(snap, tmp_path / "a.svg", options=options, dots=dots)
-        second = render_module.start_snapshot(snap, tmp_path / "b.svg", options=options, dots=dots)
+        first = render_start.start_snapshot(snap, tmp_path / "a.svg", options=options, dots=dots)
+        second = render_start.start_snapshot(snap, tmp_path / "b.svg", options=options, dots=dots)
         jobs = [first._job, second._job]
         release.set()
         # Both turns taken by the worker (had this thread waited sooner, it would have

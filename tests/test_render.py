@@ -29,15 +29,14 @@ from freezeview.engine.draw.box_ceiling import (
     box_ceiling,
 )
 from freezeview.engine.draw.collapse import build_view
-from freezeview.engine.draw.render import (
-    DotTimeoutError,
-    GraphvizMissingError,
+from freezeview.engine.draw.render import DotTimeoutError, GraphvizMissingError
+from freezeview.engine.draw.render_dot import COLOURS
+from freezeview.engine.draw.render_plan import RenderOptions, auto_level, changed_splits
+from freezeview.engine.draw.render_start import (
     render_diff,
     render_side_by_side,
     render_snapshot,
 )
-from freezeview.engine.draw.render_dot import COLOURS
-from freezeview.engine.draw.render_plan import RenderOptions, auto_level, changed_splits
 from freezeview.engine.draw.view_prepared import drawn_scopes, levels, prepare_view
 from freezeview.engine.draw.view_scopes import (
     box_prefix,

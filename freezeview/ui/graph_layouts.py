@@ -177,7 +177,7 @@ class StepLayouts:
     ) -> Path:
         """The view's picture drawn by Graphviz as a PNG in ``out_dir`` (for terminals
         that show pictures): the same boxes, level and opened modules as the view."""
-        from ..engine.draw.render import render_diff, render_snapshot
+        from ..engine.draw.render_start import render_diff, render_snapshot
 
         options = RenderOptions(
             level=level,

@@ -343,8 +343,8 @@ class Session:
         """Write the step's graph (and its diff against ``before``) into ``out_dir``."""
         from ..engine.diff.diff import diff_snapshots
         from ..engine.draw.box_ceiling import Overruns
-        from ..engine.draw.render import render_diff, render_snapshot
         from ..engine.draw.render_plan import RenderOptions
+        from ..engine.draw.render_start import render_diff, render_snapshot
         from ..engine.draw.view_scopes import module_paths
 
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -2,9 +2,10 @@
 
 :mod:`.collapse` turns a snapshot (or a diff) into the boxes freezeview draws, folded
 by module at the level that fits (:mod:`.view_scopes`, :mod:`.view_folding`,
-:mod:`.render_plan`, :mod:`.box_ceiling`); :mod:`.render` hands the DOT to Graphviz
-with timeouts and coarser fallbacks (:func:`render_snapshot`, :func:`render_diff`,
-:func:`render_side_by_side`). Uses diff, graph and plumbing.
+:mod:`.render_plan`, :mod:`.box_ceiling`); :mod:`.render_start` plans and starts each
+picture (:func:`render_snapshot`, :func:`render_diff`, :func:`render_side_by_side`) and
+:mod:`.render` hands its DOT to Graphviz with timeouts and coarser fallbacks. Uses diff,
+graph and plumbing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
         PendingPicture,
         RenderResult,
         find_dot,
+    )
+    from .render_plan import RenderOptions
+    from .render_start import (
         render_diff,
         render_side_by_side,
         render_snapshot,
@@ -31,7 +35,6 @@ if TYPE_CHECKING:
         start_side_by_side,
         start_snapshot,
     )
-    from .render_plan import RenderOptions
     from .view_scopes import module_paths
 
 __getattr__, __dir__ = lazy_exports(
@@ -42,16 +45,16 @@ __getattr__, __dir__ = lazy_exports(
         "DotFailedError": "render",
         "DotQueue": "dot_queue",
         "PendingPicture": "render",
-        "start_diff": "render",
-        "start_side_by_side": "render",
-        "start_snapshot": "render",
+        "start_diff": "render_start",
+        "start_side_by_side": "render_start",
+        "start_snapshot": "render_start",
         "DotTimeoutError": "render",
         "GraphvizMissingError": "render",
         "RenderResult": "render",
         "find_dot": "render",
-        "render_diff": "render",
-        "render_side_by_side": "render",
-        "render_snapshot": "render",
+        "render_diff": "render_start",
+        "render_side_by_side": "render_start",
+        "render_snapshot": "render_start",
         "RenderOptions": "render_plan",
         "module_paths": "view_scopes",
     },

@@ -17,8 +17,10 @@ a naive picture of the same graph minutes), so it is built to stay fast at any s
   handed to ``dot`` at all: it goes straight to the coarser level an overrun would have
   given, with a note.
 
-This module runs Graphviz and writes the files; the DOT text of each picture comes from
-:mod:`freezeview.engine.draw.render_pictures`.
+This module runs Graphviz, falls back level by level and writes the files; the DOT text
+of each picture comes from :mod:`freezeview.engine.draw.render_pictures`, and
+:mod:`freezeview.engine.draw.render_start` plans a snapshot's, a diff's or both sides'
+picture and starts it (``start_snapshot``, ``render_snapshot`` and their siblings).
 
 Layout engine and settings were chosen by measurement (``benchmarks/bench_render.py``,
 figures in docs/notes/render.md): plain ``dot`` with module clusters. On the fully
@@ -44,44 +46,30 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..diff import GraphDiff
-from ..graph import GraphSnapshot
 from ..plumbing import FreezeviewError, OutputError, atomic
 from .box_ceiling import HOPELESS_BENDS_PER_BOX, bend_ceiling, edge_bends
 from .collapse_values import ViewGraph
 from .dot_queue import DotJob, DotQueue, tracked
-from .render_pictures import Picture, diff_picture, side_by_side_picture, snapshot_picture
+from .render_pictures import Picture
 from .render_plan import (
     RenderOptions,
-    auto_level,
-    changed_splits,
     coarser_level,
-    ghost_scopes,
     level_name,
-    merge_levels,
-    plan_picture,
-    scopes_drawn,
 )
-from .view_prepared import levels
 from .view_scopes import count_at_level
 
 __all__ = [
     "FORMATS",
     "DotFailedError",
-    "DotQueue",
     "DotTimeoutError",
     "GraphvizMissingError",
+    "LevelAttempts",
     "PendingPicture",
     "RenderResult",
     "find_dot",
-    "render_diff",
+    "level_attempts",
     "render_picture",
-    "render_side_by_side",
-    "render_snapshot",
     "run_dot",
-    "start_diff",
-    "start_side_by_side",
-    "start_snapshot",
 ]
 
 #: Output formats: ``dot`` writes the DOT text and needs no Graphviz.
@@ -259,7 +247,7 @@ def render_picture(
         DotTimeoutError: even the coarsest level overran.
         DotFailedError: Graphviz failed at the coarsest level too (nothing is written).
     """
-    attempts = _attempts(
+    attempts = level_attempts(
         make,
         path,
         fmt=fmt,
@@ -295,7 +283,11 @@ class _DotOutcome:
     error: DotTimeoutError | DotFailedError | None = None
 
 
-def _attempts(
+#: :func:`level_attempts`' generator: yields pictures to lay out, is sent how Graphviz did.
+LevelAttempts = Generator[_Attempt, _DotOutcome, RenderResult]
+
+
+def level_attempts(
     make: Callable[[int | None], Picture],
     path: str | os.PathLike[str],
     *,
@@ -305,7 +297,7 @@ def _attempts(
     candidates: list[int | None],
     scopes: Sequence[str] | Mapping[str, int],
     split: tuple[str, ...] = (),
-) -> Generator[_Attempt, _DotOutcome, RenderResult]:
+) -> LevelAttempts:
     """:func:`render_picture`'s levels, one at a time: yields each picture to lay out and
     is sent how Graphviz did on it; returns the result once a picture was written.
 
@@ -460,12 +452,13 @@ class PendingPicture:
 
     :meth:`result` waits for Graphviz, draws the coarser levels an overrun or a failure
     calls for, writes the file and returns what :func:`render_picture` returns. The
-    ``start_*`` functions make one; the ``render_*`` functions are ``start_*(...).result()``.
+    ``start_*`` functions (:mod:`.render_start`) make one; the ``render_*`` functions are
+    ``start_*(...).result()``.
     """
 
     def __init__(
         self,
-        attempts: Generator[_Attempt, _DotOutcome, RenderResult],
+        attempts: LevelAttempts,
         dots: DotQueue,
         fmt: str,
         options: RenderOptions,
@@ -523,172 +516,3 @@ class PendingPicture:
         result.build_seconds += self._planned
         self._planned = 0.0
         return result
-
-
-def _planned_start(
-    attempts: Generator[_Attempt, _DotOutcome, RenderResult],
-    dots: DotQueue | None,
-    fmt: str,
-    options: RenderOptions,
-    started: float,
-) -> PendingPicture:
-    planned = time.perf_counter() - started
-    queue = dots if dots is not None else DotQueue(background=False)
-    return PendingPicture(attempts, queue, fmt, options, planned)
-
-
-def start_snapshot(
-    snapshot: GraphSnapshot,
-    path: str | os.PathLike[str],
-    *,
-    fmt: str = "svg",
-    options: RenderOptions | None = None,
-    title: str = "",
-    dots: DotQueue | None = None,
-) -> PendingPicture:
-    """:func:`render_snapshot`, its Graphviz run handed to ``dots`` (None: run it now)."""
-    options = options or RenderOptions()
-    start = time.perf_counter()
-    level, candidates, scopes = plan_picture(snapshot, options)
-    attempts = _attempts(
-        lambda lv: snapshot_picture(snapshot, options, lv, title=title),
-        path,
-        fmt=fmt,
-        options=options,
-        level=level,
-        candidates=candidates,
-        scopes=scopes,
-    )
-    return _planned_start(attempts, dots, fmt, options, start)
-
-
-def render_snapshot(
-    snapshot: GraphSnapshot,
-    path: str | os.PathLike[str],
-    *,
-    fmt: str = "svg",
-    options: RenderOptions | None = None,
-    title: str = "",
-) -> RenderResult:
-    """Draw one graph snapshot into ``path``.
-
-    Args:
-        snapshot: the graph.
-        path: output file (written atomically).
-        fmt: ``svg``, ``png`` or ``dot``.
-        options: drawing options.
-        title: caption.
-
-    Returns:
-        A :class:`RenderResult`.
-
-    Example::
-
-        render_snapshot(snapshot_graph(torch.jit.freeze(m).graph), "after.svg")
-    """
-    return start_snapshot(snapshot, path, fmt=fmt, options=options, title=title).result()
-
-
-def start_diff(
-    diff: GraphDiff,
-    path: str | os.PathLike[str],
-    *,
-    fmt: str = "svg",
-    options: RenderOptions | None = None,
-    title: str = "",
-    dots: DotQueue | None = None,
-) -> PendingPicture:
-    """:func:`render_diff`, its Graphviz run handed to ``dots`` (None: run it now)."""
-    options = options or RenderOptions()
-    start = time.perf_counter()
-    scopes = scopes_drawn(diff.after, options) + ghost_scopes(diff, options)
-    candidates = merge_levels(
-        levels(diff.after, options.constants, options.modules),
-        levels(diff.before, options.constants, options.modules),
-    )
-    if options.level == "auto":
-        level = auto_level(scopes, candidates, options)
-    elif isinstance(options.level, str):
-        raise ValueError(f"unknown level {options.level!r}")
-    else:
-        level = options.level
-    split: tuple[str, ...] = ()
-    if options.level == "auto" and options.open_changed:
-        split = changed_splits(diff, scopes, level, options)
-
-    def make(lv: int | None) -> Picture:
-        return diff_picture(diff, options, lv, title=title, split=split if lv == level else ())
-
-    attempts = _attempts(
-        make,
-        path,
-        fmt=fmt,
-        options=options,
-        level=level,
-        candidates=candidates,
-        scopes=scopes,
-        split=split,
-    )
-    return _planned_start(attempts, dots, fmt, options, start)
-
-
-def render_diff(
-    diff: GraphDiff,
-    path: str | os.PathLike[str],
-    *,
-    fmt: str = "svg",
-    options: RenderOptions | None = None,
-    title: str = "",
-) -> RenderResult:
-    """Draw the after-graph of ``diff`` with added ops green, changed amber, removed as ghosts.
-
-    The level is chosen on the after-graph plus the ghosts, so a step that removed most
-    of the graph still fits the budget; at the automatic level, the boxes where things
-    changed are then opened while the budget allows (:func:`changed_splits`).
-    """
-    return start_diff(diff, path, fmt=fmt, options=options, title=title).result()
-
-
-def start_side_by_side(
-    diff: GraphDiff,
-    path: str | os.PathLike[str],
-    *,
-    fmt: str = "svg",
-    options: RenderOptions | None = None,
-    title: str = "",
-    dots: DotQueue | None = None,
-) -> PendingPicture:
-    """:func:`render_side_by_side`, its Graphviz run handed to ``dots`` (None: run it now)."""
-    options = options or RenderOptions()
-    start = time.perf_counter()
-    level_a, cand_a, scopes_a = plan_picture(diff.after, options)
-    _level_b, cand_b, scopes_b = plan_picture(diff.before, options)
-    candidates = merge_levels(cand_a, cand_b)
-    level = level_a
-    if options.level == "auto":
-        level = auto_level(scopes_a + scopes_b, candidates, options)
-    attempts = _attempts(
-        lambda lv: side_by_side_picture(diff, options, lv, title=title),
-        path,
-        fmt=fmt,
-        options=options,
-        level=level,
-        candidates=candidates,
-        scopes=scopes_a + scopes_b,
-    )
-    return _planned_start(attempts, dots, fmt, options, start)
-
-
-def render_side_by_side(
-    diff: GraphDiff,
-    path: str | os.PathLike[str],
-    *,
-    fmt: str = "svg",
-    options: RenderOptions | None = None,
-    title: str = "",
-) -> RenderResult:
-    """Draw before and after next to each other.
-
-    Removed ops are red on the left, added ones green on the right, changed amber on both.
-    """
-    return start_side_by_side(diff, path, fmt=fmt, options=options, title=title).result()
