@@ -67,7 +67,7 @@ def test_a_run_after_explain_freezes_and_explains_once(
         assert counted == {"freeze": 1, "explain": 1}, preserved
     # The final graph is torch's own.
     expected = torch.jit.freeze(torch.jit.load(str(session.path)).eval())
-    assert steps[-1].snapshot.kinds() == _kinds(expected.graph)
+    assert session.step_graph(steps[-1].graph).kinds() == _kinds(expected.graph)
     assert _storage_uses(session) == before
 
 
@@ -236,12 +236,12 @@ def test_a_rerun_takes_the_last_runs_inline_and_fold_pictures(tmp_path: Path) ->
     session = Session(path=save_small(tmp_path / "small.pt"))
     session.open()
     passes = [p.id for p in session.available_passes() if p.default]
-    first = {s.name: s.snapshot for s in session.run_steps([], passes)}
-    again = {s.name: s.snapshot for s in session.run_steps([], passes)}
+    first = _graphs(session, [], passes)
+    again = _graphs(session, [], passes)
     assert again["inline"] is first["inline"]
     assert again["fold_attributes"] is first["fold_attributes"]
     assert again["cleanup"] is not first["cleanup"]  # torch's own clone, renamed types
-    other = {s.name: s.snapshot for s in session.run_steps(["scale"], passes)}
+    other = _graphs(session, ["scale"], passes)
     assert other["inline"] is first["inline"]
     assert other["fold_attributes"] is not first["fold_attributes"]
     assert other["fold_attributes"].text != first["fold_attributes"].text
@@ -249,6 +249,12 @@ def test_a_rerun_takes_the_last_runs_inline_and_fold_pictures(tmp_path: Path) ->
 
     fresh = {s.name: s.snapshot for s in Pipeline(session.load(), session_plan(["scale"])).run()}
     assert fresh["fold_attributes"] == other["fold_attributes"]
+
+
+def _graphs(session: Session, preserved: list[str], passes: list[str]) -> dict[str, Any]:
+    """Each step's graph of one run, by step name (every one asked for)."""
+    steps = list(session.run_steps(preserved, passes))
+    return {s.name: session.step_graph(s.graph) for s in steps}
 
 
 def session_plan(preserved: list[str]) -> Any:

@@ -9,8 +9,6 @@ and forwards every warning. Only this process imports torch.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import itertools
 import os
 import sys
 import threading
@@ -23,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.plumbing.errors import FreezeviewError
-from .remote_session import ERROR_TYPES, KEPT_RUNS, EngineError
+from .remote_session import ERROR_TYPES, EngineError
 
 __all__ = ["error_info", "forward_warnings", "serve"]
 
@@ -46,9 +44,6 @@ class _Engine:
         self.cancels: dict[int, threading.Event] = {}
         # Work a call leaves for after its answer (the run's final .code).
         self.after: dict[int, Callable[[], None]] = {}
-        # Snapshots by key, per run, so the screen can name one instead of sending it.
-        self.snapshots: dict[int, dict[int, Any]] = {}
-        self._next_key = itertools.count(1)
         self._opened: Any = None
         self._open_error: BaseException | None = None
         self._have_session = threading.Event()
@@ -103,24 +98,16 @@ class _Engine:
 
     def call_run_steps(self, rid: int, preserved: list[str], passes: list[str]) -> Any:
         cancel = self.cancels.setdefault(rid, threading.Event())
-        # The new run is added next: keep KEPT_RUNS - 1 of the earlier ones.
-        for run in sorted(self.snapshots)[: max(0, len(self.snapshots) - KEPT_RUNS + 1)]:
-            del self.snapshots[run]
-        kept = self.snapshots.setdefault(rid, {})
-        keys: dict[int, int] = {}
         # The frozen module's .code is read once the screen has every step (see handle).
         self.after[rid] = partial(self._send_final_code, rid)
+        # Each step's facts only: its graph is named by key, and taken (snapshotted here,
+        # sent whole) when the screen shows it (call_step_graph).
         for view in self.session.run_steps(preserved, passes, cancel=cancel, code=False):
-            snapshot = view.snapshot
-            key = keys.get(id(snapshot))
-            if key is None:
-                key = next(self._next_key)
-                keys[id(snapshot)] = key
-                kept[key] = snapshot
-                self.send(("item", rid, (key, view)))
-            else:  # an unchanged step: the screen has this graph already
-                self.send(("item", rid, (key, dataclasses.replace(view, snapshot=None))))
+            self.send(("item", rid, view))
         return None
+
+    def call_step_graph(self, rid: int, key: int) -> Any:
+        return self.session.step_graph(key)
 
     def _send_final_code(self, rid: int) -> None:
         self.send(("final_code", rid, self.session.read_final_code()))
@@ -128,10 +115,7 @@ class _Engine:
     def _snapshot(self, ref: tuple[str, Any]) -> Any:
         how, value = ref
         if how == "key":
-            for kept in self.snapshots.values():
-                if value in kept:
-                    return kept[value]
-            raise EngineError("that step's graph is no longer kept: press r to re-run.")
+            return self.session.step_graph(value)
         return value
 
     def call_render_step(

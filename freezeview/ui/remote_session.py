@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from .graph_canvas import Canvas
     from .views import AttrView, OpenedView, StepView
 
-__all__ = ["ERROR_TYPES", "KEPT_RUNS", "EngineError", "RemoteSession"]
+__all__ = ["ERROR_TYPES", "EngineError", "RemoteSession"]
 
 ERROR_TYPES: dict[str, type[FreezeviewError]] = {
     cls.__name__: cls for cls in (FreezeviewError, BadInputError, PlanError, OutputError)
@@ -66,11 +66,6 @@ ERROR_TYPES: dict[str, type[FreezeviewError]] = {
 # How long a closing engine gets to leave by itself before it is killed: torch may hold
 # the GIL so the engine cannot even read the request, and ``q`` must quit at once.
 _CLOSE_GRACE = 0.05
-# Snapshots of this many recent runs stay addressable by key (for ``g`` on a step): the
-# current run's only. A re-run replaces every step the screen shows, and keeping the
-# last run too held two runs' graphs in both processes through every re-run (a step of
-# an older run still renders: its graph is sent whole).
-KEPT_RUNS = 1
 
 
 class EngineError(FreezeviewError):
@@ -153,9 +148,10 @@ class RemoteSession:
         self._closed = False
         # The child that died between calls (its process and stderr), not yet reported.
         self._lost: tuple[subprocess.Popen[bytes], Any] | None = None
-        # Snapshot keys the engine gave, by run: id(snapshot) -> (key, snapshot). The
-        # snapshot is held so its id cannot be reused while the key is remembered.
-        self._keys: dict[int, dict[int, tuple[int, GraphSnapshot]]] = {}
+        # The current run's graphs taken from the engine, by key (StepView.graph); the
+        # epoch counts the runs forgotten, so a late answer for an earlier run is not kept.
+        self._graphs: dict[int, GraphSnapshot] = {}
+        self._epoch = 0
         with self._lock:
             self._start()
 
@@ -163,7 +159,8 @@ class RemoteSession:
     def _start(self) -> None:
         """Start a child (the lock is held)."""
         self._generation += 1
-        self._keys.clear()
+        self._graphs = {}
+        self._epoch += 1
         self._opened = None
         conn, proc, stderr = _spawn()
         self._conn, self._proc, self._stderr = conn, proc, stderr
@@ -335,30 +332,36 @@ class RemoteSession:
         self.final_code = None
         self._last_run = rid
         self._code_read.clear()
-        generation = call.generation
-        # The new run is added next: keep KEPT_RUNS - 1 of the earlier ones.
-        for run in sorted(self._keys)[: max(0, len(self._keys) - KEPT_RUNS + 1)]:
-            del self._keys[run]
-        keys = self._keys.setdefault(rid, {})
-        by_key: dict[int, GraphSnapshot] = {}
         stream = self._answers(rid, call, cancel)
         try:
             while True:
                 try:
-                    key, view = next(stream)
+                    view: StepView = next(stream)
                 except StopIteration as end:
                     # The engine sends the .code after the steps ("final_code").
                     if end.value is not None:
                         self.final_code = end.value
                     return
-                if view.snapshot is None:  # the same graph as an earlier step: not resent
-                    view = dataclasses.replace(view, snapshot=by_key[key])
-                by_key[key] = view.snapshot
-                if generation == self._generation:
-                    keys[id(view.snapshot)] = (key, view.snapshot)
                 yield view
         finally:
             stream.close()  # a consumer that stops early cancels the engine's run now
+
+    def step_graph(self, key: int) -> GraphSnapshot:
+        """The snapshot of the last run's graph ``key`` (a step's ``graph``): kept here
+        once taken, else asked of the engine, which snapshots it now (blocking)."""
+        known = self._graphs.get(key)
+        if known is not None:
+            return known
+        epoch = self._epoch
+        snapshot: GraphSnapshot = self._call("step_graph", key)
+        with self._lock:
+            if epoch == self._epoch:
+                snapshot = self._graphs.setdefault(key, snapshot)
+        return snapshot
+
+    def known_graph(self, key: int) -> GraphSnapshot | None:
+        """The snapshot of graph ``key`` if this side has it already (never blocks)."""
+        return self._graphs.get(key)
 
     def wait_final_code(self, timeout: float = 30.0) -> str | None:
         """:attr:`final_code` once the engine has read it after the last run (blocking:
@@ -381,22 +384,28 @@ class RemoteSession:
     def forget_runs(self) -> None:
         """Let go of the earlier runs' graphs this side holds by key (a new run starts:
         they are never asked for again, and the screen frees them before it collects)."""
-        self._keys.clear()
+        with self._lock:
+            self._graphs = {}
+            self._epoch += 1
 
-    def _ref(self, snapshot: GraphSnapshot | None) -> tuple[str, Any]:
-        """A snapshot the engine already has goes by key; others go whole."""
-        if snapshot is None:
+    @staticmethod
+    def _ref(graph: GraphSnapshot | int | None) -> tuple[str, Any]:
+        """A step's graph goes by key (the engine has it); a snapshot goes whole."""
+        if graph is None:
             return ("none", None)
-        for keys in self._keys.values():
-            known = keys.get(id(snapshot))
-            if known is not None and known[1] is snapshot:
-                return ("key", known[0])
-        return ("value", snapshot)
+        if isinstance(graph, int):
+            return ("key", graph)
+        return ("value", graph)
 
     def render_step(
-        self, before: GraphSnapshot | None, after: GraphSnapshot, out_dir: Path, stem: str
+        self,
+        before: GraphSnapshot | int | None,
+        after: GraphSnapshot | int,
+        out_dir: Path,
+        stem: str,
     ) -> list[Path]:
-        """Write the step's graph (and its diff against ``before``) into ``out_dir``."""
+        """Write the step's graph (and its diff against ``before``) into ``out_dir``; a
+        graph is a snapshot or a step's key."""
         paths, notes = self._call(
             "render_step", self._ref(before), self._ref(after), Path(out_dir), stem
         )
@@ -405,8 +414,8 @@ class RemoteSession:
 
     def graph_canvas(
         self,
-        before: GraphSnapshot | None,
-        after: GraphSnapshot,
+        before: GraphSnapshot | int | None,
+        after: GraphSnapshot | int,
         level: int | str | None = "auto",
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,
@@ -428,8 +437,8 @@ class RemoteSession:
 
     def graph_picture(
         self,
-        before: GraphSnapshot | None,
-        after: GraphSnapshot,
+        before: GraphSnapshot | int | None,
+        after: GraphSnapshot | int,
         level: int | str | None = "auto",
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,

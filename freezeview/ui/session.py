@@ -11,6 +11,7 @@ the app uses it directly only when given an already loaded module (Python API, t
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from ..engine.freeze.passes import REGISTRY, default_passes
 from ..engine.graph.snapshot_values import GraphSnapshot, SourceLocation
 from ..engine.load.loading import LoadedModel, in_training_mode, load_model
 from ..engine.plumbing.atomic import write_text
-from ..engine.plumbing.errors import BadInputError, PlanError
+from ..engine.plumbing.errors import BadInputError, FreezeviewError, PlanError
 from ..engine.reasons.mutation import inline_method_graph
 from .views import AttrView, OpenedView, PassView, ReasonView, StepView
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from .graph_canvas import Canvas
 
 __all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "Session", "StepView"]
+
+# Graph keys, unique in the process: a key of an earlier run never names a later graph.
+_KEYS = itertools.count(1)
 
 
 @dataclass
@@ -75,8 +79,10 @@ class Session:
     # the same names takes them (the freeze is the run's clean-up step).
     _explained: tuple[tuple[str, ...], Any, Any] | None = field(default=None, repr=False)
     _explained_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    # The last run's inline and fold snapshots, offered to the next run.
+    # The last run's inline and fold graphs, their snapshots offered to the next run.
     _pictures: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
+    # The last run's graphs by key (StepView.graph), each snapshotted on first request.
+    _step_graphs: dict[int, Any] = field(default_factory=dict, repr=False)
     # The last run's pipeline while its ``.code`` is still to be read (run_steps(code=False)).
     _kept: Any = field(default=None, repr=False)
     _kept_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -263,6 +269,7 @@ class Session:
         # memory stays put across re-runs.
         forget_recent()
         forget_prepared()
+        self._step_graphs = {}
         if self._layouts is not None:
             from .graph_layouts import StepLayouts
 
@@ -276,22 +283,38 @@ class Session:
         else:
             self._release(held)
         # The inline and fold pictures come out the same for the same plan: the last
-        # run's snapshots are offered, and taken where the printouts match.
-        pipeline.offer_pictures(self._pictures)
-        pictures: dict[tuple[str, str], GraphSnapshot] = {}
+        # run's snapshots (those somebody asked for) are offered, and taken where the
+        # printouts match.
+        earlier, self._pictures = self._pictures, {}
+        pipeline.offer_pictures({k: g.snapshot() for k, g in earlier.items() if g.built})
+        del earlier
+        pictures: dict[tuple[str, str], Any] = {}
+        # The run's graphs by key: a step's snapshot is taken when somebody asks for it
+        # (step_graph), never for a step nobody looks at.
+        graphs: dict[int, Any] = {}
+        self._step_graphs = graphs
+        keys: dict[int, int] = {}
         # With sample inputs each changed step's forward is timed (the latency column).
         measured = MeasuredRun(pipeline, threads=self.threads, budget=self.time_budget)
         self.final_code = None
-        previous: GraphSnapshot | None = None
+        previous: tuple[int, int] | None = None
         try:
             for step in measured.run(progress=progress, cancel=cancel):
-                snapshot = step.snapshot if step.snapshot is not None else previous
-                if snapshot is None:
+                graph = step.forward_graph
+                if graph is not None:
+                    key = keys.get(id(graph))
+                    if key is None:
+                        key = keys[id(graph)] = next(_KEYS)
+                        graphs[key] = graph
+                    shown = (key, graph.node_count)
+                elif previous is not None:
+                    shown = previous
+                else:
                     continue  # no forward graph to show yet
-                if step.name in ("inline", "fold_attributes") and step.snapshot is not None:
-                    pictures[(step.name, "forward")] = step.snapshot
-                yield _step_view(step, snapshot, measured.measurement)
-                previous = snapshot
+                if step.name in ("inline", "fold_attributes") and graph is not None:
+                    pictures[(step.name, "forward")] = graph
+                yield _step_view(step, *shown, measured.measurement)
+                previous = shown
             self._pictures = pictures
             frozen = pipeline.frozen_module
             if frozen is not None and not code:
@@ -302,8 +325,31 @@ class Session:
         finally:
             # Every re-run freezes the same loaded model again: without this, torch
             # keeps each run's frozen graphs and constants as long as the model lives.
+            # (The steps' graphs are the run's own copies: they stay for step_graph.)
             if self._kept is not pipeline:
                 pipeline.release()
+
+    def step_graph(self, key: int) -> GraphSnapshot:
+        """The snapshot of the last run's graph ``key`` (a :class:`StepView`'s ``graph``),
+        taken now if nobody asked for it before (blocking: workers only).
+
+        Raises:
+            FreezeviewError: the key is not the last run's (a new run started since).
+        """
+        graph = self._step_graphs.get(key)
+        if graph is None:
+            raise FreezeviewError("that step's graph is no longer kept: press r to re-run.")
+        snapshot: GraphSnapshot = graph.snapshot()
+        return snapshot
+
+    def known_graph(self, key: int) -> GraphSnapshot | None:
+        """The snapshot of graph ``key`` if it has been taken already (never blocks)."""
+        graph = self._step_graphs.get(key)
+        return graph.snapshot() if graph is not None and graph.built else None
+
+    def _resolve(self, graph: GraphSnapshot | int | None) -> GraphSnapshot | None:
+        """A graph given by key (a step's) or as a snapshot, as a snapshot."""
+        return self.step_graph(graph) if isinstance(graph, int) else graph
 
     def read_final_code(self) -> str | None:
         """``.code`` of the last run's frozen module, kept by ``run_steps(code=False)``.
@@ -338,9 +384,16 @@ class Session:
         return unified_ir_diff(before, after, before_label=a, after_label=b)
 
     def render_step(
-        self, before: GraphSnapshot | None, after: GraphSnapshot, out_dir: Path, stem: str
+        self,
+        before: GraphSnapshot | int | None,
+        after: GraphSnapshot | int,
+        out_dir: Path,
+        stem: str,
     ) -> list[Path]:
-        """Write the step's graph (and its diff against ``before``) into ``out_dir``."""
+        """Write the step's graph (and its diff against ``before``) into ``out_dir``;
+        a graph is a snapshot or a step's key (:meth:`step_graph`)."""
+        before, after = self._resolve(before), self._resolve(after)
+        assert after is not None
         from ..engine.diff.diff import diff_snapshots
         from ..engine.draw.box_ceiling import Overruns
         from ..engine.draw.render_plan import RenderOptions
@@ -371,8 +424,8 @@ class Session:
 
     def graph_canvas(
         self,
-        before: GraphSnapshot | None,
-        after: GraphSnapshot,
+        before: GraphSnapshot | int | None,
+        after: GraphSnapshot | int,
         level: int | str | None = "auto",
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,
@@ -380,9 +433,12 @@ class Session:
     ) -> Canvas | None:
         """The step's graph (its diff against ``before`` when given) laid out by dot in
         terminal cells and drawn for the graph view; kept per step, level and opened
-        boxes; a module level fitted to a pane ``rows`` high. None when another layout
-        was asked for before this one was made."""
+        boxes; a module level fitted to a pane ``rows`` high (a graph is a snapshot or a
+        step's key). None when another layout was asked for before this one was made."""
         from ..engine.draw.view_scopes import module_paths
+
+        before, after = self._resolve(before), self._resolve(after)
+        assert after is not None
         from .graph_layouts import StepLayouts
 
         if self._layouts is None:
@@ -392,8 +448,8 @@ class Session:
 
     def graph_picture(
         self,
-        before: GraphSnapshot | None,
-        after: GraphSnapshot,
+        before: GraphSnapshot | int | None,
+        after: GraphSnapshot | int,
         level: int | str | None = "auto",
         expand: Sequence[str] = (),
         reasons: Mapping[str, str] | None = None,
@@ -402,6 +458,8 @@ class Session:
         pictures), in a temporary folder of this session."""
         import tempfile
 
+        before, after = self._resolve(before), self._resolve(after)
+        assert after is not None
         self.graph_canvas(before, after, level, expand, reasons)  # the layouts' keeper
         if self._picture_dir is None:
             self._picture_dir = Path(tempfile.mkdtemp(prefix="freezeview-view-"))
@@ -470,7 +528,7 @@ def _numerics_text(value: Any) -> str:
     return text if value.allclose else f"{text} ✗"
 
 
-def _step_view(step: Any, snapshot: GraphSnapshot, measurement: Any = None) -> StepView:
+def _step_view(step: Any, graph: int, node_count: int, measurement: Any = None) -> StepView:
     latency = verdict = ""
     if measurement is not None and measurement.unfrozen is not None:
         from ..engine.measure import latency_cell, verdict_text
@@ -482,8 +540,9 @@ def _step_view(step: Any, snapshot: GraphSnapshot, measurement: Any = None) -> S
         index=int(step.index),
         name=str(step.name),
         title=str(step.title),
-        snapshot=snapshot,
+        graph=graph,
         changed=bool(step.changed),
+        node_count=node_count,
         added=int(step.nodes_added),
         removed=int(step.nodes_removed),
         changed_nodes=int(step.nodes_changed),

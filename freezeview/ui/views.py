@@ -8,10 +8,6 @@ first screen appears before torch has even loaded).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ..engine.graph.snapshot_values import GraphSnapshot
 
 __all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "StepView"]
 
@@ -65,13 +61,23 @@ class PassView:
 
 @dataclass(frozen=True)
 class StepView:
-    """One step of freezing, as the steps bar and the IR pane show it."""
+    """One step of freezing, as the steps bar and the IR pane show it.
+
+    The step's graph is not in it: ``graph`` names it in the session
+    (``session.step_graph(graph)`` takes it, blocking; ``session.known_graph(graph)``
+    says whether the screen has it already). Steps that leave the graph as it was share
+    their key. A run's steps cost what torch's freeze costs, plus one snapshot per step
+    somebody looks at.
+    """
 
     index: int
     name: str
     title: str
-    snapshot: GraphSnapshot
+    #: The key of the step's ``forward`` graph in the session (this run only).
+    graph: int
     changed: bool
+    #: Nodes of that graph, nested blocks included.
+    node_count: int = 0
     added: int = 0
     removed: int = 0
     changed_nodes: int = 0

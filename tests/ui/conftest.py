@@ -56,6 +56,11 @@ def small_pt() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def step_graph(screen, index: int):  # type: ignore[no-untyped-def]
+    """The graph of the screen's step ``index`` (taken from the engine if need be)."""
+    return screen.session.step_graph(screen.steps[index].graph)
+
+
 async def wait_ready(pilot, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
     """Wait until the model is loaded, explained and every step has arrived."""
     import time
@@ -70,6 +75,7 @@ async def wait_ready(pilot, timeout: float = 30.0) -> None:  # type: ignore[no-u
             and screen.run_id > 0
             and not screen.stepping
             and not screen._explaining
+            and not screen.ir_pane.taking_graph
         )
         if failed or settled:
             await pilot.pause()

@@ -15,7 +15,7 @@ from freezeview.ui.screens.main import MainScreen
 from freezeview.ui.session import Session
 from freezeview.ui.widgets.ir_view import display_text
 
-from .conftest import wait_ready
+from .conftest import step_graph, wait_ready
 
 pytestmark = pytest.mark.asyncio
 
@@ -115,13 +115,13 @@ async def test_n_and_p_step_through_the_graphs(small_pt: Path, tmp_path: Path) -
         texts = [ir_text(screen)]
         for i in range(1, len(screen.steps)):
             await pilot.press("n")
-            await pilot.pause()
+            await wait_ready(pilot)
             assert screen.current_step == i
             assert screen.steps_bar.timeline.cursor_row == i
-            assert ir_text(screen) == display_text(screen.steps[i].snapshot.text).rstrip("\n")
+            assert ir_text(screen) == display_text(step_graph(screen, i).text).rstrip("\n")
             texts.append(ir_text(screen))
         # The last step is torch.jit.freeze's graph.
-        final = Counter(node.kind for node in screen.steps[-1].snapshot.walk())
+        final = Counter(node.kind for node in step_graph(screen, -1).walk())
         assert final == torch_frozen_kinds(small_pt)
         assert texts[0] != texts[-1]
         await pilot.press("n")  # past the end: stays
@@ -165,7 +165,7 @@ async def test_t_and_r_change_the_steps(small_pt: Path, tmp_path: Path) -> None:
         screen = app.main_screen
         before = [s.name for s in screen.steps]
         assert "fold_conv_bn" in before
-        assert "aten::batch_norm" not in screen.steps[-1].snapshot.kinds()
+        assert "aten::batch_norm" not in step_graph(screen, -1).kinds()
         passes = screen.steps_bar.passes
         passes.focus()
         index = next(
@@ -182,7 +182,7 @@ async def test_t_and_r_change_the_steps(small_pt: Path, tmp_path: Path) -> None:
         after = [s.name for s in screen.steps]
         assert "fold_conv_bn" not in after and after != before
         # Without conv-bn folding torch leaves the batch_norm in place too.
-        assert screen.steps[-1].snapshot.kinds()["aten::batch_norm"] == 1
+        assert step_graph(screen, -1).kinds()["aten::batch_norm"] == 1
         assert not screen.stale
 
 
@@ -206,7 +206,7 @@ async def test_d_cycles_ir_code_and_diff(small_pt: Path, tmp_path: Path) -> None
             for line in text.splitlines()
             if line.startswith("-") and not line.startswith("---")
         }
-        assert removed <= set(display_text(screen.steps[0].snapshot.text).splitlines())
+        assert removed <= set(display_text(step_graph(screen, 0).text).splitlines())
         await pilot.press("d")
         assert screen.view_mode == "ir"
 

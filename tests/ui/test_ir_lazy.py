@@ -10,7 +10,7 @@ import pytest
 
 from freezeview.ui.lexer import TorchScriptIRLexer
 
-from .conftest import wait_ready
+from .conftest import step_graph, wait_ready
 from .test_app import SIZE, app_for
 
 pytestmark = pytest.mark.asyncio
@@ -25,9 +25,15 @@ async def test_a_big_step_is_lexed_as_far_as_it_is_seen(
         await wait_ready(pilot)
         screen = app.main_screen
         step = screen.steps[0]
-        lines = step.snapshot.text.splitlines()
+        graph = step_graph(screen, 0)
+        lines = graph.text.splitlines()
         big_text = "\n".join(lines * (20_000 // len(lines) + 1)) + "\n"  # ~20k lines
-        big = dataclasses.replace(step, snapshot=dataclasses.replace(step.snapshot, text=big_text))
+        big_graph = dataclasses.replace(graph, text=big_text)
+        big = dataclasses.replace(step, graph=-1)  # a key of its own
+        known = screen.session.known_graph
+        monkeypatch.setattr(
+            screen.session, "known_graph", lambda key: big_graph if key == -1 else known(key)
+        )
 
         lexed: list[int] = []
         original = TorchScriptIRLexer.get_tokens

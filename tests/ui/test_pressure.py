@@ -10,7 +10,7 @@ import pytest
 
 from freezeview.ui.widgets.ir_view import display_text
 
-from .conftest import wait_ready
+from .conftest import step_graph, wait_ready
 from .test_app import SIZE, app_for, ir_text
 
 pytestmark = pytest.mark.asyncio
@@ -22,7 +22,7 @@ def _assert_consistent(screen) -> None:  # type: ignore[no-untyped-def]
     assert 0 <= current < len(screen.steps)
     assert screen.steps_bar.timeline.cursor_row == current
     if screen.view_mode == "ir":
-        assert ir_text(screen) == display_text(screen.steps[current].snapshot.text).rstrip("\n")
+        assert ir_text(screen) == display_text(step_graph(screen, current).text).rstrip("\n")
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -66,34 +67,61 @@ def test_open_explain_and_steps_match_the_in_process_session(
     assert [(s.index, s.name, s.changed, s.added, s.removed) for s in got] == [
         (s.index, s.name, s.changed, s.added, s.removed) for s in want
     ]
-    assert [s.snapshot.text for s in got] == [s.snapshot.text for s in want]
-    assert [s.snapshot for s in got] == [s.snapshot for s in want]
+    assert [s.node_count for s in got] == [s.node_count for s in want]
+    graphs = [remote.step_graph(s.graph) for s in got]
+    assert graphs == [local.step_graph(s.graph) for s in want]
+    assert [g.node_count for g in graphs] == [s.node_count for s in got]
     assert remote.wait_final_code() == local.final_code and remote.final_code
 
 
-def test_unchanged_steps_share_one_snapshot_and_are_not_sent_twice(
-    remote: RemoteSession,
+def test_steps_come_without_their_graphs_and_unchanged_ones_share_one(
+    remote: RemoteSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A run sends each step's facts only: its graph crosses when the screen asks for it
+    (once: the screen keeps it for the run), and unchanged steps name the same graph."""
+    from freezeview.ui import remote_session
+
+    sizes: list[int] = []
+    receive = remote_session._receive
+
+    def measured(conn):  # type: ignore[no-untyped-def]
+        message = receive(conn)
+        sizes.append(len(pickle.dumps(message)))
+        return message
+
+    monkeypatch.setattr(remote_session, "_receive", measured)
     steps = list(remote.run_steps([], default_passes(remote)))
+    remote.wait_final_code()
+    sent = sum(sizes)
     unchanged = [i for i, s in enumerate(steps) if i and not s.changed]
     assert unchanged, "the small model has passes that change nothing"
     for i in unchanged:
-        assert steps[i].snapshot is steps[i - 1].snapshot
+        assert steps[i].graph == steps[i - 1].graph
+    first = remote.step_graph(steps[0].graph)
+    # The whole run's messages weigh less than the one graph asked for.
+    assert sent < len(pickle.dumps(first)), (sent, len(pickle.dumps(first)))
+    sizes.clear()
+    assert remote.step_graph(steps[0].graph) is first
+    assert remote.known_graph(steps[0].graph) is first
+    assert sizes == []  # asked again: not sent again
 
 
-def test_render_names_snapshots_the_engine_already_has(
-    remote: RemoteSession, tmp_path: Path
-) -> None:
+def test_render_names_the_steps_graphs_by_key(remote: RemoteSession, tmp_path: Path) -> None:
     steps = list(remote.run_steps([], default_passes(remote)))
-    before, after = steps[0].snapshot, steps[-1].snapshot
-    assert remote._ref(after)[0] == "key"  # sent as a key, not pickled back
+    before, after = steps[0].graph, steps[-1].graph
+    assert remote._ref(after) == ("key", after)  # named, not pickled back
     paths = remote.render_step(before, after, tmp_path, "last")
     assert {p.name for p in paths} == {"last.svg", "last-diff.svg", "last.diff"}
     assert all(p.is_file() and p.stat().st_size for p in paths)
-    # A snapshot the engine never sent still works: it travels whole.
-    copy = type(after)(after.method, after.block, after.text, after.node_count)
+    # A snapshot the engine does not have works too: it travels whole.
+    snap = remote.step_graph(after)
+    copy = type(snap)(snap.method, snap.block, snap.text, snap.node_count)
     assert remote._ref(copy)[0] == "value"
     assert remote.render_step(None, copy, tmp_path, "copy")[0].name == "copy.svg"
+    # A key of an earlier run is no longer kept: the engine says so.
+    list(remote.run_steps([], default_passes(remote)))
+    with pytest.raises(Exception, match="no longer kept"):
+        remote.step_graph(before)
 
 
 def test_engine_errors_arrive_as_the_same_sentences(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from freezeview.ui.session import Session
@@ -63,7 +64,8 @@ def test_a_rerun_drops_what_the_engine_kept_of_the_last_run(small_pt: Path) -> N
     # The first run's views stay alive: an id of a freed snapshot could be reused by a
     # graph of the second run, which the caches may rightly hold.
     first_views = list(session.run_steps([], passes))
-    first = {id(s.snapshot) for s in first_views}
+    first_graphs = [session.step_graph(s.graph) for s in first_views]
+    first = {id(g) for g in first_graphs}
     held = {id(entry[0]) for entry in diff_module._side_cache.values()}
     held |= {id(entry[0]) for entry in view_prepared._prepared_cache.values()}
     assert held & first  # the run's steps diffed its graphs
@@ -74,7 +76,7 @@ def test_a_rerun_drops_what_the_engine_kept_of_the_last_run(small_pt: Path) -> N
     held |= {id(entry[0]) for entry in view_prepared._prepared_cache.values()}
     # (A re-run's inline and fold pictures are the last run's snapshots when the
     # printouts match: those are this run's graphs too.)
-    assert not held & (first - {id(s.snapshot) for s in second})
+    assert not held & (first - {id(session.step_graph(s.graph)) for s in second})
 
 
 def test_the_engine_process_keeps_one_runs_graphs(small_pt: Path) -> None:
@@ -87,7 +89,38 @@ def test_the_engine_process_keeps_one_runs_graphs(small_pt: Path) -> None:
         opened = session.open()
         passes = [p.id for p in opened.passes if p.default]
         for _ in range(3):
-            assert list(session.run_steps([], passes))
-        assert len(session._keys) == 1
+            steps = list(session.run_steps([], passes))
+            assert steps
+            for step in steps:
+                session.step_graph(step.graph)
+            session.forget_runs()  # as the screen does at a run's start
+            assert session.known_graph(steps[0].graph) is None
     finally:
         session.close()
+
+
+def test_a_run_snapshots_only_the_graphs_asked_for(
+    small_pt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step's graph is walked into a snapshot when somebody asks for it, never for
+    a step nobody looks at (at L12 the walks and their transfer were half a re-run)."""
+    from freezeview.engine.freeze import steps as steps_module
+
+    walked: list[str] = []
+    snapshot_graph = steps_module.snapshot_graph
+
+    def counting(graph, method, **kwargs):  # type: ignore[no-untyped-def]
+        walked.append(method)
+        return snapshot_graph(graph, method, **kwargs)
+
+    monkeypatch.setattr(steps_module, "snapshot_graph", counting)
+    # As on a big graph: a step's counts come from the printout's node kinds.
+    monkeypatch.setattr(steps_module, "FULL_DIFF_LIMIT", 0)
+    session = Session(path=small_pt)
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    steps = list(session.run_steps([], passes))
+    assert steps and walked == []
+    last = session.step_graph(steps[-1].graph)
+    assert walked == ["forward"] and last.node_count == steps[-1].node_count
+    assert session.step_graph(steps[-1].graph) is last and walked == ["forward"]

@@ -21,7 +21,6 @@ from textual.widget import Widget
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from ...engine.plumbing.errors import BadInputError
-from ..collector import Handoff
 from ..messages import (
     EngineFailed,
     ExplanationReady,
@@ -35,7 +34,6 @@ from ..messages import (
 from ..views import StepView
 
 if TYPE_CHECKING:
-    from ...engine.graph.snapshot_values import GraphSnapshot
     from ..host import ScreenHost
     from ..remote_session import RemoteSession
     from ..session import Session
@@ -133,15 +131,12 @@ class EngineWork(Widget):
         return count
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="render", description="rendering")
-    def render_step(
-        self, graphs: Handoff[tuple[StepView, GraphSnapshot | None]], out_dir: Path
-    ) -> None:
-        """Render the step's graph and its diff to SVG (``graphs``: the step, and the
-        graph before it)."""
+    def render_step(self, step: StepView, before: int | None, out_dir: Path) -> None:
+        """Render the step's graph and its diff to SVG (``before``: the key of the graph
+        before it; the graphs are the engine's, named by key)."""
         assert self.session is not None
-        step, before = graphs.take()
         stem = f"{step.index:02d}-{step.name}"
-        paths = self.session.render_step(before, step.snapshot, out_dir, stem)
+        paths = self.session.render_step(before, step.graph, out_dir, stem)
         self.post_message(Rendered(paths))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="export", description="exporting")

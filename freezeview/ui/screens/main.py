@@ -34,7 +34,6 @@ from textual.screen import Screen
 from textual.widgets import Header, Label, Tab, Tabs
 
 from .. import collector
-from ..collector import Handoff
 from ..messages import (
     EngineFailed,
     ExplanationReady,
@@ -368,10 +367,10 @@ class MainScreen(Screen[None]):
             self.notify("no step to render yet", timeout=2)
             return
         step = self.steps[index]
-        before = self.steps[index - 1].snapshot if index > 0 else None
+        before = self.steps[index - 1].graph if index > 0 else None
         out = self.fv_app.output_dir / "steps"
         self.set_status(f"rendering step {step.name} into {out}…")
-        self.engine.render_step(Handoff((step, before)), out)
+        self.engine.render_step(step, before, out)
 
     def action_export(self) -> None:
         """Export everything into the output directory."""
@@ -575,7 +574,7 @@ class MainScreen(Screen[None]):
         self.stepping = False
         self.steps_bar.finish()
         if not any(s.error for s in self.steps):
-            final = self.steps[-1].snapshot.node_count if self.steps else 0
+            final = self.steps[-1].node_count if self.steps else 0
             took = f" in {message.seconds:.2f} s" if self.fv_app.show_timings else ""
             self.set_status(
                 f"{message.count} steps{took}; final graph {final} nodes. "

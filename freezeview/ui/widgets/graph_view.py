@@ -26,7 +26,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Label
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from ...engine.draw.layout_values import BoxLayout, GraphLayout
 from ..collector import Handoff
@@ -251,8 +251,9 @@ class GraphView(Vertical, can_focus=True):
         what = "diff" if key[2] else "graph"
         self.canvas_view.show_canvas(None, f"laying out the {what} of step {step.name} with dot…")
         self.update_title(busy=True)
-        before = self.steps[self.index - 1].snapshot if key[2] else None
-        graphs = Handoff((before, step.snapshot))
+        # The graphs go by key: the engine has them (it snapshots them if need be).
+        before = self.steps[self.index - 1].graph if key[2] else None
+        graphs = Handoff((before, step.graph))
         self._lay_out(key, self.session, graphs, self.level, self.opened, key[6])
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="graph", description="graph")
@@ -260,7 +261,7 @@ class GraphView(Vertical, can_focus=True):
         self,
         key: tuple[Any, ...],
         session: Any,
-        graphs: Handoff[tuple[GraphSnapshot | None, GraphSnapshot]],
+        graphs: Handoff[tuple[int | None, int]],
         level: int | str | None,
         expand: tuple[str, ...],
         rows: int,
@@ -472,10 +473,9 @@ class GraphView(Vertical, can_focus=True):
         ``follow``, the view keeping its node across a zoom, and the screen was told)."""
         self.canvas_view.select(box)
         step = self._step()
-        snapshot: GraphSnapshot | None = step.snapshot if step is not None else None
         node_id: int | None = None
         if box.role == "ghost" and box.ghost_ids and self.index > 0:
-            snapshot = self.steps[self.index - 1].snapshot
+            step = self.steps[self.index - 1]
             node_id = box.ghost_ids[0]
         elif box.role != "scope" and box.node_ids:
             node_id = box.node_ids[0]
@@ -483,7 +483,20 @@ class GraphView(Vertical, can_focus=True):
         if follow and said == self._said:
             return  # the same node after a zoom: the inspector and IR pane show it already
         self._said = said
+        session = self.session
+        snapshot = session.known_graph(step.graph) if step and session is not None else None
+        if snapshot is None and node_id is not None and step is not None and session:
+            # The node's facts need the step's graph, which the screen does not have yet.
+            self._select_taken(box, Handoff(step), node_id)
+            return
         self.post_message(self.BoxSelected(box, snapshot, node_id))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="select", description="graph")
+    def _select_taken(self, box: BoxLayout, step: Handoff[StepView], node_id: int) -> None:
+        """Say the selection once the step's graph is here (taken off the event loop)."""
+        snapshot = self.session.step_graph(step.take().graph)
+        if not get_current_worker().is_cancelled:
+            self.post_message(self.BoxSelected(box, snapshot, node_id))
 
     @on(GraphCanvasView.Clicked)
     def _clicked(self, event: GraphCanvasView.Clicked) -> None:
@@ -513,11 +526,11 @@ class GraphView(Vertical, can_focus=True):
         step = self._step()
         if step is None or self.session is None:
             return
-        before = self.steps[self.index - 1].snapshot if key[2] else None
+        before = self.steps[self.index - 1].graph if key[2] else None
         layout = self.layout_shown
         level = layout.level if layout is not None else self.level
         self.post_message(Status("drawing the picture with Graphviz…"))
-        graphs = Handoff((before, step.snapshot))
+        graphs = Handoff((before, step.graph))
         self._draw_picture(key, self.session, graphs, level, self.opened)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="picture", description="picture")
@@ -525,7 +538,7 @@ class GraphView(Vertical, can_focus=True):
         self,
         key: tuple[Any, ...],
         session: Any,
-        graphs: Handoff[tuple[GraphSnapshot | None, GraphSnapshot]],
+        graphs: Handoff[tuple[int | None, int]],
         level: int | str | None,
         expand: tuple[str, ...],
     ) -> None:

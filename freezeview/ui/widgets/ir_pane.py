@@ -28,6 +28,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Label
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from .. import collector
 from ..collector import Handoff
 from ..messages import EngineFailed, Highlighted, Status
 from ..views import StepView
@@ -65,6 +66,19 @@ class DocumentSource(Protocol):
 
     def diff_text(self, before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
         """The unified IR diff between two snapshots (blocking)."""
+
+    def step_graph(self, key: int) -> GraphSnapshot:
+        """The snapshot of a step's graph (blocking: taken by the engine if need be)."""
+
+    def known_graph(self, key: int) -> GraphSnapshot | None:
+        """The snapshot of a step's graph if the screen has it already (never blocks)."""
+
+
+@dataclass
+class _GraphsTaken(Message):
+    """A worker has taken the graphs of run ``run_id``'s steps the pane waited for."""
+
+    run_id: int
 
 
 @dataclass
@@ -123,6 +137,8 @@ class IRPane(Vertical):
         self._marks: dict[tuple[int, str], tuple[GraphSnapshot, frozenset[int]]] = {}
         self._facts_lock = threading.Lock()  # the maps are filled by workers too
         self._node_timer: Timer | None = None
+        #: True while the pane waits for the graph of the step it shows.
+        self.taking_graph = False
 
     def compose(self) -> ComposeResult:
         yield Label("IR", id="ir-title", classes="pane-title")
@@ -234,9 +250,50 @@ class IRPane(Vertical):
         return None
 
     def current_snapshot(self) -> GraphSnapshot | None:
-        """The graph shown."""
+        """The graph shown (None before the first step, and while it is being taken)."""
         step = self.current()
-        return step.snapshot if step is not None else None
+        return self._graph(step)
+
+    def _graph(self, step: StepView | None) -> GraphSnapshot | None:
+        """``step``'s graph, if the screen has it."""
+        if step is None or self._source is None:
+            return None
+        return self._source.known_graph(step.graph)
+
+    def _missing_graphs(self) -> tuple[int, ...]:
+        """Keys of the graphs the current document needs and the screen lacks."""
+        step = self.current()
+        if step is None or self._source is None or self.view_mode == "code":
+            return ()
+        wanted = [step.graph]
+        if self.view_mode == "diff" and self.index > 0:
+            wanted.insert(0, self.steps[self.index - 1].graph)
+        return tuple(k for k in dict.fromkeys(wanted) if self._source.known_graph(k) is None)
+
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="graphs",
+        description="taking a step's graph",
+    )
+    def take_graphs(self, run_id: int, keys: tuple[int, ...]) -> None:
+        """Have the engine snapshot and send the graphs of a step the pane shows (only
+        the steps somebody looks at are ever snapshotted)."""
+        source = self._source
+        assert source is not None
+        for key in keys:
+            source.step_graph(key)
+        self.post_message(_GraphsTaken(run_id))
+
+    @on(_GraphsTaken)
+    def _graphs_taken(self, message: _GraphsTaken) -> None:
+        message.stop()
+        # The graphs live until a re-run: out of the collector's walks at once.
+        collector.keep()
+        self.taking_graph = False
+        if message.run_id == self.run_id and self.current() is not None:
+            self.show_current()
 
     def document_key(self) -> tuple[Any, ...]:
         """Identifies what the pane should show now."""
@@ -255,7 +312,7 @@ class IRPane(Vertical):
         if mode == "code":
             code = self._code_for(self.index)
             return lambda: code
-        previous = self.steps[self.index - 1].snapshot if self.index > 0 else None
+        previous = self._graph(self.steps[self.index - 1]) if self.index > 0 else None
         if step is None or previous is None:
             return lambda: "(the first step has nothing before it to compare with)\n"
         source = self._source
@@ -287,12 +344,20 @@ class IRPane(Vertical):
         """Put the current document in the pane (a big diff is computed off the loop)."""
         key = self.document_key()
         cached = self._doc_cache.get(key)
+        self.taking_graph = False
+        missing = () if cached is not None else self._missing_graphs()
         if cached is not None:
             self.ir.set_document(cached, self.view_mode)
+        elif missing:
+            step = self.current()
+            assert step is not None
+            self.ir.set_document(f"taking the graph of step {step.name}…\n", "text")
+            self.taking_graph = True
+            self.take_graphs(self.run_id, missing)
         else:
             build = self._document_text()
-            snap = self.current_snapshot()
-            small = snap is not None and snap.node_count < _SYNC_DIFF_NODES
+            step = self.current()
+            small = step is not None and step.node_count < _SYNC_DIFF_NODES
             if self.view_mode != "diff" or small:
                 text = build()
                 if self.view_mode == "diff":
@@ -322,9 +387,8 @@ class IRPane(Vertical):
             if step.numerics:
                 title.append(f" · Δ {step.numerics}")
         title.append(f"  [{mode}]", "bold cyan")
-        snap = self.current_snapshot()
-        if snap is not None:
-            title.append(f"  {snap.node_count} nodes", "dim")
+        if step is not None:
+            title.append(f"  {step.node_count} nodes", "dim")
         self.query_one("#ir-title", Label).update(title, layout=False)
 
     # -- marks and the node under the cursor ---------------------------------------------
