@@ -160,3 +160,26 @@ def test_passes_that_leave_one_graph_read_one_partial_snapshot(monkeypatch) -> N
     assert len(quiet) > 1 and all(s.first_note.startswith("did not fire") for s in quiet)
     shown = {id(s._graphs["forward"]) for s in quiet}
     assert len(taken) == len(shown)
+
+
+def test_a_pass_whose_nodes_are_absent_says_so_without_a_snapshot(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A pass whose nodes are absent says so from the step's kind tally ("no
+    aten::batch_norm node in the graph"): a graph without any node a quiet pass
+    rewrites is never snapshotted for its sentence, and the sentence is the one the full
+    snapshot gives."""
+    from freezeview.engine.freeze.passes import REGISTRY
+
+    taken = []
+    monkeypatch.setattr(
+        "freezeview.engine.freeze.steps.partial_snapshot",
+        lambda *args, **kwargs: taken.append(args) or snapshot_graph(args[0]),
+    )
+    model = torch.jit.script(torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Tanh()).eval())
+    steps = list(Pipeline(model).run())
+    quiet = [s for s in steps if s.kind == "optimize" and not s.changed]
+    notes = [s.first_note for s in quiet]
+    assert len(quiet) > 2 and all(n.startswith("did not fire: no ") for n in notes)
+    assert taken == []
+    for step, note in zip(quiet, notes, strict=True):
+        full = step.snapshot
+        assert full is not None and note == f"did not fire: {REGISTRY[step.name].why_not(full)}"

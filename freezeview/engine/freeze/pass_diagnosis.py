@@ -9,7 +9,7 @@ kept attribute, ...). :mod:`.passes` hangs one on each pass of its registry.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import torch
 
@@ -18,6 +18,8 @@ from .pass_runners import DROPOUT_KINDS
 
 __all__ = [
     "SCOPED_KINDS",
+    "Diagnosed",
+    "Reading",
     "diagnose_concat_linear",
     "diagnose_conv_add",
     "diagnose_conv_add_relu",
@@ -43,21 +45,77 @@ SCOPED_KINDS = (
 _DEVICE_RE = re.compile(r"device=(\w+)")
 
 
-class _Graph:
-    """Use counts, producers and constants of a snapshot, computed once."""
+class Reading:
+    """A graph a diagnosis reads: its node kinds now, its snapshot when first needed.
 
-    def __init__(self, snap: GraphSnapshot) -> None:
-        self.snap = snap
-        self.producers = snap.producers()
-        self.uses: dict[str, int] = {}
-        for node in snap.walk():
-            for name in node.inputs:
-                self.uses[name] = self.uses.get(name, 0) + 1
-        for name in _block_outputs(snap):
-            self.uses[name] = self.uses.get(name, 0) + 1
+    Most diagnoses start by looking for the nodes their pass rewrites; when the kind
+    tally (a step's node counts have it already) holds none of them, the answer ("no
+    aten::batch_norm node in the graph") needs no snapshot at all.
+    """
+
+    __slots__ = ("_build", "_kinds", "_snapshot")
+
+    def __init__(self, kinds: Mapping[str, int], build: Callable[[], GraphSnapshot]) -> None:
+        self._kinds = kinds
+        self._build: Callable[[], GraphSnapshot] | None = build
+        self._snapshot: GraphSnapshot | None = None
+
+    def has_any(self, kinds: Iterable[str]) -> bool:
+        """True if the graph holds a node of one of ``kinds`` (nested blocks included)."""
+        return any(self._kinds.get(kind, 0) > 0 for kind in kinds)
+
+    def snapshot(self) -> GraphSnapshot:
+        """The snapshot (built on the first call)."""
+        if self._snapshot is None:
+            assert self._build is not None
+            self._snapshot = self._build()
+            self._build = None
+        return self._snapshot
+
+
+#: What a diagnosis reads: a snapshot, or a :class:`Reading` that takes one if needed.
+Diagnosed = GraphSnapshot | Reading
+
+
+class _Graph:
+    """Use counts, producers and constants of a snapshot, computed once (and only when
+    a diagnosis reads past the nodes of its pass's kinds)."""
+
+    def __init__(self, source: GraphSnapshot | Reading) -> None:
+        self._reading = source if isinstance(source, Reading) else None
+        self._snap = source if isinstance(source, GraphSnapshot) else None
+        self._producers: dict[str, NodeSnapshot] | None = None
+        self._uses: dict[str, int] | None = None
+
+    @property
+    def snap(self) -> GraphSnapshot:
+        if self._snap is None:
+            assert self._reading is not None
+            self._snap = self._reading.snapshot()
+        return self._snap
+
+    @property
+    def producers(self) -> dict[str, NodeSnapshot]:
+        if self._producers is None:
+            self._producers = self.snap.producers()
+        return self._producers
+
+    @property
+    def uses(self) -> dict[str, int]:
+        if self._uses is None:
+            uses: dict[str, int] = {}
+            for node in self.snap.walk():
+                for name in node.inputs:
+                    uses[name] = uses.get(name, 0) + 1
+            for name in _block_outputs(self.snap):
+                uses[name] = uses.get(name, 0) + 1
+            self._uses = uses
+        return self._uses
 
     def nodes(self, kinds: Iterable[str]) -> list[NodeSnapshot]:
         wanted = set(kinds)
+        if self._snap is None and self._reading is not None and not self._reading.has_any(wanted):
+            return []  # the tally says none: no snapshot needed for that answer
         return [n for n in self.snap.walk() if n.kind in wanted]
 
     def producer(self, value: str) -> NodeSnapshot | None:
@@ -125,7 +183,7 @@ def _param_reason(g: _Graph, node: NodeSnapshot, role: str) -> str | None:
     return f"the {role}'s parameters are not constants (%{missing[0]} is {what})"
 
 
-def diagnose_dropout(snap: GraphSnapshot) -> str:
+def diagnose_dropout(snap: Diagnosed) -> str:
     """Why dropout removal left ``snap`` unchanged."""
     g = _Graph(snap)
     drops = g.nodes(DROPOUT_KINDS)
@@ -146,7 +204,7 @@ def diagnose_dropout(snap: GraphSnapshot) -> str:
     return _first(reasons, "dropout nodes")
 
 
-def diagnose_concat_linear(snap: GraphSnapshot) -> str:
+def diagnose_concat_linear(snap: Diagnosed) -> str:
     """Why concat-linear merged no linear layers of ``snap``."""
     g = _Graph(snap)
     linears = g.nodes({"aten::linear"})
@@ -182,7 +240,7 @@ def diagnose_concat_linear(snap: GraphSnapshot) -> str:
 
 
 def _diagnose_after(
-    snap: GraphSnapshot,
+    snap: Diagnosed,
     op_kinds: set[str],
     op_label: str,
     producer_kinds: frozenset[str],
@@ -257,7 +315,7 @@ def _bn_stats_reason(g: _Graph, src: NodeSnapshot, bn: NodeSnapshot) -> str | No
     return None
 
 
-def diagnose_conv_bn(snap: GraphSnapshot) -> str:
+def diagnose_conv_bn(snap: Diagnosed) -> str:
     """Why no batch_norm of ``snap`` folded into its convolution."""
     return _diagnose_after(
         snap,
@@ -269,7 +327,7 @@ def diagnose_conv_bn(snap: GraphSnapshot) -> str:
     )
 
 
-def diagnose_conv_add(snap: GraphSnapshot) -> str:
+def diagnose_conv_add(snap: Diagnosed) -> str:
     """Why no add/sub of ``snap`` folded into its convolution."""
     return _diagnose_after(
         snap,
@@ -281,7 +339,7 @@ def diagnose_conv_add(snap: GraphSnapshot) -> str:
     )
 
 
-def diagnose_conv_mul(snap: GraphSnapshot) -> str:
+def diagnose_conv_mul(snap: Diagnosed) -> str:
     """Why no mul/div of ``snap`` folded into its convolution."""
     return _diagnose_after(
         snap,
@@ -293,7 +351,7 @@ def diagnose_conv_mul(snap: GraphSnapshot) -> str:
     )
 
 
-def diagnose_linear_bn(snap: GraphSnapshot) -> str:
+def diagnose_linear_bn(snap: Diagnosed) -> str:
     """Why no batch_norm of ``snap`` folded into its linear layer."""
     return _diagnose_after(
         snap,
@@ -307,7 +365,7 @@ def diagnose_linear_bn(snap: GraphSnapshot) -> str:
     )
 
 
-def diagnose_transpose(snap: GraphSnapshot) -> str:
+def diagnose_transpose(snap: Diagnosed) -> str:
     """Why no linear layer of ``snap`` got a pre-transposed weight."""
     g = _Graph(snap)
     linears = g.nodes({"aten::linear"})
@@ -317,7 +375,7 @@ def diagnose_transpose(snap: GraphSnapshot) -> str:
     return _first(reasons, "aten::linear nodes")
 
 
-def diagnose_mkldnn(snap: GraphSnapshot) -> str:
+def diagnose_mkldnn(snap: Diagnosed) -> str:
     """Why nothing in ``snap`` moved to MKLDNN."""
     if not torch.backends.mkldnn.is_available():
         return "this torch was built without MKLDNN (oneDNN)"
@@ -339,13 +397,13 @@ def diagnose_mkldnn(snap: GraphSnapshot) -> str:
     return _first(reasons, "convolution/linear nodes")
 
 
-def diagnose_conv_add_relu(snap: GraphSnapshot) -> str:
+def diagnose_conv_add_relu(snap: Diagnosed) -> str:
     """Why conv-add-relu fusion left ``snap`` unchanged."""
     if not torch.cuda.is_available():
         return "conv-add-relu fusion only rewrites CUDA graphs (needs cuDNN); nothing to do on CPU"
     return "no convolution followed by add and relu with constant CUDA weights"
 
 
-def diagnose_guard(snap: GraphSnapshot) -> str:
+def diagnose_guard(snap: Diagnosed) -> str:
     """The guard step changed nothing: freezeview's steps match torch's call."""
     return "torch's own call found nothing left to do: freezeview's steps match it"

@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from ..graph import GraphSnapshot
 from .pass_diagnosis import (
+    Diagnosed,
     diagnose_concat_linear,
     diagnose_conv_add,
     diagnose_conv_add_relu,
@@ -116,7 +116,7 @@ class PassInfo:
     fires_when: str
     binding: str
     apply: PassFunction
-    diagnose: Callable[[GraphSnapshot], str] | None = None
+    diagnose: Callable[[Diagnosed], str] | None = None
 
     @property
     def available(self) -> bool:
@@ -128,8 +128,12 @@ class PassInfo:
         """The step kind its steps get: ``inference`` or ``optimize``."""
         return "inference" if self.group == "inference" else "optimize"
 
-    def why_not(self, snapshot: GraphSnapshot | None) -> str:
-        """Why the pass did not change ``snapshot`` (a generic sentence if unknown)."""
+    def why_not(self, snapshot: Diagnosed | None) -> str:
+        """Why the pass did not change ``snapshot`` (a generic sentence if unknown).
+
+        ``snapshot`` may be a :class:`~.pass_diagnosis.Reading`: then the snapshot is
+        taken only if the sentence needs more than the graph's node kinds.
+        """
         if not self.available:
             return f"this torch ({torch.__version__}) has no {self.binding}"
         if self.diagnose is not None and snapshot is not None:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 
 from .freeze_phase import FreezePhase
 from .numerics import Numerics
-from .pass_diagnosis import SCOPED_KINDS
+from .pass_diagnosis import SCOPED_KINDS, Reading
 from .passes import PassInfo, guard_info, needs_guard
 from .steps import LazyGraph, Step, StepDetails, kind_counts, same_ir, step_details
 
@@ -147,8 +147,9 @@ class RunContext(FreezePhase):
                 a, r, c, notes = kind_counts(before, after)
                 return a, r, c, (*notes, *tail)
             if error is None:
-                # The diagnoses read a few kinds of nodes: no full picture for them.
-                why = info.why_not(shown.reading(SCOPED_KINDS) if shown is not None else None)
+                # The diagnoses read a few kinds of nodes: no full picture for them, and
+                # none at all when the kind tally has none of their pass's nodes.
+                why = info.why_not(_reading(shown) if shown is not None else None)
                 return 0, 0, 0, (f"did not fire: {why}", *tail)
             return 0, 0, 0, tail
 
@@ -167,3 +168,9 @@ class RunContext(FreezePhase):
                 _lazy=step_details(pass_details, tail),
             )
         )
+
+
+def _reading(shown: LazyGraph) -> Reading:
+    """What a pass's diagnosis reads of the graph it left unchanged: the kind tally, and
+    a partial snapshot (:meth:`LazyGraph.reading`) if the sentence needs one."""
+    return Reading(shown.kinds(), lambda: shown.reading(SCOPED_KINDS))
