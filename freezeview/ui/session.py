@@ -529,6 +529,15 @@ def _numerics_text(value: Any) -> str:
 
 
 def _step_view(step: Any, graph: int, node_count: int, measurement: Any = None) -> StepView:
+    # The counts only: a step's notes (why a pass did not fire, the kept attributes'
+    # reasons) are not on the app's screen, and reading them reads the graph again.
+    # A step that changed nothing added, removed and changed nothing.
+    counted = bool(step.changed) or step.error is not None
+    added, removed, changed = (
+        (int(step.nodes_added), int(step.nodes_removed), int(step.nodes_changed))
+        if counted
+        else (0, 0, 0)
+    )
     latency = verdict = ""
     if measurement is not None and measurement.unfrozen is not None:
         from ..engine.measure import latency_cell, verdict_text
@@ -543,11 +552,10 @@ def _step_view(step: Any, graph: int, node_count: int, measurement: Any = None) 
         graph=graph,
         changed=bool(step.changed),
         node_count=node_count,
-        added=int(step.nodes_added),
-        removed=int(step.nodes_removed),
-        changed_nodes=int(step.nodes_changed),
+        added=added,
+        removed=removed,
+        changed_nodes=changed,
         seconds=float(step.seconds),
-        notes=tuple(str(n) for n in step.notes),
         numerics=_numerics_text(step.numerics),
         error=str(step.error or ""),
         kind=str(step.kind),

@@ -82,7 +82,6 @@ class StepView:
     removed: int = 0
     changed_nodes: int = 0
     seconds: float = 0.0
-    notes: tuple[str, ...] = ()
     numerics: str = ""
     error: str = ""
     code: str | None = None

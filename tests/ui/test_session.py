@@ -124,3 +124,26 @@ def test_a_run_snapshots_only_the_graphs_asked_for(
     last = session.step_graph(steps[-1].graph)
     assert walked == ["forward"] and last.node_count == steps[-1].node_count
     assert session.step_graph(steps[-1].graph) is last and walked == ["forward"]
+
+
+def test_a_run_reads_no_step_notes(small_pt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app's screen shows a step's counts, not its notes: a run never asks why a
+    pass did not fire (a diagnosis reads the graph again: a quarter of a re-run at L12)."""
+    from freezeview.engine.freeze.passes import PassInfo
+
+    asked: list[str] = []
+    why_not = PassInfo.why_not
+
+    def counting(self, snapshot):  # type: ignore[no-untyped-def]
+        asked.append(self.id)
+        return why_not(self, snapshot)
+
+    monkeypatch.setattr(PassInfo, "why_not", counting)
+    session = Session(path=small_pt)
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    steps = list(session.run_steps([], passes))
+    quiet = [s for s in steps if not s.changed and not s.error]
+    assert quiet, "the small model has passes that change nothing"
+    assert all((s.added, s.removed, s.changed_nodes) == (0, 0, 0) for s in quiet)
+    assert asked == []
