@@ -784,7 +784,9 @@ def test_fold_picture_takes_the_released_inline_graph_over(
         return lambda: built.append(build()) or built[-1]
 
     monkeypatch.setattr(phase, "pick_graph", pick)
-    monkeypatch.setattr(phase, "fold_graph", lambda g, *a: folded.append(g) or real_fold(g, *a))
+    monkeypatch.setattr(
+        phase, "fold_graph", lambda g, *a, **k: folded.append(g) or real_fold(g, *a, **k)
+    )
 
     def read(step: Step) -> tuple[object, ...]:
         return step.changed, step.node_count, step.nodes_added, step.nodes_removed, step.notes

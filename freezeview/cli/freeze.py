@@ -103,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_from_args(args)
     check_eval(loaded)
     pipe = Pipeline(loaded, plan, inputs)
+    # Each step's row is read before the next step runs, and its graphs go right after.
+    pipe.read_in_order = True
     # Each step's constant bytes and (with inputs) its forward's latency, read while its
     # graphs are at hand; without inputs nothing runs.
     measured = MeasuredRun(pipe, threads=threads, budget=budget)

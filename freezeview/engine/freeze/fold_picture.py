@@ -9,6 +9,7 @@ paths of a module tree, calls left in a graph).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -94,20 +95,37 @@ def _attribute_chains(
 
 
 def attribute_reads(
-    graph: torch._C.Graph, cmod: torch._C.ScriptModule, kept_paths: set[str]
+    graph: torch._C.Graph,
+    cmod: torch._C.ScriptModule,
+    kept_paths: set[str],
+    chains: list[tuple[torch._C.Node, str, Any]] | None = None,
 ) -> tuple[set[str], set[str]]:
-    """``(folded, kept)`` attribute paths read in ``graph``, as torch decided them."""
+    """``(folded, kept)`` attribute paths read in ``graph``, as torch decided them
+    (``chains``: :func:`attribute_chains` of the graph, if taken already)."""
     folded: set[str] = set()
     kept: set[str] = set()
-    for _node, path, value in _attribute_chains(graph, cmod):
+    for _node, path, value in _attribute_chains(graph, cmod) if chains is None else chains:
         if is_module_value(value):
             continue
         (kept if path in kept_paths else folded).add(path)
     return folded, kept
 
 
+def attribute_chains(
+    graph: torch._C.Graph, cmod: torch._C.ScriptModule
+) -> list[tuple[torch._C.Node, str, Any]]:
+    """Every attribute read from ``self`` in ``graph`` (:func:`attribute_reads` and
+    :func:`fold_graph` can share one list while the graph is unchanged)."""
+    return list(_attribute_chains(graph, cmod))
+
+
 def fold_graph(
-    graph: torch._C.Graph, cmod: torch._C.ScriptModule, kept_paths: set[str]
+    graph: torch._C.Graph,
+    cmod: torch._C.ScriptModule,
+    kept_paths: set[str],
+    *,
+    chains: list[tuple[torch._C.Node, str, Any]] | None = None,
+    tally: Counter[str] | None = None,
 ) -> set[str]:
     """Replace each folded attribute read in ``graph`` by a constant, as torch does.
 
@@ -115,6 +133,16 @@ def fold_graph(
     (``kept_paths``). The constant is the attribute's current value (tensors detached,
     never copied), named ``self.<path>`` like torch's; the reads left without users
     are removed.
+
+    Args:
+        graph: the inlined graph, changed in place.
+        cmod: the module its ``self`` is.
+        kept_paths: the attribute paths torch kept.
+        chains: :func:`attribute_chains` of this very graph, if taken already.
+        tally: node kinds counted before the fold (nested blocks included); updated to
+            the kinds after it (one ``prim::Constant`` per constant inserted, one
+            ``prim::GetAttr`` less per read removed), so the picture's counts need no
+            printout of it.
 
     Returns:
         The paths torch folded that have no constant form freezeview can insert from
@@ -132,8 +160,10 @@ def fold_graph(
     # that count, so each insert halves the gap and the whole graph is renumbered every
     # forty or so (16k constants in a 100k-node graph: quadratic). The constants land in
     # the same order, in front of the graph's first node.
+    if chains is None:
+        chains = attribute_chains(graph, cmod)
     with graph.insert_point_guard(top[0]):
-        for node, path, value in list(_attribute_chains(graph, cmod)):
+        for node, path, value in chains:
             if is_module_value(value):
                 touched.append(node)
                 continue
@@ -154,7 +184,17 @@ def fold_graph(
             touched.append(node)
     # Remove the reads this fold left without users (deepest first, so chains unwind);
     # other dead code stays for the clean-up step to remove, as torch does.
+    removed = 0
     for node in reversed(touched):
         if not node.output().uses():
             node.destroy()
+            removed += 1
+    if tally is not None:
+        # torch's insertConstant makes exactly one prim::Constant node per value, and
+        # every node removed here is a prim::GetAttr (the test suite checks the tally
+        # against the printout's).
+        tally["prim::Constant"] += len(constants)
+        tally["prim::GetAttr"] -= removed
+        for kind in [k for k, n in tally.items() if n <= 0]:
+            del tally[kind]
     return unshown

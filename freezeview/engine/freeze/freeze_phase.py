@@ -13,11 +13,19 @@ import re
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import torch
 
 from ..reasons import torch_outcome
-from .fold_picture import attribute_reads, call_count, fold_graph, module_paths, pick_graph
+from .fold_picture import (
+    attribute_chains,
+    attribute_reads,
+    call_count,
+    fold_graph,
+    module_paths,
+    pick_graph,
+)
 from .run_state import RunHost, RunState
 from .steps import (
     LazyGraph,
@@ -313,12 +321,21 @@ class FreezePhase(RunState):
         start = time.perf_counter()
         cmod = pipe.module._c
 
+        # A reader of each step once, in order (the CLI), lets the fold step fold the
+        # inlined graphs in place: their attribute reads, found once, serve both the
+        # classification and the fold.
+        in_order = pipe.read_in_order
+        chains: dict[str, list[tuple[torch._C.Node, str, Any]]] = {}
+
         def classify() -> tuple[tuple[str, ...], tuple[str, ...]]:
             folded: set[str] = set()
             kept: set[str] = set()
             graphs: dict[str, torch._C.Graph] = inlined.get()
-            for g in graphs.values():
-                f, k = attribute_reads(g, cmod, kept_paths)
+            for m, g in graphs.items():
+                found = attribute_chains(g, cmod)
+                if in_order:
+                    chains[m] = found
+                f, k = attribute_reads(g, cmod, kept_paths, found)
                 folded |= f
                 kept |= k
             return tuple(sorted(folded)), tuple(sorted(kept))
@@ -329,18 +346,37 @@ class FreezePhase(RunState):
         def builder(method: str) -> Callable[[], torch._C.Graph]:
             def build() -> torch._C.Graph:
                 source = inlined.get()[method]
+                shown = inline_graphs.get(method)
+                ours = before.get(method) is shown and shown is not None
+                if in_order and ours and shown is not None and not shown.released:
+                    # The inline step's row is read: its counts need no graph (too large
+                    # for a full diff) once its change and attribute reads are known.
+                    attributes.get()
+                    if isinstance(inline_changed, OnceGraphs):
+                        inline_changed.get()
+                    if shown.settled:
+                        shown.release()
                 # The inlined graph is folded in place once nothing reads it any more:
                 # the inline step's picture has let it go (the CLI's table, row by row),
                 # the attribute reads are classified and the inline step's change known.
                 # Copying a 9k-node graph is the largest allocation of the whole run.
                 done = (
-                    before.get(method) is inline_graphs.get(method)
-                    and inline_graphs[method].released
+                    ours
+                    and shown is not None
+                    and shown.released
                     and attributes.done
                     and not (isinstance(inline_changed, OnceGraphs) and not inline_changed.done)
                 )
                 copy = source if done else source.copy()
-                unshown.update(fold_graph(copy, cmod, kept_paths))
+                # The folded picture's kinds are the inline picture's, plus what the fold
+                # inserts and removes: counted as it goes, no printout of the result.
+                base = shown.known_kinds() if done and shown is not None else None
+                found = chains.pop(method, None)
+                if not done:
+                    found = None  # the reads of the inlined graph, not of its copy
+                unshown.update(fold_graph(copy, cmod, kept_paths, chains=found, tally=base))
+                if base is not None:
+                    after[method].set_kinds(base)
                 return copy
 
             return build
@@ -356,7 +392,7 @@ class FreezePhase(RunState):
             head = f"{len(folded)} attribute(s) folded into constants, {len(kept)} kept"
             a, r, c, notes = kind_counts(before, after)
             for graph in after.values():
-                _ = graph.text  # builds the folded graph, which fills ``unshown``
+                graph.graph()  # builds the folded graph, which fills ``unshown``
             return a, r, c, (head, *notes)
 
         # The counts and the head sentence come without the kept attributes' reasons:

@@ -124,6 +124,11 @@ class Pipeline:
         self.cancelled = False
         self.failed = False
         self.warnings: list[str] = []
+        #: True when the caller reads each step (counts, notes) before asking for the
+        #: next and never reads an earlier step's pictures again (the command line's
+        #: table and JSON lines): the fold step may then fold the inline step's graph
+        #: in place instead of copying it.
+        self.read_in_order = False
         self._reference: Any = None
         self._reference_ready = False
         self._reference_error: str | None = None

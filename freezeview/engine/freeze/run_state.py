@@ -38,6 +38,8 @@ class RunHost(Protocol):
     warnings: list[str]
     cancelled: bool
     failed: bool
+    #: each step is read before the next and its pictures not again (the CLI).
+    read_in_order: bool
     #: the module being frozen: the frozen clone once the clean-up step has run.
     working: torch.jit.ScriptModule | None
     #: the input module's method graphs as first seen (one picture per method).

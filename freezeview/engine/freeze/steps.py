@@ -166,9 +166,24 @@ class LazyGraph:
         with self._lock:
             if self._text is None:
                 graph = self.graph()
-                assert graph is not None
+                if graph is None:
+                    raise RuntimeError(f"the picture of {self.method} was released")
                 self._text = str(graph)
             return self._text
+
+    def known_kinds(self) -> Counter[str] | None:
+        """The node kinds if they are known without printing or walking anything."""
+        with self._lock:
+            if self._snapshot is not None:
+                return self._snapshot.kinds()
+            return Counter(self._kinds) if self._kinds is not None else None
+
+    def set_kinds(self, kinds: Counter[str]) -> None:
+        """Tell the node kinds (nested blocks included) of a graph built for this picture,
+        counted while it was made: :meth:`kinds` then needs no printout."""
+        with self._lock:
+            if self._snapshot is None and self._kinds is None:
+                self._kinds = Counter(kinds)
 
     def kinds(self) -> Counter[str]:
         """How many nodes of each kind (from the snapshot if taken, else the printout)."""
@@ -218,7 +233,7 @@ class LazyGraph:
             if self._graph is None and self._build is None:
                 self._released = True
                 return False
-            if self._text is None and self._snapshot is None:
+            if self._text is None and self._snapshot is None and self._kinds is None:
                 return False  # nothing kept yet: the counts would have nothing to read
             self._graph = None
             self._build = None
@@ -547,7 +562,9 @@ def kind_counts(
         prev = before.get(method)
         if prev is graph:
             continue
-        if prev is not None and same_ir(prev.text, graph.text):
+        # Different kinds are different printouts: the printouts are compared (and the
+        # fold step's picture printed) only when the kinds say nothing.
+        if prev is not None and prev.kinds() == graph.kinds() and same_ir(prev.text, graph.text):
             continue
         a, r, c, summary = _graph_counts(prev, graph)
         added, removed, changed = added + a, removed + r, changed + c

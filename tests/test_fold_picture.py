@@ -1,0 +1,120 @@
+"""The fold step's picture (``engine/freeze/fold_picture.py``) as ``freezeview freeze``
+reads it: folded in place, its attribute reads found once, its kinds counted as it is
+made (no printout), and every row the same as a reader of the whole run gets."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+from corpus import CASES, Case
+
+import freezeview.engine.freeze.fold_picture as fold_picture
+import freezeview.engine.freeze.freeze_phase as phase
+from freezeview.engine.freeze import steps as steps_module
+from freezeview.engine.freeze.pipeline import Pipeline, Step
+from freezeview.engine.freeze.steps import _text_kinds, release_graphs
+from freezeview.engine.measure.measured_run import MeasuredRun
+
+FREEZABLE = [c for c in CASES if c.expect_error is None]
+
+
+class _ConvBn(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3)
+        self.bn = torch.nn.BatchNorm2d(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.bn(self.conv(x)))
+
+
+def _row(step: Step) -> tuple[object, ...]:
+    return (
+        step.changed,
+        step.node_count,
+        step.nodes_added,
+        step.nodes_removed,
+        step.nodes_changed,
+        step.first_note,
+        step.folded,
+        step.kept,
+    )
+
+
+def _model() -> torch.jit.ScriptModule:
+    torch.manual_seed(0)
+    return torch.jit.script(_ConvBn().eval())
+
+
+def test_the_cli_folds_in_place_walks_the_reads_once_and_prints_no_folded_graph(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Read as ``freezeview freeze`` reads it (measured, row by row, releases, the
+    pipeline told so), a large graph is folded in place, its attribute reads are walked
+    once, the folded graph is never printed, and every row is what a reader of the
+    whole run gets. (The limit is lowered so a small model counts as large.)"""
+    monkeypatch.setattr(steps_module, "FULL_DIFF_LIMIT", 10)
+    whole = [_row(s) for s in Pipeline(_model()).run_all()]
+
+    walks: list[object] = []
+    folded: list[torch._C.Graph] = []
+    built: list[torch._C.Graph] = []
+    real_walk, real_fold, real_pick = (
+        fold_picture._attribute_chains,
+        phase.fold_graph,
+        phase.pick_graph,
+    )
+
+    def walk(graph: torch._C.Graph, cmod: object) -> object:
+        walks.append(graph)
+        return real_walk(graph, cmod)  # type: ignore[arg-type]
+
+    def pick(graphs: object, method: str) -> object:
+        build = real_pick(graphs, method)  # type: ignore[arg-type]
+        return lambda: built.append(build()) or built[-1]
+
+    monkeypatch.setattr(fold_picture, "_attribute_chains", walk)
+    monkeypatch.setattr(
+        phase, "fold_graph", lambda g, *a, **k: folded.append(g) or real_fold(g, *a, **k)
+    )
+    monkeypatch.setattr(phase, "pick_graph", pick)
+    pipe = Pipeline(_model())
+    pipe.read_in_order = True
+    steps: list[Step] = []
+    rows = []
+    for step in MeasuredRun(pipe).run():
+        steps.append(step)
+        if len(steps) > 1:
+            release_graphs(steps[-2], step, settled=True)
+        rows.append(_row(step))
+        if step.name == "fold_attributes":
+            picture = step._graphs["forward"]
+            assert picture._text is None  # counted without a printout
+            graph = picture.graph()
+            assert graph is not None
+            assert picture.kinds() == _text_kinds(str(graph))
+        if len(steps) > 1:
+            release_graphs(steps[-2], step)
+    assert rows == whole
+    assert len(built) == len(folded) == 1 and folded[0] is built[0]
+    assert len(walks) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", FREEZABLE, ids=[c.name for c in FREEZABLE])
+def test_the_fold_tally_is_the_printouts(case: Case) -> None:
+    """The kinds the fold counts as it inserts constants and removes reads are the kinds
+    of the folded graph's printout, on every module of the corpus."""
+    module = case.build()
+    frozen = torch._C._freeze_module(module._c, list(case.preserved_attrs), True)
+    kept, _ = fold_picture.module_paths(frozen)
+    for method in ("forward", *case.preserved_attrs):
+        if not module._c._has_method(method):
+            continue
+        graph = module._c._get_method(method).graph.copy()
+        torch._C._jit_pass_inline(graph)
+        tally: Counter[str] = _text_kinds(str(graph))
+        fold_picture.fold_graph(graph, module._c, kept, tally=tally)
+        assert tally == _text_kinds(str(graph)), (case.name, method)
