@@ -12,27 +12,38 @@ __all__ = ["schema_effects_text"]
 
 import functools
 import re
+from collections.abc import Iterator
 
 _ANNOTATION_RE = re.compile(r"\(([^()]*)\)")
+
+
+def _depths(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, bracket depth after it) of each character of ``text`` from
+    ``start`` that is outside quotes: the one walk both splitters below share."""
+    depth = 0
+    quote = ""
+    for i in range(start, len(text)):
+        ch = text[i]
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+            continue
+        if ch in "\"'":
+            quote = ch
+            continue
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        yield i, ch, depth
 
 
 def _split_top(text: str) -> list[str]:
     """``text`` split at the commas outside brackets and quotes."""
     parts: list[str] = []
-    depth = 0
-    quote = ""
     start = 0
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote and text[i - 1] != "\\":
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == "," and depth == 0:
+    for i, ch, depth in _depths(text):
+        if ch == "," and depth == 0:
             parts.append(text[start:i])
             start = i + 1
     parts.append(text[start:])
@@ -41,21 +52,9 @@ def _split_top(text: str) -> list[str]:
 
 def _matching(text: str, open_at: int) -> int:
     """Index of the bracket closing the one at ``open_at``."""
-    depth = 0
-    quote = ""
-    for i in range(open_at, len(text)):
-        ch = text[i]
-        if quote:
-            if ch == quote and text[i - 1] != "\\":
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-            if depth == 0:
-                return i
+    for i, ch, depth in _depths(text, open_at):
+        if ch in ")]" and depth == 0:
+            return i
     return len(text) - 1
 
 
