@@ -7,6 +7,7 @@ import importlib
 import itertools
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -118,26 +119,49 @@ def recorded_dot(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, threading.E
     return runs
 
 
-def test_graphviz_draws_the_before_picture_while_explain_runs(
+def test_the_model_and_torchs_graphs_are_let_go_before_the_first_picture(
     monkeypatch: pytest.MonkeyPatch,
     recorded_dot: list[tuple[str, threading.Event]],
     tmp_path: Path,
 ) -> None:
-    # The before picture needs no explain: its layout starts before explain is asked,
-    # in the background, where it used to wait for explain and then for itself.
-    seen: list[int] = []
-    kept_reasons = export_module._kept_reasons
+    # An export that loads its model owns it: once the freeze is read, the weights, the
+    # frozen clone and the pipeline's graphs go, before any picture, diff or page is
+    # built (on a 48-layer transformer they were most of the export's peak memory).
+    from freezeview.engine.freeze import pipeline as pipeline_module
+    from freezeview.engine.load import load_model
 
-    def explaining(*args: Any) -> dict[str, str]:
-        deadline = time.monotonic() + 10
-        while not recorded_dot and time.monotonic() < deadline:
-            time.sleep(0.01)
-        seen.append(len(recorded_dot))
-        return kept_reasons(*args)
+    path = tmp_path / "m.pt"
+    torch.jit.save(scripted(KeepsBuffer()), str(path))
+    held: dict[str, Any] = {}
+    pipes: list[Any] = []
 
-    monkeypatch.setattr(export_module, "_kept_reasons", explaining)
-    result = export(scripted(KeepsBuffer()), tmp_path / "o", parallel=False)
-    assert seen and seen[0] >= 1
+    def loading(source: Any) -> Any:
+        loaded = load_model(source)
+        held["model"] = weakref.ref(loaded)
+        held["weight"] = weakref.ref(loaded.module.lin.weight)
+        return loaded
+
+    real_init = pipeline_module.Pipeline.__init__
+
+    def recording(self: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        pipes.append(weakref.ref(self))
+
+    alive: list[tuple[bool, bool, bool]] = []
+    real_start = export_module.start_snapshot
+
+    def starting(*args: Any, **kwargs: Any) -> Any:
+        if not alive:
+            alive.append(
+                (held["model"]() is not None, held["weight"]() is not None, pipes[0]() is not None)
+            )
+        return real_start(*args, **kwargs)
+
+    monkeypatch.setattr(export_module, "load_model", loading)
+    monkeypatch.setattr(pipeline_module.Pipeline, "__init__", recording)
+    monkeypatch.setattr(export_module, "start_snapshot", starting)
+    result = export(path, tmp_path / "o", parallel=False)
+    assert alive == [(False, False, False)]
     assert [p.name for p in result.pictures] == ["before", "after", "diff", "side-by-side"]
     assert len(recorded_dot) == 4 and result.index is not None and result.index.exists()
 
@@ -333,13 +357,15 @@ def test_the_page_is_written_a_part_at_a_time_with_the_same_bytes(
     from freezeview.engine.output.review_page import review_page
 
     joined: list[str] = []
-    write = export_module.write_review_page
+    from freezeview.engine.output import export_page
+
+    write = export_page.write_review_page
 
     def recording(path: Path, **page: Any) -> Path:
         joined.append(review_page(**page))
         return write(path, **page)
 
-    monkeypatch.setattr(export_module, "write_review_page", recording)
+    monkeypatch.setattr(export_page, "write_review_page", recording)
     result = export(scripted(KeepsBuffer()), tmp_path / "o", parallel=False)
     assert result.index is not None and joined
     assert result.index.read_bytes() == joined[0].encode("utf-8")

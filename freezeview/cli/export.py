@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 from .options import (
@@ -177,15 +177,14 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
     threads, budget = measure_from_args(args)
     inputs = inputs_from_args(args)
-    start = time.perf_counter()
-    loaded = load_from_args(args)
-    load_seconds = time.perf_counter() - start
     err = Console(stderr=True, highlight=False)
     # No spinner while forwards are timed: its thread would share the interpreter with them.
     quiet = args.json or not err.is_terminal or inputs is not None
     with err.status("freezing…") as status:
         result = export(
-            loaded,
+            # Loaded by the export, which lets the model go once the freeze is read: the
+            # weights are not held while the pictures are drawn.
+            partial(load_from_args, args),
             args.output,
             plan=plan,
             fmt=args.format,
@@ -200,16 +199,16 @@ def run(args: argparse.Namespace) -> int:
             measure=(threads, budget),
         )
     if args.json:
-        json.dump(_json(result, load_seconds), sys.stdout, indent=2)
+        json.dump(_json(result), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     _print(report_console(), result)
     return 0
 
 
-def _json(result: ExportResult, load_seconds: float) -> dict[str, object]:
+def _json(result: ExportResult) -> dict[str, object]:
     timings = {
-        "load": load_seconds,
+        "load": result.load_seconds,
         "freeze": result.freeze_seconds,
         "snapshot": result.snapshot_seconds,
         "diff": result.diff_seconds,

@@ -35,7 +35,7 @@ from typing import ParamSpec
 
 import torch
 
-from ..diff import DiffFacts, GraphDiff, adopt_diff, diff_facts, diff_snapshots, unified_ir_diff
+from ..diff import DiffFacts, adopt_diff, diff_facts, diff_snapshots, unified_ir_diff
 from ..draw import (
     FORMATS,
     DotFailedError,
@@ -51,20 +51,13 @@ from ..draw import (
     start_side_by_side,
     start_snapshot,
 )
-from ..freeze import Pipeline, Plan, Step
-from ..graph import GraphSnapshot, snapshot_graph
+from ..freeze import Plan, Step
+from ..graph import GraphSnapshot
 from ..load import LoadedModel, load_model
-from ..measure import MeasuredRun, Measurement, latency_cell, verdict_text
-from ..plumbing import Forked, OutputError, PlanError, atomic, collector_paused
-from ..reasons import Explanation
+from ..plumbing import Forked, OutputError, atomic, collector_paused, give_back_freed_memory
+from .export_page import index_html
+from .export_run import run_for_export
 from .export_values import ExportResult, PictureEntry, StepEntry
-from .review_page import (
-    PagePicture,
-    PageStep,
-    source_texts,
-    wanted_sources,
-    write_review_page,
-)
 
 _P = ParamSpec("_P")
 
@@ -112,54 +105,6 @@ def _moved(result: ExportResult, work: Path, directory: Path) -> None:
             step.diff_file = final(step.diff_file)
         if step.picture is not None and step.picture.result.path.parent == work:
             step.picture.result.path = final(step.picture.result.path)
-
-
-def _kept_reasons(pipe: Pipeline, steps: Sequence[Step]) -> dict[str, str]:
-    """Attribute path -> why freezing kept it, from freezeview's explain when it can.
-
-    The explanation is the pipeline's own (:meth:`Pipeline.explanation`), which the fold
-    step's notes read too: on a 12-layer transformer one explain costs about half a
-    second, and the page needs both.
-    """
-    kept: set[str] = set()
-    for step in steps:
-        kept.update(step.kept)
-    reasons = {path: "kept as a module attribute by torch.jit.freeze" for path in kept}
-    if not kept:
-        return reasons  # nothing to explain: skip explain's alias analysis
-    explanation = pipe.explanation(pipe.plan.preserved_attrs)
-    if explanation is None:
-        return reasons
-    for verdict in explanation.attributes:
-        if verdict.status == "kept" and verdict.reasons:
-            first = verdict.reasons[0]
-            text = f"{first.code}: {first.message}"
-            if first.source:
-                text += f" ({first.source})"
-            reasons[verdict.path] = text
-    return reasons
-
-
-def _step_pairs(
-    loaded: LoadedModel, shown: Sequence[Step]
-) -> list[tuple[Step, GraphSnapshot | None, GraphSnapshot]]:
-    """Each drawn step with the snapshot before it and its own.
-
-    Step 00 inlines the method as saved (one call per submodule), so that is its
-    "before"; a model without a forward method has none.
-    """
-    previous: GraphSnapshot | None = (
-        snapshot_graph(loaded.module._c._get_method("forward").graph)
-        if loaded.module._c._has_method("forward")
-        else None
-    )
-    pairs = []
-    for step in shown:
-        snap = step.snapshot
-        assert snap is not None
-        pairs.append((step, previous, snap))
-        previous = snap
-    return pairs
 
 
 # (before label, after label, before snapshot or None, after snapshot): one IR diff,
@@ -233,7 +178,11 @@ def _collector_paused(func: Callable[_P, ExportResult]) -> Callable[_P, ExportRe
 
 @_collector_paused
 def export(
-    model: LoadedModel | torch.jit.ScriptModule | str | os.PathLike[str],
+    model: LoadedModel
+    | torch.jit.ScriptModule
+    | str
+    | os.PathLike[str]
+    | Callable[[], LoadedModel],
     directory: str | os.PathLike[str],
     *,
     plan: Plan | None = None,
@@ -250,8 +199,11 @@ def export(
     """Freeze ``model`` step by step and write its pictures and diffs into ``directory``.
 
     Args:
-        model: a loaded model, a ScriptModule or a path to a TorchScript file (never
-            modified).
+        model: a loaded model, a ScriptModule, a path to a TorchScript file (never
+            modified) or a function that loads one. A model loaded here (from a path
+            or by the function) is let go once the freeze is read, before the pictures
+            are drawn: on a 70k-node model its weights and torch's graphs are most of
+            the export's memory.
         directory: where to write; created if missing (its parent must exist).
         plan: what to preserve and which passes to run (default: torch's plan).
         fmt: ``svg``, ``png`` or ``dot`` (DOT text only, no Graphviz needed).
@@ -286,36 +238,25 @@ def export(
     if fmt not in FORMATS:
         raise OutputError(f"unknown picture format {fmt!r}; use one of {', '.join(FORMATS)}.")
     options = options or RenderOptions()
-    loaded = (
-        model
-        if isinstance(model, LoadedModel)
-        else (
-            load_model(model)
-            if isinstance(model, (str, os.PathLike))
-            else LoadedModel.from_module(model)
-        )
-    )
     directory = Path(directory)
     result = ExportResult(directory=directory)
     say = progress or (lambda _text: None)
-
     start = time.perf_counter()
+    loaded = _loaded(model)
+    result.load_seconds = time.perf_counter() - start
+    del model  # a loader's model is this export's own: let nothing else hold it
+
     say("freezing")
-    pipe = Pipeline(loaded, plan, inputs)
-    if inputs is not None and measure[1] > 0:
-        measured = MeasuredRun(pipe, threads=measure[0], budget=measure[1])
-        steps = list(measured.run())
-        result.measurement = measured.measurement
-    else:
-        steps = pipe.run_all()
-    result.freeze_seconds = time.perf_counter() - start
-    failed = next((s for s in steps if s.error is not None), None)
-    if failed is not None:
-        raise PlanError(f"step {failed.index} ({failed.title}) failed: {failed.error}")
-    # Listing a step's methods takes no snapshot; only the graphs drawn are snapshotted.
-    shown = [s for s in steps if any(m == "forward" for m in s.snapshots)]
-    if not shown:
-        raise PlanError("the model has no forward method to draw; preserve a method to export it.")
+    model_name = loaded.name or "model"
+    modules = options.modules if options.modules is not None else module_paths(loaded.module)
+    run = run_for_export(loaded, plan, result, per_step=per_step, inputs=inputs, measure=measure)
+    result.measurement = run.measurement
+    steps, shown = run.steps, run.shown
+    # torch's side is read: the pipeline let go of its graphs and frozen modules, and
+    # unless the caller holds the model, its weights go now too. The pages they held
+    # go back to the system before the snapshots, diffs and pictures are built.
+    del loaded
+    give_back_freed_memory()
 
     gv_missing = False
     if fmt != "dot":
@@ -336,22 +277,14 @@ def export(
     # the end: an export that fails half-way (Graphviz, Ctrl-C, a full disk) leaves no
     # half set of pictures without their page.
     with atomic.atomic_directory(directory) as out:
-        # The pipeline takes its snapshots lazily; taking them is the pipeline's work, timed
-        # apart from freezeview's drawing.
-        start = time.perf_counter()
-        for step in shown if per_step else (shown[0], shown[-1]):
-            _ = step.snapshot
-        pairs = _step_pairs(loaded, shown) if per_step else []
-        result.snapshot_seconds = time.perf_counter() - start
+        before, after, pairs = run.before, run.after, run.pairs
 
         # Diffs and IR diffs need nothing but the snapshots: with per-step pictures, a
-        # forked copy of this process makes them on the other CPU while this one explains
-        # and draws (forked.py). The overall diff alone is made here: the fork's
-        # copy-on-write image of a 70k-node model cost more memory (its pages touched)
-        # than its one diff saved time, and Graphviz uses the other CPU meanwhile (below).
-        # The overall diff comes first: the diff picture needs it long before the steps.
-        before, after = shown[0].snapshot, shown[-1].snapshot
-        assert before is not None and after is not None
+        # forked copy of this process makes them on the other CPU while this one draws
+        # (forked.py). The overall diff alone is made here: the fork's copy-on-write
+        # image of a 70k-node model cost more memory (its pages touched) than its one
+        # diff saved time, and Graphviz uses the other CPU meanwhile (below). The overall
+        # diff comes first: the diff picture needs it long before the steps.
         jobs: list[_DiffJob] = [("before", "after", before, after)]
         jobs += [
             (f"before {step.name}", f"after {step.name}", previous, snap)
@@ -359,7 +292,7 @@ def export(
         ]
         fork = parallel if pairs else False
         # Graphviz lays each picture out in the background, one at a time, while this
-        # process explains, builds the next picture and writes the page; the pictures are
+        # process builds the next picture, diffs and writes the page; the pictures are
         # collected at the end, in order (dot_queue.py).
         with Forked(partial(_diff_outputs, jobs), enabled=fork) as helper, DotQueue() as dots:
             started: list[tuple[str, str, PendingPicture | None]] = []
@@ -390,22 +323,15 @@ def export(
                 result.notes.extend(rendered.notes)
                 return PictureEntry(name, title, rendered)
 
-            model_name = loaded.name or "model"
-            modules = (
-                options.modules if options.modules is not None else module_paths(loaded.module)
-            )
             overruns = options.overruns if options.overruns is not None else Overruns()
             # The before graph has no kept attributes yet: every attribute read is plain
-            # there, so its picture goes to Graphviz before explain runs.
+            # there.
             before_opts = replace(options, reasons=None, modules=modules, overruns=overruns)
             title = f"{model_name}: before freezing (inlined)"
             overall_pictures = [
                 draw("before", title, partial(start_snapshot, before, options=before_opts))
             ]
-            start = time.perf_counter()
-            reasons = _kept_reasons(pipe, steps)
-            result.reasons_seconds = time.perf_counter() - start
-            opts = replace(before_opts, reasons=reasons)
+            opts = replace(before_opts, reasons=run.reasons)
             title = f"{model_name}: after freezing"
             overall_pictures.append(
                 draw("after", title, partial(start_snapshot, after, options=opts))
@@ -470,16 +396,6 @@ def export(
                     )
                     step_pictures.append((entry, draw(stem, title, begin)))
 
-            # While Graphviz draws: each step's notes are the pipeline's own lazy summary
-            # (counts, explain's reasons), and the page needs explain's verdicts.
-            start = time.perf_counter()
-            for step in steps:
-                _ = step.notes
-            result.notes_seconds = time.perf_counter() - start
-            start = time.perf_counter()
-            explanation = pipe.explanation(pipe.plan.preserved_attrs)
-            result.reasons_seconds += time.perf_counter() - start
-
             # Collected in the order drawn, so the files, notes and page read as before.
             say("waiting for Graphviz")
             for index in overall_pictures:
@@ -490,11 +406,19 @@ def export(
                 entry.picture = finish(index)
             result.dot_wait_seconds = dots.wait_seconds
 
-        # Each step's notes are the pipeline's own lazy summary (counts, explain's reasons).
         say("writing index.html")
         start = time.perf_counter()
-        result.index = _index_html(
-            out / "index.html", result, loaded, pipe, overall, steps, pic_fmt, ir_text, explanation
+        result.index = index_html(
+            out / "index.html",
+            result,
+            name=model_name,
+            plan=run.plan,
+            overall=overall,
+            steps=steps,
+            fmt=pic_fmt,
+            ir_text=ir_text,
+            explanation=run.explanation,
+            texts=run.texts,
         )
         result.files.append(result.index)
         result.index_seconds = time.perf_counter() - start
@@ -509,99 +433,18 @@ def export(
     return result
 
 
-# -- index.html ----------------------------------------------------------------------
-
-
-def _index_html(
-    path: Path,
-    result: ExportResult,
-    loaded: LoadedModel,
-    pipe: Pipeline,
-    overall: GraphDiff,
-    steps: Sequence[Step],
-    fmt: str,
-    ir_text: str,
-    explanation: Explanation | None,
-) -> Path:
-    """Write the review page (:mod:`.review_page`) for what this export wrote to ``path``."""
-    before, after = overall.before, overall.after
-    graphs = {"diff": (before, after), "after": (None, after), "before": (None, before)}
-    pictures = []
-    for key in ("diff", "after", "before", "side-by-side"):
-        for p in result.pictures:
-            if p.name == key:
-                old, new = graphs.get(p.name, (None, None))
-                pictures.append(PagePicture(p.name, p.title, p.result, new, old))
-    page_steps: list[PageStep] = []
-    by_index = {e.step.index: e for e in result.steps}
-    for step in steps:
-        entry = by_index.get(step.index)
-        picture_id = None
-        if entry is not None and entry.picture is not None:
-            picture_id = f"step-{step.index}"
-            pictures.append(
-                PagePicture(
-                    picture_id,
-                    entry.picture.title,
-                    entry.picture.result,
-                    entry.after,
-                    entry.before,
-                    kind="step",
-                    step=step.index,
-                )
-            )
-        diff_file = entry.diff_file if entry is not None else None
-        page_steps.append(
-            PageStep(
-                step,
-                entry.summary
-                if entry is not None
-                else ("changed" if step.changed else "no change"),
-                diff_file.name if diff_file is not None else None,
-                diff_file.read_text(encoding="utf-8") if diff_file is not None else "",
-                picture_id,
-                _latency(result.measurement, step.index),
-            )
-        )
-    summary = (
-        f"{overall.before.node_count} nodes before, {overall.after.node_count} after · "
-        f"{overall.summary()}"
-    )
-    if result.measurement is not None and result.measurement.unfrozen is not None:
-        summary += f" · {verdict_text(result.measurement)}"
-    return write_review_page(
-        path,
-        name=loaded.name or "model",
-        plan=pipe.plan,
-        summary=summary,
-        pictures=pictures,
-        steps=page_steps,
-        explanation=explanation,
-        ir_diff=ir_text,
-        notes=result.notes,
-        picture_format=fmt,
-        texts=_source_texts(loaded, pictures, before),
-    )
-
-
-def _latency(measurement: Measurement | None, index: int) -> str:
-    """The timeline's latency for a step ("" when it was not timed)."""
-    cell = latency_cell(measurement, index)
-    return "" if cell == "-" else cell
-
-
-def _source_texts(
-    loaded: LoadedModel, pictures: Sequence[PagePicture], inlined: GraphSnapshot
-) -> dict[str, str]:
-    """Source line texts of the model's forward (inlined), for the boxes of ``pictures``.
-
-    ``inlined`` is the snapshot of the inlined forward: through it, one node per line
-    shown is read (:func:`source_texts`).
-    """
-    cmod = loaded.module._c
-    wanted = wanted_sources(pictures)
-    if not cmod._has_method("forward") or not wanted:
-        return {}
-    graph = cmod._get_method("forward").graph.copy()
-    torch._C._jit_pass_inline(graph)
-    return source_texts(graph, wanted, inlined)
+def _loaded(
+    model: LoadedModel
+    | torch.jit.ScriptModule
+    | str
+    | os.PathLike[str]
+    | Callable[[], LoadedModel],
+) -> LoadedModel:
+    """The model to export, loaded now if it is a path or a loader."""
+    if isinstance(model, LoadedModel):
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        return load_model(model)
+    if isinstance(model, torch.jit.ScriptModule):
+        return LoadedModel.from_module(model)
+    return model()

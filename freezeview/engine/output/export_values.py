@@ -49,6 +49,8 @@ class ExportResult:
         steps: per-step entries (empty without ``per_step``).
         index: the ``index.html`` path.
         notes: sentences for the user (Graphviz fallbacks, missing Graphviz).
+        load_seconds: time loading the model (when the export was given a path or a
+            loader; 0 for a model already loaded).
         freeze_seconds: time running the pipeline (torch's own work).
         snapshot_seconds: time the pipeline took to snapshot the graphs drawn (it
             snapshots lazily, when export first reads them).
@@ -75,6 +77,7 @@ class ExportResult:
     steps: list[StepEntry] = field(default_factory=list)
     index: Path | None = None
     notes: list[str] = field(default_factory=list)
+    load_seconds: float = 0.0
     freeze_seconds: float = 0.0
     snapshot_seconds: float = 0.0
     notes_seconds: float = 0.0

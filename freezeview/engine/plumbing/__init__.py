@@ -3,9 +3,9 @@
 Takes nothing from the other stages; gives them the error types users see
 (:class:`FreezeviewError` and its kinds), atomic output files (:mod:`.atomic`), work
 done by a forked copy of the process (:mod:`.forked`), Ctrl-C that waits for torch's
-C++ (:mod:`.interrupts`), the paused garbage collector (:mod:`.collector`), torch's C++
-standard error captured (:mod:`.stderr_capture`) and the lazy names of every stage's
-``__init__`` (:mod:`.lazy`).
+C++ (:mod:`.interrupts`), the paused garbage collector (:mod:`.collector`), freed memory
+given back to the system (:mod:`.heap`), torch's C++ standard error captured
+(:mod:`.stderr_capture`) and the lazy names of every stage's ``__init__`` (:mod:`.lazy`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .collector import collector_paused
     from .errors import BadInputError, FreezeviewError, OutputError, PlanError
     from .forked import Forked, renewed_in_children
+    from .heap import give_back_freed_memory
     from .interrupts import interrupts_deferred
     from .stderr_capture import capture_stderr_fd
 
@@ -33,6 +34,7 @@ __getattr__, __dir__ = lazy_exports(
         "PlanError": "errors",
         "Forked": "forked",
         "renewed_in_children": "forked",
+        "give_back_freed_memory": "heap",
         "interrupts_deferred": "interrupts",
         "capture_stderr_fd": "stderr_capture",
     },
@@ -46,6 +48,7 @@ __all__ = [
     "PlanError",
     "capture_stderr_fd",
     "collector_paused",
+    "give_back_freed_memory",
     "interrupts_deferred",
     "protect_input",
     "renewed_in_children",

@@ -1,0 +1,133 @@
+"""An export's ``index.html``: what the export wrote, handed to the review page.
+
+:func:`index_html` gathers the pictures drawn (with the graphs each shows), the timeline
+of steps, explain's verdicts and the source lines of the boxes drawn, and writes the page
+(:mod:`.review_page`); :func:`inlined_source_texts` reads those lines while torch's
+inlined graph is at hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from ..diff import GraphDiff
+from ..freeze import Plan, Step
+from ..graph import GraphSnapshot
+from ..measure import Measurement, latency_cell, verdict_text
+from ..reasons import Explanation
+from .export_values import ExportResult
+from .review_page import PagePicture, PageStep, source_texts, write_review_page
+
+__all__ = ["index_html", "inlined_source_texts"]
+
+
+def index_html(
+    path: Path,
+    result: ExportResult,
+    *,
+    name: str,
+    plan: Plan,
+    overall: GraphDiff,
+    steps: Sequence[Step],
+    fmt: str,
+    ir_text: str,
+    explanation: Explanation | None,
+    texts: dict[str, str],
+) -> Path:
+    """Write the review page (:mod:`.review_page`) for what this export wrote to ``path``.
+
+    Args:
+        path: the page's file.
+        result: the export so far (its pictures, steps, notes and measurement).
+        name: the model's display name.
+        plan: the plan the steps ran with.
+        overall: the diff of the graph before and after freezing.
+        steps: every step of the run (the timeline).
+        fmt: the pictures' format.
+        ir_text: the IR diff, before -> after.
+        explanation: explain's verdicts (the attributes table), if any.
+        texts: source line texts by ``file:line`` (:func:`inlined_source_texts`).
+    """
+    before, after = overall.before, overall.after
+    graphs = {"diff": (before, after), "after": (None, after), "before": (None, before)}
+    pictures = []
+    for key in ("diff", "after", "before", "side-by-side"):
+        for p in result.pictures:
+            if p.name == key:
+                old, new = graphs.get(p.name, (None, None))
+                pictures.append(PagePicture(p.name, p.title, p.result, new, old))
+    page_steps: list[PageStep] = []
+    by_index = {e.step.index: e for e in result.steps}
+    for step in steps:
+        entry = by_index.get(step.index)
+        picture_id = None
+        if entry is not None and entry.picture is not None:
+            picture_id = f"step-{step.index}"
+            pictures.append(
+                PagePicture(
+                    picture_id,
+                    entry.picture.title,
+                    entry.picture.result,
+                    entry.after,
+                    entry.before,
+                    kind="step",
+                    step=step.index,
+                )
+            )
+        diff_file = entry.diff_file if entry is not None else None
+        page_steps.append(
+            PageStep(
+                step,
+                entry.summary
+                if entry is not None
+                else ("changed" if step.changed else "no change"),
+                diff_file.name if diff_file is not None else None,
+                diff_file.read_text(encoding="utf-8") if diff_file is not None else "",
+                picture_id,
+                _latency(result.measurement, step.index),
+            )
+        )
+    summary = (
+        f"{overall.before.node_count} nodes before, {overall.after.node_count} after · "
+        f"{overall.summary()}"
+    )
+    if result.measurement is not None and result.measurement.unfrozen is not None:
+        summary += f" · {verdict_text(result.measurement)}"
+    return write_review_page(
+        path,
+        name=name,
+        plan=plan,
+        summary=summary,
+        pictures=pictures,
+        steps=page_steps,
+        explanation=explanation,
+        ir_diff=ir_text,
+        notes=result.notes,
+        picture_format=fmt,
+        texts=texts,
+    )
+
+
+def _latency(measurement: Measurement | None, index: int) -> str:
+    """The timeline's latency for a step ("" when it was not timed)."""
+    cell = latency_cell(measurement, index)
+    return "" if cell == "-" else cell
+
+
+def inlined_source_texts(inlined: torch._C.Graph, snapshot: GraphSnapshot) -> dict[str, str]:
+    """Source line texts of the inlined forward's nodes, by ``file:line``.
+
+    ``snapshot`` is the snapshot of ``inlined``: through it, one node per line is read
+    (:func:`source_texts`), a few hundred reads on a 70k-node transformer. Read while
+    the graph exists, for every box any picture may draw (the pictures are drawn after
+    torch's graphs are gone).
+    """
+    wanted = {
+        str(node.source)
+        for node in snapshot.nodes_in_order()
+        if node.source is not None and not node.source.text
+    }
+    return source_texts(inlined, wanted, snapshot)

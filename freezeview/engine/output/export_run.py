@@ -1,0 +1,245 @@
+"""The torch side of an export: the stepwise freeze, read once, then let go.
+
+An export reads from torch what its files show -- each step's notes, the snapshots of the
+graph before and after freezing, explain's verdicts -- and then needs torch no more. On
+a 70k-node model torch's side is most of the memory: the loaded weights, the frozen
+clone, a copy of the graph per pass. :func:`run_for_export` reads each step while its
+graphs are at hand and lets the graphs of the step before go (as ``freezeview freeze``
+does), then frees the pipeline: the pictures, the diff and the page are built in the room
+that leaves (:func:`~freezeview.engine.plumbing.give_back_freed_memory`).
+
+The inlined ``forward`` is snapshotted as soon as the inline step is done, and the source
+lines of its nodes (which the page shows beside the boxes) read through it, before the
+fold step folds it in place.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from ..freeze import Pipeline, Plan, Step
+from ..freeze.steps import release_graphs
+from ..graph import GraphSnapshot, snapshot_graph
+from ..load import LoadedModel
+from ..measure import MeasuredRun, Measurement
+from ..plumbing import PlanError
+from ..reasons import Explanation
+from .export_page import inlined_source_texts
+from .export_values import ExportResult
+
+__all__ = ["FrozenRun", "run_for_export"]
+
+
+@dataclass
+class FrozenRun:
+    """What an export read from the stepwise freeze (torch's modules let go).
+
+    Attributes:
+        plan: the plan the steps ran with.
+        steps: every step, its notes read (its graphs released unless ``per_step``).
+        shown: the steps that show a ``forward`` graph (the first is the inline step).
+        before: the snapshot of the inlined ``forward`` graph (the inline step's).
+        after: the snapshot of the final ``forward`` graph.
+        texts: the source line texts of the inlined graph's nodes, by ``file:line``.
+        explanation: explain's verdicts (None if explain could not say).
+        reasons: kept attribute path -> why (the after picture's attribute boxes).
+        measurement: with sample inputs, each step's latency and the verdict.
+        pairs: with ``per_step``, each shown step with the snapshot before it and its own.
+    """
+
+    plan: Plan
+    steps: list[Step]
+    shown: list[Step]
+    before: GraphSnapshot
+    after: GraphSnapshot
+    texts: dict[str, str]
+    explanation: Explanation | None
+    reasons: dict[str, str]
+    measurement: Measurement | None = None
+    pairs: list[tuple[Step, GraphSnapshot | None, GraphSnapshot]] = field(default_factory=list)
+
+
+def kept_reasons(pipe: Pipeline, steps: Sequence[Step]) -> dict[str, str]:
+    """Attribute path -> why freezing kept it, from freezeview's explain when it can.
+
+    The explanation is the pipeline's own (:meth:`Pipeline.explanation`), which the fold
+    step's notes read too: on a 12-layer transformer one explain costs about half a
+    second, and the page needs both.
+    """
+    kept: set[str] = set()
+    for step in steps:
+        kept.update(step.kept)
+    reasons = {path: "kept as a module attribute by torch.jit.freeze" for path in kept}
+    if not kept:
+        return reasons  # nothing to explain: skip explain's alias analysis
+    explanation = pipe.explanation(pipe.plan.preserved_attrs)
+    if explanation is None:
+        return reasons
+    for verdict in explanation.attributes:
+        if verdict.status == "kept" and verdict.reasons:
+            first = verdict.reasons[0]
+            text = f"{first.code}: {first.message}"
+            if first.source:
+                text += f" ({first.source})"
+            reasons[verdict.path] = text
+    return reasons
+
+
+def _step_pairs(
+    loaded: LoadedModel, shown: Sequence[Step]
+) -> list[tuple[Step, GraphSnapshot | None, GraphSnapshot]]:
+    """Each drawn step with the snapshot before it and its own.
+
+    Step 00 inlines the method as saved (one call per submodule), so that is its
+    "before"; a model without a forward method has none.
+    """
+    previous: GraphSnapshot | None = (
+        snapshot_graph(loaded.module._c._get_method("forward").graph)
+        if loaded.module._c._has_method("forward")
+        else None
+    )
+    pairs = []
+    for step in shown:
+        snap = step.snapshot
+        assert snap is not None
+        pairs.append((step, previous, snap))
+        previous = snap
+    return pairs
+
+
+def _before_and_texts(loaded: LoadedModel, inline: Step) -> tuple[GraphSnapshot, dict[str, str]]:
+    """The inline step's ``forward`` snapshot and the source line texts of its nodes.
+
+    The texts are read through the inlined graph (one node per line), before the
+    snapshot lets the graph go and the fold step folds it in place; a graph already let
+    go is made again from ``loaded``.
+    """
+    picture = inline.forward_graph
+    assert picture is not None
+    graph = picture.graph() if not picture.released else None
+    if graph is None:
+        graph = loaded.module._c._get_method("forward").graph.copy()
+        torch._C._jit_pass_inline(graph)
+    snapshot = picture.snapshot()
+    return snapshot, inlined_source_texts(graph, snapshot)
+
+
+def _shows_forward(step: Step) -> bool:
+    # Listing a step's methods takes no snapshot.
+    return any(m == "forward" for m in step.snapshots)
+
+
+def _read_row(step: Step) -> None:
+    """Read what a step shows while its graphs are at hand (as ``freezeview freeze`` reads
+    its table's rows): its change, its counts and its leading note."""
+    _ = step.changed, step.nodes_added, step.first_note, step.node_count
+
+
+def run_for_export(
+    loaded: LoadedModel,
+    plan: Plan | None,
+    result: ExportResult,
+    *,
+    per_step: bool = False,
+    inputs: Sequence[object] | None = None,
+    measure: tuple[int, float] = (1, 0.25),
+) -> FrozenRun:
+    """Run the stepwise freeze of ``loaded`` and read all an export shows of it.
+
+    Each step is read as soon as it is yielded, in order, as ``freezeview freeze`` reads
+    its rows (:attr:`Pipeline.read_in_order`): the inline step's snapshot and source
+    lines are taken at once, the fold step then folds the inlined graph in place instead
+    of copying it, and each step's graphs go once the step after it is read. The fold
+    step's kept-attribute notes, which run explain on torch's freeze, are read at the
+    end. With ``per_step`` every snapshot is taken and kept instead. At the end the
+    pipeline lets go of its modules and torch's freezes (:meth:`Pipeline.release`): only
+    the caller's reference keeps the loaded model alive.
+
+    Args:
+        loaded: the model.
+        plan: what to preserve and which passes to run (default: torch's plan).
+        result: where the times are booked (``freeze_seconds``, ``snapshot_seconds``,
+            ``notes_seconds``, ``reasons_seconds``).
+        per_step: keep every step's snapshot (one picture and diff per step).
+        inputs: sample inputs, measured per step (``measure``: threads, seconds a step).
+
+    Raises:
+        PlanError: a step failed, or the model has no forward method to draw.
+    """
+    start = time.perf_counter()
+    pipe = Pipeline(loaded, plan, inputs)
+    pipe.read_in_order = not per_step
+    measured = None
+    if inputs is not None and measure[1] > 0:
+        measured = MeasuredRun(pipe, threads=measure[0], budget=measure[1])
+        run = measured.run()
+    else:
+        run = pipe.run()
+    steps: list[Step] = []
+    before: tuple[GraphSnapshot, dict[str, str]] | None = None
+    apart = 0.0  # snapshot and notes time inside the loop
+    for step in run:
+        steps.append(step)
+        if per_step or step.error is not None:
+            continue
+        began = time.perf_counter()
+        if len(steps) > 1:
+            release_graphs(steps[-2], step, settled=True)
+        if before is None and _shows_forward(step):
+            before = _before_and_texts(loaded, step)
+            result.snapshot_seconds += time.perf_counter() - began
+        noted = time.perf_counter()
+        _read_row(step)
+        result.notes_seconds += time.perf_counter() - noted
+        if len(steps) > 1:
+            release_graphs(steps[-2], step)
+        apart += time.perf_counter() - began
+    result.freeze_seconds = time.perf_counter() - start - apart
+    failed = next((s for s in steps if s.error is not None), None)
+    if failed is not None:
+        pipe.release()
+        raise PlanError(f"step {failed.index} ({failed.title}) failed: {failed.error}")
+    shown = [s for s in steps if _shows_forward(s)]
+    if not shown:
+        pipe.release()
+        raise PlanError("the model has no forward method to draw; preserve a method to export it.")
+
+    start = time.perf_counter()
+    if before is None:
+        before = _before_and_texts(loaded, shown[0])
+    after = shown[-1].snapshot
+    assert after is not None
+    pairs = _step_pairs(loaded, shown) if per_step else []
+    result.snapshot_seconds += time.perf_counter() - start
+
+    start = time.perf_counter()
+    reasons = kept_reasons(pipe, steps)
+    explanation = pipe.explanation(pipe.plan.preserved_attrs)
+    result.reasons_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    for step in steps:
+        _ = step.notes
+    result.notes_seconds += time.perf_counter() - start
+
+    run_plan = pipe.plan
+    if not per_step:
+        for done, following in itertools.pairwise(steps):
+            release_graphs(done, following)
+    pipe.release()
+    return FrozenRun(
+        plan=run_plan,
+        steps=steps,
+        shown=shown,
+        before=before[0],
+        after=after,
+        texts=before[1],
+        explanation=explanation,
+        reasons=reasons,
+        measurement=measured.measurement if measured is not None else None,
+        pairs=pairs,
+    )
