@@ -178,21 +178,9 @@ class RemoteSession:
         """Hand each message from one child to the call waiting for it."""
         try:
             while True:
-                message = _receive(conn)
-                if message[0] == "warning":
-                    if self.on_warning is not None:
-                        self.on_warning(str(message[1]))
-                    continue
-                if message[0] == "final_code":
-                    # Read after the run's last step went out: the latest run's only.
-                    if message[1] == self._last_run:
-                        if message[2] is not None:
-                            self.final_code = message[2]
-                        self._code_read.set()
-                    continue
-                call = self._calls.get(message[1])
-                if call is not None:
-                    call.answers.put(message)
+                # No local name holds a message while the next is awaited: the last one
+                # (a step's graph) would stay alive until the next message came.
+                self._deliver(_receive(conn))
         except (EOFError, OSError):
             pass
         with self._lock:
@@ -208,6 +196,22 @@ class RemoteSession:
         sentence = "freezeview is closing." if closing else _death_sentence(proc, stderr)
         for rid, call in waiting:
             call.answers.put(("error", rid, ("EngineError", sentence, None, "")))
+
+    def _deliver(self, message: tuple[Any, ...]) -> None:
+        """One message from the child, to the call waiting for it (or kept here)."""
+        if message[0] == "warning":
+            if self.on_warning is not None:
+                self.on_warning(str(message[1]))
+        elif message[0] == "final_code":
+            # Read after the run's last step went out: the latest run's only.
+            if message[1] == self._last_run:
+                if message[2] is not None:
+                    self.final_code = message[2]
+                self._code_read.set()
+        else:
+            call = self._calls.get(message[1])
+            if call is not None:
+                call.answers.put(message)
 
     @property
     def pid(self) -> int | None:

@@ -103,3 +103,42 @@ async def test_fifty_reruns_keep_the_screen_memory(small_pt: Path, tmp_path: Pat
             counts.append(sys.getallocatedblocks())
     assert len(collector.deep_sweeps) >= 50  # at each run's start, frozen garbage freed
     assert max(counts[-10:]) <= first * 1.10, (first, counts)
+
+
+@pytest.mark.slow
+async def test_a_reruns_start_holds_no_graph_of_the_last_run(
+    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a re-run's start the screen collects everything once (ui/collector.py): the
+    last run's graphs must be gone by then, or that walk visits every node of them
+    (0.3 s at 17k nodes, on the ``r`` key). A cursor resting on a big graph's line used
+    to keep that graph in its timer until the next move."""
+    import gc
+
+    from freezeview.ui import collector
+    from freezeview.ui.widgets import ir_pane
+
+    # Every graph read as a big one is: node facts when the cursor rests, in a worker.
+    monkeypatch.setattr(ir_pane, "_SYNC_FACTS_NODES", 0)
+    alive: list[int] = []
+    deep_sweep = collector.deep_sweep
+
+    def counting() -> float:
+        gc.unfreeze()
+        alive.append(sum(type(o).__name__ == "GraphSnapshot" for o in gc.get_objects()))
+        return deep_sweep()
+
+    monkeypatch.setattr(collector, "deep_sweep", counting)
+    app = app_for(small_pt, tmp_path, engine_process=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot, timeout=120)
+        screen = app.main_screen
+        await pilot.press("n", "n")
+        await wait_ready(pilot)
+        screen.ir.focus()
+        await pilot.press("down", "down")
+        await pilot.pause(0.3)  # the cursor rests: its node's facts are read
+        assert screen.session.known_graph(screen.steps[screen.current_step].graph)
+        await pilot.press("r")
+        await wait_ready(pilot, timeout=60)
+    assert len(alive) >= 2 and alive[-1] == 0, alive

@@ -483,13 +483,21 @@ class IRPane(Vertical):
             # whole-graph pass per line passed.
             if self._node_timer is not None:
                 self._node_timer.stop()
-            self._node_timer = self.set_timer(
-                _CURSOR_REST, lambda: self._read_graph(Handoff((snap, "node", event.line, False)))
-            )
+            # The timer is kept until the next move: it names the graph by id and the
+            # line, never holds the graph (a re-run must free the last run's graphs).
+            shown, line = id(snap), event.line
+            self._node_timer = self.set_timer(_CURSOR_REST, lambda: self._rested(shown, line))
             return
         facts = self._facts_at(snap, event.line)
         if facts is not None:
             self.post_message(self.NodeSelected(facts))
+
+    def _rested(self, shown: int, line: int) -> None:
+        """The cursor rested on ``line`` of the graph ``shown`` (its id): read its node's
+        facts, if the pane still shows that graph."""
+        snap = self.current_snapshot()
+        if snap is not None and id(snap) == shown and self.view_mode == "ir":
+            self._read_graph(Handoff((snap, "node", line, False)))
 
     def _facts_at(self, snap: GraphSnapshot, line: int) -> NodeFacts | None:
         from ...engine.graph.facts import node_facts
