@@ -3,8 +3,10 @@ snapshots that pickle as plain calls, and step notes computed only for who reads
 
 from __future__ import annotations
 
+import collections
 import pickle
 import pickletools
+from dataclasses import replace
 
 import torch
 from models.small import Branchy, Counter, scripted
@@ -28,14 +30,14 @@ def test_a_graph_printed_again_is_not_parsed_again(monkeypatch) -> None:  # type
     snapshot_parse.RECENT_LINES.clear()
     fresh = snapshot_graph(graph)
     calls = 0
-    split = snapshot_parse._split_values
+    split = snapshot_parse.split_values
 
     def counting(text: str):  # type: ignore[no-untyped-def]
         nonlocal calls
         calls += 1
         return split(text)
 
-    monkeypatch.setattr(snapshot_parse, "_split_values", counting)
+    monkeypatch.setattr(snapshot_parse, "split_values", counting)
     again = snapshot_graph(graph)
     blocks = sum(len(n.blocks) for n in again.walk())
     # The graph's and the blocks' parameters only (header lines); no node line.
@@ -102,8 +104,9 @@ def test_why_a_pass_did_not_fire_reads_a_partial_snapshot_and_says_the_same() ->
     """freeze's table says why each pass did not fire, naming nodes by kind, module and
     line: read off a partial snapshot (no walk of torch's nodes), in the very words the
     full snapshot gives."""
-    from freezeview.engine.freeze.pass_diagnosis import SCOPED_KINDS
+    from freezeview.engine.freeze.pass_diagnosis import SCOPED_KINDS, Reading
     from freezeview.engine.freeze.passes import REGISTRY
+    from freezeview.engine.graph import SparseReading
     from freezeview.engine.graph import snapshot as snapshot_module
 
     layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
@@ -116,13 +119,28 @@ def test_why_a_pass_did_not_fire_reads_a_partial_snapshot_and_says_the_same() ->
         assert [n.kind for n in part.walk()] == [n.kind for n in full.walk()]
         scoped = [n.scope for n in full.walk() if n.kind in SCOPED_KINDS]
         assert [n.scope for n in part.walk() if n.kind in SCOPED_KINDS] == scoped
+        sparse = SparseReading(graph, full.text, SCOPED_KINDS)
         said = 0
         for info in REGISTRY.values():
             if info.diagnose is not None and info.available:
                 assert info.why_not(part) == info.why_not(full), info.id
+                reading = Reading(full.kinds(), lambda sparse=sparse: sparse)
+                assert info.why_not(reading) == info.why_not(full), info.id
                 said += " in " in info.why_not(full)
         if model is models[0]:
             assert said  # some sentence names a module scope
+            # The diagnoses read a few of the encoder's nodes only.
+            assert len(sparse._nodes) < full.node_count / 3
+        # Each node read sparsely is the partial snapshot's (but for its blocks), and
+        # the outputs of the kinds it scopes have torch's use counts.
+        uses = collections.Counter(name for n in full.walk() for name in n.inputs)
+        uses.update(name for n in full.walk() for b in n.blocks for name in b.outputs)
+        uses.update(full.block.outputs)
+        for node in part.walk():
+            assert sparse.node(node.id) == replace(node, blocks=())
+            if node.kind in SCOPED_KINDS:
+                for out in node.output_names:
+                    assert sparse.use_count(out) == uses[out], (node.line, out)
 
 
 def test_freezes_table_notes_are_the_apps_notes() -> None:
@@ -144,17 +162,16 @@ def test_freezes_table_notes_are_the_apps_notes() -> None:
     assert checked
 
 
-def test_passes_that_leave_one_graph_read_one_partial_snapshot(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from freezeview.engine.graph import snapshot as snapshot_module
+def test_passes_that_leave_one_graph_read_one_sparse_reading(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from freezeview.engine.graph import SparseReading
 
     taken = []
-    partial = snapshot_module.partial_snapshot
 
     def counting(graph, *args, **kwargs):  # type: ignore[no-untyped-def]
         taken.append(graph)
-        return partial(graph, *args, **kwargs)
+        return SparseReading(graph, *args, **kwargs)
 
-    monkeypatch.setattr("freezeview.engine.freeze.steps.partial_snapshot", counting)
+    monkeypatch.setattr("freezeview.engine.freeze.steps.SparseReading", counting)
     steps = list(Pipeline(scripted(Counter)).run())
     quiet = [s for s in steps if s.kind == "optimize" and not s.changed]
     assert len(quiet) > 1 and all(s.first_note.startswith("did not fire") for s in quiet)

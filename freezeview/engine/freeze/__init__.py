@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .passes import REGISTRY, PassInfo, default_passes, needs_guard
     from .pipeline import Pipeline, freeze
     from .plan import Plan
-    from .steps import Progress, Step
+    from .steps import Progress, Step, release_graphs
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -36,6 +36,7 @@ __getattr__, __dir__ = lazy_exports(
         "Plan": "plan",
         "Progress": "steps",
         "Step": "steps",
+        "release_graphs": "steps",
     },
 )
 
@@ -53,4 +54,5 @@ __all__ = [
     "load_inputs",
     "needs_guard",
     "random_inputs",
+    "release_graphs",
 ]

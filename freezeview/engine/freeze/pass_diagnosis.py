@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import torch
 
-from ..graph import GraphSnapshot, NodeSnapshot
+from ..graph import GraphSnapshot, NodeSnapshot, SparseReading, ValueInfo
 from .pass_runners import DROPOUT_KINDS
 
 __all__ = [
@@ -46,103 +46,119 @@ _DEVICE_RE = re.compile(r"device=(\w+)")
 
 
 class Reading:
-    """A graph a diagnosis reads: its node kinds now, its snapshot when first needed.
+    """A graph a diagnosis reads: its node kinds now, its nodes when first needed.
 
     Most diagnoses start by looking for the nodes their pass rewrites; when the kind
     tally (a step's node counts have it already) holds none of them, the answer ("no
-    aten::batch_norm node in the graph") needs no snapshot at all.
+    aten::batch_norm node in the graph") needs nothing else. Otherwise ``build`` gives
+    the nodes: a :class:`~freezeview.engine.graph.snapshot_sparse.SparseReading` (the
+    lines asked for, parsed when asked) or a snapshot.
     """
 
-    __slots__ = ("_build", "_kinds", "_snapshot")
+    __slots__ = ("_build", "_kinds", "_nodes")
 
-    def __init__(self, kinds: Mapping[str, int], build: Callable[[], GraphSnapshot]) -> None:
+    def __init__(
+        self, kinds: Mapping[str, int], build: Callable[[], GraphSnapshot | SparseReading]
+    ) -> None:
         self._kinds = kinds
-        self._build: Callable[[], GraphSnapshot] | None = build
-        self._snapshot: GraphSnapshot | None = None
+        self._build: Callable[[], GraphSnapshot | SparseReading] | None = build
+        self._nodes: GraphSnapshot | SparseReading | None = None
 
     def has_any(self, kinds: Iterable[str]) -> bool:
         """True if the graph holds a node of one of ``kinds`` (nested blocks included)."""
         return any(self._kinds.get(kind, 0) > 0 for kind in kinds)
 
-    def snapshot(self) -> GraphSnapshot:
-        """The snapshot (built on the first call)."""
-        if self._snapshot is None:
+    def nodes(self) -> GraphSnapshot | SparseReading:
+        """The graph's nodes (read on the first call)."""
+        if self._nodes is None:
             assert self._build is not None
-            self._snapshot = self._build()
+            self._nodes = self._build()
             self._build = None
-        return self._snapshot
+        return self._nodes
 
 
-#: What a diagnosis reads: a snapshot, or a :class:`Reading` that takes one if needed.
+#: What a diagnosis reads: a snapshot, or a :class:`Reading` of a graph.
 Diagnosed = GraphSnapshot | Reading
 
 
 class _Graph:
-    """Use counts, producers and constants of a snapshot, computed once (and only when
-    a diagnosis reads past the nodes of its pass's kinds)."""
+    """Producers, use counts and constants of the graph a diagnosis reads, computed once
+    (and only when the diagnosis reads past the nodes of its pass's kinds)."""
 
-    def __init__(self, source: GraphSnapshot | Reading) -> None:
+    def __init__(self, source: Diagnosed) -> None:
         self._reading = source if isinstance(source, Reading) else None
-        self._snap = source if isinstance(source, GraphSnapshot) else None
+        self._read: GraphSnapshot | SparseReading | None = (
+            source if isinstance(source, GraphSnapshot) else None
+        )
         self._producers: dict[str, NodeSnapshot] | None = None
         self._uses: dict[str, int] | None = None
 
     @property
-    def snap(self) -> GraphSnapshot:
-        if self._snap is None:
+    def _source(self) -> GraphSnapshot | SparseReading:
+        if self._read is None:
             assert self._reading is not None
-            self._snap = self._reading.snapshot()
-        return self._snap
+            self._read = self._reading.nodes()
+        return self._read
 
-    @property
-    def producers(self) -> dict[str, NodeSnapshot]:
+    def _snapshot_producers(self, snap: GraphSnapshot) -> dict[str, NodeSnapshot]:
         if self._producers is None:
-            self._producers = self.snap.producers()
+            self._producers = snap.producers()
         return self._producers
 
-    @property
-    def uses(self) -> dict[str, int]:
+    def use_count(self, value: str) -> int:
+        source = self._source
+        if isinstance(source, SparseReading):
+            return source.use_count(value)
         if self._uses is None:
             uses: dict[str, int] = {}
-            for node in self.snap.walk():
+            for node in source.walk():
                 for name in node.inputs:
                     uses[name] = uses.get(name, 0) + 1
-            for name in _block_outputs(self.snap):
+            for name in _block_outputs(source):
                 uses[name] = uses.get(name, 0) + 1
             self._uses = uses
-        return self._uses
+        return self._uses.get(value, 0)
 
     def nodes(self, kinds: Iterable[str]) -> list[NodeSnapshot]:
         wanted = set(kinds)
-        if self._snap is None and self._reading is not None and not self._reading.has_any(wanted):
-            return []  # the tally says none: no snapshot needed for that answer
-        return [n for n in self.snap.walk() if n.kind in wanted]
+        if self._read is None and self._reading is not None and not self._reading.has_any(wanted):
+            return []  # the tally says none: nothing else to read for that answer
+        source = self._source
+        if isinstance(source, SparseReading):
+            return source.nodes(wanted)
+        return [n for n in source.walk() if n.kind in wanted]
 
     def producer(self, value: str) -> NodeSnapshot | None:
-        return self.producers.get(value)
+        source = self._source
+        if isinstance(source, SparseReading):
+            return source.producer(value)
+        return self._snapshot_producers(source).get(value)
+
+    def value(self, name: str) -> ValueInfo | None:
+        return self._source.value(name)
 
     def is_constant(self, value: str) -> bool:
-        node = self.producers.get(value)
+        node = self.producer(value)
         return node is not None and node.kind == "prim::Constant"
 
     def non_constant_inputs(self, node: NodeSnapshot) -> list[str]:
         return [name for name in node.inputs[1:] if not self.is_constant(name)]
 
     def constant_shape(self, value: str) -> tuple[int, ...] | None:
-        node = self.producers.get(value)
+        node = self.producer(value)
         if node is None or node.constant is None:
             return None
         return node.constant.shape
 
     def constant_dtype(self, value: str) -> str | None:
-        node = self.producers.get(value)
+        node = self.producer(value)
         return None if node is None or node.constant is None else node.constant.dtype
 
     def device(self, value: str) -> str | None:
         # The snapshot's value type is the short form ("Tensor"); the constant's IR line
         # carries the complete type with the device.
-        node = self.producers.get(value)
-        info = self.snap.value(value)
+        node = self.producer(value)
+        info = self.value(value)
         for text in (node.line if node is not None else "", info.type if info else ""):
             match = _DEVICE_RE.search(text)
             if match:
@@ -263,7 +279,7 @@ def _diagnose_after(
         if src.kind == "aten::_convolution" and src.attribute("transposed") == "1":
             reasons.append(f"{_where(src)} is a transposed convolution")
             continue
-        uses = g.uses.get(src.output_names[0], 0) if src.outputs else 0
+        uses = g.use_count(src.output_names[0]) if src.outputs else 0
         if single_use and uses > 1:
             reasons.append(
                 f"{producer_label} output has {uses} uses ({_where(src)}); folding needs it "

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from ..diff import notable_kind_changes
-from ..graph import GraphSnapshot, demangle, partial_snapshot, snapshot_graph
+from ..graph import GraphSnapshot, SparseReading, demangle, partial_snapshot, snapshot_graph
 from .numerics import Numerics
 from .plan import Plan
 
@@ -126,7 +126,7 @@ class LazyGraph:
         self._snapshot: GraphSnapshot | None = None
         self._kinds: Counter[str] | None = None
         self._released = False
-        self._partial: tuple[frozenset[str], GraphSnapshot] | None = None
+        self._partial: tuple[frozenset[str], GraphSnapshot | SparseReading] | None = None
         self._earlier: GraphSnapshot | None = None
         # Re-entrant: text and kinds call each other while holding it.
         self._lock = threading.RLock()
@@ -242,9 +242,12 @@ class LazyGraph:
             self._partial = None
             return True
 
-    def reading(self, scope_kinds: frozenset[str]) -> GraphSnapshot:
-        """The snapshot if taken, else a partial one (scopes of ``scope_kinds`` only, see
-        :func:`~freezeview.engine.graph.snapshot.partial_snapshot`), not kept."""
+    def reading(self, scope_kinds: frozenset[str]) -> GraphSnapshot | SparseReading:
+        """The snapshot if taken, else a sparse reading of the printout (its lines parsed
+        when asked for; module scopes of ``scope_kinds`` only, see
+        :class:`~freezeview.engine.graph.snapshot_sparse.SparseReading`), or a partial
+        snapshot where the printout does not suit one
+        (:func:`~freezeview.engine.graph.snapshot.partial_snapshot`); not kept."""
         with self._lock:
             if self._snapshot is not None:
                 return self._snapshot
@@ -255,7 +258,13 @@ class LazyGraph:
             if graph is None:
                 raise RuntimeError(f"the picture of {self.method} was released")
             # Kept while the graph is: every pass that leaves it unchanged reads it.
-            found = partial_snapshot(graph, self.method, text=self.text, scope_kinds=scope_kinds)
+            found: GraphSnapshot | SparseReading
+            try:
+                found = SparseReading(graph, self.text, scope_kinds)
+            except ValueError:
+                found = partial_snapshot(
+                    graph, self.method, text=self.text, scope_kinds=scope_kinds
+                )
             self._partial = (scope_kinds, found)
             return found
 

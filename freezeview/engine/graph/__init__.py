@@ -27,7 +27,14 @@ if TYPE_CHECKING:
     from .naming import demangle
     from .snapshot import partial_snapshot, snapshot_graph
     from .snapshot_parse import RECENT_LINES
-    from .snapshot_values import GraphSnapshot, NodeSnapshot, SourceLocation, parse_source_range
+    from .snapshot_sparse import SparseReading
+    from .snapshot_values import (
+        GraphSnapshot,
+        NodeSnapshot,
+        SourceLocation,
+        ValueInfo,
+        parse_source_range,
+    )
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -48,6 +55,8 @@ __getattr__, __dir__ = lazy_exports(
         "snapshot_graph": "snapshot",
         "partial_snapshot": "snapshot",
         "RECENT_LINES": "snapshot_parse",
+        "SparseReading": "snapshot_sparse",
+        "ValueInfo": "snapshot_values",
         "GraphSnapshot": "snapshot_values",
         "NodeSnapshot": "snapshot_values",
         "SourceLocation": "snapshot_values",
@@ -66,6 +75,8 @@ __all__ = [
     "NodeSnapshot",
     "ScriptEnum",
     "SourceLocation",
+    "SparseReading",
+    "ValueInfo",
     "attribute_paths",
     "attribute_values",
     "build_inventory",

@@ -63,7 +63,7 @@ _TORCH_DTYPES = {
 }
 
 
-def _split_values(text: str) -> list[ValueInfo]:
+def split_values(text: str) -> list[ValueInfo]:
     """``%a : int, %b.1 : Tensor`` -> ValueInfos (types may contain commas, not ``, %``)."""
     text = text.strip()
     if not text:
@@ -222,7 +222,7 @@ LineParts = tuple[
 ]
 
 
-def _line_parts(line: str) -> LineParts:
+def line_parts(line: str) -> LineParts:
     """Parse one node's printed line (continuations joined) into its parts."""
     match = _LINE_RE.match(line)
     if match is None:
@@ -232,7 +232,7 @@ def _line_parts(line: str) -> LineParts:
     if match.group("outs") is None and line[width:].startswith("= "):
         width -= 1
     printed = match.group("kind")
-    outputs = _split_values(match.group("outs") or "")
+    outputs = split_values(match.group("outs") or "")
     rest = match.group("rest")
     attributes: list[tuple[str, str]] = []
     if rest.startswith("["):
@@ -332,7 +332,7 @@ class TextParser:
             self.pos += 1
             if header.endswith("):"):
                 break
-        inputs = _split_values(header[len("graph(") : -2])
+        inputs = split_values(header[len("graph(") : -2])
         for v in inputs:
             self.values[v.name] = v
         nodes, outputs = self._block(indent=2, top=True)
@@ -366,7 +366,7 @@ class TextParser:
         if parts is None:
             parts = self.earlier.get(line)
             if parts is None:
-                parts = _line_parts(line)
+                parts = line_parts(line)
             self.seen[line] = parts
         width, printed, outputs, attributes, inputs, source, constant, head = parts
         if width != indent:
@@ -396,7 +396,7 @@ class TextParser:
                 ):
                     break
                 self.pos += 1
-                params = _split_values(header.group("params"))
+                params = split_values(header.group("params"))
                 for v in params:
                     values[v.name] = v
                 sub_nodes, sub_outputs = self._block(indent + 4, top=False)

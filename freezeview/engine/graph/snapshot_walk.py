@@ -262,9 +262,9 @@ BLOCK_KINDS = frozenset({"prim::If", "prim::Loop", "prim::With", "prim::Enter", 
 
 # One node per printed line "  %out : T = ns::kind..." (or "   = ns::kind" without
 # outputs); continuation lines of multi-line constants never look like that.
-_PRINTED_KIND_RE = re.compile(r"^ +(?:%.*? )?= ([A-Za-z_]\w*::[A-Za-z_][\w.]*)", re.MULTILINE)
+PRINTED_KIND_RE = re.compile(r"^ +(?:%.*? )?= ([A-Za-z_]\w*::[A-Za-z_][\w.]*)", re.MULTILINE)
 # torch prints a node that owns a subgraph as "prim::fork_0" (the subgraph's label).
-_SUBGRAPH_LABEL_RE = re.compile(r"^(prim::\w+?)_\d+$")
+SUBGRAPH_LABEL_RE = re.compile(r"^(prim::\w+?)_\d+$")
 
 
 class PrintedWalk:
@@ -304,9 +304,9 @@ def printed_kinds(text: str) -> list[str]:
     included, subgraphs printed after the graph's ``return`` not)."""
     end = text.find("\n  return (")
     body = text if end < 0 else text[:end]
-    kinds: list[str] = _PRINTED_KIND_RE.findall(body)
+    kinds: list[str] = PRINTED_KIND_RE.findall(body)
     for i, kind in enumerate(kinds):
-        label = _SUBGRAPH_LABEL_RE.match(kind)
+        label = SUBGRAPH_LABEL_RE.match(kind)
         if label is not None:
             kinds[i] = label.group(1)
     return kinds
