@@ -119,14 +119,16 @@ def recorded_dot(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, threading.E
     return runs
 
 
-def test_the_model_and_torchs_graphs_are_let_go_before_the_first_picture(
+def test_the_before_picture_starts_in_the_freeze_and_the_rest_once_torch_let_go(
     monkeypatch: pytest.MonkeyPatch,
     recorded_dot: list[tuple[str, threading.Event]],
     tmp_path: Path,
 ) -> None:
-    # An export that loads its model owns it: once the freeze is read, the weights, the
-    # frozen clone and the pipeline's graphs go, before any picture, diff or page is
-    # built (on a 48-layer transformer they were most of the export's peak memory).
+    # The before picture goes to Graphviz as soon as the inlined graph is snapshotted,
+    # while the freeze runs on. An export that loads its model owns it: once the freeze
+    # is read, the weights, the frozen clone and the pipeline's graphs go, before the
+    # other pictures, the diff and the page are built (on a 48-layer transformer they
+    # were most of the export's peak memory).
     from freezeview.engine.freeze import pipeline as pipeline_module
     from freezeview.engine.load import load_model
 
@@ -151,19 +153,54 @@ def test_the_model_and_torchs_graphs_are_let_go_before_the_first_picture(
     real_start = export_module.start_snapshot
 
     def starting(*args: Any, **kwargs: Any) -> Any:
-        if not alive:
-            alive.append(
-                (held["model"]() is not None, held["weight"]() is not None, pipes[0]() is not None)
-            )
+        alive.append(
+            (held["model"]() is not None, held["weight"]() is not None, pipes[0]() is not None)
+        )
         return real_start(*args, **kwargs)
 
     monkeypatch.setattr(export_module, "load_model", loading)
     monkeypatch.setattr(pipeline_module.Pipeline, "__init__", recording)
     monkeypatch.setattr(export_module, "start_snapshot", starting)
     result = export(path, tmp_path / "o", parallel=False)
-    assert alive == [(False, False, False)]
+    assert alive == [(True, True, True), (False, False, False)]  # before, after
     assert [p.name for p in result.pictures] == ["before", "after", "diff", "side-by-side"]
     assert len(recorded_dot) == 4 and result.index is not None and result.index.exists()
+
+
+def test_the_diff_pictures_go_to_graphviz_before_the_ir_diff_is_written(
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_dot: list[tuple[str, threading.Event]],
+    tmp_path: Path,
+) -> None:
+    # Graphviz is the export's last wait: the diff and side-by-side pictures are handed
+    # to it as soon as the diff is made, and the IR diff (a second on a 48-layer
+    # transformer) is written while Graphviz lays them out.
+    started: list[str] = []
+    seen: list[list[str]] = []
+    real_diff, real_sbs, real_text = (
+        export_module.start_diff,
+        export_module.start_side_by_side,
+        export_module.unified_ir_diff,
+    )
+
+    def diff(*args: Any, **kwargs: Any) -> Any:
+        started.append("diff")
+        return real_diff(*args, **kwargs)
+
+    def side_by_side(*args: Any, **kwargs: Any) -> Any:
+        started.append("side-by-side")
+        return real_sbs(*args, **kwargs)
+
+    def text(*args: Any, **kwargs: Any) -> str:
+        seen.append(list(started))
+        return real_text(*args, **kwargs)
+
+    monkeypatch.setattr(export_module, "start_diff", diff)
+    monkeypatch.setattr(export_module, "start_side_by_side", side_by_side)
+    monkeypatch.setattr(export_module, "unified_ir_diff", text)
+    result = export(scripted(KeepsBuffer()), tmp_path / "o", parallel=False)
+    assert seen == [["diff", "side-by-side"]]
+    assert (tmp_path / "o" / "ir.diff").read_text() and result.index is not None
 
 
 def test_an_export_without_steps_makes_its_one_diff_without_a_fork(

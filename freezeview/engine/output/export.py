@@ -38,12 +38,9 @@ import torch
 from ..diff import DiffFacts, adopt_diff, diff_facts, diff_snapshots, unified_ir_diff
 from ..draw import (
     FORMATS,
-    DotFailedError,
     DotQueue,
-    DotTimeoutError,
     GraphvizMissingError,
     Overruns,
-    PendingPicture,
     RenderOptions,
     find_dot,
     module_paths,
@@ -56,6 +53,7 @@ from ..graph import GraphSnapshot
 from ..load import LoadedModel, load_model
 from ..plumbing import Forked, OutputError, atomic, collector_paused, give_back_freed_memory
 from .export_page import index_html
+from .export_pictures import PictureQueue
 from .export_run import run_for_export
 from .export_values import ExportResult, PictureEntry, StepEntry
 
@@ -246,18 +244,8 @@ def export(
     result.load_seconds = time.perf_counter() - start
     del model  # a loader's model is this export's own: let nothing else hold it
 
-    say("freezing")
     model_name = loaded.name or "model"
     modules = options.modules if options.modules is not None else module_paths(loaded.module)
-    run = run_for_export(loaded, plan, result, per_step=per_step, inputs=inputs, measure=measure)
-    result.measurement = run.measurement
-    steps, shown = run.steps, run.shown
-    # torch's side is read: the pipeline let go of its graphs and frozen modules, and
-    # unless the caller holds the model, its weights go now too. The pages they held
-    # go back to the system before the snapshots, diffs and pictures are built.
-    del loaded
-    give_back_freed_memory()
-
     gv_missing = False
     if fmt != "dot":
         try:
@@ -268,91 +256,92 @@ def export(
     names = [f"{n}.{pic_fmt}" for n in ("before", "after", "diff")]
     names += [f"side-by-side.{pic_fmt}"] if side_by_side else []
     names += ["ir.diff", "index.html"]
-    if per_step:
-        for step in shown:
-            names += [f"{step_stem(step)}.diff", f"{step_stem(step)}.{pic_fmt}"]
     _check_directory(directory, names, force)
+    overruns = options.overruns if options.overruns is not None else Overruns()
+    # The before graph has no kept attributes yet: every attribute read is plain there.
+    before_opts = replace(options, reasons=None, modules=modules, overruns=overruns)
 
     # Every file goes into a hidden directory next to the output, renamed into place at
     # the end: an export that fails half-way (Graphviz, Ctrl-C, a full disk) leaves no
-    # half set of pictures without their page.
-    with atomic.atomic_directory(directory) as out:
-        before, after, pairs = run.before, run.after, run.pairs
+    # half set of pictures without their page. Graphviz lays each picture out in the
+    # background, one at a time, while this process goes on; the pictures are collected
+    # at the end, in order (dot_queue.py).
+    with atomic.atomic_directory(directory) as out, DotQueue() as dots:
+        pictures = PictureQueue(out, pic_fmt, dots, result, say)
+        overall_pictures: list[int] = []
 
+        def draw_before(before: GraphSnapshot) -> None:
+            # As soon as the inlined graph is snapshotted: Graphviz lays it out on the
+            # other CPU while the freeze runs on.
+            title = f"{model_name}: before freezing (inlined)"
+            begin = partial(start_snapshot, before, options=before_opts)
+            overall_pictures.append(pictures.draw("before", title, begin))
+            say("freezing")
+
+        say("freezing")
+        run = run_for_export(
+            loaded,
+            plan,
+            result,
+            per_step=per_step,
+            inputs=inputs,
+            measure=measure,
+            on_before=draw_before,
+        )
+        result.measurement = run.measurement
+        steps, shown = run.steps, run.shown
+        # torch's side is read: the pipeline let go of its graphs and frozen modules,
+        # and unless the caller holds the model, its weights go now too; the pages they
+        # held go back to the system before the diffs and the other pictures are built.
+        del loaded
+        give_back_freed_memory()
+        if per_step:
+            stems = [step_stem(step) for step in shown]
+            _check_directory(
+                directory, [f"{t}.{x}" for t in stems for x in ("diff", pic_fmt)], force
+            )
+
+        before, after, pairs = run.before, run.after, run.pairs
         # Diffs and IR diffs need nothing but the snapshots: with per-step pictures, a
         # forked copy of this process makes them on the other CPU while this one draws
-        # (forked.py). The overall diff alone is made here: the fork's copy-on-write
-        # image of a 70k-node model cost more memory (its pages touched) than its one
-        # diff saved time, and Graphviz uses the other CPU meanwhile (below). The overall
-        # diff comes first: the diff picture needs it long before the steps.
-        jobs: list[_DiffJob] = [("before", "after", before, after)]
+        # (forked.py), the overall diff first. Without, the overall diff is made here:
+        # the fork's copy-on-write image of a 70k-node model cost more memory (its pages
+        # touched) than its one diff saved time, and Graphviz uses the other CPU. Its
+        # picture goes to Graphviz before the IR diff is written.
+        fork = parallel if pairs else False
+        jobs: list[_DiffJob] = [("before", "after", before, after)] if fork else []
         jobs += [
             (f"before {step.name}", f"after {step.name}", previous, snap)
             for step, previous, snap in pairs
         ]
-        fork = parallel if pairs else False
-        # Graphviz lays each picture out in the background, one at a time, while this
-        # process builds the next picture, diffs and writes the page; the pictures are
-        # collected at the end, in order (dot_queue.py).
-        with Forked(partial(_diff_outputs, jobs), enabled=fork) as helper, DotQueue() as dots:
-            started: list[tuple[str, str, PendingPicture | None]] = []
-
-            def draw(name: str, title: str, start: Callable[..., PendingPicture]) -> int:
-                # `start`: a start_* function given all but where, how and its title.
-                say(f"drawing {name}")
-                try:
-                    pending = start(out / f"{name}.{pic_fmt}", fmt=pic_fmt, title=title, dots=dots)
-                except (DotTimeoutError, DotFailedError) as exc:
-                    result.notes.append(f"{name}.{pic_fmt} was left out: {exc}")
-                    pending = None
-                started.append((name, title, pending))
-                return len(started) - 1
-
-            def finish(index: int) -> PictureEntry | None:
-                name, title, pending = started[index]
-                if pending is None:
-                    return None
-                try:
-                    rendered = pending.result()
-                except (DotTimeoutError, DotFailedError) as exc:
-                    # Every level failed or overran: this one picture is left out, the
-                    # rest of the export goes on (the page says so).
-                    result.notes.append(f"{name}.{pic_fmt} was left out: {exc}")
-                    return None
-                result.files.append(rendered.path)
-                result.notes.extend(rendered.notes)
-                return PictureEntry(name, title, rendered)
-
-            overruns = options.overruns if options.overruns is not None else Overruns()
-            # The before graph has no kept attributes yet: every attribute read is plain
-            # there.
-            before_opts = replace(options, reasons=None, modules=modules, overruns=overruns)
-            title = f"{model_name}: before freezing (inlined)"
-            overall_pictures = [
-                draw("before", title, partial(start_snapshot, before, options=before_opts))
-            ]
+        with Forked(partial(_diff_outputs, jobs), enabled=fork) as helper:
             opts = replace(before_opts, reasons=run.reasons)
             title = f"{model_name}: after freezing"
-            overall_pictures.append(
-                draw("after", title, partial(start_snapshot, after, options=opts))
-            )
+            begin = partial(start_snapshot, after, options=opts)
+            overall_pictures.append(pictures.draw("after", title, begin))
 
-            done = _taken(helper, result)
-            ir_text = done.text
+            ir_text: str | None = None
+            facts: DiffFacts | None = None
+            if fork:
+                done = _taken(helper, result)
+                ir_text, facts = done.text, done.facts
             start = time.perf_counter()
             overall = (
-                adopt_diff(before, after, done.facts)
-                if done.facts is not None
+                adopt_diff(before, after, facts)
+                if facts is not None
                 else diff_snapshots(before, after)
             )
             result.diff_seconds += time.perf_counter() - start
             title = f"{model_name}: {overall.summary()}"
-            overall_pictures.append(draw("diff", title, partial(start_diff, overall, options=opts)))
+            begin = partial(start_diff, overall, options=opts)
+            overall_pictures.append(pictures.draw("diff", title, begin))
             if side_by_side:
                 title = f"{model_name}: before / after"
                 begin = partial(start_side_by_side, overall, options=opts)
-                overall_pictures.append(draw("side-by-side", title, begin))
+                overall_pictures.append(pictures.draw("side-by-side", title, begin))
             start = time.perf_counter()
+            if ir_text is None:
+                ir_text = unified_ir_diff(before, after, before_label="before", after_label="after")
             result.files.append(atomic.write_text(out / "ir.diff", ir_text))
             result.ir_diff_seconds += time.perf_counter() - start
 
@@ -394,17 +383,17 @@ def export(
                         if step.index == 0
                         else partial(start_diff, step_diff, options=opts)
                     )
-                    step_pictures.append((entry, draw(stem, title, begin)))
+                    step_pictures.append((entry, pictures.draw(stem, title, begin)))
 
-            # Collected in the order drawn, so the files, notes and page read as before.
-            say("waiting for Graphviz")
-            for index in overall_pictures:
-                picture = finish(index)
-                if picture is not None:
-                    result.pictures.append(picture)
-            for entry, index in step_pictures:
-                entry.picture = finish(index)
-            result.dot_wait_seconds = dots.wait_seconds
+        # Collected in the order drawn, so the files, notes and page read as before.
+        say("waiting for Graphviz")
+        for index in overall_pictures:
+            picture = pictures.finish(index)
+            if picture is not None:
+                result.pictures.append(picture)
+        for entry, index in step_pictures:
+            entry.picture = pictures.finish(index)
+        result.dot_wait_seconds = dots.wait_seconds
 
         say("writing index.html")
         start = time.perf_counter()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -27,7 +27,7 @@ from ..freeze.steps import release_graphs
 from ..graph import GraphSnapshot, snapshot_graph
 from ..load import LoadedModel
 from ..measure import MeasuredRun, Measurement
-from ..plumbing import PlanError
+from ..plumbing import PlanError, give_back_freed_memory
 from ..reasons import Explanation
 from .export_page import inlined_source_texts
 from .export_values import ExportResult
@@ -148,15 +148,18 @@ def run_for_export(
     per_step: bool = False,
     inputs: Sequence[object] | None = None,
     measure: tuple[int, float] = (1, 0.25),
+    on_before: Callable[[GraphSnapshot], None] | None = None,
 ) -> FrozenRun:
     """Run the stepwise freeze of ``loaded`` and read all an export shows of it.
 
     Each step is read as soon as it is yielded, in order, as ``freezeview freeze`` reads
-    its rows (:attr:`Pipeline.read_in_order`): the inline step's snapshot and source
-    lines are taken at once, the fold step then folds the inlined graph in place instead
-    of copying it, and each step's graphs go once the step after it is read. The fold
-    step's kept-attribute notes, which run explain on torch's freeze, are read at the
-    end. With ``per_step`` every snapshot is taken and kept instead. At the end the
+    its rows (:attr:`Pipeline.read_in_order`): explain runs first (on torch's freeze,
+    which exists before the first step is yielded), the inline step's snapshot and
+    source lines are taken at once, the fold step then folds the inlined graph in place
+    instead of copying it, and each step's graphs go once the step after it is read; the
+    memory each stage freed is given back before the next builds. The final graph is
+    snapshotted last, once the pipeline is let go. With ``per_step`` every snapshot is
+    taken and kept instead. At the end the
     pipeline lets go of its modules and torch's freezes (:meth:`Pipeline.release`): only
     the caller's reference keeps the loaded model alive.
 
@@ -167,6 +170,8 @@ def run_for_export(
             ``notes_seconds``, ``reasons_seconds``).
         per_step: keep every step's snapshot (one picture and diff per step).
         inputs: sample inputs, measured per step (``measure``: threads, seconds a step).
+        on_before: called with the inlined graph's snapshot as soon as it is taken (the
+            export starts the before picture while the freeze runs on).
 
     Raises:
         PlanError: a step failed, or the model has no forward method to draw.
@@ -182,6 +187,7 @@ def run_for_export(
         run = pipe.run()
     steps: list[Step] = []
     before: tuple[GraphSnapshot, dict[str, str]] | None = None
+    explained = False
     apart = 0.0  # snapshot and notes time inside the loop
     for step in run:
         steps.append(step)
@@ -190,14 +196,26 @@ def run_for_export(
         began = time.perf_counter()
         if len(steps) > 1:
             release_graphs(steps[-2], step, settled=True)
+        if not explained and pipe.torch_outcome(pipe.plan.preserved_attrs) is not None:
+            # explain reads torch's freeze (made before the first step is yielded) and
+            # builds graphs of its own: run while the least is held, its pages given
+            # back before the snapshots take theirs.
+            explained = True
+            _ = pipe.explanation(pipe.plan.preserved_attrs)
+            give_back_freed_memory()
+            result.reasons_seconds += time.perf_counter() - began
         if before is None and _shows_forward(step):
+            snapped = time.perf_counter()
             before = _before_and_texts(loaded, step)
-            result.snapshot_seconds += time.perf_counter() - began
+            result.snapshot_seconds += time.perf_counter() - snapped
+            if on_before is not None:
+                on_before(before[0])
         noted = time.perf_counter()
         _read_row(step)
         result.notes_seconds += time.perf_counter() - noted
         if len(steps) > 1:
             release_graphs(steps[-2], step)
+        give_back_freed_memory()
         apart += time.perf_counter() - began
     result.freeze_seconds = time.perf_counter() - start - apart
     failed = next((s for s in steps if s.error is not None), None)
@@ -212,15 +230,15 @@ def run_for_export(
     start = time.perf_counter()
     if before is None:
         before = _before_and_texts(loaded, shown[0])
-    after = shown[-1].snapshot
-    assert after is not None
+        if on_before is not None:
+            on_before(before[0])
     pairs = _step_pairs(loaded, shown) if per_step else []
     result.snapshot_seconds += time.perf_counter() - start
 
     start = time.perf_counter()
     reasons = kept_reasons(pipe, steps)
     explanation = pipe.explanation(pipe.plan.preserved_attrs)
-    result.reasons_seconds = time.perf_counter() - start
+    result.reasons_seconds += time.perf_counter() - start
     start = time.perf_counter()
     for step in steps:
         _ = step.notes
@@ -230,7 +248,17 @@ def run_for_export(
     if not per_step:
         for done, following in itertools.pairwise(steps):
             release_graphs(done, following)
+    # The final graph is a private copy (the pipeline detached it): its snapshot is
+    # taken once explain's and the pipeline's graphs are gone and their pages given
+    # back, so that they and the snapshot are not held at once.
     pipe.release()
+    give_back_freed_memory()
+    start = time.perf_counter()
+    after = shown[-1].snapshot
+    assert after is not None
+    if not per_step:
+        release_graphs(shown[-1])
+    result.snapshot_seconds += time.perf_counter() - start
     return FrozenRun(
         plan=run_plan,
         steps=steps,
