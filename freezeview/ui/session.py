@@ -347,9 +347,13 @@ class Session:
         graph = self._step_graphs.get(key)
         return graph.snapshot() if graph is not None and graph.built else None
 
-    def _resolve(self, graph: GraphSnapshot | int | None) -> GraphSnapshot | None:
-        """A graph given by key (a step's) or as a snapshot, as a snapshot."""
-        return self.step_graph(graph) if isinstance(graph, int) else graph
+    def _pair(
+        self, before: GraphSnapshot | int | None, after: GraphSnapshot | int
+    ) -> tuple[GraphSnapshot | None, GraphSnapshot]:
+        """Two graphs, each given by key (a step's) or as a snapshot, as snapshots."""
+        old = self.step_graph(before) if isinstance(before, int) else before
+        new = self.step_graph(after) if isinstance(after, int) else after
+        return old, new
 
     def read_final_code(self) -> str | None:
         """``.code`` of the last run's frozen module, kept by ``run_steps(code=False)``.
@@ -392,8 +396,7 @@ class Session:
     ) -> list[Path]:
         """Write the step's graph (and its diff against ``before``) into ``out_dir``;
         a graph is a snapshot or a step's key (:meth:`step_graph`)."""
-        before, after = self._resolve(before), self._resolve(after)
-        assert after is not None
+        old, new = self._pair(before, after)
         from ..engine.diff.diff import diff_snapshots
         from ..engine.draw.box_ceiling import Overruns
         from ..engine.draw.render_plan import RenderOptions
@@ -408,17 +411,17 @@ class Session:
                 modules=module_paths(self.module), overruns=Overruns()
             )
         options = self._render_options
-        result = render_snapshot(after, out_dir / f"{stem}.svg", title=stem, options=options)
+        result = render_snapshot(new, out_dir / f"{stem}.svg", title=stem, options=options)
         written = [Path(result.path)]
         self.last_notes.extend(result.notes)
-        if before is not None:
-            diff = diff_snapshots(before, after)
+        if old is not None:
+            diff = diff_snapshots(old, new)
             result = render_diff(
                 diff, out_dir / f"{stem}-diff.svg", title=f"{stem} (diff)", options=options
             )
             written.append(Path(result.path))
             self.last_notes.extend(result.notes)
-            text = self.diff_text(before, after, "before", stem)
+            text = self.diff_text(old, new, "before", stem)
             written.append(write_text(out_dir / f"{stem}.diff", text))
         return written
 
@@ -437,14 +440,13 @@ class Session:
         step's key). None when another layout was asked for before this one was made."""
         from ..engine.draw.view_scopes import module_paths
 
-        before, after = self._resolve(before), self._resolve(after)
-        assert after is not None
+        old, new = self._pair(before, after)
         from .graph_layouts import StepLayouts
 
         if self._layouts is None:
             self._layouts = StepLayouts(module_paths(self.module))
         layouts: StepLayouts = self._layouts
-        return layouts.canvas(before, after, level=level, expand=expand, reasons=reasons, rows=rows)
+        return layouts.canvas(old, new, level=level, expand=expand, reasons=reasons, rows=rows)
 
     def graph_picture(
         self,
@@ -458,14 +460,13 @@ class Session:
         pictures), in a temporary folder of this session."""
         import tempfile
 
-        before, after = self._resolve(before), self._resolve(after)
-        assert after is not None
-        self.graph_canvas(before, after, level, expand, reasons)  # the layouts' keeper
+        old, new = self._pair(before, after)
+        self.graph_canvas(old, new, level, expand, reasons)  # the layouts' keeper
         if self._picture_dir is None:
             self._picture_dir = Path(tempfile.mkdtemp(prefix="freezeview-view-"))
         layouts = self._layouts
         return layouts.picture(
-            before, after, self._picture_dir, level=level, expand=expand, reasons=reasons
+            old, new, self._picture_dir, level=level, expand=expand, reasons=reasons
         )
 
     def export(self, out_dir: Path, preserved: Sequence[str], passes: Sequence[str]) -> list[Path]:

@@ -2,8 +2,9 @@
 
 The widgets (:mod:`freezeview.ui.widgets`) own what they show, their state and their
 own keys, and say what the user did by messages; this screen holds the plan's run (the
-steps, the verdicts), has :class:`~.engine_work.EngineWork` run every engine call in a
-thread worker, and routes:
+steps, the verdicts; started and received by :class:`~.plan_runs.PlanRuns`, a base class
+of it), has :class:`~.engine_work.EngineWork` run every engine call in a thread worker,
+and routes:
 
 - the widgets' messages: the model tree's ``PreserveToggled`` (explain again) and
   ``AttributeSelected`` (IR marks, inspector), the steps bar's ``StepSelected`` (the IR
@@ -58,6 +59,7 @@ from ..widgets.steps_bar import StepsBar
 from .delivery import Delivery
 from .engine_work import EngineWork
 from .main_keys import MAIN_KEYS
+from .plan_runs import PlanRuns
 
 if TYPE_CHECKING:
     from ..host import ScreenHost
@@ -98,6 +100,8 @@ class MainScreen(Screen[None]):
         self._explaining = False
         self._run_after_explain = False
         self._run_plan: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+        #: Starts the explain and the runs, and takes what their workers give.
+        self.runs = PlanRuns(self)
 
     @property
     def last_output(self) -> Path | None:
@@ -496,91 +500,24 @@ class MainScreen(Screen[None]):
             self.update_titles()
         elif message.task == "explain":
             self._explaining = False
-            self._start_pending_run()
+            self.runs.start_pending_run()
         elif message.task == "steps":
             self.stepping = False
 
     def on_model_loaded(self, message: ModelLoaded) -> None:
-        self.passes = message.passes
-        app = self.fv_app
-        enabled = app.passes if app.passes is not None else [p.id for p in self.passes if p.default]
-        unknown = [p for p in enabled if p not in {v.id for v in self.passes}]
-        if unknown:
-            valid = ", ".join(v.id for v in self.passes)
-            self.notify(
-                f"unknown pass {', '.join(unknown)}; valid passes are: {valid}.",
-                title="--passes",
-                severity="error",
-                timeout=10,
-            )
-        self.steps_bar.set_passes(self.passes, enabled)
-        assert self.session is not None
-        self.ir_pane.set_loaded(message.text, message.code, self.session)
-        self.loading_model = False
-        self.sub_title = message.name
-        took = f" in {message.load_seconds:.2f} s" if app.show_timings else ""
-        self.set_status(
-            f"loaded {message.name}{took} — "
-            f"{message.node_count} nodes after inlining; explaining and freezing…"
-        )
-        for warning in message.warnings:
-            app.record_warning(warning)
-        self.show_step(self.current_step)
-        # Paint the IR first: the explain and freeze workers keep the GIL busy, and the
-        # user should not wait for them to see the model.
-        # Then explain, then freeze: one torch worker at a time leaves the event loop
-        # a bigger share of the GIL than two competing ones.
-        self._run_after_explain = True
-        self.call_after_refresh(self.start_explain)
+        self.runs.model_loaded(message)
 
     def on_explanation_ready(self, message: ExplanationReady) -> None:
-        if tuple(self.fv_app.preserved) != message.preserved:
-            return  # an older request; a newer one is on its way
-        self._explaining = False
-        self.views = message.views
-        self._start_pending_run()
-        tree = self.model_tree
-        tree.show(self.session.name if self.session else "model", self.views)
-        self.ir_pane.mark_attribute(tree.selected_path, refresh=False)
-        self._show_attribute(tree.selected_view)
-        self.query_one("#model-title", Label).update(
-            layout=False,
-            content=Text.assemble(
-                "model  ", ("★ preserved: ", "magenta"), ", ".join(message.preserved) or "none"
-            ),
-        )
+        self.runs.explanation_ready(message)
 
     def on_step_ready(self, message: StepReady) -> None:
-        if message.run_id != self.run_id:
-            return
-        # A step's snapshot lives until a re-run: out of the collector's walks at once.
-        collector.keep()
-        self.steps.append(message.step)
-        # Shows the step if it is the first, or if n was pressed for it.
-        self.steps_bar.add_step(message.step, self.fv_app.show_timings)
-        self.ir_pane.update_title()
-        self._update_tab_label()
-        if message.step.error:
-            self.set_status(f"step {message.step.name} failed: {message.step.error}", error=True)
+        self.runs.step_ready(message)
 
     def on_final_code_ready(self, message: FinalCodeReady) -> None:
-        # The .code view of a step from the clean-up on shows the final frozen module's.
-        if message.run_id == self.run_id and self.ir_pane.view_mode == "code":
-            self.ir_pane.show_current()
+        self.runs.final_code_ready(message)
 
     def on_steps_finished(self, message: StepsFinished) -> None:
-        if message.run_id != self.run_id:
-            return
-        self.stepping = False
-        self.steps_bar.finish()
-        if not any(s.error for s in self.steps):
-            final = self.steps[-1].node_count if self.steps else 0
-            took = f" in {message.seconds:.2f} s" if self.fv_app.show_timings else ""
-            self.set_status(
-                f"{message.count} steps{took}; final graph {final} nodes. "
-                "n/p step, space preserve, t pass, r re-run, ? help"
-            )
-        self.update_titles()
+        self.runs.steps_finished(message)
 
     def on_rendered(self, message: Rendered) -> None:
         self.delivery.rendered(message.paths, self._last_notes())
@@ -591,49 +528,18 @@ class MainScreen(Screen[None]):
     def _last_notes(self) -> list[str]:
         return list(self.session.last_notes) if self.session else []
 
-    # -- the plan's runs ---------------------------------------------------------------
+    # -- the plan's runs (plan_runs.py) -------------------------------------------------
     def start_explain(self) -> None:
         """Recompute verdicts for the current preserved names."""
-        self._explaining = True
-        self.engine.explain(tuple(self.fv_app.preserved))
+        self.runs.start_explain()
 
     def start_run(self) -> None:
         """Run freezing from the start with the current plan."""
-        self._cancel.set()
-        self._cancel = threading.Event()
-        self.run_id += 1
-        self.steps = []
-        self.steps_bar.clear_steps()
-        self.stepping = True
-        self._run_plan = (tuple(self.fv_app.preserved), tuple(self.enabled_passes()))
-        self.stale = False
-        self.show_step(-1)
-        # The IR pane's diffs are computed here: the diff module's recent snapshots
-        # (kept for reuse, up to a few dozen) are the last run's, never asked for again.
-        from ...engine.diff.diff import forget_recent
-
-        forget_recent()
-        # The engine session addresses the last run's graphs by key until the next run
-        # asks: they go now, with everything else of that run, before the collection.
-        forget_runs = getattr(self.session, "forget_runs", None)  # the engine process's
-        if forget_runs is not None:
-            forget_runs()
-        # The last run's graphs are freed by now (reference counting); one collection of
-        # everything left, the screen's own objects, frees what was frozen and became
-        # garbage since (ui/collector.py).
-        collector.deep_sweep()
-        self.engine.run_steps(
-            self.run_id, tuple(self.fv_app.preserved), tuple(self.enabled_passes()), self._cancel
-        )
-
-    def _start_pending_run(self) -> None:
-        if self._run_after_explain:
-            self._run_after_explain = False
-            self.start_run()
+        self.runs.start_run()
 
     def cancel_run(self) -> None:
         """Ask a running pipeline to stop before its next step."""
-        self._cancel.set()
+        self.runs.cancel_run()
 
 
 # Seconds between two full collections of the screen's own objects (ui/collector.py).

@@ -1,0 +1,186 @@
+"""The main screen's runs of the plan: explain, then the steps, as the model loads and
+on each ``r``.
+
+:class:`PlanRuns` works for :class:`~.main.MainScreen` (which holds the run's state: its
+id, steps and verdicts): it starts the explain and the freezing workers
+(:class:`~.engine_work.EngineWork`), takes what they give (the model loaded, the
+verdicts, each step, the run's end, the final frozen module's ``.code``; the screen's
+message handlers pass it on) to the widgets, and at a run's start lets the last run's
+graphs go before the screen's one deep garbage collection (:mod:`freezeview.ui.collector`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.widgets import Label
+
+from .. import collector
+from ..messages import (
+    ExplanationReady,
+    FinalCodeReady,
+    ModelLoaded,
+    StepReady,
+    StepsFinished,
+)
+
+if TYPE_CHECKING:
+    from .main import MainScreen
+
+__all__ = ["PlanRuns"]
+
+
+class PlanRuns:
+    """The main screen's runs of the plan (see the module docstring)."""
+
+    def __init__(self, screen: MainScreen) -> None:
+        self.screen = screen
+
+    def model_loaded(self, message: ModelLoaded) -> None:
+        """The model is open: its passes and IR shown, then explain, then the run."""
+        screen = self.screen
+        screen.passes = message.passes
+        app = screen.fv_app
+        enabled = (
+            app.passes if app.passes is not None else [p.id for p in screen.passes if p.default]
+        )
+        unknown = [p for p in enabled if p not in {v.id for v in screen.passes}]
+        if unknown:
+            valid = ", ".join(v.id for v in screen.passes)
+            screen.notify(
+                f"unknown pass {', '.join(unknown)}; valid passes are: {valid}.",
+                title="--passes",
+                severity="error",
+                timeout=10,
+            )
+        screen.steps_bar.set_passes(screen.passes, enabled)
+        assert screen.session is not None
+        screen.ir_pane.set_loaded(message.text, message.code, screen.session)
+        screen.loading_model = False
+        screen.sub_title = message.name
+        took = f" in {message.load_seconds:.2f} s" if app.show_timings else ""
+        screen.set_status(
+            f"loaded {message.name}{took} — "
+            f"{message.node_count} nodes after inlining; explaining and freezing…"
+        )
+        for warning in message.warnings:
+            app.record_warning(warning)
+        screen.show_step(screen.current_step)
+        # Paint the IR first: the explain and freeze workers keep the GIL busy, and the
+        # user should not wait for them to see the model.
+        # Then explain, then freeze: one torch worker at a time leaves the event loop
+        # a bigger share of the GIL than two competing ones.
+        screen._run_after_explain = True
+        screen.call_after_refresh(self.start_explain)
+
+    def explanation_ready(self, message: ExplanationReady) -> None:
+        """Verdicts for the current preserved names: the tree shows them."""
+        screen = self.screen
+        if tuple(screen.fv_app.preserved) != message.preserved:
+            return  # an older request; a newer one is on its way
+        screen._explaining = False
+        screen.views = message.views
+        self.start_pending_run()
+        tree = screen.model_tree
+        tree.show(screen.session.name if screen.session else "model", screen.views)
+        screen.ir_pane.mark_attribute(tree.selected_path, refresh=False)
+        screen._show_attribute(tree.selected_view)
+        screen.query_one("#model-title", Label).update(
+            layout=False,
+            content=Text.assemble(
+                "model  ", ("★ preserved: ", "magenta"), ", ".join(message.preserved) or "none"
+            ),
+        )
+
+    def step_ready(self, message: StepReady) -> None:
+        """A step of the current run arrived: the steps bar lists it."""
+        screen = self.screen
+        if message.run_id != screen.run_id:
+            return
+        # A step lives until a re-run: out of the collector's walks at once (its graph
+        # comes when a view shows it, and is kept the same way then).
+        collector.keep()
+        screen.steps.append(message.step)
+        # Shows the step if it is the first, or if n was pressed for it.
+        screen.steps_bar.add_step(message.step, screen.fv_app.show_timings)
+        screen.ir_pane.update_title()
+        screen._update_tab_label()
+        if message.step.error:
+            screen.set_status(f"step {message.step.name} failed: {message.step.error}", error=True)
+
+    def final_code_ready(self, message: FinalCodeReady) -> None:
+        """The final frozen module's ``.code`` arrived after the run's steps."""
+        screen = self.screen
+        # The .code view of a step from the clean-up on shows the final frozen module's.
+        if message.run_id == screen.run_id and screen.ir_pane.view_mode == "code":
+            screen.ir_pane.show_current()
+
+    def steps_finished(self, message: StepsFinished) -> None:
+        """The run is over: the status line says how it went."""
+        screen = self.screen
+        if message.run_id != screen.run_id:
+            return
+        screen.stepping = False
+        screen.steps_bar.finish()
+        if not any(s.error for s in screen.steps):
+            final = screen.steps[-1].node_count if screen.steps else 0
+            took = f" in {message.seconds:.2f} s" if screen.fv_app.show_timings else ""
+            screen.set_status(
+                f"{message.count} steps{took}; final graph {final} nodes. "
+                "n/p step, space preserve, t pass, r re-run, ? help"
+            )
+        screen.update_titles()
+
+    # -- the plan's runs ---------------------------------------------------------------
+    def start_explain(self) -> None:
+        """Recompute verdicts for the current preserved names."""
+        screen = self.screen
+        screen._explaining = True
+        screen.engine.explain(tuple(screen.fv_app.preserved))
+
+    def start_run(self) -> None:
+        """Run freezing from the start with the current plan."""
+        screen = self.screen
+        screen._cancel.set()
+        screen._cancel = threading.Event()
+        screen.run_id += 1
+        screen.steps = []
+        screen.steps_bar.clear_steps()
+        screen.stepping = True
+        screen._run_plan = (tuple(screen.fv_app.preserved), tuple(screen.enabled_passes()))
+        screen.stale = False
+        screen.show_step(-1)
+        # The IR pane's diffs are computed here: the diff module's recent snapshots
+        # (kept for reuse, up to a few dozen) are the last run's, never asked for again.
+        from ...engine.diff.diff import forget_recent
+
+        forget_recent()
+        # The engine session addresses the last run's graphs by key until the next run
+        # asks: they go now, with everything else of that run, before the collection.
+        forget_runs = getattr(screen.session, "forget_runs", None)  # the engine process's
+        if forget_runs is not None:
+            forget_runs()
+        # The last run's graphs are freed by now (reference counting); one collection of
+        # everything left, the screen's own objects, frees what was frozen and became
+        # garbage since (ui/collector.py).
+        collector.deep_sweep()
+        screen.engine.run_steps(
+            screen.run_id,
+            tuple(screen.fv_app.preserved),
+            tuple(screen.enabled_passes()),
+            screen._cancel,
+        )
+
+    def start_pending_run(self) -> None:
+        """Start the run that waited for the first explanation."""
+        screen = self.screen
+        if screen._run_after_explain:
+            screen._run_after_explain = False
+            self.start_run()
+
+    def cancel_run(self) -> None:
+        """Ask a running pipeline to stop before its next step."""
+        screen = self.screen
+        screen._cancel.set()
