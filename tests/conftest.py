@@ -48,3 +48,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _shared_work(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    # xdist hands out the shared-work groups first (largest first), then single tests in
+    # this order: a test of a minute collected last would leave the other worker idle for
+    # most of that minute at the end of the run. Long poles go first among the singles.
+    items.sort(key=lambda item: item.get_closest_marker("long_pole") is None)

@@ -106,6 +106,7 @@ def test_fuzz_freeze_in_batches(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long_pole
 def test_fuzz_explain_console_script(tmp_path: Path) -> None:
     """A smaller set, one real `freezeview explain` process each (crash signals visible)."""
     _need_explain()

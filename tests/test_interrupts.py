@@ -51,6 +51,7 @@ def test_a_handler_someone_else_installed_is_left_alone() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long_pole
 def test_ctrl_c_at_any_moment_of_a_real_command_ends_cleanly(tmp_path: Path) -> None:
     """SIGINT at 12 moments from start-up (import torch) to exit: never an abort, never a
     traceback; exit 130 (interrupted) or 0 (finished first). Each moment is jittered, so
