@@ -385,12 +385,14 @@ class RemoteSession:
 
         return unified_ir_diff(before, after, before_label=a, after_label=b)
 
-    def forget_runs(self) -> None:
+    def forget_runs(self) -> list[GraphSnapshot]:
         """Let go of the earlier runs' graphs this side holds by key (a new run starts:
-        they are never asked for again, and the screen frees them before it collects)."""
+        they are never asked for again, and the screen frees them before it collects);
+        returns them, for the caller to free (:func:`~freezeview.ui.collector.let_go`)."""
         with self._lock:
-            self._graphs = {}
+            dropped, self._graphs = self._graphs, {}
             self._epoch += 1
+        return list(dropped.values())
 
     @staticmethod
     def _ref(graph: GraphSnapshot | int | None) -> tuple[str, Any]:

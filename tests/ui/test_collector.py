@@ -109,3 +109,37 @@ def test_what_arrives_paused_joins_the_frozen_objects() -> None:
         assert gc.get_freeze_count() >= before + len(built)
     finally:
         collector.uninstall()
+
+
+def test_let_go_frees_a_graph_in_slices_off_the_calling_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A re-run's start hands the last run's graphs to let_go: freed in another thread a
+    few nodes at a time (the event loop gets the GIL between slices), then ``then``."""
+    import sys
+    import threading
+
+    import torch
+
+    from freezeview.engine.graph import snapshot_graph
+
+    @torch.jit.script
+    def f(x: torch.Tensor) -> torch.Tensor:
+        for _ in range(3):
+            x = x.relu() + 1
+        return x * 2
+
+    snap = snapshot_graph(f.graph, "forward")
+    node = snap.nodes_in_order()[-1]
+    held = sys.getrefcount(node)
+    slices: list[float] = []
+    sleep = collector.time.sleep
+    monkeypatch.setattr(collector, "_SLICE", 2)
+    monkeypatch.setattr(collector.time, "sleep", lambda s: (slices.append(s), sleep(s)))
+    done: list[str] = []
+    thread = collector.let_go([snap], then=lambda: done.append(threading.current_thread().name))
+    del snap
+    thread.join(10)
+    assert done == ["freezeview-let-go"]
+    assert len(slices) >= 3  # not one cascade
+    assert sys.getrefcount(node) < held  # the graph let go of the node

@@ -103,3 +103,28 @@ async def test_a_big_graph_is_read_whole_off_the_event_loop(
         assert "aten::mul" in screen.inspector.plain_text()  # the node's facts
         assert {name for name, _ in readers} == {"attribute_node_ids", "node_facts", "line_index"}
         assert all(thread != threading.main_thread().name for _, thread in readers), readers
+
+
+async def test_a_big_document_shown_again_is_not_split_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A re-run shows the loaded model's IR again (70k lines at L48): its lines are
+    kept, not split again on the ``r`` key."""
+    from freezeview.ui.widgets import ir_view
+
+    text = "".join(f"  %{i} : Tensor = aten::relu(%x)\n" for i in range(3000))
+    other = text.replace("relu", "gelu")
+    splits: list[int] = []
+
+    class Counted(str):
+        def splitlines(self, keepends: bool = False) -> list[str]:
+            splits.append(len(self))
+            return super().splitlines(keepends)
+
+    view = ir_view.IRView()
+    monkeypatch.setattr(view, "refresh", lambda *a, **k: view)
+    loaded, step = Counted(text), Counted(other)
+    for shown in (loaded, step, loaded, step, loaded):
+        view.set_document(shown, "ir")
+        assert view.line_count == 3000
+    assert len(splits) == 2

@@ -11,8 +11,10 @@ graphs go before the screen's one deep garbage collection (:mod:`freezeview.ui.c
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.widgets import Label
@@ -159,13 +161,14 @@ class PlanRuns:
         forget_recent()
         # The engine session addresses the last run's graphs by key until the next run
         # asks: they go now, with everything else of that run, before the collection.
+        # Once they are freed (off the event loop: a big graph's objects take 0.15 s to
+        # free), one collection of everything left, the screen's own objects, frees
+        # what was frozen and became garbage since (ui/collector.py).
         forget_runs = getattr(screen.session, "forget_runs", None)  # the engine process's
         if forget_runs is not None:
-            forget_runs()
-        # The last run's graphs are freed by now (reference counting); one collection of
-        # everything left, the screen's own objects, frees what was frozen and became
-        # garbage since (ui/collector.py).
-        collector.deep_sweep()
+            collector.let_go(forget_runs(), then=partial(_collect_on, screen.app))
+        else:
+            collector.deep_sweep()
         screen.engine.run_steps(
             screen.run_id,
             tuple(screen.fv_app.preserved),
@@ -184,3 +187,9 @@ class PlanRuns:
         """Ask a running pipeline to stop before its next step."""
         screen = self.screen
         screen._cancel.set()
+
+
+def _collect_on(app: Any) -> None:
+    """The screen's deep collection, on its event loop (called from another thread)."""
+    with contextlib.suppress(RuntimeError):  # the app has closed meanwhile
+        app.call_from_thread(collector.deep_sweep)

@@ -40,6 +40,8 @@ _THEME = Syntax.get_theme("monokai")
 # Up to this many lines, a document's width is measured as drawn (about 1 ms per 200
 # lines); a longer one's is bounded by its raw lines, so showing it costs no such pass.
 _EXACT_WIDTH_LINES = 2000
+# Big documents whose lines are kept: the loaded model's and the last two shown.
+_KEPT_SPLITS = 3
 
 
 def lexer_for(mode: str) -> Lexer:
@@ -140,6 +142,8 @@ class IRView(ScrollView, can_focus=True):
         super().__init__(id=id, classes=classes)
         # The document's lines as given; coloured ones when the caller lexed them.
         self._raw: list[str] = []
+        # id(text) -> (text, its lines, its width), for the last few big documents.
+        self._splits: dict[int, tuple[str, list[str], int]] = {}
         self._lines: list[Text] | None = None
         self._marked: frozenset[int] = frozenset()
         self._matches: list[int] = []
@@ -175,21 +179,35 @@ class IRView(ScrollView, can_focus=True):
         same = text == self.document and mode == self.mode
         self.document = text
         self.mode = mode
-        self._raw = text.splitlines()
+        self._raw, width = self._split(text)
         self._lines = lines if lines is not None and len(lines) == len(self._raw) else None
         self.highlighted = True
         self._cache.clear()
         self._full.clear()
-        if len(self._raw) <= _EXACT_WIDTH_LINES:
-            width = max((cell_len(display_line(line)) for line in self._raw), default=0)
-        else:  # source comments are shortened when drawn: the raw width is an upper bound
-            width = max(map(len, self._raw), default=0)
         self.virtual_size = Size(width + 1, len(self._raw))
         if not same:
             self._matches = []
             self._marked = frozenset(m for m in self._marked if m < len(self._raw))
             self.cursor_line = min(self.cursor_line, max(0, len(self._raw) - 1))
         self.refresh()
+
+    def _split(self, text: str) -> tuple[list[str], int]:
+        """The document's lines and width; the last few documents' are kept (a re-run
+        shows the loaded model's IR again: 70k lines are 50 ms to split, on ``r``)."""
+        kept = self._splits.get(id(text))
+        if kept is not None and kept[0] is text:
+            self._splits[id(text)] = self._splits.pop(id(text))  # the most recent now
+            return kept[1], kept[2]
+        raw = text.splitlines()
+        if len(raw) <= _EXACT_WIDTH_LINES:
+            width = max((cell_len(display_line(line)) for line in raw), default=0)
+        else:  # source comments are shortened when drawn: the raw width is an upper bound
+            width = max(map(len, raw), default=0)
+        if len(raw) > _EXACT_WIDTH_LINES:  # only big documents are worth keeping
+            while len(self._splits) >= _KEPT_SPLITS:
+                self._splits.pop(next(iter(self._splits)))
+            self._splits[id(text)] = (text, raw, width)
+        return raw, width
 
     def _styled(self, index: int) -> Text:
         """Line ``index`` as drawn (lexed now unless the caller gave it lexed)."""
