@@ -219,7 +219,7 @@ def _main(args_list: list[str], *, process: bool = False) -> int:
                 # `import torch` initialises its C++ library: Ctrl-C waits until it is done.
                 with interrupts_deferred():
                     import_engine()
-            if process and args_list[0] == "freeze":
+            if process and args_list[0] in ("freeze", "explain", "check"):
                 # What is imported by now (torch: hundreds of thousands of objects) lives
                 # as long as the process: a full collection, which the run's own objects
                 # trigger now and then, need not walk it again (0.1-0.2 s each on a loaded

@@ -268,8 +268,9 @@ class FreezeReplay(ReplayGraphs):
             # The parts of runOptimization that decide which reads survive; dead-code
             # elimination first, as there, to drop the emptied GetAttr nodes.
             torch._C._jit_pass_dce(ctx.graph)
+            # torch's ConstantPropagation eliminates dead code itself when it changes the
+            # graph (constant_propagation.cpp), so no second pass is needed here.
             torch._C._jit_pass_constant_propagation(ctx.graph)
-            torch._C._jit_pass_dce(ctx.graph)
 
     def _fold(self, ctx: GraphContext) -> None:
         """Replace each foldable ``prim::GetAttr`` of one graph by its constant."""
