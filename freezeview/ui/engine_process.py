@@ -9,6 +9,7 @@ and forwards every warning. Only this process imports torch.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -61,6 +62,9 @@ class _Engine:
             self.session = Session(**config)
             self._have_session.set()
             self._opened = self.session.open()
+            # The loaded model, torch's and freezeview's modules stay for the process's
+            # life: out of every later collection's walk (see _send_final_code).
+            gc.freeze()
         except BaseException as exc:
             self._open_error = exc
         finally:
@@ -110,7 +114,13 @@ class _Engine:
         return self.session.step_graph(key)
 
     def _send_final_code(self, rid: int) -> None:
-        self.send(("final_code", rid, self.session.read_final_code()))
+        code = self.session.read_final_code()
+        # The run's pipeline, steps and torch freeze are let go of by now, some of them
+        # in reference cycles: collected here, once a run, or the engine grows with
+        # every re-run (+20 % over 50 on a 64-block stack; +6 % with this). Before the
+        # .code goes out: the screen has every step and is not waiting for this.
+        gc.collect()
+        self.send(("final_code", rid, code))
 
     def _snapshot(self, ref: tuple[str, Any]) -> Any:
         how, value = ref
