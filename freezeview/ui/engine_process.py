@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.plumbing.errors import FreezeviewError
+from .graph_transfer import dump_in_slices
 from .remote_session import ERROR_TYPES, EngineError
 
 __all__ = ["error_info", "forward_warnings", "serve"]
@@ -111,7 +112,10 @@ class _Engine:
         return None
 
     def call_step_graph(self, rid: int, key: int) -> Any:
-        return self.session.step_graph(key)
+        # In slices: the screen unpickles a big graph a slice at a time (graph_transfer).
+        for piece in dump_in_slices(self.session.step_graph(key)):
+            self.send(("item", rid, piece))
+        return None
 
     def _send_final_code(self, rid: int) -> None:
         code = self.session.read_final_code()

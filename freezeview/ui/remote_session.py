@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.plumbing.collector import collector_paused
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, OutputError, PlanError
+from .graph_transfer import load_in_slices
 
 if TYPE_CHECKING:
     from ..engine.graph.inventory_values import Inventory
@@ -357,7 +358,11 @@ class RemoteSession:
         if known is not None:
             return known
         epoch = self._epoch
-        snapshot: GraphSnapshot = self._call("step_graph", key)
+        rid, call = self._request("step_graph", key)
+        # Unpickled a slice at a time: the event loop gets the GIL in between.
+        slices = list(self._answers(rid, call))
+        snapshot: GraphSnapshot = load_in_slices(slices)
+        del slices
         with self._lock:
             if epoch == self._epoch:
                 snapshot = self._graphs.setdefault(key, snapshot)
