@@ -119,18 +119,18 @@ def recorded_dot(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, threading.E
     return runs
 
 
-def test_the_before_picture_starts_in_the_freeze_and_the_rest_once_torch_let_go(
+def test_the_model_and_torchs_graphs_are_let_go_before_the_pictures(
     monkeypatch: pytest.MonkeyPatch,
     recorded_dot: list[tuple[str, threading.Event]],
     tmp_path: Path,
 ) -> None:
-    # The before picture goes to Graphviz as soon as the inlined graph is snapshotted,
-    # while the freeze runs on. An export that loads its model owns it: once the freeze
-    # is read, the weights, the frozen clone and the pipeline's graphs go, before the
-    # other pictures, the diff and the page are built (on a 48-layer transformer they
-    # were most of the export's peak memory).
+    # An export that loads its model owns it: once the freeze is read, the weights, the
+    # frozen clone and the pipeline's graphs go, before the snapshots are drawn and the
+    # diff and the page built (on a 48-layer transformer they were most of the export's
+    # peak memory).
     from freezeview.engine.freeze import pipeline as pipeline_module
     from freezeview.engine.load import load_model
+    from freezeview.engine.output import export_run
 
     path = tmp_path / "m.pt"
     torch.jit.save(scripted(KeepsBuffer()), str(path))
@@ -158,11 +158,40 @@ def test_the_before_picture_starts_in_the_freeze_and_the_rest_once_torch_let_go(
         )
         return real_start(*args, **kwargs)
 
+    # The steps hold their graphs' printouts: the page reads summaries of them instead.
+    steps: list[Any] = []
+    real_row = export_run._read_row
+
+    def reading(step: Any) -> None:
+        steps.append(weakref.ref(step))
+        real_row(step)
+
+    snapshotted: list[tuple[bool, bool, bool]] = []
+    real_snapshot = export_run.snapshot_graph
+
+    def snapshotting(*args: Any, **kwargs: Any) -> Any:
+        snapshotted.append(
+            (held["model"]() is not None, held["weight"]() is not None, pipes[0]() is not None)
+        )
+        return real_snapshot(*args, **kwargs)
+
     monkeypatch.setattr(export_module, "load_model", loading)
     monkeypatch.setattr(pipeline_module.Pipeline, "__init__", recording)
     monkeypatch.setattr(export_module, "start_snapshot", starting)
+    monkeypatch.setattr(export_run, "_read_row", reading)
+    monkeypatch.setattr(export_run, "snapshot_graph", snapshotting)
+    at_page: list[int] = []
+    real_page = export_module.index_html
+
+    def paging(*args: Any, **kwargs: Any) -> Any:
+        at_page.append(sum(step() is not None for step in steps))
+        return real_page(*args, **kwargs)
+
+    monkeypatch.setattr(export_module, "index_html", paging)
     result = export(path, tmp_path / "o", parallel=False)
-    assert alive == [(True, True, True), (False, False, False)]  # before, after
+    assert snapshotted == [(False, False, False)]  # the before snapshot
+    assert alive == [(False, False, False)] * 2  # before, after
+    assert steps and at_page == [0]  # no step object is alive when the page is written
     assert [p.name for p in result.pictures] == ["before", "after", "diff", "side-by-side"]
     assert len(recorded_dot) == 4 and result.index is not None and result.index.exists()
 

@@ -268,40 +268,29 @@ def export(
     # at the end, in order (dot_queue.py).
     with atomic.atomic_directory(directory) as out, DotQueue() as dots:
         pictures = PictureQueue(out, pic_fmt, dots, result, say)
-        overall_pictures: list[int] = []
-
-        def draw_before(before: GraphSnapshot) -> None:
-            # As soon as the inlined graph is snapshotted: Graphviz lays it out on the
-            # other CPU while the freeze runs on.
-            title = f"{model_name}: before freezing (inlined)"
-            begin = partial(start_snapshot, before, options=before_opts)
-            overall_pictures.append(pictures.draw("before", title, begin))
-            say("freezing")
-
         say("freezing")
         run = run_for_export(
-            loaded,
-            plan,
-            result,
-            per_step=per_step,
-            inputs=inputs,
-            measure=measure,
-            on_before=draw_before,
+            loaded, plan, result, per_step=per_step, inputs=inputs, measure=measure
         )
         result.measurement = run.measurement
         steps, shown = run.steps, run.shown
         # torch's side is read: the pipeline let go of its graphs and frozen modules,
         # and unless the caller holds the model, its weights go now too; the pages they
-        # held go back to the system before the diffs and the other pictures are built.
+        # held go back to the system before the snapshots and pictures are built.
         del loaded
         give_back_freed_memory()
+        before, texts = run.take_before(result)
+        give_back_freed_memory()  # the inlined graph, and the parse's own garbage
+        title = f"{model_name}: before freezing (inlined)"
+        begin = partial(start_snapshot, before, options=before_opts)
+        overall_pictures = [pictures.draw("before", title, begin)]
         if per_step:
             stems = [step_stem(step) for step in shown]
             _check_directory(
                 directory, [f"{t}.{x}" for t in stems for x in ("diff", pic_fmt)], force
             )
 
-        before, after, pairs = run.before, run.after, run.pairs
+        after, pairs = run.after, run.pairs
         # Diffs and IR diffs need nothing but the snapshots: with per-step pictures, a
         # forked copy of this process makes them on the other CPU while this one draws
         # (forked.py), the overall diff first. Without, the overall diff is made here:
@@ -407,7 +396,7 @@ def export(
             fmt=pic_fmt,
             ir_text=ir_text,
             explanation=run.explanation,
-            texts=run.texts,
+            texts=texts,
         )
         result.files.append(result.index)
         result.index_seconds = time.perf_counter() - start

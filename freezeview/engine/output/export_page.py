@@ -18,7 +18,7 @@ from ..freeze import Plan, Step
 from ..graph import GraphSnapshot
 from ..measure import Measurement, latency_cell, verdict_text
 from ..reasons import Explanation
-from .export_values import ExportResult
+from .export_values import ExportResult, StepSummary
 from .review_page import PagePicture, PageStep, source_texts, write_review_page
 
 __all__ = ["index_html", "inlined_source_texts"]
@@ -31,7 +31,7 @@ def index_html(
     name: str,
     plan: Plan,
     overall: GraphDiff,
-    steps: Sequence[Step],
+    steps: Sequence[Step | StepSummary],
     fmt: str,
     ir_text: str,
     explanation: Explanation | None,

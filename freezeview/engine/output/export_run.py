@@ -5,19 +5,18 @@ graph before and after freezing, explain's verdicts -- and then needs torch no m
 a 70k-node model torch's side is most of the memory: the loaded weights, the frozen
 clone, a copy of the graph per pass. :func:`run_for_export` reads each step while its
 graphs are at hand and lets the graphs of the step before go (as ``freezeview freeze``
-does), then frees the pipeline: the pictures, the diff and the page are built in the room
-that leaves (:func:`~freezeview.engine.plumbing.give_back_freed_memory`).
-
-The inlined ``forward`` is snapshotted as soon as the inline step is done, and the source
-lines of its nodes (which the page shows beside the boxes) read through it, before the
-fold step folds it in place.
+does), then frees the pipeline; the snapshots, pictures, diff and page are built in the
+room that leaves (:func:`~freezeview.engine.plumbing.give_back_freed_memory`). A
+snapshot costs more than the graph it is taken of is worth keeping beside torch's own:
+the before snapshot (140k nodes: 300 MB while it is parsed) is taken last, from the
+inlined graph alone.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -30,7 +29,7 @@ from ..measure import MeasuredRun, Measurement
 from ..plumbing import PlanError, give_back_freed_memory
 from ..reasons import Explanation
 from .export_page import inlined_source_texts
-from .export_values import ExportResult
+from .export_values import ExportResult, StepSummary
 
 __all__ = ["FrozenRun", "run_for_export"]
 
@@ -41,11 +40,9 @@ class FrozenRun:
 
     Attributes:
         plan: the plan the steps ran with.
-        steps: every step, its notes read (its graphs released unless ``per_step``).
-        shown: the steps that show a ``forward`` graph (the first is the inline step).
-        before: the snapshot of the inlined ``forward`` graph (the inline step's).
+        steps: every step (with ``per_step``), or what the page shows of each.
+        shown: with ``per_step``, the steps that show a ``forward`` graph.
         after: the snapshot of the final ``forward`` graph.
-        texts: the source line texts of the inlined graph's nodes, by ``file:line``.
         explanation: explain's verdicts (None if explain could not say).
         reasons: kept attribute path -> why (the after picture's attribute boxes).
         measurement: with sample inputs, each step's latency and the verdict.
@@ -53,15 +50,33 @@ class FrozenRun:
     """
 
     plan: Plan
-    steps: list[Step]
+    steps: list[Step] | list[StepSummary]
     shown: list[Step]
-    before: GraphSnapshot
     after: GraphSnapshot
-    texts: dict[str, str]
     explanation: Explanation | None
     reasons: dict[str, str]
     measurement: Measurement | None = None
     pairs: list[tuple[Step, GraphSnapshot | None, GraphSnapshot]] = field(default_factory=list)
+    #: the inlined ``forward`` not yet snapshotted, or the snapshot and its source texts
+    _before: torch._C.Graph | tuple[GraphSnapshot, dict[str, str]] | None = None
+
+    def take_before(self, result: ExportResult) -> tuple[GraphSnapshot, dict[str, str]]:
+        """The inlined ``forward``'s snapshot and its nodes' source line texts.
+
+        Taken now from the inlined graph if not yet (``snapshot_seconds`` booked in
+        ``result``), which is let go: call it once torch's graphs and modules are gone,
+        so that the snapshot is not built beside them.
+        """
+        held = self._before
+        if isinstance(held, tuple):
+            return held
+        assert held is not None
+        start = time.perf_counter()
+        snapshot = snapshot_graph(held, "forward")
+        texts = inlined_source_texts(held, snapshot)
+        self._before = (snapshot, texts)
+        result.snapshot_seconds += time.perf_counter() - start
+        return snapshot, texts
 
 
 def kept_reasons(pipe: Pipeline, steps: Sequence[Step]) -> dict[str, str]:
@@ -112,6 +127,13 @@ def _step_pairs(
     return pairs
 
 
+def _inlined_forward(loaded: LoadedModel) -> torch._C.Graph:
+    """``forward`` inlined, as the inline step makes it (a copy, then torch's inline pass)."""
+    graph = loaded.module._c._get_method("forward").graph.copy()
+    torch._C._jit_pass_inline(graph)
+    return graph
+
+
 def _before_and_texts(loaded: LoadedModel, inline: Step) -> tuple[GraphSnapshot, dict[str, str]]:
     """The inline step's ``forward`` snapshot and the source line texts of its nodes.
 
@@ -123,8 +145,7 @@ def _before_and_texts(loaded: LoadedModel, inline: Step) -> tuple[GraphSnapshot,
     assert picture is not None
     graph = picture.graph() if not picture.released else None
     if graph is None:
-        graph = loaded.module._c._get_method("forward").graph.copy()
-        torch._C._jit_pass_inline(graph)
+        graph = _inlined_forward(loaded)
     snapshot = picture.snapshot()
     return snapshot, inlined_source_texts(graph, snapshot)
 
@@ -148,20 +169,19 @@ def run_for_export(
     per_step: bool = False,
     inputs: Sequence[object] | None = None,
     measure: tuple[int, float] = (1, 0.25),
-    on_before: Callable[[GraphSnapshot], None] | None = None,
 ) -> FrozenRun:
     """Run the stepwise freeze of ``loaded`` and read all an export shows of it.
 
     Each step is read as soon as it is yielded, in order, as ``freezeview freeze`` reads
     its rows (:attr:`Pipeline.read_in_order`): explain runs first (on torch's freeze,
-    which exists before the first step is yielded), the inline step's snapshot and
-    source lines are taken at once, the fold step then folds the inlined graph in place
-    instead of copying it, and each step's graphs go once the step after it is read; the
-    memory each stage freed is given back before the next builds. The final graph is
-    snapshotted last, once the pipeline is let go. With ``per_step`` every snapshot is
-    taken and kept instead. At the end the
-    pipeline lets go of its modules and torch's freezes (:meth:`Pipeline.release`): only
-    the caller's reference keeps the loaded model alive.
+    which exists before the first step is yielded), the fold step folds the inlined
+    graph in place instead of copying it, and each step's graphs go once the step after
+    it is read; the memory each stage freed is given back before the next builds. Then
+    the pipeline lets go of its modules and torch's freezes (:meth:`Pipeline.release`),
+    the final graph is snapshotted, and the inlined ``forward`` is made again from
+    ``loaded`` (a copy holds no tensor) for :meth:`FrozenRun.take_before`: once the
+    caller lets go of ``loaded``, nothing of torch's is held but that graph. With
+    ``per_step`` every step's snapshot is taken and kept instead.
 
     Args:
         loaded: the model.
@@ -170,8 +190,6 @@ def run_for_export(
             ``notes_seconds``, ``reasons_seconds``).
         per_step: keep every step's snapshot (one picture and diff per step).
         inputs: sample inputs, measured per step (``measure``: threads, seconds a step).
-        on_before: called with the inlined graph's snapshot as soon as it is taken (the
-            export starts the before picture while the freeze runs on).
 
     Raises:
         PlanError: a step failed, or the model has no forward method to draw.
@@ -186,9 +204,8 @@ def run_for_export(
     else:
         run = pipe.run()
     steps: list[Step] = []
-    before: tuple[GraphSnapshot, dict[str, str]] | None = None
     explained = False
-    apart = 0.0  # snapshot and notes time inside the loop
+    apart = 0.0  # explain's and the notes' time inside the loop
     for step in run:
         steps.append(step)
         if per_step or step.error is not None:
@@ -199,17 +216,11 @@ def run_for_export(
         if not explained and pipe.torch_outcome(pipe.plan.preserved_attrs) is not None:
             # explain reads torch's freeze (made before the first step is yielded) and
             # builds graphs of its own: run while the least is held, its pages given
-            # back before the snapshots take theirs.
+            # back before the steps' graphs take theirs.
             explained = True
             _ = pipe.explanation(pipe.plan.preserved_attrs)
             give_back_freed_memory()
             result.reasons_seconds += time.perf_counter() - began
-        if before is None and _shows_forward(step):
-            snapped = time.perf_counter()
-            before = _before_and_texts(loaded, step)
-            result.snapshot_seconds += time.perf_counter() - snapped
-            if on_before is not None:
-                on_before(before[0])
         noted = time.perf_counter()
         _read_row(step)
         result.notes_seconds += time.perf_counter() - noted
@@ -228,11 +239,11 @@ def run_for_export(
         raise PlanError("the model has no forward method to draw; preserve a method to export it.")
 
     start = time.perf_counter()
-    if before is None:
+    before: torch._C.Graph | tuple[GraphSnapshot, dict[str, str]] | None = None
+    pairs = []
+    if per_step:
         before = _before_and_texts(loaded, shown[0])
-        if on_before is not None:
-            on_before(before[0])
-    pairs = _step_pairs(loaded, shown) if per_step else []
+        pairs = _step_pairs(loaded, shown)
     result.snapshot_seconds += time.perf_counter() - start
 
     start = time.perf_counter()
@@ -256,18 +267,23 @@ def run_for_export(
     start = time.perf_counter()
     after = shown[-1].snapshot
     assert after is not None
+    summaries: list[StepSummary] = []
     if not per_step:
-        release_graphs(shown[-1])
+        summaries = [StepSummary.of(step) for step in steps]
+        steps, shown = [], []  # their graphs' printouts go with them
+        give_back_freed_memory()
+        # What the inline step showed, made again (the fold step folded that graph in
+        # place); the before snapshot is taken from it once the caller let go of torch.
+        before = _inlined_forward(loaded)
     result.snapshot_seconds += time.perf_counter() - start
     return FrozenRun(
         plan=run_plan,
-        steps=steps,
+        steps=steps if per_step else summaries,
         shown=shown,
-        before=before[0],
         after=after,
-        texts=before[1],
         explanation=explanation,
         reasons=reasons,
         measurement=measured.measurement if measured is not None else None,
         pairs=pairs,
+        _before=before,
     )

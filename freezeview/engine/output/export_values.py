@@ -10,11 +10,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..draw import RenderResult
-from ..freeze import Step
+from ..freeze import Numerics, Step
 from ..graph import GraphSnapshot
 from ..measure import Measurement
 
-__all__ = ["ExportResult", "PictureEntry", "StepEntry"]
+__all__ = ["ExportResult", "PictureEntry", "StepEntry", "StepSummary"]
+
+
+@dataclass(frozen=True)
+class StepSummary:
+    """What the page's timeline shows of a step, read off it once: the step itself holds
+    its graphs' printouts (tens of MB on a 70k-node model), which the page never shows."""
+
+    index: int
+    name: str
+    title: str
+    kind: str
+    changed: bool
+    seconds: float
+    numerics: Numerics | None
+    notes: tuple[str, ...]
+
+    @classmethod
+    def of(cls, step: Step) -> StepSummary:
+        """The summary of ``step`` (its notes are read now)."""
+        return cls(
+            step.index,
+            step.name,
+            step.title,
+            step.kind,
+            step.changed,
+            step.seconds,
+            step.numerics,
+            step.notes,
+        )
 
 
 @dataclass

@@ -29,6 +29,7 @@ from ..freeze import Plan, Step
 from ..graph import GraphSnapshot, NodeSnapshot, parse_source_range
 from ..plumbing import atomic
 from ..reasons import Explanation
+from .export_values import StepSummary
 
 __all__ = [
     "PagePicture",
@@ -70,9 +71,9 @@ class PagePicture:
 
 @dataclass(frozen=True)
 class PageStep:
-    """One step of the timeline."""
+    """One step of the timeline (the step, or what the page shows of it)."""
 
-    step: Step
+    step: Step | StepSummary
     summary: str
     diff_name: str | None
     diff_text: str
