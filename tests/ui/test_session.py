@@ -152,9 +152,10 @@ def test_a_run_reads_no_step_notes(small_pt: Path, monkeypatch: pytest.MonkeyPat
 def test_the_engine_process_collects_once_a_run(
     small_pt: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The engine process collects its cyclic garbage once a run, after the last step
-    went out and before the final ``.code`` does (without it, 50 re-runs grew it by
-    20-35 %: tests/test_session_runs.py holds the figure)."""
+    """The engine process collects its cyclic garbage once a run and gives the freed C
+    heap back, after the last step went out and before the final ``.code`` does
+    (without it, 50 re-runs grew it by 20-35 %: tests/test_session_runs.py holds the
+    figure)."""
     import types
 
     from freezeview.ui import engine_process
@@ -165,11 +166,14 @@ def test_the_engine_process_collects_once_a_run(
         freeze=lambda: collected.append("freeze"),
     )
     monkeypatch.setattr(engine_process, "gc", stub)
+    monkeypatch.setattr(
+        engine_process, "give_back_freed_memory", lambda: bool(collected.append("trim"))
+    )
     sent: list[tuple[object, ...]] = []
     engine = engine_process._Engine({"path": small_pt}, sent.append)
     engine.handle(1, "open", ())
     assert collected == ["freeze"]  # the loaded model: out of every later walk
     passes = [p.id for p in engine._opened.passes if p.default]
     engine.handle(2, "run_steps", ([], passes))
-    assert collected == ["freeze", "collect"]
+    assert collected == ["freeze", "collect", "trim"]
     assert [m[0] for m in sent[-2:]] == ["done", "final_code"]
