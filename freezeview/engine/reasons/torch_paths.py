@@ -8,6 +8,8 @@ shared under two names gets one status for its slots, and constants folded insid
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 
 from ..graph import attribute_paths
@@ -19,7 +21,11 @@ __all__ = ["fork_bodies", "statuses_by_path"]
 
 
 def statuses_by_path(
-    outcome: TorchOutcome, cmod: torch._C.ScriptModule, view: ModuleView, prop: FreezeReplay
+    outcome: TorchOutcome,
+    cmod: torch._C.ScriptModule,
+    view: ModuleView,
+    prop: FreezeReplay,
+    paths: Mapping[str, bool] | None = None,
 ) -> dict[str, str]:
     """torch's status for every attribute path, a shared submodule's slots named one way.
 
@@ -28,11 +34,14 @@ def statuses_by_path(
         cmod: the model's C++ module.
         view: the replay's module objects (a module shared under two names is one).
         prop: the replay, for the ``torch.jit.fork`` bodies torch's log names.
+        paths: every attribute path of ``cmod``, mapped to whether it is a submodule,
+            if listed already (the inventory's; :func:`attribute_paths` otherwise).
 
     Returns:
         ``{path: "inlined" | "kept" | "dropped"}`` for every attribute and submodule path.
     """
-    paths = attribute_paths(cmod)
+    if paths is None:
+        paths = attribute_paths(cmod)
     canonical: dict[str, str] = {}
     for path, is_module in paths.items():
         if is_module and (mod := module_at(view, path)) is not None:

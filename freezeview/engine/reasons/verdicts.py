@@ -523,7 +523,7 @@ def _explain(
     except RuntimeError as exc:
         raise PlanError(torch_refusal(str(exc), display)) from exc
     verdicts = _Verdicts(prop, inventory).build()
-    statuses = statuses_by_path(outcome, cmod, model_view, prop)
+    statuses = statuses_by_path(outcome, cmod, model_view, prop, inventory_paths(inventory))
     if own_outcome and release and outcome.frozen is not None:
         # Read in full: torch would keep its frozen graphs as long as the model lives.
         release_clone(outcome.frozen, cmod)
@@ -542,6 +542,13 @@ def _explain(
         torch_log=outcome.log,
         frozen=frozen_contents(loaded.module, inventory) if loaded.already_frozen else None,
     )
+
+
+def inventory_paths(inventory: Inventory) -> dict[str, bool]:
+    """Every attribute path the inventory lists, mapped to whether it is a submodule
+    (what :func:`~freezeview.engine.graph.attribute_paths` gives, without walking the
+    module tree again)."""
+    return {info.path: info.kind == "submodule" for info in inventory.attributes}
 
 
 def torch_statuses_only(
@@ -573,7 +580,7 @@ def torch_statuses_only(
     known = {info.path for info in inventory.attributes}
     if any(name not in known for name in outcome.folded):
         return None
-    statuses = statuses_by_path(outcome, cmod, view, prop)
+    statuses = statuses_by_path(outcome, cmod, view, prop, inventory_paths(inventory))
     verdicts = [
         AttributeVerdict(info.path, info.kind, info.type, statuses[info.path], (), info)
         for info in inventory.attributes
