@@ -54,6 +54,12 @@ async def test_a_big_step_is_lexed_as_far_as_it_is_seen(
         assert sum(lexed) < len(big_text) / 20, (sum(lexed), len(big_text))
         shown = ir.render_line(0)  # coloured as before: the IR lexer's styles
         assert len({segment.style for segment in shown}) > 1
+        # Paged on through some 2,000 lines: the drawn lines kept stay bounded (each a
+        # Strip in reference cycles, walked by the deep collection at every r).
+        for _ in range(40):
+            await pilot.press("pagedown")
+        await pilot.pause(0.2)
+        assert len(ir._full) <= 1000 and len(ir._cache) <= 600, (len(ir._full), len(ir._cache))
 
 
 async def test_a_big_graph_is_read_whole_off_the_event_loop(

@@ -42,6 +42,12 @@ _THEME = Syntax.get_theme("monokai")
 _EXACT_WIDTH_LINES = 2000
 # Big documents whose lines are kept: the loaded model's and the last two shown.
 _KEPT_SPLITS = 3
+# Drawn lines kept (whole, and as shown at a scroll offset): some twenty screens. Each
+# is a Textual Strip with caches of its own, in reference cycles: once dropped, only the
+# screen's deep collection at a run's start frees them, and it walks every one kept
+# (4,000 and 2,000 were a third of its objects).
+_FULL_STRIPS = 1000
+_SHOWN_STRIPS = 600
 
 
 def lexer_for(mode: str) -> Lexer:
@@ -315,7 +321,7 @@ class IRView(ScrollView, can_focus=True):
         if full is None:
             text = self._styled(index)
             full = Strip(list(text.render(self.app.console, end="")), text.cell_len)
-            if len(self._full) > 4000:
+            if len(self._full) > _FULL_STRIPS:
                 self._full.clear()
             self._full[index] = full
         strip = full.crop_extend(scroll_x, scroll_x + width, base)
@@ -331,7 +337,7 @@ class IRView(ScrollView, can_focus=True):
             overlay = cursor_style if overlay is None else overlay + cursor_style
         if overlay is not None:
             strip = Strip([Segment(s.text, (s.style or Style()) + overlay) for s in strip], width)
-        if len(self._cache) > 2000:
+        if len(self._cache) > _SHOWN_STRIPS:
             self._cache.clear()
         self._cache[key] = strip
         return strip
