@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         start_side_by_side,
         start_snapshot,
     )
+    from .view_prepared import forget_prepared
     from .view_scopes import module_paths
 
 __getattr__, __dir__ = lazy_exports(
@@ -56,6 +57,7 @@ __getattr__, __dir__ = lazy_exports(
         "render_side_by_side": "render_start",
         "render_snapshot": "render_start",
         "RenderOptions": "render_plan",
+        "forget_prepared": "view_prepared",
         "module_paths": "view_scopes",
     },
 )
@@ -71,6 +73,7 @@ __all__ = [
     "RenderOptions",
     "RenderResult",
     "find_dot",
+    "forget_prepared",
     "module_paths",
     "render_diff",
     "render_side_by_side",

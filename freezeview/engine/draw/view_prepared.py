@@ -236,11 +236,17 @@ _prepared_cache: OrderedDict[
 _prepared_lock = threading.Lock()
 
 
-def forget_prepared() -> None:
-    """Drop the prepared snapshots kept for reuse (the app, when a re-run replaces every
-    step: a big model's prepared snapshots hold hundreds of MB)."""
+def forget_prepared(*snapshots: GraphSnapshot) -> None:
+    """Drop the prepared snapshots kept for reuse: those of ``snapshots``, or all (the
+    app, when a re-run replaces every step: a big model's prepared snapshots hold
+    hundreds of MB; an export, once its pictures are drawn)."""
     with _prepared_lock:
-        _prepared_cache.clear()
+        if not snapshots:
+            _prepared_cache.clear()
+            return
+        gone = {id(snapshot) for snapshot in snapshots}
+        for key in [k for k, (snap, _) in _prepared_cache.items() if id(snap) in gone]:
+            del _prepared_cache[key]
 
 
 def prepare_view(

@@ -43,6 +43,7 @@ from ..draw import (
     Overruns,
     RenderOptions,
     find_dot,
+    forget_prepared,
     module_paths,
     start_diff,
     start_side_by_side,
@@ -374,6 +375,11 @@ def export(
                     )
                     step_pictures.append((entry, pictures.draw(stem, title, begin)))
 
+        # Every picture is built: the snapshots prepared for drawing go (a coarser level
+        # drawn after an overrun prepares its snapshot again).
+        changes = overall.summary()
+        forget_prepared(before, after)
+        give_back_freed_memory()
         # Collected in the order drawn, so the files, notes and page read as before.
         say("waiting for Graphviz")
         for index in overall_pictures:
@@ -383,6 +389,9 @@ def export(
         for entry, index in step_pictures:
             entry.picture = pictures.finish(index)
         result.dot_wait_seconds = dots.wait_seconds
+        # The page needs the snapshots and the views drawn, not the diff.
+        del overall, begin
+        give_back_freed_memory()
 
         say("writing index.html")
         start = time.perf_counter()
@@ -391,7 +400,9 @@ def export(
             result,
             name=model_name,
             plan=run.plan,
-            overall=overall,
+            before=before,
+            after=after,
+            changes=changes,
             steps=steps,
             fmt=pic_fmt,
             ir_text=ir_text,

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import torch
 
-from ..diff import GraphDiff
 from ..freeze import Plan, Step
 from ..graph import GraphSnapshot
 from ..measure import Measurement, latency_cell, verdict_text
@@ -30,7 +29,9 @@ def index_html(
     *,
     name: str,
     plan: Plan,
-    overall: GraphDiff,
+    before: GraphSnapshot,
+    after: GraphSnapshot,
+    changes: str,
     steps: Sequence[Step | StepSummary],
     fmt: str,
     ir_text: str,
@@ -44,14 +45,15 @@ def index_html(
         result: the export so far (its pictures, steps, notes and measurement).
         name: the model's display name.
         plan: the plan the steps ran with.
-        overall: the diff of the graph before and after freezing.
+        before: the inlined graph (snapshot).
+        after: the frozen graph (snapshot).
+        changes: the summary of the diff between them.
         steps: every step of the run (the timeline).
         fmt: the pictures' format.
         ir_text: the IR diff, before -> after.
         explanation: explain's verdicts (the attributes table), if any.
         texts: source line texts by ``file:line`` (:func:`inlined_source_texts`).
     """
-    before, after = overall.before, overall.after
     graphs = {"diff": (before, after), "after": (None, after), "before": (None, before)}
     pictures = []
     for key in ("diff", "after", "before", "side-by-side"):
@@ -90,10 +92,7 @@ def index_html(
                 _latency(result.measurement, step.index),
             )
         )
-    summary = (
-        f"{overall.before.node_count} nodes before, {overall.after.node_count} after · "
-        f"{overall.summary()}"
-    )
+    summary = f"{before.node_count} nodes before, {after.node_count} after · {changes}"
     if result.measurement is not None and result.measurement.unfrozen is not None:
         summary += f" · {verdict_text(result.measurement)}"
     return write_review_page(

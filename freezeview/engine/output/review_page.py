@@ -331,22 +331,16 @@ def _timeline_item(entry: PageStep) -> str:
     )
 
 
-def _attribute_rows(explanation: Explanation | None) -> tuple[list[dict[str, Any]], str]:
-    if explanation is None:
-        return [], '<p class="meta">freezeview could not explain this model.</p>'
-    rows = []
-    data = []
+def _verdicts(explanation: Explanation) -> list[Any]:
     order = {"kept": 0, "inlined": 1, "dropped": 2}
-    for verdict in sorted(explanation.attributes, key=lambda v: (order[v.status], v.path)):
-        data.append(
-            {
-                "path": verdict.path,
-                "kind": verdict.kind,
-                "type": verdict.type,
-                "status": verdict.status,
-                "reasons": [r.to_json() for r in verdict.reasons],
-            }
-        )
+    return sorted(explanation.attributes, key=lambda v: (order[v.status], v.path))
+
+
+def _attribute_table(explanation: Explanation | None) -> str:
+    if explanation is None:
+        return '<p class="meta">freezeview could not explain this model.</p>'
+    rows = []
+    for verdict in _verdicts(explanation):
         first = verdict.reasons[0] if verdict.reasons else None
         why = f"{first.code}: {first.message}" if first else ""
         rows.append(
@@ -354,7 +348,51 @@ def _attribute_rows(explanation: Explanation | None) -> tuple[list[dict[str, Any
             f'<td><span class="badge {verdict.status}">{verdict.status}</span></td>'
             f'<td class="meta">{html.escape(why[:160])}</td></tr>'
         )
-    return data, '<table id="attr-table">' + "".join(rows) + "</table>"
+    return '<table id="attr-table">' + "".join(rows) + "</table>"
+
+
+def _attribute_data(explanation: Explanation | None) -> Iterator[dict[str, Any]]:
+    for verdict in _verdicts(explanation) if explanation is not None else ():
+        yield {
+            "path": verdict.path,
+            "kind": verdict.kind,
+            "type": verdict.type,
+            "status": verdict.status,
+            "reasons": [r.to_json() for r in verdict.reasons],
+        }
+
+
+def _page_data(
+    pictures: Sequence[PagePicture],
+    explanation: Explanation | None,
+    texts: Mapping[str, str] | None,
+) -> Iterator[str]:
+    """The page's JSON document, a value at a time: the same text as one ``json.dumps``
+    of it, without the whole document (a 2,048-block stack's is 13 MB) and the facts of
+    every box of every picture in memory at once."""
+    yield '<script type="application/json" id="fv-data">{"pictures":'
+    yield _json_for_script(
+        [
+            {
+                "id": p.id,
+                "title": p.title,
+                "file": p.result.path.name,
+                "kind": p.kind,
+                "step": p.step,
+            }
+            for p in pictures
+        ]
+    )
+    yield ',"start":' + _json_for_script(pictures[0].id if pictures else None)
+    yield ',"attributes":['
+    for i, row in enumerate(_attribute_data(explanation)):
+        yield ("," if i else "") + _json_for_script(row)
+    yield '],"boxes":{'
+    drawn = [p for p in pictures if p.result.format == "svg"]
+    for i, picture in enumerate(drawn):
+        key = _json_for_script(picture.id)
+        yield ("," if i else "") + key + ":" + _json_for_script(box_facts(picture, texts))
+    yield "}}</script>"
 
 
 def _plan_text(plan: Plan) -> str:
@@ -397,7 +435,8 @@ def review_page(
         The page's HTML text.
     """
     return "\n".join(
-        review_page_parts(
+        part if isinstance(part, str) else "".join(part)
+        for part in review_page_parts(
             name=name,
             plan=plan,
             summary=summary,
@@ -420,7 +459,10 @@ def write_review_page(path: str | os.PathLike[str], **page: Any) -> Path:
         for i, part in enumerate(review_page_parts(**page)):
             if i:
                 out.write("\n")
-            out.write(part)
+            if isinstance(part, str):
+                out.write(part)
+            else:
+                out.writelines(part)
     return target
 
 
@@ -436,24 +478,9 @@ def review_page_parts(
     notes: Sequence[str] = (),
     picture_format: str = "svg",
     texts: Mapping[str, str] | None = None,
-) -> Iterator[str]:
-    """The lines of :func:`review_page`'s HTML, in order (each part without its newline)."""
-    attributes, attribute_table = _attribute_rows(explanation)
-    data = {
-        "pictures": [
-            {
-                "id": p.id,
-                "title": p.title,
-                "file": p.result.path.name,
-                "kind": p.kind,
-                "step": p.step,
-            }
-            for p in pictures
-        ],
-        "start": pictures[0].id if pictures else None,
-        "attributes": attributes,
-        "boxes": {p.id: box_facts(p, texts) for p in pictures if p.result.format == "svg"},
-    }
+) -> Iterator[str | Iterator[str]]:
+    """The lines of :func:`review_page`'s HTML, in order (each part without its newline);
+    a part that is an iterator is one line given a piece at a time."""
     options = "".join(f'<option value="{p.id}">{html.escape(p.title)}</option>' for p in pictures)
     esc = html.escape
     parts = [
@@ -485,7 +512,7 @@ def review_page_parts(
         '<ol id="timeline">' + "".join(_timeline_item(s) for s in steps) + "</ol></section>",
         '<section class="tab" id="attrs-tab" hidden>',
         '<input id="attr-filter" placeholder="filter attributes (path, status, reason)">',
-        attribute_table,
+        _attribute_table(explanation),
         "</section></nav>",
         '<section id="stage"><div id="toolbar">',
         f'<select id="picture-select" aria-label="picture">{options}</select>',
@@ -519,6 +546,6 @@ def review_page_parts(
     # One picture's SVG text at a time: a 2,048-block stack's four pictures are 13 MB.
     for picture in pictures:
         yield _template(picture)
-    yield f'<script type="application/json" id="fv-data">{_json_for_script(data)}</script>'
+    yield _page_data(pictures, explanation, texts)
     yield f"<script>{_asset('review.js')}</script>"
     yield "</body></html>"
