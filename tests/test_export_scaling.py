@@ -435,3 +435,52 @@ def test_the_page_is_written_a_part_at_a_time_with_the_same_bytes(
     result = export(scripted(KeepsBuffer()), tmp_path / "o", parallel=False)
     assert result.index is not None and joined
     assert result.index.read_bytes() == joined[0].encode("utf-8")
+
+
+def test_the_pages_json_builds_each_pictures_box_facts_as_it_writes_them(
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_dot: list[tuple[str, threading.Event]],
+    tmp_path: Path,
+) -> None:
+    # A 2,048-block stack's page data is 13 MB: each picture's box facts are built and
+    # encoded in turn, never those of every picture (and the whole document) at once.
+    import json
+
+    from freezeview.engine.output import review_page
+
+    events: list[str] = []
+    real_facts, real_json = review_page.box_facts, review_page._json_for_script
+
+    def facts(picture: Any, texts: Any = None) -> Any:
+        events.append(f"facts {picture.id}")
+        return real_facts(picture, texts)
+
+    def encoded(value: Any) -> str:
+        events.append("json")
+        return real_json(value)
+
+    monkeypatch.setattr(review_page, "box_facts", facts)
+    monkeypatch.setattr(review_page, "_json_for_script", encoded)
+    result = export(scripted(KeepsBuffer()), tmp_path / "o", parallel=False)
+    assert result.index is not None
+    firsts = [i for i, e in enumerate(events) if e.startswith("facts")]
+    assert len(firsts) == 4 and all(events[i + 1] == "json" for i in firsts)
+    page = result.index.read_text()
+    data = json.loads(page.split('id="fv-data">', 1)[1].split("</script>", 1)[0])
+    assert list(data) == ["pictures", "start", "attributes", "boxes"]
+    assert list(data["boxes"]) == ["diff", "after", "before", "side-by-side"]
+
+
+def test_forgetting_a_snapshots_prepared_view_keeps_the_others() -> None:
+    # An export lets go of its own snapshots' prepared views before the page, and
+    # leaves what others (the app's pictures) prepared in the same process.
+    from freezeview.engine.draw.view_prepared import forget_prepared, prepare_view
+    from freezeview.engine.graph.snapshot import snapshot_graph
+
+    module = torch.jit.script(_SharedReads(3))
+    one = snapshot_graph(module.forward.graph)
+    two = snapshot_graph(module.forward.graph)
+    first, second = prepare_view(one, "fold"), prepare_view(two, "fold")
+    forget_prepared(one)
+    assert prepare_view(two, "fold") is second
+    assert prepare_view(one, "fold") is not first
