@@ -280,18 +280,24 @@ def export(
         # held go back to the system before the snapshots and pictures are built.
         del loaded
         give_back_freed_memory()
+        # The after picture first: its snapshot is at hand, and Graphviz takes longest
+        # on it; the before snapshot is taken while Graphviz lays it out.
+        after, pairs = run.after, run.pairs
+        opts = replace(before_opts, reasons=run.reasons)
+        title = f"{model_name}: after freezing"
+        drawn_after = pictures.draw("after", title, partial(start_snapshot, after, options=opts))
         before, texts = run.take_before(result)
         give_back_freed_memory()  # the inlined graph, and the parse's own garbage
         title = f"{model_name}: before freezing (inlined)"
         begin = partial(start_snapshot, before, options=before_opts)
-        overall_pictures = [pictures.draw("before", title, begin)]
+        # Collected (and so listed) in the order before, after, diff, side-by-side.
+        overall_pictures = [pictures.draw("before", title, begin), drawn_after]
         if per_step:
             stems = [step_stem(step) for step in shown]
             _check_directory(
                 directory, [f"{t}.{x}" for t in stems for x in ("diff", pic_fmt)], force
             )
 
-        after, pairs = run.after, run.pairs
         # Diffs and IR diffs need nothing but the snapshots: with per-step pictures, a
         # forked copy of this process makes them on the other CPU while this one draws
         # (forked.py), the overall diff first. Without, the overall diff is made here:
@@ -305,11 +311,6 @@ def export(
             for step, previous, snap in pairs
         ]
         with Forked(partial(_diff_outputs, jobs), enabled=fork) as helper:
-            opts = replace(before_opts, reasons=run.reasons)
-            title = f"{model_name}: after freezing"
-            begin = partial(start_snapshot, after, options=opts)
-            overall_pictures.append(pictures.draw("after", title, begin))
-
             ir_text: str | None = None
             facts: DiffFacts | None = None
             if fork:
