@@ -171,7 +171,7 @@ def test_a_run_can_leave_the_final_code_for_later(tmp_path: Path, monkeypatch) -
     assert _storage_uses(session) == before
 
 
-def test_the_engine_sends_the_final_code_after_the_steps(tmp_path: Path) -> None:
+def test_the_engine_reads_the_final_code_when_asked(tmp_path: Path) -> None:
     from freezeview.ui.remote_session import RemoteSession
 
     path = save_small(tmp_path / "small.pt")

@@ -104,8 +104,8 @@ class _Engine:
 
     def call_run_steps(self, rid: int, preserved: list[str], passes: list[str]) -> Any:
         cancel = self.cancels.setdefault(rid, threading.Event())
-        # The frozen module's .code is read once the screen has every step (see handle).
-        self.after[rid] = partial(self._send_final_code, rid)
+        # Once the screen has every step: the run's garbage collected (see handle).
+        self.after[rid] = partial(self._after_run, rid)
         # Each step's facts only: its graph is named by key, and taken (snapshotted here,
         # sent whole) when the screen shows it (call_step_graph).
         for view in self.session.run_steps(preserved, passes, cancel=cancel, code=False):
@@ -118,17 +118,21 @@ class _Engine:
             self.send(("item", rid, piece))
         return None
 
-    def _send_final_code(self, rid: int) -> None:
-        code = self.session.read_final_code()
-        # The run's pipeline, steps and torch freeze are let go of by now, some of them
-        # in reference cycles: collected here, once a run, or the engine grows with
-        # every re-run (+20 % over 50 on a 64-block stack), and the C heap's freed pages
-        # given back (else the next run's graphs take new pages now and then: +60 MB in
-        # one re-run of a 12-layer transformer). Before the .code goes out: the screen
-        # has every step and is not waiting for this.
+    def _after_run(self, rid: int) -> None:
+        # The run's pipeline, steps and torch freeze are let go of by now (but the frozen
+        # module its .code is read from), some of them in reference cycles: collected
+        # here, once a run, or the engine grows with every re-run (+20 % over 50 on a
+        # 64-block stack), and the C heap's freed pages given back (else the next run's
+        # graphs take new pages now and then: +60 MB in one re-run of a 12-layer
+        # transformer). The screen has every step and is not waiting for this.
         gc.collect()
         give_back_freed_memory()
-        self.send(("final_code", rid, code))
+
+    def call_final_code(self, rid: int) -> Any:
+        # torch prints the frozen module's .code only when the screen shows it: seconds
+        # at 70k nodes, for a view most runs never open.
+        code = self.session.read_final_code()
+        return code if code is not None else self.session.final_code
 
     def _snapshot(self, ref: tuple[str, Any]) -> Any:
         how, value = ref

@@ -21,9 +21,11 @@ frames and pickles them; nothing else fits better, see :func:`_spawn`):
 - screen → engine: ``("init", config)`` once, then ``("call", id, method, args)``,
   ``("cancel", id)`` and finally ``("close",)``;
 - engine → screen: ``("item", id, value)`` for each streamed value, then
-  ``("done", id, value)`` or ``("error", id, info)``; ``("warning", text)`` at any time;
-  after a run's ``done``, ``("final_code", id, text)`` (the frozen module's ``.code``,
-  read once the screen has every step).
+  ``("done", id, value)`` or ``("error", id, info)``; ``("warning", text)`` at any time.
+
+A run's steps carry no graph: the screen asks for a step's graph (``step_graph``, sent in
+slices, :mod:`freezeview.ui.graph_transfer`) when it shows it, and for the frozen
+module's ``.code`` (``final_code``) when the ``.code`` view shows it.
 
 :class:`RemoteSession` has the methods of :class:`freezeview.ui.session.Session` the
 screen uses, with the same blocking behaviour (the screen calls them from workers). The
@@ -132,10 +134,9 @@ class RemoteSession:
         #: The inventory from the last explanation (the inspector reads it).
         self.inventory: Inventory | None = None
         #: ``.code`` of the frozen module at the end of the last run (None before, and
-        #: until the engine has read it, just after the run's last step).
+        #: until :meth:`read_final_code` asked the engine for it).
         self.final_code: str | None = None
         self._last_run = 0
-        self._code_read = threading.Event()
         #: Sentences from the last render or export (Graphviz fallbacks, ...).
         self.last_notes: list[str] = []
         self._opened: OpenedView | None = None
@@ -203,12 +204,6 @@ class RemoteSession:
         if message[0] == "warning":
             if self.on_warning is not None:
                 self.on_warning(str(message[1]))
-        elif message[0] == "final_code":
-            # Read after the run's last step went out: the latest run's only.
-            if message[1] == self._last_run:
-                if message[2] is not None:
-                    self.final_code = message[2]
-                self._code_read.set()
         else:
             call = self._calls.get(message[1])
             if call is not None:
@@ -336,16 +331,12 @@ class RemoteSession:
         rid, call = self._request("run_steps", list(preserved), list(passes))
         self.final_code = None
         self._last_run = rid
-        self._code_read.clear()
         stream = self._answers(rid, call, cancel)
         try:
             while True:
                 try:
                     view: StepView = next(stream)
-                except StopIteration as end:
-                    # The engine sends the .code after the steps ("final_code").
-                    if end.value is not None:
-                        self.final_code = end.value
+                except StopIteration:
                     return
                 yield view
         finally:
@@ -372,16 +363,22 @@ class RemoteSession:
         """The snapshot of graph ``key`` if this side has it already (never blocks)."""
         return self._graphs.get(key)
 
-    def wait_final_code(self, timeout: float = 30.0) -> str | None:
-        """:attr:`final_code` once the engine has read it after the last run (blocking:
-        for workers and tests, never the event loop)."""
-        self._code_read.wait(timeout)
+    def read_final_code(self) -> str | None:
+        """``.code`` of the last run's frozen module, read by the engine when first asked
+        (blocking, for workers: 0.3 s of torch's time at 17k nodes, seconds at 70k, so
+        never after a run nobody looks at the ``.code`` of). None before a run has
+        ended, or when it failed."""
+        run = self._last_run
+        if self.final_code is None and run:
+            code: str | None = self._call("final_code")
+            if run == self._last_run:
+                self.final_code = code
         return self.final_code
 
-    def final_code_known(self, timeout: float) -> bool:
-        """True once the engine has sent the last run's ``.code`` (or that it has none);
-        waits up to ``timeout`` seconds (blocking: for workers, never the event loop)."""
-        return self._code_read.wait(timeout)
+    def wait_final_code(self, timeout: float = 30.0) -> str | None:
+        """:attr:`final_code` of the last run, read now if need be (blocking: workers,
+        tests and benchmarks)."""
+        return self.read_final_code()
 
     @staticmethod
     def diff_text(before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:

@@ -256,7 +256,7 @@ class Session:
             code: read the frozen module's ``.code`` into :attr:`final_code` when the
                 last step is done (0.3 s on a 12-layer transformer). With False the
                 run's frozen module is kept until :meth:`read_final_code` (the engine
-                process reads it after the screen has every step) or the next run.
+                process reads it when the screen's ``.code`` view asks) or the next run.
         """
         self._release_kept()
         from ..engine.diff.diff import forget_recent

@@ -37,8 +37,10 @@ class _BallastSession(Session):
     def ballast(self) -> list[list[Any]]:
         return [b for run in self._keys.values() for b in run]
 
-    def forget_runs(self) -> None:
+    def forget_runs(self) -> list[list[Any]]:
+        dropped = self.ballast
         self._keys.clear()
+        return dropped
 
     def run_steps(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
         run = self._keys.setdefault(len(self._keys) + 1, [])
@@ -68,8 +70,13 @@ async def test_no_full_collection_walks_the_steps(small_pt: Path, tmp_path: Path
             assert steps >= 4
             assert gc.get_freeze_count() > steps * BALLAST  # kept out of the walks
             walked.clear()
+            sweeps = len(collector.deep_sweeps)
             await pilot.press("r")
             await wait_ready(pilot)
+            for _ in range(200):  # the collection follows the last run's freeing
+                if len(collector.deep_sweeps) > sweeps:
+                    break
+                await pilot.pause(0.05)
     finally:
         gc.callbacks.remove(watch)
     # Full collections ran (the re-run's start, the quiet sweeps), none over a step's

@@ -1,9 +1,9 @@
-"""The .code view follows the final frozen module's code when it arrives after the run.
+"""The .code view shows the final frozen module's code, read when the view shows it.
 
-Through the engine process the frozen module's ``.code`` reaches the screen after the
-run's last step (the engine reads it once the screen has every step); a user already
-looking at the .code view of the last step sees it replace the loaded module's code
-without pressing a key.
+Through the engine process the frozen module's ``.code`` is read only when the ``.code``
+view of a step from the clean-up on shows it (torch prints it in seconds at 70k nodes);
+a user already looking at that view when the run ends sees it come without pressing a
+key.
 """
 
 from __future__ import annotations
@@ -27,20 +27,22 @@ FINAL = "# .code of the final frozen module"
 
 
 class LateCodeSession(Session):
-    """An in-process session whose final ``.code`` comes late, as the engine process's."""
+    """An in-process session whose final ``.code`` is read when asked, as the engine
+    process's, and comes late."""
 
     arrived: threading.Event
+    asked = 0
 
     def run_steps(self, *args: Any, **kwargs: Any) -> Iterator[Any]:  # type: ignore[override]
         self.arrived = threading.Event()
         yield from super().run_steps(*args, **kwargs)
         self._late, self.final_code = self.final_code, None
 
-    def final_code_known(self, timeout: float) -> bool:
-        if self.arrived.wait(timeout):
+    def read_final_code(self) -> str | None:
+        self.asked += 1
+        if self.arrived.wait(30):
             self.final_code = self._late
-            return True
-        return False
+        return self.final_code
 
 
 async def test_the_code_view_shows_the_final_code_when_it_arrives(
@@ -64,3 +66,26 @@ async def test_the_code_view_shows_the_final_code_when_it_arrives(
                 break
         text = "\n".join(screen.ir.plain_lines())
         assert FINAL in text and "def forward" in text
+        assert session.asked == 1
+
+
+async def test_the_final_code_is_read_only_when_shown(small_pt: Path, tmp_path: Path) -> None:
+    """A run nobody looks at the ``.code`` of never has it read; the first look does."""
+    session = LateCodeSession(path=small_pt)
+    app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=session)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await pilot.press("r")
+        await wait_ready(pilot)
+        for _ in range(len(screen.steps)):
+            await pilot.press("n")
+        await pilot.pause(0.2)
+        assert session.asked == 0  # two runs, every step shown as IR: never read
+        session.arrived.set()
+        await pilot.press("d")  # .code
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if FINAL in "\n".join(screen.ir.plain_lines()):
+                break
+        assert session.asked == 1

@@ -25,7 +25,6 @@ from ..messages import (
     EngineFailed,
     ExplanationReady,
     Exported,
-    FinalCodeReady,
     ModelLoaded,
     Rendered,
     StepReady,
@@ -95,19 +94,7 @@ class EngineWork(Widget):
         cancel: threading.Event,
     ) -> None:
         """Freeze one step at a time, posting each step as it is ready."""
-        count = self._post_steps(run_id, preserved, passes, cancel)
-        # Through the engine process the frozen module's .code follows the last step (read
-        # once the screen has every step): the .code view is told when it is there. (The
-        # steps were posted from another frame: none is held here while this waits, when
-        # a re-run's start frees the last run's graphs.)
-        known = getattr(self.session, "final_code_known", None)
-        if known is None or not count:
-            return
-        while not known(0.1):
-            if cancel.is_set() or get_current_worker().is_cancelled:
-                return
-        if not cancel.is_set():
-            self.post_message(FinalCodeReady(run_id))
+        self._post_steps(run_id, preserved, passes, cancel)
 
     def _post_steps(
         self,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -113,7 +114,7 @@ class PlanRuns:
             screen.set_status(f"step {message.step.name} failed: {message.step.error}", error=True)
 
     def final_code_ready(self, message: FinalCodeReady) -> None:
-        """The final frozen module's ``.code`` arrived after the run's steps."""
+        """The final frozen module's ``.code`` arrived (read when the view showed it)."""
         screen = self.screen
         # The .code view of a step from the clean-up on shows the final frozen module's.
         if message.run_id == screen.run_id and screen.ir_pane.view_mode == "code":
@@ -126,6 +127,10 @@ class PlanRuns:
             return
         screen.stepping = False
         screen.steps_bar.finish()
+        # The .code view of a step from the clean-up on can read the final module's now.
+        screen.ir_pane.run_finished = True
+        if screen.ir_pane.view_mode == "code":
+            screen.ir_pane.show_current()
         if not any(s.error for s in screen.steps):
             final = screen.steps[-1].node_count if screen.steps else 0
             took = f" in {message.seconds:.2f} s" if screen.fv_app.show_timings else ""
@@ -160,21 +165,36 @@ class PlanRuns:
 
         forget_recent()
         # The engine session addresses the last run's graphs by key until the next run
-        # asks: they go now, with everything else of that run, before the collection.
-        # Once they are freed (off the event loop: a big graph's objects take 0.15 s to
-        # free), one collection of everything left, the screen's own objects, frees
-        # what was frozen and became garbage since (ui/collector.py).
-        forget_runs = getattr(screen.session, "forget_runs", None)  # the engine process's
-        if forget_runs is not None:
-            collector.let_go(forget_runs(), then=partial(_collect_on, screen.app))
-        else:
-            collector.deep_sweep()
-        screen.engine.run_steps(
+        # asks: they go now, with everything else of that run. Once they are freed (off
+        # the event loop: a big graph's objects take 0.15 s to free), one collection of
+        # everything left, the screen's own objects, frees what was frozen and became
+        # garbage since (ui/collector.py); then the run starts, so that collection never
+        # walks a graph of the new run either.
+        start = partial(
+            self._collect_and_run,
             screen.run_id,
             tuple(screen.fv_app.preserved),
             tuple(screen.enabled_passes()),
             screen._cancel,
         )
+        forget_runs = getattr(screen.session, "forget_runs", None)  # the engine process's
+        if forget_runs is not None:
+            collector.let_go(forget_runs(), then=partial(_on_loop, screen.app, start))
+        else:
+            start()
+
+    def _collect_and_run(
+        self,
+        run_id: int,
+        preserved: tuple[str, ...],
+        passes: tuple[str, ...],
+        cancel: threading.Event,
+    ) -> None:
+        """The screen's deep collection, then the run (unless another has started)."""
+        collector.deep_sweep()
+        screen = self.screen
+        if run_id == screen.run_id and not cancel.is_set():
+            screen.engine.run_steps(run_id, preserved, passes, cancel)
 
     def start_pending_run(self) -> None:
         """Start the run that waited for the first explanation."""
@@ -189,7 +209,7 @@ class PlanRuns:
         screen._cancel.set()
 
 
-def _collect_on(app: Any) -> None:
-    """The screen's deep collection, on its event loop (called from another thread)."""
-    with contextlib.suppress(RuntimeError):  # the app has closed meanwhile
-        app.call_from_thread(collector.deep_sweep)
+def _on_loop(app: Any, call: Callable[[], object]) -> None:
+    """``call`` on the app's event loop (from another thread), unless the app closed."""
+    with contextlib.suppress(RuntimeError):
+        app.call_from_thread(call)

@@ -30,7 +30,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from .. import collector
 from ..collector import Handoff
-from ..messages import EngineFailed, Highlighted, Status
+from ..messages import EngineFailed, FinalCodeReady, Highlighted, Status
 from ..views import StepView
 from .ir_view import IRView
 
@@ -62,7 +62,11 @@ class DocumentSource(Protocol):
 
     @property
     def final_code(self) -> str | None:
-        """``.code`` of the last run's frozen module (None before a run ends)."""
+        """``.code`` of the last run's frozen module (None before a run ends, and
+        through the engine process until :meth:`read_final_code` asked for it)."""
+
+    def read_final_code(self) -> str | None:
+        """``.code`` of the last run's frozen module, read now if need be (blocking)."""
 
     def diff_text(self, before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
         """The unified IR diff between two snapshots (blocking)."""
@@ -139,6 +143,9 @@ class IRPane(Vertical):
         self._node_timer: Timer | None = None
         #: True while the pane waits for the graph of the step it shows.
         self.taking_graph = False
+        #: True once the run shown has all its steps (its final ``.code`` can be read).
+        self.run_finished = False
+        self._code_asked = 0  # the run whose final .code was asked for
 
     def compose(self) -> ComposeResult:
         yield Label("IR", id="ir-title", classes="pane-title")
@@ -180,6 +187,8 @@ class IRPane(Vertical):
                 self._line_index.clear()
                 self._marks.clear()
             self.workers.cancel_group(self, "highlight")
+        if run_id != self.run_id:
+            self.run_finished = False
         self.run_id = run_id
         self.steps = steps
         self.index = index
@@ -326,6 +335,36 @@ class IRPane(Vertical):
 
         return build
 
+    def _final_code_missing(self) -> bool:
+        """True when the ``.code`` view of the step shown needs the final module's code
+        and the screen has not got it yet (only read when shown: seconds at 70k nodes)."""
+        step = self.current()
+        return (
+            self.view_mode == "code"
+            and self.run_finished
+            and self._source is not None
+            and step is not None
+            and step.name not in ("inline", "fold_attributes")
+            and not any(s.code for s in self.steps[: self.index + 1])
+            and self._source.final_code is None
+            and self._code_asked != self.run_id
+        )
+
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="final-code",
+        description="reading the frozen module's .code",
+    )
+    def read_final_code(self, run_id: int) -> None:
+        """Have the engine read the final frozen module's ``.code`` (FinalCodeReady says
+        when it is here: the screen shows it again)."""
+        source = self._source
+        assert source is not None
+        source.read_final_code()
+        self.post_message(FinalCodeReady(run_id))
+
     def _code_for(self, index: int) -> str:
         # The pipeline keeps graphs, not modules, per step: a step's own code is shown
         # when the engine gives it; otherwise the loaded module's code up to the
@@ -348,6 +387,10 @@ class IRPane(Vertical):
         missing = () if cached is not None else self._missing_graphs()
         if cached is not None:
             self.ir.set_document(cached, self.view_mode)
+        elif self._final_code_missing():
+            self.ir.set_document("reading the frozen module's .code…\n", "text")
+            self._code_asked = self.run_id
+            self.read_final_code(self.run_id)
         elif missing:
             step = self.current()
             assert step is not None
