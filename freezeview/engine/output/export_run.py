@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..freeze import Pipeline, Plan, Step
-from ..freeze.steps import release_graphs
+from ..freeze import Pipeline, Plan, Step, release_graphs
 from ..graph import GraphSnapshot, snapshot_graph
 from ..load import LoadedModel
 from ..measure import MeasuredRun, Measurement
