@@ -19,6 +19,12 @@ Graphviz fails on a picture, a coarser level is drawn instead; when it fails (or
 out of time) at every level, that one picture is left out with a sentence in the notes.
 When Graphviz is missing, the ``.dot`` sources, the ``.diff`` files and the page are
 still written, then :class:`GraphvizMissingError` says how to install Graphviz.
+
+Memory is spent one stage at a time: torch's side (the freeze, explain, each step's
+notes) is read and let go first (:mod:`.export_run`); a model the export loaded itself
+goes with it. Then the snapshots are taken, the pictures handed to Graphviz in the
+background (:mod:`.export_pictures`), the diff made, and the page written
+(:mod:`.export_page`) once the diff and the drawing's prepared snapshots are gone.
 """
 
 from __future__ import annotations
