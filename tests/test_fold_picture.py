@@ -48,13 +48,15 @@ def _model() -> torch.jit.ScriptModule:
     return torch.jit.script(_ConvBn().eval())
 
 
+@pytest.mark.parametrize("measured", [True, False], ids=["measured", "counts-first"])
 def test_the_cli_folds_in_place_walks_the_reads_once_and_prints_no_folded_graph(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, measured: bool
 ) -> None:
     """Read as ``freezeview freeze`` reads it (measured, row by row, releases, the
     pipeline told so), a large graph is folded in place, its attribute reads are walked
     once, the folded graph is never printed, and every row is what a reader of the
-    whole run gets. (The limit is lowered so a small model counts as large.)"""
+    whole run gets; also when the counts are read before anything builds the folded
+    graph. (The limit is lowered so a small model counts as large.)"""
     monkeypatch.setattr(steps_module, "FULL_DIFF_LIMIT", 10)
     whole = [_row(s) for s in Pipeline(_model()).run_all()]
 
@@ -84,7 +86,7 @@ def test_the_cli_folds_in_place_walks_the_reads_once_and_prints_no_folded_graph(
     pipe.read_in_order = True
     steps: list[Step] = []
     rows = []
-    for step in MeasuredRun(pipe).run():
+    for step in MeasuredRun(pipe).run() if measured else pipe.run():
         steps.append(step)
         if len(steps) > 1:
             release_graphs(steps[-2], step, settled=True)

@@ -190,6 +190,8 @@ class LazyGraph:
         with self._lock:
             if self._snapshot is not None:
                 return self._snapshot.kinds()
+            if self._kinds is None and self._text is None and self._build is not None:
+                self.graph()  # a picture may count its kinds as it is made (set_kinds)
             if self._kinds is None:
                 self._kinds = _text_kinds(self.text)
             return Counter(self._kinds)
