@@ -120,3 +120,36 @@ def test_the_fold_tally_is_the_printouts(case: Case) -> None:
         tally: Counter[str] = _text_kinds(str(graph))
         fold_picture.fold_graph(graph, module._c, kept, tally=tally)
         assert tally == _text_kinds(str(graph)), (case.name, method)
+
+
+def test_the_cli_copies_no_graph_a_pass_rewrites(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read in order, a large picture of the working graph is held through each pass
+    (let go if the pass changes the graph) instead of copied: the rows are the same."""
+    monkeypatch.setattr(steps_module, "FULL_DIFF_LIMIT", 10)
+    copies: list[int] = []
+    real = torch._C.Graph.copy
+
+    def copy(self: torch._C.Graph) -> torch._C.Graph:
+        copies.append(1)
+        return real(self)
+
+    monkeypatch.setattr(torch._C.Graph, "copy", copy)
+    seen = {}
+    for in_order in (False, True):
+        copies.clear()
+        pipe = Pipeline(_model())
+        pipe.read_in_order = in_order
+        steps: list[Step] = []
+        rows = []
+        for step in MeasuredRun(pipe).run():
+            steps.append(step)
+            if len(steps) > 1:
+                release_graphs(steps[-2], step, settled=True)
+            rows.append(_row(step))
+            if len(steps) > 1:
+                release_graphs(steps[-2], step)
+        changed = sum(1 for s in steps if s.kind == "optimize" and s.changed)
+        seen[in_order] = (rows, len(copies), changed)
+    assert seen[True][0] == seen[False][0]
+    # The clean-up's picture and each changed pass's were copied before the next pass.
+    assert seen[True][1] == seen[False][1] - 1 - seen[False][2]

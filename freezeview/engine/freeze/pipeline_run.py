@@ -93,8 +93,14 @@ class RunContext(FreezePhase):
             m: self._method_graph(working._c, m) for m in self.methods if working._c._has_method(m)
         }
         before = dict(self.current)
-        for graph in before.values():
-            graph.detach()  # the pass rewrites the working graphs in place
+        held = []
+        for m, graph in before.items():
+            # The pass rewrites the working graphs in place: a picture of one keeps a
+            # copy, unless its counts need no graph any more (the CLI's large graphs).
+            if pipe.read_in_order and graph.hold():
+                held.append(m)
+            else:
+                graph.detach()
         start = time.perf_counter()
         error = None
         reported: list[bool | None] = []
@@ -115,6 +121,9 @@ class RunContext(FreezePhase):
             m for m in graphs if m not in before or not same_ir(before[m].text, texts[m])
         ]
         changed = bool(changed_methods)
+        for m in held:
+            if m in changed_methods:
+                before[m].release()  # it no longer shows what the graph is
         # Whether the fold loop goes on is torch's own test: did a fold report folding
         # (``changed |= FoldFrozenConvBatchnorm(graph)`` in frozen_graph_optimizations.cpp),
         # so the loop runs as many rounds as torch's; a pass that cannot tell counts

@@ -160,6 +160,24 @@ class LazyGraph:
                 self._graph = self._graph.copy()
             self._live = False
 
+    def hold(self) -> bool:
+        """Keep showing the working graph through a pass, without a private copy, when
+        the counts against this picture need no graph (:attr:`settled`).
+
+        For a reader of each step once, in order (the CLI): the printout is taken now;
+        the pass that follows either leaves the graph as it is (this picture still shows
+        it) or changes it, and then the caller releases this picture (:meth:`release`).
+
+        Returns:
+            True if held (else :meth:`detach` it).
+        """
+        with self._lock:
+            if not (self._live and self._graph is not None and self.settled):
+                return False
+            if self._text is None:
+                self._text = str(self._graph)
+            return True
+
     @property
     def text(self) -> str:
         """torch's IR printout of the graph."""
