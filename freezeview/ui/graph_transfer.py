@@ -48,16 +48,39 @@ def dump_in_slices(graph: GraphSnapshot, nodes: int = SLICE_NODES) -> list[bytes
     return slices
 
 
+class _Slices(io.RawIOBase):
+    """The slices as one stream, each let go of once read (no copy of them all)."""
+
+    def __init__(self, slices: list[bytes]) -> None:
+        self._slices = slices
+        self._slices.reverse()  # popped from the end: the first slice last
+        self._current = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._current and self._slices:
+            self._current = memoryview(self._slices.pop())
+        count = min(len(buffer), len(self._current))
+        buffer[:count] = self._current[:count]
+        self._current = self._current[count:]
+        return count
+
+
 def load_in_slices(slices: Sequence[bytes], pause: float = 0.0005) -> Any:
     """The graph :func:`dump_in_slices` pickled, unpickled a slice at a time with a
-    ``pause`` between two slices (other threads' turn at the GIL)."""
-    unpickler = pickle.Unpickler(io.BytesIO(b"".join(slices)))
+    ``pause`` between two slices (other threads' turn at the GIL); each slice is let go
+    of once read when ``slices`` is a list (it is emptied)."""
+    count = len(slices)
+    stream = io.BufferedReader(_Slices(slices if isinstance(slices, list) else list(slices)))
+    unpickler = pickle.Unpickler(stream)
     value: Any = None
     # Built with the cyclic collector running, young collections would rescan the new
     # objects again and again (see remote_session._receive).
     with collector_paused():
-        for i in range(len(slices)):
+        for i in range(count):
             value = unpickler.load()
-            if i + 1 < len(slices):
+            if i + 1 < count:
                 time.sleep(pause)
     return value

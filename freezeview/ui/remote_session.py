@@ -154,6 +154,8 @@ class RemoteSession:
         # epoch counts the runs forgotten, so a late answer for an earlier run is not kept.
         self._graphs: dict[int, GraphSnapshot] = {}
         self._epoch = 0
+        # Graphs on their way: key -> set when it has arrived (or failed).
+        self._fetching: dict[int, threading.Event] = {}
         with self._lock:
             self._start()
 
@@ -345,18 +347,33 @@ class RemoteSession:
     def step_graph(self, key: int) -> GraphSnapshot:
         """The snapshot of the last run's graph ``key`` (a step's ``graph``): kept here
         once taken, else asked of the engine, which snapshots it now (blocking)."""
-        known = self._graphs.get(key)
-        if known is not None:
-            return known
+        while True:
+            with self._lock:
+                known = self._graphs.get(key)
+                if known is not None:
+                    return known
+                # One transfer a graph: a second asker (the diff view wanting the graph
+                # the IR view is taking) waits for the first, not for a copy of its own
+                # (and asks itself if the first failed).
+                other = self._fetching.get(key)
+                if other is None:
+                    fetching = self._fetching[key] = threading.Event()
+                    break
+            other.wait()
         epoch = self._epoch
-        rid, call = self._request("step_graph", key)
-        # Unpickled a slice at a time: the event loop gets the GIL in between.
-        slices = list(self._answers(rid, call))
-        snapshot: GraphSnapshot = load_in_slices(slices)
-        del slices
-        with self._lock:
-            if epoch == self._epoch:
-                snapshot = self._graphs.setdefault(key, snapshot)
+        try:
+            rid, call = self._request("step_graph", key)
+            # Unpickled a slice at a time: the event loop gets the GIL in between.
+            slices = list(self._answers(rid, call))
+            snapshot: GraphSnapshot = load_in_slices(slices)
+            del slices
+            with self._lock:
+                if epoch == self._epoch:
+                    snapshot = self._graphs.setdefault(key, snapshot)
+        finally:
+            with self._lock:
+                self._fetching.pop(key, None)
+            fetching.set()
         return snapshot
 
     def known_graph(self, key: int) -> GraphSnapshot | None:

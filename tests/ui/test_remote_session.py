@@ -268,3 +268,32 @@ def test_the_engine_forwards_warnings_to_the_screen(monkeypatch: pytest.MonkeyPa
     forward_warnings(sent.append)
     warnings.warn("torch.jit.freeze is deprecated", DeprecationWarning, stacklevel=1)
     assert sent == [("warning", "DeprecationWarning: torch.jit.freeze is deprecated")]
+
+
+def test_a_graph_asked_for_twice_at_once_crosses_once(
+    remote: RemoteSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The IR view and the diff view may ask for one step's graph at the same moment:
+    one transfer, both get the same graph."""
+    from freezeview.ui import remote_session
+
+    steps = list(remote.run_steps([], default_passes(remote)))
+    loads: list[int] = []
+    load = remote_session.load_in_slices
+
+    def counting(slices):  # type: ignore[no-untyped-def]
+        loads.append(len(slices))
+        time.sleep(0.2)  # the second asker arrives meanwhile
+        return load(slices)
+
+    monkeypatch.setattr(remote_session, "load_in_slices", counting)
+    got: list[object] = []
+    askers = [
+        threading.Thread(target=lambda: got.append(remote.step_graph(steps[-1].graph)))
+        for _ in range(2)
+    ]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join(30)
+    assert len(loads) == 1 and len(got) == 2 and got[0] is got[1]
