@@ -140,8 +140,8 @@ class SparseReading:
                     for name in _OUTPUT_NAMES_RE.findall(head):
                         producers[name] = index
             self._producers = producers
-        index = self._producers.get(value)
-        return self.node(index) if index is not None else None
+        found = self._producers.get(value)
+        return self.node(found) if found is not None else None
 
     def use_count(self, value: str) -> int:
         """How many node inputs and block outputs read ``value`` (as torch counts them)."""
