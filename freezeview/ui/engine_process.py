@@ -125,7 +125,6 @@ class _Engine:
         # 64-block stack), and the C heap's freed pages given back (else the next run's
         # graphs take new pages now and then: +60 MB in one re-run of a 12-layer
         # transformer). The screen has every step and is not waiting for this.
-        self.session.release_retired()
         gc.collect()
         give_back_freed_memory()
 

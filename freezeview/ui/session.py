@@ -83,9 +83,6 @@ class Session:
     _pictures: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
     # The last run's graphs by key (StepView.graph), each snapshotted on first request.
     _step_graphs: dict[int, Any] = field(default_factory=dict, repr=False)
-    # Earlier runs' graphs, freed after the next run's steps are out (release_retired):
-    # freeing a 70k-node model's step graphs takes torch half a second.
-    _retired: list[Any] = field(default_factory=list, repr=False)
     # The last run's pipeline while its ``.code`` is still to be read (run_steps(code=False)).
     _kept: Any = field(default=None, repr=False)
     _kept_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -272,7 +269,6 @@ class Session:
         # memory stays put across re-runs.
         forget_recent()
         forget_prepared()
-        self._retired.append(self._step_graphs)
         self._step_graphs = {}
         if self._layouts is not None:
             from .graph_layouts import StepLayouts
@@ -291,7 +287,6 @@ class Session:
         # printouts match.
         earlier, self._pictures = self._pictures, {}
         pipeline.offer_pictures({k: g.snapshot() for k, g in earlier.items() if g.built})
-        self._retired.append(earlier)
         del earlier
         pictures: dict[tuple[str, str], Any] = {}
         # The run's graphs by key: a step's snapshot is taken when somebody asks for it
@@ -333,15 +328,6 @@ class Session:
             # (The steps' graphs are the run's own copies: they stay for step_graph.)
             if self._kept is not pipeline:
                 pipeline.release()
-            if code:
-                self.release_retired()
-
-    def release_retired(self) -> None:
-        """Free the earlier runs' graphs. A run keeps them until its steps are out (the
-        engine process calls this once the screen has them): freeing them first would
-        hold the steps back by torch's time to free them."""
-        retired, self._retired = self._retired, []
-        retired.clear()
 
     def step_graph(self, key: int) -> GraphSnapshot:
         """The snapshot of the last run's graph ``key`` (a :class:`StepView`'s ``graph``),

@@ -183,24 +183,3 @@ def test_the_engine_process_collects_once_a_run(
     assert code[0] == "done" and "def forward" in str(code[2])
     engine.handle(4, "final_code", ())  # asked again: the same text
     assert sent[-1][2] == code[2]
-
-
-def test_a_run_frees_the_last_runs_graphs_once_its_steps_are_out(small_pt: Path) -> None:
-    """A re-run's steps go out before the last run's graphs are freed (torch takes half
-    a second to free a 70k-node model's): the engine process frees them afterwards."""
-    session = Session(path=small_pt)
-    session.open()
-    passes = [p.id for p in session.available_passes() if p.default]
-    first = list(session.run_steps([], passes, code=False))
-    last_graphs = dict(session._step_graphs)
-    assert last_graphs and first
-    second = session.run_steps([], passes, code=False)
-    next(second)
-    held = [g for run in session._retired for g in run.values()]
-    assert all(any(g is h for h in held) for g in last_graphs.values())
-    assert list(second)
-    session.release_retired()
-    assert session._retired == []
-    # The in-process app's runs (code=True) free them at their end.
-    list(session.run_steps([], passes))
-    assert session._retired == []
