@@ -51,7 +51,9 @@ class _BallastSession(Session):
 
 @pytest.mark.slow
 @pytest.mark.asyncio
-async def test_no_full_collection_walks_the_steps(small_pt: Path, tmp_path: Path) -> None:
+async def test_no_full_collection_walks_the_steps(
+    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     walked: list[int] = []  # at each full collection: how many steps' ballast it walks
 
     def watch(phase: str, info: dict[str, int]) -> None:
@@ -61,6 +63,7 @@ async def test_no_full_collection_walks_the_steps(small_pt: Path, tmp_path: Path
 
     session = _BallastSession(small_pt)
     app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=session)
+    monkeypatch.setattr(collector, "DUE_GARBAGE", -(10**9))  # one at every start
     gc.callbacks.append(watch)
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -150,3 +153,24 @@ def test_let_go_frees_a_graph_in_slices_off_the_calling_thread(
     assert done == ["freezeview-let-go"]
     assert len(slices) >= 3  # not one cascade
     assert sys.getrefcount(node) < held  # the graph let go of the node
+
+
+def test_a_deep_collection_waits_for_enough_frozen_garbage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run's start collects everything (0.1-0.2 s on a big model's screen) only once
+    enough objects joined the frozen ones since the last time."""
+    ran: list[int] = []
+    monkeypatch.setattr(collector, "deep_sweep", lambda: ran.append(1) or 0.0)
+    monkeypatch.setattr(collector, "_saved", (700, 10, 10))
+    monkeypatch.setattr(collector, "_frozen_after_deep", gc.get_freeze_count())
+    monkeypatch.setattr(collector, "DUE_GARBAGE", 1000)
+    collector.deep_sweep_if_due()
+    assert ran == []
+    kept = [[] for _ in range(2000)]
+    gc.freeze()
+    try:
+        collector.deep_sweep_if_due()
+    finally:
+        gc.unfreeze()
+    assert ran == [1] and kept

@@ -168,8 +168,8 @@ class PlanRuns:
         # asks: they go now, with everything else of that run. Once they are freed (off
         # the event loop: a big graph's objects take 0.15 s to free), one collection of
         # everything left, the screen's own objects, frees what was frozen and became
-        # garbage since (ui/collector.py); then the run starts, so that collection never
-        # walks a graph of the new run either.
+        # garbage since, when enough has (ui/collector.py); then the run starts, so that
+        # collection never walks a graph of the new run either.
         start = partial(
             self._collect_and_run,
             screen.run_id,
@@ -190,8 +190,9 @@ class PlanRuns:
         passes: tuple[str, ...],
         cancel: threading.Event,
     ) -> None:
-        """The screen's deep collection, then the run (unless another has started)."""
-        collector.deep_sweep()
+        """The screen's deep collection (when due), then the run (unless another has
+        started)."""
+        collector.deep_sweep_if_due()
         screen = self.screen
         if run_id == screen.run_id and not cancel.is_set():
             screen.engine.run_steps(run_id, preserved, passes, cancel)
