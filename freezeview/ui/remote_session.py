@@ -320,7 +320,8 @@ class RemoteSession:
     def explain(self, preserved: Sequence[str]) -> list[AttrView]:
         """Every attribute's verdict with ``preserved`` as ``preserved_attrs``."""
         views, inventory = self._call("explain", list(preserved))
-        self.inventory = inventory
+        if inventory is not None:  # sent with the first explanation only
+            self.inventory = inventory
         return list(views)
 
     def run_steps(

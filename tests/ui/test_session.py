@@ -183,3 +183,18 @@ def test_the_engine_process_collects_once_a_run(
     assert code[0] == "done" and "def forward" in str(code[2])
     engine.handle(4, "final_code", ())  # asked again: the same text
     assert sent[-1][2] == code[2]
+
+
+def test_the_engine_process_sends_the_module_tree_once(small_pt: Path) -> None:
+    """Every explanation (a preserved attribute toggled) gives the verdicts; the module
+    tree is the model's and crosses with the first only."""
+    from freezeview.ui import engine_process
+
+    sent: list[tuple[object, ...]] = []
+    engine = engine_process._Engine({"path": small_pt}, sent.append)
+    engine.handle(1, "open", ())
+    engine.handle(2, "explain", ([],))
+    engine.handle(3, "explain", (["scale"],))
+    first, second = sent[-2][2], sent[-1][2]
+    assert first[0] and first[1] is not None  # type: ignore[index]
+    assert second[0] and second[1] is None  # type: ignore[index]
