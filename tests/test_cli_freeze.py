@@ -381,3 +381,22 @@ def test_output_bytes_are_torchs_own(freeze_as_a_process: FreezeProcess) -> None
     ours, theirs = freeze_as_a_process.ours, freeze_as_a_process.theirs
     assert ours.read_bytes() == theirs.read_bytes()
     assert sorted(p.name for p in ours.parent.iterdir()) == ["out.pt"]
+
+
+def test_table_without_inputs_counts_no_constant_bytes(  # type: ignore[no-untyped-def]
+    model: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """The table shows constant bytes only with sample inputs: without them no step's
+    constants are counted; every ``--json`` line carries them, so each changed step's
+    are counted once."""
+    import freezeview.engine.measure.measured_run as measured_mod
+    from freezeview.engine.freeze.pipeline import Pipeline
+
+    calls: list[object] = []
+    real = measured_mod.constant_bytes
+    monkeypatch.setattr(measured_mod, "constant_bytes", lambda g: calls.append(g) or real(g))
+    assert main(["freeze", str(model), "-o", str(tmp_path / "a.pt")]) == 0
+    assert calls == []
+    assert main(["freeze", str(model), "-o", str(tmp_path / "b.pt"), "--json"]) == 0
+    changed = [s for s in Pipeline(torch.jit.load(str(model))).run_all() if s.changed]
+    assert len(calls) == len(changed) > 0

@@ -88,3 +88,21 @@ def test_optimize_for_inference_names_the_mkldnn_step(tmp_path) -> None:
     assert port.step == "convert_to_mkldnn"
     assert "prim::ConstantMKLDNNTensor" in port.backend_only_nodes
     assert mkldnn.index in run.measurement.steps
+
+
+def test_deferred_constants_build_no_picture_until_asked() -> None:
+    """With ``defer_constants`` a run without inputs counts no constant bytes and builds
+    no step's picture for them (the fold step's stays unbuilt); counting on request,
+    step by step, gives the bytes the undeferred run gives."""
+    plan = Plan(passes=default_passes(True, False))
+    eager = MeasuredRun(Pipeline(small_conv_net(), plan), budget=BUDGET)
+    list(eager.run())
+    expected = eager.measurement.constant_bytes
+    lazy = MeasuredRun(Pipeline(small_conv_net(), plan), budget=BUDGET, defer_constants=True)
+    steps = list(lazy.run())
+    assert lazy.measurement.constant_bytes == {}
+    fold = next(s for s in steps if s.name == "fold_attributes")
+    assert fold._graphs["forward"]._build is not None  # never built
+    for step in steps:
+        lazy.count_constants(step)
+    assert lazy.measurement.constant_bytes == expected

@@ -106,8 +106,11 @@ def run(args: argparse.Namespace) -> int:
     # Each step's row is read before the next step runs, and its graphs go right after.
     pipe.read_in_order = True
     # Each step's constant bytes and (with inputs) its forward's latency, read while its
-    # graphs are at hand; without inputs nothing runs.
-    measured = MeasuredRun(pipe, threads=threads, budget=budget)
+    # graphs are at hand; without inputs nothing runs. The bytes are counted where they
+    # are shown (every JSON line; the table's constants column, which comes with sample
+    # inputs), after the step before let go of what this step's counts can do without.
+    measured = MeasuredRun(pipe, threads=threads, budget=budget, defer_constants=True)
+    shows_constants = args.json or inputs is not None
 
     def shown() -> Measurement | None:
         # The table's constants and latency columns come with sample inputs (the JSON
@@ -125,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
         # inline step's graph over instead of copying it.
         if len(steps) > 1:
             release_graphs(steps[-2], step, settled=True)
+        if shows_constants:
+            measured.count_constants(step)
         if args.json:
             sys.stdout.write(json.dumps(step_json(step, measured.measurement)) + "\n")
             sys.stdout.flush()

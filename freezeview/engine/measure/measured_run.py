@@ -47,6 +47,10 @@ class MeasuredRun:
         threads: torch's intra-op threads while timing (``--threads``).
         budget: seconds of timing per forward (``--time-budget``); 0 times nothing and
             skips the round trip.
+        defer_constants: count a step's constant bytes only when the caller asks
+            (:meth:`count_constants`, while the step's graphs are still held), not as it
+            is yielded: a reader that never shows them (the CLI's table without sample
+            inputs) spares the count and the fold step's picture built just for it.
 
     Example::
 
@@ -63,8 +67,10 @@ class MeasuredRun:
         *,
         threads: int = DEFAULT_THREADS,
         budget: float = DEFAULT_BUDGET,
+        defer_constants: bool = False,
     ) -> None:
         self.pipe = pipe
+        self.defer_constants = defer_constants
         self.threads = threads
         self.budget = budget
         self.timings: list[Timing] = []
@@ -128,16 +134,14 @@ class MeasuredRun:
         """Measure a step the pipeline has just yielded (its graphs are still held)."""
         self._titles[step.index] = step.title
         self._names[step.index] = step.name
-        previous = self._bytes.get(step.index - 1) if step.index else None
-        if step.error is not None:
-            self._bytes[step.index] = None
+        if not self.defer_constants:
+            self.count_constants(step)
+        if step.error is not None or not step.changed:
             return
-        if not step.changed:
-            self._bytes[step.index] = previous
-            return
-        graphs = self.pipe.step_graphs(step)
-        self._bytes[step.index] = constant_bytes(graphs.values()) if graphs else previous
         inference = step.kind == "inference" and self._backend_step is None
+        if not inference and not self.timing:
+            return  # nothing more to read off the graphs: no picture is built for it
+        graphs = self.pipe.step_graphs(step)
         if inference and graphs and backend_only_nodes(graphs.values()):
             self._backend_step = step.name
         if not self.timing or "forward" not in graphs:
@@ -164,6 +168,28 @@ class MeasuredRun:
         self._steps[step.index] = timing.latency
         if step.name not in ("inline", "fold_attributes"):
             self._final_call = call
+
+    def count_constants(self, step: Step) -> int | None:
+        """Count (once) the bytes of tensor constants in a just-yielded step's graphs.
+
+        Read each step in order while its graphs are held: a step that did not change
+        the graph has the count of the step before it.
+
+        Returns:
+            The bytes (None for a failed step, or when nothing before it was counted).
+        """
+        if step.index in self._bytes:
+            return self._bytes[step.index]
+        previous = self._bytes.get(step.index - 1) if step.index else None
+        if step.error is not None:
+            count = None
+        elif not step.changed:
+            count = previous
+        else:
+            graphs = self.pipe.step_graphs(step)
+            count = constant_bytes(graphs.values()) if graphs else previous
+        self._bytes[step.index] = count
+        return count
 
     def _caller(self, graph: torch._C.Graph, module: Any) -> Callable[[], Any]:
         """One forward of ``graph`` (a fresh function of a copy) on the sample inputs."""
