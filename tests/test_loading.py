@@ -11,6 +11,7 @@ import io
 import os
 import pickle
 import pickletools
+import struct
 import zipfile
 from pathlib import Path
 
@@ -379,3 +380,39 @@ def test_archive_pickles_are_read_in_one_pass(tmp_path: Path) -> None:
         assert scan_archive_pickle(raw + b"\x00") is None
         assert scan_archive_pickle(raw[:-1]) is None
         assert scan_archive_pickle(raw[1:]) is None
+
+
+def test_member_checksums_need_no_zipfile_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An intact archive's members are checked where they lie in the file (a 2,048-block
+    model has 12k of them): zipfile opens only the pickles the opcode scan reads. A member
+    whose bytes fail their CRC-32, stored or deflated, still gets zipfile's verdict and
+    freezeview's sentence for it."""
+    path = save_tiny(tmp_path / "model.pt")
+    opened: list[str] = []
+    real_open = zipfile.ZipFile.open
+
+    def counted(self: zipfile.ZipFile, name: object, *a: object, **kw: object) -> object:
+        opened.append(getattr(name, "filename", name))  # type: ignore[arg-type]
+        return real_open(self, name, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", counted)
+    check_model_file(path)
+    assert opened and all(name.endswith("pkl") for name in opened)
+    monkeypatch.setattr(zipfile.ZipFile, "open", real_open)
+    raw = path.read_bytes()
+    with zipfile.ZipFile(path) as archive:
+        infos = archive.infolist()
+    stored = next(i for i in infos if i.compress_type == zipfile.ZIP_STORED and i.file_size > 8)
+    deflated = next(i for i in infos if i.compress_type == zipfile.ZIP_DEFLATED)
+    for info in (stored, deflated):
+        name_len, extra_len = struct.unpack_from("<2H", raw, info.header_offset + 26)
+        at = info.header_offset + 30 + name_len + extra_len
+        damaged = bytearray(raw)
+        damaged[at + info.compress_size // 2] ^= 0x01
+        bad = tmp_path / "bad.pt"
+        bad.write_bytes(bytes(damaged))
+        short = info.filename.split("/", 1)[1]
+        with pytest.raises(BadInputError, match=f"archive member '{short}' (fails its|cannot)"):
+            check_model_file(bad)
