@@ -173,3 +173,55 @@ def test_parse_source_range_and_scope() -> None:
 def test_summarize_value(value: object, kind: str, text: str) -> None:
     summary = summarize_value(value)
     assert (summary.kind, summary.text) == (kind, text)
+
+
+class _CountedBlock:
+    """A torch block whose ``nodes()`` calls are counted (the rest passes through)."""
+
+    def __init__(self, block: torch._C.Block, calls: list[int]) -> None:
+        self.block, self.calls = block, calls
+
+    def nodes(self):  # type: ignore[no-untyped-def]
+        self.calls[0] += 1
+        return (_CountedNode(n, self.calls) for n in self.block.nodes())
+
+    def returnNode(self) -> _CountedNode:
+        return _CountedNode(self.block.returnNode(), self.calls)
+
+
+class _CountedNode:
+    def __init__(self, node: torch._C.Node, calls: list[int]) -> None:
+        self.node, self.calls = node, calls
+
+    def blocks(self):  # type: ignore[no-untyped-def]
+        return (_CountedBlock(b, self.calls) for b in self.node.blocks())
+
+    def prev(self) -> _CountedNode:
+        return _CountedNode(self.node.prev(), self.calls)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.node, name)
+
+
+def test_the_walk_lists_nested_blocks_without_asking_torch_for_their_node_lists() -> None:
+    """``Block.nodes()`` costs more than a small block's nodes: a transformer's inlined
+    graph has tens of thousands of shape-check blocks. Only the graph's own block is
+    listed that way; the walk still sees every node in pre-order."""
+    from freezeview.engine.graph.snapshot_walk import Walked, block_nodes
+
+    graph = _inlined(scripted(Branchy))
+    nested = [b for n in torch_nodes(graph.block()) for b in n.blocks()]
+    assert len(nested) >= 3  # the if's two branches and the loop's body
+    for block in nested:
+        assert [n.kind() for n in block_nodes(block)] == [n.kind() for n in block.nodes()]
+    calls = [0]
+
+    class _Graph:
+        def block(self) -> _CountedBlock:
+            return _CountedBlock(graph.block(), calls)
+
+    counted = Walked(_Graph())  # type: ignore[arg-type]
+    assert calls == [1]
+    plain = Walked(graph)
+    assert counted.kinds == plain.kinds == [n.kind() for n in torch_nodes(graph.block())]
+    assert counted.scopes == plain.scopes and counted.schemas == plain.schemas
