@@ -16,7 +16,7 @@ import textwrap
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -32,6 +32,7 @@ from .. import collector
 from ..collector import Handoff
 from ..messages import EngineFailed, FinalCodeReady, Highlighted, Status
 from ..views import StepView
+from .ir_source import DocumentSource, GraphRead, GraphsTaken
 from .ir_view import IRView
 
 if TYPE_CHECKING:
@@ -55,45 +56,6 @@ _CURSOR_REST = 0.08
 # Diffs of graphs up to this many nodes are computed on the spot; bigger ones in a
 # worker so that stepping through a big graph never holds the event loop.
 _SYNC_DIFF_NODES = 200
-
-
-class DocumentSource(Protocol):
-    """What the pane asks of the engine session: diffs, and the final module's code."""
-
-    @property
-    def final_code(self) -> str | None:
-        """``.code`` of the last run's frozen module (None before a run ends, and
-        through the engine process until :meth:`read_final_code` asked for it)."""
-
-    def read_final_code(self) -> str | None:
-        """``.code`` of the last run's frozen module, read now if need be (blocking)."""
-
-    def diff_text(self, before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
-        """The unified IR diff between two snapshots (blocking)."""
-
-    def step_graph(self, key: int) -> GraphSnapshot:
-        """The snapshot of a step's graph (blocking: taken by the engine if need be)."""
-
-    def known_graph(self, key: int) -> GraphSnapshot | None:
-        """The snapshot of a step's graph if the screen has it already (never blocks)."""
-
-
-@dataclass
-class _GraphsTaken(Message):
-    """A worker has taken the graphs of run ``run_id``'s steps the pane waited for."""
-
-    run_id: int
-
-
-@dataclass
-class _GraphRead(Message):
-    """A worker's answer to a whole-graph question (see ``IRPane._read_graph``)."""
-
-    snapshot: int
-    what: str
-    arg: Any
-    result: Any
-    scroll: bool
 
 
 class IRPane(Vertical):
@@ -293,10 +255,10 @@ class IRPane(Vertical):
         assert source is not None
         for key in keys:
             source.step_graph(key)
-        self.post_message(_GraphsTaken(run_id))
+        self.post_message(GraphsTaken(run_id))
 
-    @on(_GraphsTaken)
-    def _graphs_taken(self, message: _GraphsTaken) -> None:
+    @on(GraphsTaken)
+    def _graphs_taken(self, message: GraphsTaken) -> None:
         message.stop()
         # The graphs live until a re-run: out of the collector's walks at once.
         collector.keep()
@@ -565,14 +527,14 @@ class IRPane(Vertical):
             else:
                 result = self.line_index(snap)[1].get(arg)
             if not get_current_worker().is_cancelled:
-                self.post_message(_GraphRead(id(snap), what, arg, result, scroll))
+                self.post_message(GraphRead(id(snap), what, arg, result, scroll))
 
         self.run_worker(
             read, thread=True, exclusive=True, exit_on_error=False, group=f"graph-{what}"
         )
 
-    @on(_GraphRead)
-    def _graph_read(self, message: _GraphRead) -> None:
+    @on(GraphRead)
+    def _graph_read(self, message: GraphRead) -> None:
         message.stop()
         snap = self.current_snapshot()
         if snap is None or id(snap) != message.snapshot or self.view_mode != "ir":
