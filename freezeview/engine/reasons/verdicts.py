@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -487,6 +488,29 @@ def explain(
         return _explain(model, preserved_attrs, methods, freeze_interfaces, outcome, release)
 
 
+# A loaded model's module tree and its attribute lists, by module: the app explains the
+# same loaded model again at every toggle of a preserved attribute, and listing the tree
+# is linear in the model (0.3 s at 512 blocks). Nothing changes a loaded model's tree.
+_INVENTORIES: weakref.WeakKeyDictionary[Any, tuple[Inventory, dict[int, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _inventory_of(module: Any) -> tuple[Inventory, dict[int, Any]]:
+    """The module tree of ``module`` and the attribute lists read while listing it,
+    listed once per loaded module."""
+    try:
+        return _INVENTORIES[module]
+    except KeyError:
+        pass
+    except TypeError:  # not weakly referable: list it every time
+        iterators: dict[int, Any] = {}
+        return build_inventory(module, iterators), iterators
+    iterators = {}
+    found = _INVENTORIES[module] = (build_inventory(module, iterators), iterators)
+    return found
+
+
 def _explain(
     model: Any,
     preserved_attrs: Iterable[str],
@@ -500,8 +524,7 @@ def _explain(
     check_eval(loaded)
     names = [n for n in [*preserved_attrs, *methods] if n]
     names = list(dict.fromkeys(names))
-    iterators: dict[int, Any] = {}
-    inventory = build_inventory(loaded.module, iterators)
+    inventory, iterators = _inventory_of(loaded.module)
     display = str(loaded.path) if loaded.path else loaded.name
     cmod = raw_module(loaded.module)
     model_view = ModuleView(cmod, iterators)
