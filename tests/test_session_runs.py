@@ -101,6 +101,7 @@ def _rss(pid: int) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.long_pole
 def test_the_engine_process_memory_stays_put_over_50_reruns(tmp_path: Path) -> None:
     """Issue 23: the engine process after 50 re-runs (explain, then the steps; a
     preserved name and a pass toggled now and then, as a user does) holds within 10 %

@@ -20,6 +20,7 @@ RERUNS = 6
 
 
 @pytest.mark.slow
+@pytest.mark.long_pole
 async def test_reruns_free_the_earlier_runs(small_pt: Path, tmp_path: Path) -> None:
     """Each run's steps are seen in every view mode and in the graph view, then re-run:
     earlier runs' step graphs must be freed by reference counting alone (the app
@@ -69,6 +70,7 @@ async def test_reruns_free_the_earlier_runs(small_pt: Path, tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.long_pole
 async def test_fifty_reruns_keep_the_screen_memory(small_pt: Path, tmp_path: Path) -> None:
     """Issue 23: after 50 re-runs (r, with preserved attributes and passes toggled on
     the way) the screen holds within 10 % of what it held after the first run.
