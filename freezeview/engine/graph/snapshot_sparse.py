@@ -20,7 +20,7 @@ import torch
 
 from .snapshot_parse import line_parts, split_values
 from .snapshot_values import NodeSnapshot, ValueInfo, module_scope
-from .snapshot_walk import PRINTED_KIND_RE, SUBGRAPH_LABEL_RE
+from .snapshot_walk import PRINTED_KIND_RE, SUBGRAPH_LABEL_RE, printed_nodes_of_kinds
 
 __all__ = ["SparseReading"]
 
@@ -77,20 +77,9 @@ class SparseReading:
         # each one's module scope and the uses of each of its outputs.
         self._scopes: dict[int, str] = {}
         self._uses: dict[int, tuple[int, ...]] = {}
-        positions: dict[str, list[int]] = {kind: [] for kind in scope_kinds}
-        for i, kind in enumerate(kinds):
-            found = positions.get(kind)
-            if found is not None:
-                found.append(i)
-        for kind, where in positions.items():
-            if not where:
-                continue
-            nodes = graph.findAllNodes(kind, True)  # type: ignore[attr-defined]
-            if len(nodes) != len(where):
-                raise ValueError(f"{kind}: {len(where)} printed, {len(nodes)} in the graph")
-            for i, node in zip(where, nodes, strict=True):
-                self._scopes[i] = module_scope(node.getModuleHierarchy())
-                self._uses[i] = tuple(len(out.uses()) for out in node.outputs())
+        for i, node in printed_nodes_of_kinds(graph, kinds, scope_kinds):
+            self._scopes[i] = module_scope(node.getModuleHierarchy())
+            self._uses[i] = tuple(len(out.uses()) for out in node.outputs())
         self._nodes: dict[int, NodeSnapshot] = {}
         self._producers: dict[str, int] | None = None
         self._values: dict[str, ValueInfo] | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -302,19 +303,32 @@ class PrintedWalk:
         self.kinds: list[str] = kinds
         self.schemas: list[str | None] = [None] * len(kinds)
         self.scopes: list[str] = [""] * len(kinds)
-        positions: dict[str, list[int]] = {k: [] for k in scope_kinds}
-        for i, kind in enumerate(kinds):
-            found = positions.get(kind)
-            if found is not None:
-                found.append(i)
-        for kind, where in positions.items():
-            if not where:
-                continue
-            nodes = graph.findAllNodes(kind, True)  # type: ignore[attr-defined]
-            if len(nodes) != len(where):
-                raise ValueError(f"{kind}: {len(where)} printed, {len(nodes)} in the graph")
-            for i, node in zip(where, nodes, strict=True):
-                self.scopes[i] = module_scope(node.getModuleHierarchy())
+        for i, node in printed_nodes_of_kinds(graph, kinds, scope_kinds):
+            self.scopes[i] = module_scope(node.getModuleHierarchy())
+
+
+def printed_nodes_of_kinds(
+    graph: torch._C.Graph, kinds: list[str], wanted: Iterable[str]
+) -> Iterator[tuple[int, torch._C.Node]]:
+    """torch's nodes of the ``wanted`` kinds, each with its position in ``kinds`` (the
+    printout's node kinds in order, :func:`printed_kinds`): ``findAllNodes`` lists a
+    kind's nodes in printed order, so the n-th printed one is the n-th found.
+
+    Raises:
+        ValueError: a kind printed a different number of times than torch finds it.
+    """
+    positions: dict[str, list[int]] = {k: [] for k in wanted}
+    for i, kind in enumerate(kinds):
+        found = positions.get(kind)
+        if found is not None:
+            found.append(i)
+    for kind, where in positions.items():
+        if not where:
+            continue
+        nodes = graph.findAllNodes(kind, True)  # type: ignore[attr-defined]
+        if len(nodes) != len(where):
+            raise ValueError(f"{kind}: {len(where)} printed, {len(nodes)} in the graph")
+        yield from zip(where, nodes, strict=True)
 
 
 def printed_kinds(text: str) -> list[str]:
