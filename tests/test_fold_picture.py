@@ -118,8 +118,12 @@ def test_the_fold_tally_is_the_printouts(case: Case) -> None:
         graph = module._c._get_method(method).graph.copy()
         torch._C._jit_pass_inline(graph)
         tally: Counter[str] = _text_kinds(str(graph))
+        chains = fold_picture.attribute_chains(graph, module._c)
+        predicted = fold_picture.fold_tally(chains, kept, tally)
         fold_picture.fold_graph(graph, module._c, kept, tally=tally)
         assert tally == _text_kinds(str(graph)), (case.name, method)
+        # Worked out without folding, the same kinds (when it dares to say).
+        assert predicted is None or predicted == tally, (case.name, method)
 
 
 def test_the_cli_copies_no_graph_a_pass_rewrites(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,3 +157,37 @@ def test_the_cli_copies_no_graph_a_pass_rewrites(monkeypatch: pytest.MonkeyPatch
     assert seen[True][0] == seen[False][0]
     # The clean-up's picture and each changed pass's were copied before the next pass.
     assert seen[True][1] == seen[False][1] - 1 - seen[False][2]
+
+
+def test_the_cli_table_counts_a_large_fold_without_folding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``freezeview freeze``'s table (no ``--json``, no sample inputs) reads the fold
+    step's counts only: on a large graph they follow from the attribute reads, and the
+    folded graph is never made; its rows are those of a reader of the whole run. Asked
+    for afterwards, the picture is built, and its printout has the kinds the row told."""
+    monkeypatch.setattr(steps_module, "FULL_DIFF_LIMIT", 10)
+    whole = [_row(s) for s in Pipeline(_model()).run_all()]
+    folded: list[torch._C.Graph] = []
+    real_fold = phase.fold_graph
+    monkeypatch.setattr(
+        phase, "fold_graph", lambda g, *a, **k: folded.append(g) or real_fold(g, *a, **k)
+    )
+    pipe = Pipeline(_model())
+    pipe.read_in_order = True
+    run = MeasuredRun(pipe, defer_constants=True)
+    steps: list[Step] = []
+    rows = []
+    for step in run.run():
+        steps.append(step)
+        if len(steps) > 1:
+            release_graphs(steps[-2], step, settled=True)
+        rows.append(_row(step))
+        if step.name == "fold_attributes":
+            assert folded == []
+            picture = step._graphs["forward"]
+            told = picture.kinds()
+            graph = picture.graph()
+            assert graph is not None and len(folded) == 1
+            assert told == _text_kinds(str(graph))
+    assert rows == whole

@@ -198,3 +198,63 @@ def fold_graph(
         for kind in [k for k, n in tally.items() if n <= 0]:
             del tally[kind]
     return unshown
+
+
+def _surely_insertable(value: Any) -> bool:
+    """True for values torch's ``insertConstant`` always takes: plain scalars, strings,
+    None, and dense tensors with storage (detached, as the fold inserts them)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, torch.Tensor):
+        return (
+            value.layout == torch.strided
+            and not value.is_mkldnn
+            and not value.is_nested
+            and value.device.type in ("cpu", "cuda")
+        )
+    return False
+
+
+def fold_tally(
+    chains: list[tuple[torch._C.Node, str, Any]],
+    kept_paths: set[str],
+    tally: Counter[str],
+) -> Counter[str] | None:
+    """The node kinds :func:`fold_graph` would leave, worked out without folding.
+
+    ``chains`` are :func:`attribute_chains` of the unfolded graph and ``tally`` its
+    kinds. The fold inserts one ``prim::Constant`` per folded path and removes each read
+    left without users: a folded read always (its uses go to the constant), a read of a
+    submodule when every user of it goes too. That is counted here on the uses as they
+    are, deepest read first, as :func:`fold_graph` removes them.
+
+    Returns:
+        The kinds after the fold, or None when a folded value might have no constant
+        form (then only the fold itself can tell: build the picture).
+    """
+    paths: set[str] = set()
+    touched: list[tuple[torch._C.Node, bool]] = []
+    for node, path, value in chains:
+        if is_module_value(value):
+            touched.append((node, True))
+            continue
+        if path in kept_paths:
+            continue
+        if path not in paths:
+            if not _surely_insertable(value):
+                return None
+            paths.add(path)
+        touched.append((node, False))
+    gone: Counter[torch._C.Value] = Counter()
+    removed = 0
+    for node, is_module in reversed(touched):
+        if is_module and len(node.output().uses()) > gone[node.output()]:
+            continue
+        removed += 1
+        gone[node.input()] += 1
+    after = Counter(tally)
+    after["prim::Constant"] += len(paths)
+    after["prim::GetAttr"] -= removed
+    for kind in [k for k, n in after.items() if n <= 0]:
+        del after[kind]
+    return after

@@ -12,17 +12,20 @@ from __future__ import annotations
 import re
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
 
 from ..reasons import torch_outcome
+from . import steps as _steps
 from .fold_picture import (
     attribute_chains,
     attribute_reads,
     call_count,
     fold_graph,
+    fold_tally,
     module_paths,
     pick_graph,
 )
@@ -381,18 +384,49 @@ class FreezePhase(RunState):
 
             return build
 
-        after = {m: LazyGraph(m, build=builder(m)) for m in before}
+        told: set[str] = set()
+
+        def counter(method: str) -> Callable[[], Counter[str] | None]:
+            def count() -> Counter[str] | None:
+                """The folded picture's kinds from the inlined graph's reads, unfolded.
+
+                A reader of each step once (the CLI) counts a large graph by kind only;
+                the fold's kinds follow from the reads (:func:`fold_tally`), and the
+                picture is built only if something asks for its graph (``--json``'s
+                constant bytes, the notes, sample inputs): 16k constants inserted one by
+                one from Python and freed again, for counts known without them.
+                """
+                shown = inline_graphs.get(method)
+                if not in_order or shown is None or before.get(method) is not shown:
+                    return None
+                base = shown.known_kinds()
+                if base is None or sum(base.values()) <= _steps.FULL_DIFF_LIMIT:
+                    return None  # a full diff reads the graph anyway
+                attributes.get()  # finds the reads
+                found = chains.get(method)
+                kinds = fold_tally(found, kept_paths, base) if found is not None else None
+                if kinds is not None:
+                    told.add(method)
+                return kinds
+
+            return count
+
+        after = {m: LazyGraph(m, build=builder(m), count=counter(m)) for m in before}
         self._offer_earlier("fold_attributes", after)
         forward = after.get("forward")
         num, note = pipe.step_numerics(forward.graph if forward is not None else None, pipe.module)
         preserved = self.plan.preserved_attrs
 
+        def build_all() -> None:
+            for graph in after.values():
+                graph.graph()  # builds the folded graph, which fills ``unshown``
+
         def fold_counts() -> StepDetails:
             folded, kept = attributes.get()
             head = f"{len(folded)} attribute(s) folded into constants, {len(kept)} kept"
             a, r, c, notes = kind_counts(before, after)
-            for graph in after.values():
-                graph.graph()  # builds the folded graph, which fills ``unshown``
+            if not all(m in told for m in after):
+                build_all()
             return a, r, c, (head, *notes)
 
         # The counts and the head sentence come without the kept attributes' reasons:
@@ -403,6 +437,7 @@ class FreezePhase(RunState):
             a, r, c, lead = counted.get()
             kept = attributes.get()[1]
             tail = list(_kept_reasons(pipe, preserved, list(kept))) if kept else []
+            build_all()  # the paths left unshown are known once the fold is made
             if unshown:
                 tail.append(
                     "folded by torch but shown as attribute reads here (no constant form in "

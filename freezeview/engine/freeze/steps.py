@@ -95,6 +95,7 @@ class LazyGraph:
 
     __slots__ = (
         "_build",
+        "_count",
         "_earlier",
         "_graph",
         "_kinds",
@@ -115,9 +116,13 @@ class LazyGraph:
         build: Callable[[], torch._C.Graph] | None = None,
         live: bool = False,
         text: str | None = None,
+        count: Callable[[], Counter[str] | None] | None = None,
     ) -> None:
         if (graph is None) == (build is None):
             raise ValueError("a lazy graph needs exactly one of graph and build")
+        # The kinds of a graph not built yet, if they can be told without building it
+        # (None from it: build and count).
+        self._count = count
         self.method = method
         self._graph = graph
         self._build = build
@@ -209,7 +214,12 @@ class LazyGraph:
             if self._snapshot is not None:
                 return self._snapshot.kinds()
             if self._kinds is None and self._text is None and self._build is not None:
-                self.graph()  # a picture may count its kinds as it is made (set_kinds)
+                told = self._count() if self._count is not None else None
+                self._count = None
+                if told is not None:
+                    self._kinds = Counter(told)
+                else:
+                    self.graph()  # a picture may count its kinds as it is made (set_kinds)
             if self._kinds is None:
                 self._kinds = _text_kinds(self.text)
             return Counter(self._kinds)
