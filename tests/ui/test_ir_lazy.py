@@ -90,9 +90,10 @@ async def test_a_big_graph_is_read_whole_off_the_event_loop(
         readers.clear()
         screen.model_tree.focus()
         assert screen.model_tree.select_path("calls")
-        for _ in range(50):
+        for _ in range(100):  # the marks, then (MarksShown) the inspector's count of them
             await pilot.pause(0.02)
-            if screen.ir.marked_lines:
+            count = f"{len(screen.ir.marked_lines)} line(s)"
+            if screen.ir.marked_lines and count in screen.inspector.plain_text():
                 break
         marked = [screen.ir.plain_lines()[i] for i in sorted(screen.ir.marked_lines)]
         assert any('prim::GetAttr[name="calls"]' in line for line in marked)
