@@ -295,6 +295,8 @@ class GraphView(Vertical, can_focus=True):
         # and asking twice for one layout doubled v's cost on a big graph.
         if shown and self._key() not in (self._want, self._shown):
             self.request()
+        elif shown and self.layout_shown is not None:
+            self.update_title()  # a narrower or wider title line
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
@@ -342,17 +344,15 @@ class GraphView(Vertical, can_focus=True):
             what = "diff" if self.diff and self.index > 0 else "graph"
             title.append(f"{what} · step {self.index + 1}/{len(self.steps)} · {step.name}", "bold")
         layout = self.layout_shown
+        label = self.query_one("#graph-title", Label)
         if busy:
             title.append("  laying out…", "italic yellow")
         elif layout is not None:
             level = "every op" if layout.level is None else f"module level {layout.level}"
             title.append(f"  [{level}]", "bold cyan")
-            title.append(f"  {len(layout.boxes)} boxes", "dim")
-            if layout.diff:
-                title.append("  +added", "green")
-                title.append(" ~changed", "yellow")
-                title.append(" -removed", "red")
-        self.query_one("#graph-title", Label).update(title, layout=False)
+            title = _fitted(title, len(layout.boxes), layout.diff, label.content_size.width)
+        # One line, updated without a relayout of the view (the canvas keeps its rows).
+        label.update(title, layout=False)
 
     # -- keys ------------------------------------------------------------------------
     def _levels(self) -> tuple[int | None, ...]:
@@ -558,3 +558,27 @@ class GraphView(Vertical, can_focus=True):
         self.mount(kind(str(message.path), id="graph-image"))
         self.focus()  # the canvas is hidden: the view's own keys (i) stay live
         self.post_message(Status(f"the picture: {message.path.name} (i: back to characters)"))
+
+
+# The title's tail, longest first: the box count and the diff's legend, then a shorter
+# legend, then the legend alone. The title is one line; what does not fit is left out.
+_LEGENDS = (
+    (("  +added", "green"), (" ~changed", "yellow"), (" -removed", "red")),
+    (("  +add", "green"), (" ~chg", "yellow"), (" -rem", "red")),
+)
+
+
+def _fitted(head: Text, boxes: int, diff: bool, width: int) -> Text:
+    """``head`` with the box count and, for a diff, the colour legend, in ``width`` cells
+    if a shorter form fits (0: no width known yet, the longest form)."""
+    count = (f"  {boxes} boxes", "dim")
+    tails = [(count, *legend) for legend in _LEGENDS] if diff else [(count,)]
+    if diff:
+        tails.append(_LEGENDS[-1])
+    for tail in tails:
+        title = head.copy()
+        for text, style in tail:
+            title.append(text, style)
+        if not width or title.cell_len <= width:
+            return title
+    return title
