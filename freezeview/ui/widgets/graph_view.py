@@ -572,7 +572,9 @@ def _fitted(head: Text, boxes: int, diff: bool, width: int) -> Text:
     """``head`` with the box count and, for a diff, the colour legend, in ``width`` cells
     if a shorter form fits (0: no width known yet, the longest form)."""
     count = (f"  {boxes} boxes", "dim")
-    tails = [(count, *legend) for legend in _LEGENDS] if diff else [(count,)]
+    tails: list[tuple[tuple[str, str], ...]] = (
+        [(count, *legend) for legend in _LEGENDS] if diff else [(count,)]
+    )
     if diff:
         tails.append(_LEGENDS[-1])
     for tail in tails:
