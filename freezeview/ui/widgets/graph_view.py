@@ -560,23 +560,22 @@ class GraphView(Vertical, can_focus=True):
         self.post_message(Status(f"the picture: {message.path.name} (i: back to characters)"))
 
 
-# The title's tail, longest first: the box count and the diff's legend, then a shorter
-# legend, then the legend alone. The title is one line; what does not fit is left out.
+# The title's tail, longest first: the box count and the diff's colour legend, then a
+# shorter legend, then the legend's signs alone. The title is one line (no relayout).
 _LEGENDS = (
     (("  +added", "green"), (" ~changed", "yellow"), (" -removed", "red")),
     (("  +add", "green"), (" ~chg", "yellow"), (" -rem", "red")),
+    (("  +", "green"), ("~", "yellow"), ("-", "red")),
 )
 
 
 def _fitted(head: Text, boxes: int, diff: bool, width: int) -> Text:
-    """``head`` with the box count and, for a diff, the colour legend, in ``width`` cells
-    if a shorter form fits (0: no width known yet, the longest form)."""
+    """``head`` with the box count and, for a diff, the colour legend, in the longest
+    form that fits ``width`` cells (0: no width known yet, the longest form)."""
     count = (f"  {boxes} boxes", "dim")
     tails: list[tuple[tuple[str, str], ...]] = (
         [(count, *legend) for legend in _LEGENDS] if diff else [(count,)]
     )
-    if diff:
-        tails.append(_LEGENDS[-1])
     for tail in tails:
         title = head.copy()
         for text, style in tail:
