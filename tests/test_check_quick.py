@@ -135,7 +135,7 @@ def test_a_check_freezes_once_and_takes_no_picture(
 ) -> None:
     """torch freezes once and runs each pass as often as torch.jit.freeze's loop does;
     freezeview takes no snapshot and lists no module tree for a check that holds."""
-    import freezeview.engine.freeze.steps as steps
+    import freezeview.engine.freeze.lazy_graph as steps
 
     path = save_version("base", tmp_path / "base.pt")
     expect = _written(path, tmp_path)

@@ -12,9 +12,10 @@ from corpus import CASES, Case
 
 import freezeview.engine.freeze.fold_picture as fold_picture
 import freezeview.engine.freeze.freeze_phase as phase
-from freezeview.engine.freeze import steps as steps_module
+from freezeview.engine.freeze import lazy_graph as steps_module
+from freezeview.engine.freeze.lazy_graph import _text_kinds
 from freezeview.engine.freeze.pipeline import Pipeline, Step
-from freezeview.engine.freeze.steps import _text_kinds, release_graphs
+from freezeview.engine.freeze.steps import release_graphs
 from freezeview.engine.measure.measured_run import MeasuredRun
 
 FREEZABLE = [c for c in CASES if c.expect_error is None]

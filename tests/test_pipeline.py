@@ -524,7 +524,7 @@ def test_stepping_takes_no_snapshot_until_asked(
     counts and notes come on demand too, and so does freezeview's own inlined copy
     (torch inlines its clone inside _freeze_module, unseen by Python).
     """
-    import freezeview.engine.freeze.steps as pipeline_module
+    import freezeview.engine.freeze.lazy_graph as pipeline_module
     import freezeview.engine.reasons as verdicts_module
 
     snaps = _Counter(pipeline_module.snapshot_graph)
@@ -614,7 +614,7 @@ def test_pictures_survive_changes_to_the_frozen_module() -> None:
 
 def test_snapshot_is_taken_once_across_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     """The app reads steps from a worker thread: concurrent readers share one snapshot."""
-    import freezeview.engine.freeze.steps as pipeline_module
+    import freezeview.engine.freeze.lazy_graph as pipeline_module
 
     snaps = _Counter(pipeline_module.snapshot_graph, delay=0.05)
     monkeypatch.setattr(pipeline_module, "snapshot_graph", snaps)

@@ -10,9 +10,9 @@ import pytest
 import torch
 from corpus import CASES, Case
 
+from freezeview.engine.freeze.lazy_graph import LazyGraph
 from freezeview.engine.freeze.pass_diagnosis import SCOPED_KINDS, Reading
 from freezeview.engine.freeze.passes import REGISTRY
-from freezeview.engine.freeze.steps import LazyGraph
 from freezeview.engine.graph import GraphSnapshot, SparseReading
 from freezeview.engine.graph.snapshot import partial_snapshot, snapshot_graph
 

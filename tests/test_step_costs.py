@@ -171,7 +171,7 @@ def test_passes_that_leave_one_graph_read_one_sparse_reading(monkeypatch) -> Non
         taken.append(graph)
         return SparseReading(graph, *args, **kwargs)
 
-    monkeypatch.setattr("freezeview.engine.freeze.steps.SparseReading", counting)
+    monkeypatch.setattr("freezeview.engine.freeze.lazy_graph.SparseReading", counting)
     steps = list(Pipeline(scripted(Counter)).run())
     quiet = [s for s in steps if s.kind == "optimize" and not s.changed]
     assert len(quiet) > 1 and all(s.first_note.startswith("did not fire") for s in quiet)
@@ -188,7 +188,7 @@ def test_a_pass_whose_nodes_are_absent_says_so_without_a_snapshot(monkeypatch) -
 
     taken = []
     monkeypatch.setattr(
-        "freezeview.engine.freeze.steps.partial_snapshot",
+        "freezeview.engine.freeze.lazy_graph.partial_snapshot",
         lambda *args, **kwargs: taken.append(args) or snapshot_graph(args[0]),
     )
     model = torch.jit.script(torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Tanh()).eval())

@@ -104,7 +104,7 @@ def test_a_run_snapshots_only_the_graphs_asked_for(
 ) -> None:
     """A step's graph is walked into a snapshot when somebody asks for it, never for
     a step nobody looks at (at L12 the walks and their transfer were half a re-run)."""
-    from freezeview.engine.freeze import steps as steps_module
+    from freezeview.engine.freeze import lazy_graph as steps_module
 
     walked: list[str] = []
     snapshot_graph = steps_module.snapshot_graph

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ..graph import attribute_paths
-from .steps import OnceGraphs
+from .lazy_graph import OnceGraphs
 
 __all__: list[str] = []
 

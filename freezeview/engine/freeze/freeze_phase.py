@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ..reasons import torch_outcome
-from . import steps as _steps
+from . import lazy_graph as _lazy
 from .fold_picture import (
     attribute_chains,
     attribute_reads,
@@ -29,15 +29,9 @@ from .fold_picture import (
     module_paths,
     pick_graph,
 )
+from .lazy_graph import LazyGraph, OnceGraphs
 from .run_state import RunHost, RunState
-from .steps import (
-    LazyGraph,
-    OnceGraphs,
-    Step,
-    StepDetails,
-    kind_counts,
-    step_details,
-)
+from .steps import Step, StepDetails, kind_counts, step_details
 
 __all__: list[str] = []
 
@@ -400,7 +394,7 @@ class FreezePhase(RunState):
                 if not in_order or shown is None or before.get(method) is not shown:
                     return None
                 base = shown.known_kinds()
-                if base is None or sum(base.values()) <= _steps.FULL_DIFF_LIMIT:
+                if base is None or sum(base.values()) <= _lazy.FULL_DIFF_LIMIT:
                     return None  # a full diff reads the graph anyway
                 attributes.get()  # finds the reads
                 found = chains.get(method)

@@ -42,6 +42,7 @@ from ..load import LoadedModel, check_eval, load_model
 from ..plumbing import BadInputError, PlanError
 from ..reasons import TorchOutcome, release_clone
 from .fold_picture import is_module_value, module_paths, resolve_attribute
+from .lazy_graph import FULL_DIFF_LIMIT, LazyGraph, OnceGraphs, SnapshotMap
 from .numerics import Numerics, StateGuard, compare_outputs, run_graph
 from .passes import (
     REGISTRY,
@@ -50,16 +51,7 @@ from .passes import (
 )
 from .pipeline_run import RunContext
 from .plan import Plan
-from .steps import (
-    FULL_DIFF_LIMIT,
-    FreezeResult,
-    LazyGraph,
-    OnceGraphs,
-    Progress,
-    ProgressCallback,
-    SnapshotMap,
-    Step,
-)
+from .steps import FreezeResult, Progress, ProgressCallback, Step
 
 if TYPE_CHECKING:  # verdicts imports the engine's loading too; only the type is needed here
     from ..reasons import Explanation

@@ -13,10 +13,11 @@ import time
 from collections.abc import Iterator, Mapping
 
 from .freeze_phase import FreezePhase
+from .lazy_graph import LazyGraph
 from .numerics import Numerics
 from .pass_diagnosis import SCOPED_KINDS, Reading
 from .passes import PassInfo, guard_info, needs_guard
-from .steps import LazyGraph, Step, StepDetails, kind_counts, same_ir, step_details
+from .steps import Step, StepDetails, kind_counts, same_ir, step_details
 
 __all__: list[str] = []
 

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
+from .lazy_graph import LazyGraph
 from .plan import Plan
-from .steps import LazyGraph, Progress, ProgressCallback, Step
+from .steps import Progress, ProgressCallback, Step
 
 if TYPE_CHECKING:
     from ..graph import GraphSnapshot
