@@ -23,6 +23,7 @@ from ..engine.graph.snapshot_values import GraphSnapshot, SourceLocation
 from ..engine.load.loading import LoadedModel, in_training_mode, load_model
 from ..engine.plumbing.atomic import write_text
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, PlanError
+from ..engine.reasons.explanation_memo import ExplanationMemo
 from ..engine.reasons.mutation import inline_method_graph
 from .views import AttrView, OpenedView, PassView, ReasonView, StepView
 
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
     from .graph_canvas import Canvas
 
 __all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "Session", "StepView"]
+
+#: How many sets of preserved names keep their explanation for the next explain of them.
+EXPLANATIONS_KEPT = 4
 
 # Graph keys, unique in the process: a key of an earlier run never names a later graph.
 _KEYS = itertools.count(1)
@@ -79,6 +83,10 @@ class Session:
     # the same names takes them (the freeze is the run's clean-up step).
     _explained: tuple[tuple[str, ...], Any, Any] | None = field(default=None, repr=False)
     _explained_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Explanations of the last EXPLANATIONS_KEPT sets of preserved names.
+    _explanations: ExplanationMemo = field(
+        default_factory=lambda: ExplanationMemo(EXPLANATIONS_KEPT), repr=False
+    )
     # The last run's inline and fold graphs, their snapshots offered to the next run.
     _pictures: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
     # The last run's graphs by key (StepView.graph), each snapshotted on first request.
@@ -179,12 +187,19 @@ class Session:
             outcome = torch_outcome(self.module._c, list(names))
         except RuntimeError:
             outcome = None
+        # The replay's reasons for these names again (a toggle undone, a second look):
+        # the same loaded model with the same names gives the same replay, so it stands
+        # where torch's freeze, made anew just now, did the same (kept, folded, logged).
+        explanation = self._explanations.get(names, outcome)
         try:
-            explanation = explain(self.load(), preserved_attrs=list(names), outcome=outcome)
+            if explanation is None:
+                explanation = explain(self.load(), preserved_attrs=list(names), outcome=outcome)
         except BaseException:
             if outcome is not None and outcome.frozen is not None:
                 release_clone(outcome.frozen, self.module)
             raise
+        if outcome is not None:
+            self._explanations.put(names, outcome, explanation)
         if self.inventory is None:
             self.inventory = explanation.inventory  # explain lists the module tree too
         with self._explained_lock:
@@ -295,7 +310,11 @@ class Session:
         self._step_graphs = graphs
         keys: dict[int, int] = {}
         # With sample inputs each changed step's forward is timed (the latency column).
-        measured = MeasuredRun(pipeline, threads=self.threads, budget=self.time_budget)
+        # Constant bytes are on no screen of the app: not counted (nor the fold step's
+        # picture built for them).
+        measured = MeasuredRun(
+            pipeline, threads=self.threads, budget=self.time_budget, defer_constants=True
+        )
         self.final_code = None
         previous: tuple[int, int] | None = None
         try:

@@ -1,0 +1,69 @@
+"""Explanations of one loaded model kept by preserved names, for the next explain of them.
+
+The app explains its loaded model again at every toggle of a preserved attribute, and a
+toggle undone asks for names explained a moment ago. The replay of freeze_module.cpp
+(about as costly as torch's freeze) depends only on the model, which nothing changes,
+and the names; what explain reads of torch's freeze (:func:`torch_facts`) is compared
+each time: torch freezes the model anew for every explain, and a kept explanation
+stands only beside the same torch result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from .torch_freeze import TorchOutcome
+from .verdict_values import Explanation
+
+__all__ = ["ExplanationMemo", "torch_facts"]
+
+
+def torch_facts(outcome: TorchOutcome) -> tuple[Any, ...]:
+    """All an explanation reads of torch's freeze: what it kept, what it folded and its
+    freezing log (the same model frozen with the same names gives the same three)."""
+    return (outcome.kept, outcome.folded, outcome.log)
+
+
+class ExplanationMemo:
+    """The explanations of the last ``size`` sets of preserved names (values only: no
+    graph, no module), each with the torch facts it was made with.
+
+    Args:
+        size: how many sets of names keep theirs (least recently asked go first).
+    """
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self._kept: dict[tuple[str, ...], tuple[tuple[Any, ...], Explanation]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def __contains__(self, names: object) -> bool:
+        return names in self._kept
+
+    def get(self, names: Sequence[str], outcome: TorchOutcome | None) -> Explanation | None:
+        """The explanation kept for ``names`` if ``outcome`` (torch's freeze with them,
+        made anew) has its torch facts; it then carries this freeze's log and time."""
+        key = tuple(names)
+        with self._lock:
+            kept = self._kept.pop(key, None)
+            if kept is None:
+                return None
+            self._kept[key] = kept  # the most recently asked now
+        if outcome is None or kept[0] != torch_facts(outcome):
+            return None
+        return dataclasses.replace(kept[1], torch_log=outcome.log, torch_seconds=outcome.seconds)
+
+    def put(self, names: Sequence[str], outcome: TorchOutcome, explanation: Explanation) -> None:
+        """Keep ``explanation``, made with ``outcome``, for the next :meth:`get` of ``names``."""
+        key = tuple(names)
+        with self._lock:
+            self._kept.pop(key, None)
+            self._kept[key] = (torch_facts(outcome), explanation)
+            while len(self._kept) > self.size:
+                del self._kept[next(iter(self._kept))]
