@@ -89,6 +89,8 @@ class Session:
     )
     # The last run's inline and fold graphs, their snapshots offered to the next run.
     _pictures: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
+    # The last run's inline and fold steps, offered to the next run (Pipeline.offer_steps).
+    _picture_steps: Any = field(default=None, repr=False)
     # The last run's graphs by key (StepView.graph), each snapshotted on first request.
     _step_graphs: dict[int, Any] = field(default_factory=dict, repr=False)
     # The last run's pipeline while its ``.code`` is still to be read (run_steps(code=False)).
@@ -303,6 +305,11 @@ class Session:
         earlier, self._pictures = self._pictures, {}
         pipeline.offer_pictures({k: g.snapshot() for k, g in earlier.items() if g.built})
         del earlier
+        # The last run's inline and fold steps themselves, for a run with the same
+        # freeze: shown again without inlining and folding the model anew (kept until
+        # this run's replace them: no more memory than between two runs).
+        pipeline.offer_steps(self._picture_steps)
+        self._picture_steps = None
         pictures: dict[tuple[str, str], Any] = {}
         # The run's graphs by key: a step's snapshot is taken when somebody asks for it
         # (step_graph), never for a step nobody looks at.
@@ -335,6 +342,7 @@ class Session:
                 yield _step_view(step, *shown, measured.measurement)
                 previous = shown
             self._pictures = pictures
+            self._picture_steps = pipeline.picture_steps
             frozen = pipeline.frozen_module
             if frozen is not None and not code:
                 with self._kept_lock:

@@ -102,3 +102,76 @@ def test_a_run_counts_no_constant_bytes(small_pt: Path, monkeypatch: pytest.Monk
     steps = list(session.run_steps([], passes))
     assert steps and not any(s.error for s in steps)
     assert counted == []
+
+
+def _facts(views: list[Any]) -> list[tuple[Any, ...]]:
+    """What the app shows of each step (its graph key and time aside)."""
+    return [
+        (v.name, v.changed, v.node_count, v.added, v.removed, v.changed_nodes, v.error)
+        for v in views
+    ]
+
+
+def test_a_plain_rerun_shows_the_last_runs_inline_and_fold_steps(
+    small_pt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``r`` with the same plan: torch freezes again and runs its passes again, but the
+    inline and fold pictures of the unchanged model are not made again; every step
+    shows what a fresh run shows, and the final graph is torch.jit.freeze's."""
+    session = Session(path=small_pt)
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    first = list(session.run_steps([], passes))
+    inlines = _counting(monkeypatch, torch._C, "_jit_pass_inline")
+    freezes = _counting(monkeypatch, torch._C, "_freeze_module")
+    again = list(session.run_steps([], passes))
+    assert inlines == [] and len(freezes) == 1
+    assert _facts(again) == _facts(first)
+    # Their graphs are this run's to show (by new keys).
+    assert session.step_graph(again[0].graph).node_count == first[0].node_count
+    assert session.step_graph(again[1].graph).node_count == first[1].node_count
+    frozen = torch.jit.freeze(torch.jit.load(str(small_pt)).eval())
+    final = session.step_graph(again[-1].graph)
+    assert sorted(final.kinds().elements()) == sorted(n.kind() for n in _all_nodes(frozen.graph))
+
+
+def _all_nodes(graph: Any) -> list[Any]:
+    found, stack = [], [graph.block()]
+    while stack:
+        for node in stack.pop().nodes():
+            found.append(node)
+            stack.extend(node.blocks())
+    return found
+
+
+def test_the_fold_step_is_made_anew_when_torch_keeps_other_attributes(
+    small_pt: Path,
+) -> None:
+    """The fold picture follows from what torch's freeze keeps: offered steps made
+    beside another torch result give the inline step only."""
+    from dataclasses import replace
+
+    session = Session(path=small_pt)
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    list(session.run_steps([], passes))
+    offered = session._picture_steps
+    assert offered is not None
+    session._picture_steps = replace(offered, kept_paths=offered.kept_paths | {"other"})
+    list(session.run_steps([], passes))
+    now = session._picture_steps
+    assert now.inline is offered.inline and now.fold is not offered.fold
+    assert now.fold.kept == offered.fold.kept and now.fold.folded == offered.fold.folded
+
+
+def test_other_preserved_names_make_their_own_pictures(small_pt: Path) -> None:
+    """Another freeze (a preserved name toggled) is never shown the last run's pictures."""
+    session = Session(path=small_pt)
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    list(session.run_steps([], passes))
+    offered = session._picture_steps
+    list(session.run_steps(["scale"], passes))
+    now = session._picture_steps
+    assert now.inline is not offered.inline and now.fold is not offered.fold
+    assert "scale" in now.fold.kept and "scale" not in offered.fold.kept

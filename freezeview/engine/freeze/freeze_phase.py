@@ -30,7 +30,7 @@ from .fold_picture import (
     pick_graph,
 )
 from .lazy_graph import LazyGraph, OnceGraphs
-from .run_state import RunHost, RunState
+from .run_state import PictureSteps, RunHost, RunState
 from .steps import Step, StepDetails, kind_counts, step_details
 
 __all__: list[str] = []
@@ -57,13 +57,19 @@ class FreezePhase(RunState):
     def freeze_phase(self) -> Iterator[Step]:
         pipe, plan = self.pipe, self.plan
         cmod = pipe.module._c
-        for m in self.methods:
+        # An earlier run's inline and fold steps of this module and freeze (the app's
+        # re-runs): the same pictures, made again from the same graphs, unless torch's
+        # freeze below keeps other attributes (then the fold step is made anew).
+        offered, pipe.offered_steps = pipe.offered_steps, None  # for this run only
+        if offered is not None and not offered.fits(plan.freeze_key, self.methods):
+            offered = None
+        for m in self.methods if offered is None else ():
             if m not in pipe.initial_graphs:
                 picture = LazyGraph(m, self._method_graph(cmod, m), live=True)
                 # A copy: a picture must not follow later edits of the caller's module.
                 picture.detach()
                 pipe.initial_graphs[m] = picture
-        initial = {m: pipe.initial_graphs[m] for m in self.methods}
+        initial = {m: pipe.initial_graphs[m] for m in self.methods if offered is None}
 
         # 1. inline
         if not self._announce("inline", _FREEZE_TITLES["inline"], "freeze"):
@@ -87,8 +93,9 @@ class FreezePhase(RunState):
         inline_graphs = {m: LazyGraph(m, build=pick_graph(inlined, m)) for m in methods}
         self._offer_earlier("inline", inline_graphs)
         old = self._reuse("inline", None)
+        reused = offered.inline if old is None and offered is not None else None
         changed: bool | OnceGraphs = False
-        if old is None:
+        if old is None and reused is None:
             sources = {m: self._method_graph(cmod, m) for m in methods}
             changed = self._inline_changed(sources, initial, inlined, inline_graphs)
         seconds = time.perf_counter() - start
@@ -125,7 +132,9 @@ class FreezePhase(RunState):
         if frozen is not None:
             kept_paths, frozen_all = module_paths(frozen)
             pipe.prepare_numerics(kept_paths, frozen)
-        if old is None:
+        if reused is not None:
+            yield self._add(reused)
+        elif old is None:
             forward = inline_graphs.get("forward")
             num, note = pipe.step_numerics(
                 forward.graph if forward is not None else None, pipe.module
@@ -168,9 +177,15 @@ class FreezePhase(RunState):
         old = self._reuse("fold_attributes", None)
         if old is not None:
             self._add(old)
+        elif reused is not None and offered is not None and offered.fold_fits(kept_paths):
+            yield self._add(offered.fold)
         else:
             yield self._add(
                 self._fold_step(inlined, kept_paths, freeze_error, inline_graphs, changed)
+            )
+        if freeze_error is None and not self.stopped:
+            pipe.picture_steps = PictureSteps(
+                plan.freeze_key, tuple(self.methods), frozenset(kept_paths), *pipe.steps[:2]
             )
         if self.stopped:
             return

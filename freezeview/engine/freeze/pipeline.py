@@ -51,6 +51,7 @@ from .passes import (
 )
 from .pipeline_run import RunContext
 from .plan import Plan
+from .run_state import PictureSteps
 from .steps import FreezeResult, Progress, ProgressCallback, Step
 
 if TYPE_CHECKING:  # verdicts imports the engine's loading too; only the type is needed here
@@ -140,6 +141,9 @@ class Pipeline:
         self._adopted: tuple[tuple[str, ...], TorchOutcome] | None = None
         # Snapshots an earlier run of the same module took, by (step name, method).
         self._earlier: dict[tuple[str, str], GraphSnapshot] = {}
+        # An earlier run's inline and fold steps (offer_steps), and this run's own.
+        self.offered_steps: PictureSteps | None = None
+        self.picture_steps: PictureSteps | None = None
 
     # --- public API -------------------------------------------------------------------
 
@@ -227,6 +231,10 @@ class Pipeline:
                 clones[id(module._c)] = module._c
         self.outcomes.clear()
         self._explained.clear()
+        # An offered step may outlive this pipeline (the next run shows it again) and
+        # its notes still name this pipeline: nothing of other runs hangs on it then.
+        self.offered_steps = self.picture_steps = None
+        self._earlier = {}
         self.working = self.frozen_module = None
         self._guards = []
         # The steps' lazy parts hold the pipeline (and graphs): without these links the
@@ -278,6 +286,13 @@ class Pipeline:
         the earlier one's takes its snapshot instead of walking torch's nodes again.
         """
         self._earlier = dict(earlier)
+
+    def offer_steps(self, earlier: PictureSteps | None) -> None:
+        """An earlier run's inline and fold steps of this pipeline's module
+        (:attr:`picture_steps` of that run's pipeline, read before its release): a run
+        with the same freeze shows them again instead of inlining and folding anew, the
+        fold step only where torch's freeze keeps the same attributes."""
+        self.offered_steps = earlier
 
     def earlier_picture(self, step: str, method: str) -> GraphSnapshot | None:
         """What :meth:`offer_pictures` gave for ``step`` and ``method``."""

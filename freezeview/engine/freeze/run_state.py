@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
@@ -26,7 +27,48 @@ if TYPE_CHECKING:
     from .numerics import Numerics
     from .passes import PassInfo
 
-__all__ = ["RunHost", "RunState"]
+__all__ = ["PictureSteps", "RunHost", "RunState"]
+
+
+@dataclass(frozen=True)
+class PictureSteps:
+    """A run's *inline* and *fold attributes* steps, offered to the next run of the same
+    module (:meth:`~.pipeline.Pipeline.offer_steps`; the app's re-runs).
+
+    Both are freezeview's pictures of the input module, which freezing never changes:
+    the same methods inline to the same graphs, and the fold picture follows from them
+    and the attributes torch's freeze keeps. A run with the same freeze (preserved
+    names, interfaces) and methods shows the inline step again; it shows the fold step
+    again only when its own torch freeze keeps exactly the same attribute paths.
+
+    Attributes:
+        freeze_key: the plan's :attr:`~.plan.Plan.freeze_key` they were made with.
+        methods: the methods they show.
+        kept_paths: the attribute paths torch's freeze kept in that run.
+        inline: the inline step.
+        fold: the fold step.
+    """
+
+    freeze_key: tuple[tuple[str, ...], bool]
+    methods: tuple[str, ...]
+    kept_paths: frozenset[str]
+    inline: Step
+    fold: Step
+
+    def fits(self, freeze_key: tuple[tuple[str, ...], bool], methods: Sequence[str]) -> bool:
+        """True if a run with this freeze and these methods shows the same inline step."""
+        return (
+            freeze_key == self.freeze_key
+            and tuple(methods) == self.methods
+            and self.inline.name == "inline"
+            and self.fold.name == "fold_attributes"
+            and self.inline.error is None
+            and self.fold.error is None
+        )
+
+    def fold_fits(self, kept_paths: set[str] | frozenset[str]) -> bool:
+        """True if a freeze that kept ``kept_paths`` shows the same fold step."""
+        return frozenset(kept_paths) == self.kept_paths
 
 
 class RunHost(Protocol):
@@ -47,6 +89,9 @@ class RunHost(Protocol):
     initial_graphs: dict[str, LazyGraph]
     #: torch's freeze per preserved names, from the clean-up step.
     outcomes: dict[tuple[str, ...], TorchOutcome]
+    #: an earlier run's inline and fold steps the caller offered, and this run's.
+    offered_steps: PictureSteps | None
+    picture_steps: PictureSteps | None
 
     def methods_for(self, plan: Plan) -> list[str]:
         """The methods torch optimizes and freezeview shows under ``plan``."""
