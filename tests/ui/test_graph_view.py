@@ -359,3 +359,37 @@ async def test_resnet50_module_level_fits_the_pane(tmp_path: Path) -> None:
         text = window_text(view)
         for box in layout.boxes.values():
             assert box.lines[0] in text
+
+
+async def test_v_lays_the_screen_out_before_moving_the_focus(
+    small_pt: Path, tmp_path: Path
+) -> None:
+    """``v``'s first frame is the screen laid out with the graph pane alone: the focus
+    moves to the canvas after it, since the focus restyles the panes and rebuilds the
+    footer (the graph's keys), each a frame's worth of work of its own (together, on a
+    big model's screen, one stall of 0.14 s)."""
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        events: list[str] = []
+        reflow, restyle = screen._refresh_layout, screen._update_focus_styles
+
+        def laid_out(*args: object, **kwargs: object) -> None:
+            events.append("layout")
+            reflow(*args, **kwargs)  # type: ignore[arg-type]
+
+        def focused(*args: object, **kwargs: object) -> None:
+            events.append("focus")
+            restyle(*args, **kwargs)  # type: ignore[arg-type]
+
+        screen._refresh_layout = laid_out  # type: ignore[method-assign]
+        screen._update_focus_styles = focused  # type: ignore[method-assign]
+        await pilot.press("v")
+        await wait_graph(pilot)
+        assert screen.focused is screen.graph_view.canvas_view
+        assert "focus" in events and events[0] == "layout", events
+        # The view on screen from the first frame, and its keys work once focused.
+        await pilot.press("v")
+        await pilot.pause()
+        assert not screen.graph_view.display and screen.focused is screen.ir

@@ -331,9 +331,15 @@ class MainScreen(Screen[None]):
         self._place_graph()
         if showing:
             self._show_graph()
-            self.graph_view.canvas_view.focus()
+            # Focused once the view is on screen: the focus restyles the panes and
+            # rebuilds the footer (its keys change), a frame's worth of work of its own.
+            self.call_after_refresh(self._focus_graph)
         else:
             self.ir.focus()
+
+    def _focus_graph(self) -> None:
+        if self.graph_shown:  # (not hidden again since)
+            self.graph_view.canvas_view.focus()
 
     def _place_graph(self) -> None:
         """The graph pane in the model pane's place, or alone on a narrow terminal.
