@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..plumbing import FreezeviewError, OutputError, atomic
-from .box_ceiling import HOPELESS_BENDS_PER_BOX, bend_ceiling, edge_bends
+from .box_ceiling import HOPELESS_BENDS_PER_BOX, bend_ceiling
 from .collapse_values import ViewGraph
 from .dot_queue import DotJob, DotQueue, tracked
 from .render_pictures import Picture
@@ -336,9 +336,7 @@ def level_attempts(
             # Long edges: boxes few enough, but edges spanning most of the picture
             # (a value every layer of a deep stack reads), which Graphviz lays out as
             # chains of virtual boxes. Far past what it finishes in time: no run.
-            bends = sum(
-                edge_bends(v.nodes, ((e.tail, e.head) for e in v.edges)) for v in picture.views
-            )
+            bends = picture.bends
             if bends > bend_ceiling(ceiling) and bends > HOPELESS_BENDS_PER_BOX * picture.nodes:
                 nxt = coarser_level(current, candidates, counts, options.expand)
                 capped = nxt is not False

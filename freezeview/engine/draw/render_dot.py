@@ -60,6 +60,9 @@ class GraphAttrs:
     ordering: str = ""
     splines: str = ""
     fontname: str = "Helvetica"
+    #: Graphviz's ``nslimit``: network simplex iterations per box when placing boxes
+    #: across ranks (None: Graphviz's own, unlimited; see ``box_ceiling.position_limit``)
+    nslimit: float | None = None
 
 
 # -- DOT text ---------------------------------------------------------------------------
@@ -344,6 +347,8 @@ def _new_graph(title: str, attrs: GraphAttrs) -> DotWriter:
         graph_attrs["ordering"] = attrs.ordering
     if attrs.splines:
         graph_attrs["splines"] = attrs.splines
+    if attrs.nslimit is not None:
+        graph_attrs["nslimit"] = f"{attrs.nslimit:g}"
     graph.attr(**graph_attrs)
     graph.attr("node", fontname=attrs.fontname, fontsize="10", margin="0.08,0.03", height="0.3")
     graph.attr("edge", fontname=attrs.fontname, fontsize="8", arrowsize="0.6", color="#57606a")

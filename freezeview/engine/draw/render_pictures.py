@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..diff import GraphDiff
 from ..graph import GraphSnapshot
+from .box_ceiling import edge_bends, position_limit
 from .collapse import build_view
 from .collapse_values import ViewGraph
-from .render_dot import dot_source
+from .render_dot import GraphAttrs, dot_source
 from .render_plan import RenderOptions
 
 __all__ = ["Picture", "diff_picture", "side_by_side_picture", "snapshot_picture"]
@@ -34,6 +35,7 @@ class Picture:
         edges: edges drawn.
         build_seconds: time spent building the view and the DOT text.
         views: the view graphs drawn (one, or two side by side).
+        bends: the virtual boxes ``dot`` needs for the long edges (:func:`edge_bends`).
     """
 
     source: str
@@ -42,6 +44,20 @@ class Picture:
     edges: int
     build_seconds: float
     views: list[ViewGraph]
+    bends: int = 0
+
+
+def _bends(views: Sequence[ViewGraph]) -> int:
+    return sum(edge_bends(v.nodes, ((e.tail, e.head) for e in v.edges)) for v in views)
+
+
+def _attrs(options: RenderOptions, bends: int) -> GraphAttrs:
+    """The picture's graph settings: Graphviz's placing capped for many long edges,
+    unless the caller chose its own ``nslimit``."""
+    if options.graph.nslimit is not None:
+        return options.graph
+    limit = position_limit(bends)
+    return options.graph if limit is None else replace(options.graph, nslimit=limit)
 
 
 def snapshot_picture(
@@ -58,11 +74,12 @@ def snapshot_picture(
         edge_labels=options.edge_labels,
         modules=options.modules,
     )
+    bends = _bends([view])
     source = dot_source(
-        [("", view)], title=title, legend=bool(options.reasons), attrs=options.graph
+        [("", view)], title=title, legend=bool(options.reasons), attrs=_attrs(options, bends)
     )
     return Picture(
-        source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view]
+        source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view], bends
     )
 
 
@@ -97,9 +114,10 @@ def diff_picture(
     """
     start = time.perf_counter()
     view = _diff_view(diff, options, level, "after", reasons=options.reasons, split=split)
-    source = dot_source([("", view)], title=title, legend=True, attrs=options.graph)
+    bends = _bends([view])
+    source = dot_source([("", view)], title=title, legend=True, attrs=_attrs(options, bends))
     return Picture(
-        source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view]
+        source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view], bends
     )
 
 
@@ -112,9 +130,14 @@ def side_by_side_picture(
     after = _diff_view(
         diff, options, level, "after", ghosts=False, reasons=options.reasons, key_prefix="a_"
     )
+    bends = _bends([before, after])
     source = dot_source(
-        [("before", before), ("after", after)], title=title, legend=True, attrs=options.graph
+        [("before", before), ("after", after)],
+        title=title,
+        legend=True,
+        attrs=_attrs(options, bends),
     )
     nodes = len(before.nodes) + len(after.nodes)
     edges = len(before.edges) + len(after.edges)
-    return Picture(source, level, nodes, edges, time.perf_counter() - start, [before, after])
+    elapsed = time.perf_counter() - start
+    return Picture(source, level, nodes, edges, elapsed, [before, after], bends)
