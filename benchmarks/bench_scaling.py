@@ -21,8 +21,9 @@ count once) with its ratio to torch's peak. ``--app`` adds the app's engine work
 its engine process (:class:`freezeview.ui.remote_session.RemoteSession`, as
 ``freezeview MODEL.pt`` runs it): the verdicts, all steps, a re-run, and the memory of
 both processes after the first run and after ``--reruns`` re-runs. Re-runs are timed
-apart: ``r`` (the same plan again: the run only, as the app's ``r`` key) and ``toggle``
-(a preserved attribute toggled: explain, then the run), each the fastest of its kind.
+apart, each the fastest of its kind: ``r`` (the same plan again: the run only, as the
+app's ``r`` key), ``toggle`` (a preserved attribute toggled back to names explained
+before: explain, then the run) and ``toggle-new`` (to names never explained before).
 
 Usage::
 
@@ -93,16 +94,21 @@ all_cpu = cpu(engine)
 first = {"screen": rss(os.getpid()), "engine": rss(engine)}
 param = next(a.path for a in session.inventory.attributes if a.kind == "parameter")
 gc.freeze()
-times = {"r": [], "toggle": []}
-cpus = {"r": [], "toggle": []}
+KINDS = ("r", "toggle", "toggle-new")
+times = {k: [] for k in KINDS}
+cpus = {k: [] for k in KINDS}
 collects = []
 last_preserved = []
+explained = {()}
 for i in range(reruns):
     # r (the same plan: run_steps only, as the app's r key), a preserved attribute
     # toggled on (explain, then the run), then off with a pass toggled off.
     preserved = [param] if i % 3 == 1 else []
     ticked = passes[:-1] if i % 3 == 2 else passes
-    kind = "toggle" if preserved != last_preserved else "r"
+    kind = "r" if preserved == last_preserved else "toggle"
+    if kind == "toggle" and tuple(preserved) not in explained:
+        kind = "toggle-new"  # names never explained before: the replay runs
+    explained.add(tuple(preserved))
     t = time.perf_counter()
     # As the screen does at a run's start: the last run's steps go first.
     del steps
@@ -111,7 +117,7 @@ for i in range(reruns):
     collects.append(time.perf_counter() - t)
     t = time.perf_counter()
     c = cpu(engine)
-    if kind == "toggle":
+    if kind != "r":
         session.explain(preserved)
     steps = list(session.run_steps(preserved, ticked))
     times[kind].append(time.perf_counter() - t)
@@ -273,8 +279,9 @@ def run_app(rung: str, model: Path, reruns: int) -> None:
     r = json.loads(done.stdout.strip().splitlines()[-1])
     mb = 2**20
     rerun, rerun_cpu = r["rerun"], r["rerun_cpu"]
+    kinds = [k for k in ("r", "toggle", "toggle-new") if rerun.get(k)]
     reruns_text = ", ".join(
-        f"re-run ({k}) {rerun[k]:.2f} s ({rerun[k] / freeze_s:.2f}x)" for k in ("r", "toggle")
+        f"re-run ({k}) {rerun[k]:.2f} s ({rerun[k] / freeze_s:.2f}x)" for k in kinds
     )
     print(
         f"  {rung} app: verdicts {r['verdicts']:.2f} s ({r['verdicts'] / torch_wall:.2f}x torch "
@@ -284,8 +291,7 @@ def run_app(rung: str, model: Path, reruns: int) -> None:
         f"{r['collect'] * 1000:.0f} ms"
     )
     cpu_text = ", ".join(
-        f"re-run ({k}) {rerun_cpu[k]:.2f} ({rerun_cpu[k] / freeze_cpu:.2f}x)"
-        for k in ("r", "toggle")
+        f"re-run ({k}) {rerun_cpu[k]:.2f} ({rerun_cpu[k] / freeze_cpu:.2f}x)" for k in kinds
     )
     print(
         f"    CPU seconds, both processes: verdicts {r['verdicts_cpu']:.2f} "

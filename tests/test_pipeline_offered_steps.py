@@ -59,7 +59,9 @@ def test_offered_steps_are_shown_again_and_the_result_is_torchs() -> None:
     assert second.offered_steps is None and second.picture_steps is None
 
 
-def test_offered_steps_of_another_freeze_are_not_shown() -> None:
+def test_another_freeze_shows_the_inline_step_and_folds_anew() -> None:
+    """Other preserved attributes: the same methods inline the same, the fold step is
+    this freeze's (as a fresh pipeline's), and the result is torch's."""
     module = torch.jit.script(_Net().eval())
     first = Pipeline(module)
     steps = first.run_all()
@@ -68,6 +70,32 @@ def test_offered_steps_of_another_freeze_are_not_shown() -> None:
     other = Pipeline(module, Plan.default(("scale",)))
     other.offer_steps(offered)
     again = other.run_all()
-    assert again[0] is not steps[0] and again[1] is not steps[1]
+    assert again[0] is steps[0] and again[1] is not steps[1]
     assert "scale" in again[1].kept and "scale" not in steps[1].kept
+    fresh = Pipeline(module, Plan.default(("scale",)))
+    assert _rows(again) == _rows(fresh.run_all())
+    assert other.frozen_module is not None
+    expected = torch.jit.freeze(torch.jit.script(_Net().eval()), preserved_attrs=["scale"])
+    assert _kinds(other.frozen_module.graph) == _kinds(expected.graph)
+    for pipe in (other, fresh):
+        pipe.release()
+
+
+def test_a_preserved_method_is_inlined_anew() -> None:
+    """Another method shown is another picture: the offered steps are not shown."""
+    module = torch.jit.script(_WithMethod().eval())
+    first = Pipeline(module)
+    steps = first.run_all()
+    offered = first.picture_steps
+    first.release()
+    other = Pipeline(module, Plan.default(("double",)))
+    other.offer_steps(offered)
+    again = other.run_all()
+    assert again[0] is not steps[0] and again[1] is not steps[1]
     other.release()
+
+
+class _WithMethod(_Net):
+    @torch.jit.export
+    def double(self, x: torch.Tensor) -> torch.Tensor:
+        return self.forward(x) * 2

@@ -164,14 +164,31 @@ def test_the_fold_step_is_made_anew_when_torch_keeps_other_attributes(
     assert now.fold.kept == offered.fold.kept and now.fold.folded == offered.fold.folded
 
 
-def test_other_preserved_names_make_their_own_pictures(small_pt: Path) -> None:
-    """Another freeze (a preserved name toggled) is never shown the last run's pictures."""
+def test_other_preserved_names_make_their_own_fold_step(
+    small_pt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another freeze (a preserved attribute toggled) shows the same inline step, made
+    from the same methods, and its own fold step, made from the inline step's graph;
+    both as a fresh run with those names shows them."""
+    from freezeview.engine.freeze import lazy_graph
+
+    # Counted by node kind, as a large model's steps are: no snapshot replaces the
+    # inline step's graph (a small graph's full diff would, and then it is inlined anew).
+    monkeypatch.setattr(lazy_graph, "FULL_DIFF_LIMIT", 0)
     session = Session(path=small_pt)
     session.open()
     passes = [p.id for p in session.available_passes() if p.default]
     list(session.run_steps([], passes))
     offered = session._picture_steps
-    list(session.run_steps(["scale"], passes))
+    inlines = _counting(monkeypatch, torch._C, "_jit_pass_inline")
+    toggled = list(session.run_steps(["scale"], passes))
+    assert inlines == []
     now = session._picture_steps
-    assert now.inline is not offered.inline and now.fold is not offered.fold
+    assert now.inline is offered.inline and now.fold is not offered.fold
     assert "scale" in now.fold.kept and "scale" not in offered.fold.kept
+    fresh = Session(path=small_pt)
+    fresh.open()
+    assert _facts(toggled) == _facts(list(fresh.run_steps(["scale"], passes)))
+    # A preserved method is another picture: inlined anew.
+    list(session.run_steps(["forward"], passes))
+    assert inlines

@@ -57,11 +57,11 @@ class FreezePhase(RunState):
     def freeze_phase(self) -> Iterator[Step]:
         pipe, plan = self.pipe, self.plan
         cmod = pipe.module._c
-        # An earlier run's inline and fold steps of this module and freeze (the app's
-        # re-runs): the same pictures, made again from the same graphs, unless torch's
-        # freeze below keeps other attributes (then the fold step is made anew).
+        # An earlier run's inline and fold steps of this module (the app's re-runs): the
+        # same pictures, made again from the same graphs; the fold step only with the
+        # same freeze, where torch's freeze below keeps the same attributes.
         offered, pipe.offered_steps = pipe.offered_steps, None  # for this run only
-        if offered is not None and not offered.fits(plan.freeze_key, self.methods):
+        if offered is not None and not offered.fits(self.methods):
             offered = None
         for m in self.methods if offered is None else ():
             if m not in pipe.initial_graphs:
@@ -80,6 +80,12 @@ class FreezePhase(RunState):
         def inline_all() -> dict[str, torch._C.Graph]:
             graphs = {}
             for m in methods:
+                # The inline step shown again holds the same inlined graph (unless its
+                # snapshot replaced it): the fold picture copies it, never changes it.
+                held = reused._graphs[m].graph() if reused is not None else None
+                if held is not None and not pipe.read_in_order:
+                    graphs[m] = held
+                    continue
                 graph = self._method_graph(cmod, m).copy()
                 torch._C._jit_pass_inline(graph)
                 graphs[m] = graph
@@ -89,11 +95,11 @@ class FreezePhase(RunState):
         # inlines its own clone inside _freeze_module, and inlining the caller's module
         # a second time (compiling each callee's optimized graph again) would cost a
         # third of torch's whole freeze.
+        old = self._reuse("inline", None)
+        reused = offered.inline if old is None and offered is not None else None
         inlined = OnceGraphs(inline_all)
         inline_graphs = {m: LazyGraph(m, build=pick_graph(inlined, m)) for m in methods}
         self._offer_earlier("inline", inline_graphs)
-        old = self._reuse("inline", None)
-        reused = offered.inline if old is None and offered is not None else None
         changed: bool | OnceGraphs = False
         if old is None and reused is None:
             sources = {m: self._method_graph(cmod, m) for m in methods}
@@ -177,7 +183,7 @@ class FreezePhase(RunState):
         old = self._reuse("fold_attributes", None)
         if old is not None:
             self._add(old)
-        elif reused is not None and offered is not None and offered.fold_fits(kept_paths):
+        elif reused is not None and offered and offered.fold_fits(plan.freeze_key, kept_paths):
             yield self._add(offered.fold)
         else:
             yield self._add(

@@ -37,9 +37,10 @@ class PictureSteps:
 
     Both are freezeview's pictures of the input module, which freezing never changes:
     the same methods inline to the same graphs, and the fold picture follows from them
-    and the attributes torch's freeze keeps. A run with the same freeze (preserved
-    names, interfaces) and methods shows the inline step again; it shows the fold step
-    again only when its own torch freeze keeps exactly the same attribute paths.
+    and the attributes torch's freeze keeps. A run with the same methods shows the
+    inline step again (whatever attributes it preserves); it shows the fold step again
+    only with the same freeze (preserved names, interfaces: the step's notes name them)
+    and when its own torch freeze keeps exactly the same attribute paths.
 
     Attributes:
         freeze_key: the plan's :attr:`~.plan.Plan.freeze_key` they were made with.
@@ -55,20 +56,22 @@ class PictureSteps:
     inline: Step
     fold: Step
 
-    def fits(self, freeze_key: tuple[tuple[str, ...], bool], methods: Sequence[str]) -> bool:
-        """True if a run with this freeze and these methods shows the same inline step."""
+    def fits(self, methods: Sequence[str]) -> bool:
+        """True if a run showing these methods shows the same inline step."""
         return (
-            freeze_key == self.freeze_key
-            and tuple(methods) == self.methods
+            tuple(methods) == self.methods
             and self.inline.name == "inline"
             and self.fold.name == "fold_attributes"
             and self.inline.error is None
             and self.fold.error is None
         )
 
-    def fold_fits(self, kept_paths: set[str] | frozenset[str]) -> bool:
-        """True if a freeze that kept ``kept_paths`` shows the same fold step."""
-        return frozenset(kept_paths) == self.kept_paths
+    def fold_fits(
+        self, freeze_key: tuple[tuple[str, ...], bool], kept_paths: set[str] | frozenset[str]
+    ) -> bool:
+        """True if a run with this freeze, whose torch freeze kept ``kept_paths``, shows
+        the same fold step."""
+        return freeze_key == self.freeze_key and frozenset(kept_paths) == self.kept_paths
 
 
 class RunHost(Protocol):
