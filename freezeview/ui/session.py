@@ -35,9 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "Session", "StepView"]
 
-#: How many sets of preserved names keep their explanation for the next explain of them.
-EXPLANATIONS_KEPT = 4
-
 # Graph keys, unique in the process: a key of an earlier run never names a later graph.
 _KEYS = itertools.count(1)
 
@@ -83,13 +80,12 @@ class Session:
     # the same names takes them (the freeze is the run's clean-up step).
     _explained: tuple[tuple[str, ...], Any, Any] | None = field(default=None, repr=False)
     _explained_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    # Explanations of the last EXPLANATIONS_KEPT sets of preserved names.
-    _explanations: ExplanationMemo = field(
-        default_factory=lambda: ExplanationMemo(EXPLANATIONS_KEPT), repr=False
-    )
-    # The last run's inline and fold graphs, their snapshots offered to the next run.
+    # Explanations of the last few sets of names (ExplanationMemo), and their views.
+    _explanations: ExplanationMemo = field(default_factory=ExplanationMemo)
+    _views: dict[tuple[str, ...], tuple[Any, list[AttrView]]] = field(default_factory=dict)
+    # The last run's inline and fold graphs, their snapshots offered to the next run, and
+    # its inline and fold steps themselves (Pipeline.offer_steps).
     _pictures: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
-    # The last run's inline and fold steps, offered to the next run (Pipeline.offer_steps).
     _picture_steps: Any = field(default=None, repr=False)
     # The last run's graphs by key (StepView.graph), each snapshotted on first request.
     _step_graphs: dict[int, Any] = field(default_factory=dict, repr=False)
@@ -207,18 +203,14 @@ class Session:
         with self._explained_lock:
             old, self._explained = self._explained, (names, outcome, explanation)
         self._release(old)  # another explain's, finished meanwhile
-        return [
-            AttrView(
-                path=verdict.path,
-                kind=str(verdict.kind),
-                type=str(verdict.type),
-                status=str(verdict.status),
-                reasons=tuple(_reason_view(r) for r in verdict.reasons),
-                preserved=_is_preserved(verdict.path, preserved),
-                value=verdict.info.value if verdict.info.value_kind == "enum" else "",
-            )
-            for verdict in explanation.attributes
-        ]
+        # A kept explanation's views are those made for it before (11k reasons at N512).
+        made = self._views.get(names)
+        if made is None or made[0] is not explanation.attributes:
+            made = (explanation.attributes, _attr_views(explanation, preserved))
+        self._views = {n: v for n, v in self._views.items() if n in self._explanations}
+        if names in self._explanations:
+            self._views[names] = made
+        return list(made[1])
 
     def _forget_explained(self) -> None:
         """Free the last explain's torch freeze when no run took it."""
@@ -305,8 +297,7 @@ class Session:
         earlier, self._pictures = self._pictures, {}
         pipeline.offer_pictures({k: g.snapshot() for k, g in earlier.items() if g.built})
         del earlier
-        # The last run's inline and fold steps themselves, for a run with the same
-        # freeze: shown again without inlining and folding the model anew (kept until
+        # The last run's inline and fold steps, shown again where they fit (kept until
         # this run's replace them: no more memory than between two runs).
         pipeline.offer_steps(self._picture_steps)
         self._picture_steps = None
@@ -535,6 +526,21 @@ def _text(value: Any) -> str:
     if isinstance(value, SourceLocation):
         return f"{value.short()}  {value.text}".strip()
     return str(value)
+
+
+def _attr_views(explanation: Any, preserved: Sequence[str]) -> list[AttrView]:
+    return [
+        AttrView(
+            path=verdict.path,
+            kind=str(verdict.kind),
+            type=str(verdict.type),
+            status=str(verdict.status),
+            reasons=tuple(_reason_view(r) for r in verdict.reasons),
+            preserved=_is_preserved(verdict.path, preserved),
+            value=verdict.info.value if verdict.info.value_kind == "enum" else "",
+        )
+        for verdict in explanation.attributes
+    ]
 
 
 def _reason_view(reason: Any) -> ReasonView:

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from freezeview.engine.reasons import torch_freeze, verdicts
-from freezeview.ui.session import EXPLANATIONS_KEPT, Session
+from freezeview.engine.reasons.explanation_memo import KEPT as EXPLANATIONS_KEPT
+from freezeview.ui.session import Session
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:
@@ -192,3 +193,17 @@ def test_other_preserved_names_make_their_own_fold_step(
     # A preserved method is another picture: inlined anew.
     list(session.run_steps(["forward"], passes))
     assert inlines
+
+
+def test_a_toggle_undone_gives_the_same_views_again(small_pt: Path) -> None:
+    """The views of a kept explanation are made once; each explain hands out its own
+    list of them, with the preserved marks of its names."""
+    session = Session(path=small_pt)
+    session.open()
+    first = session.explain([])
+    on = session.explain(["scale"])
+    again = session.explain([])
+    assert again == first and again is not first
+    assert all(a is b for a, b in zip(again, first, strict=True))
+    assert next(v for v in on if v.path == "scale").preserved
+    assert not next(v for v in again if v.path == "scale").preserved

@@ -18,7 +18,10 @@ from typing import Any
 from .torch_freeze import TorchOutcome
 from .verdict_values import Explanation
 
-__all__ = ["ExplanationMemo", "torch_facts"]
+__all__ = ["KEPT", "ExplanationMemo", "torch_facts"]
+
+#: How many sets of preserved names keep their explanation, by default.
+KEPT = 4
 
 
 def torch_facts(outcome: TorchOutcome) -> tuple[Any, ...]:
@@ -35,7 +38,7 @@ class ExplanationMemo:
         size: how many sets of names keep theirs (least recently asked go first).
     """
 
-    def __init__(self, size: int = 4) -> None:
+    def __init__(self, size: int = KEPT) -> None:
         self.size = size
         self._kept: dict[tuple[str, ...], tuple[tuple[Any, ...], Explanation]] = {}
         self._lock = threading.Lock()
