@@ -62,8 +62,11 @@ last_sweep = 0.0
 deep_sweeps: list[tuple[float, int]] = []  # (seconds, objects frozen before)
 # Objects frozen right after the last deep sweep (deep_sweep_if_due measures from it).
 _frozen_after_deep = 0
-#: Frozen objects gained since the last deep sweep that make the next one due.
-DUE_GARBAGE = 20_000
+#: Frozen objects gained since the last deep sweep that make the next one due (some
+#: 5-10 MB of garbage at most). A run leaves a few hundred objects of garbage, a footer
+#: rebuilt (a focus change that changes the keys shown) a couple of thousand; what the
+#: screen holds alive grows and shrinks by tens of thousands between runs.
+DUE_GARBAGE = 50_000
 
 
 def install() -> None:
@@ -116,9 +119,10 @@ def deep_sweep() -> float:
 def deep_sweep_if_due() -> float:
     """:func:`deep_sweep`, if more than :data:`DUE_GARBAGE` objects joined the frozen ones since
     the last (what is frozen and alive stays about the same from run to run, so the
-    growth is frozen garbage, Textual's dropped strips mostly): a deep sweep walks every
-    object alive (0.1-0.2 s on a big model's screen), so most runs' starts skip it while
-    memory stays put. Returns the seconds it took (0: not due)."""
+    growth is frozen garbage: Textual's widgets removed, workers, the little that
+    :func:`untie_caches` leaves): a deep sweep walks every object alive (0.1-0.3 s on a
+    big model's screen, in one block), so it is seldom due while memory stays put.
+    Returns the seconds it took (0: not due)."""
     if _saved is None:
         return 0.0
     if gc.get_freeze_count() <= _frozen_after_deep + DUE_GARBAGE:

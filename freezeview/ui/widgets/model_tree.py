@@ -125,6 +125,18 @@ class ModelTree(Tree[AttrView | str]):
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[Any]) -> None:
         self.post_message(self.AttributeSelected(self.selected_path, self.selected_view))
 
+    def _let_go_of_nodes(self) -> None:
+        """The rows about to be replaced, freed as soon as nothing else holds them.
+
+        Textual's nodes hold their children and their children them: dropped, they
+        are reference cycles, which the screen's collector frees only in a deep sweep
+        once frozen (ui/collector.py); each explanation (``space``) left the whole tree
+        shown so far behind. The ``Tree`` keeps them by id too, past ``clear()``.
+        """
+        for node in (self.root, *self._tree_nodes.values()):
+            node._children.clear()
+        self._tree_nodes.clear()
+
     def _rebuild(self) -> None:
         """Rebuild the tree, keeping the cursor on the same path when it still exists.
 
@@ -135,6 +147,7 @@ class ModelTree(Tree[AttrView | str]):
         """
         selected = self.selected_path
         status_filter = self.status_filter
+        self._let_go_of_nodes()
         self.clear()
         self.root.set_label(self._header())
         self.root.data = ""
