@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -168,6 +169,14 @@ class FreezeviewApp(App[int]):
         warnings.showwarning = self._showwarning
         # No full garbage collection at a moment nobody chose (see ui/collector.py).
         collector.install()
+
+    async def on_event(self, event: events.Event) -> None:
+        """Every event, as Textual handles it; a key or the mouse is noted as the user's
+        (the screen's quiet garbage collection waits for a pause, ui/collector.py)."""
+        if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown,
+                              events.MouseScrollUp)):  # fmt: skip
+            collector.note_input()
+        await super().on_event(event)
 
     def on_unmount(self) -> None:
         self.close_engine()

@@ -41,9 +41,11 @@ __all__ = [
     "Handoff",
     "deep_sweep",
     "deep_sweep_if_due",
+    "idle_seconds",
     "install",
     "keep",
     "let_go",
+    "note_input",
     "sweep",
     "uninstall",
     "untie_caches",
@@ -128,6 +130,20 @@ def deep_sweep_if_due() -> float:
     if gc.get_freeze_count() <= _frozen_after_deep + DUE_GARBAGE:
         return 0.0
     return deep_sweep()
+
+
+_last_input = 0.0
+
+
+def note_input() -> None:
+    """The user pressed a key or used the mouse (the app calls it for every such event)."""
+    global _last_input
+    _last_input = time.monotonic()
+
+
+def idle_seconds() -> float:
+    """Seconds since the user last pressed a key or used the mouse."""
+    return time.monotonic() - _last_input
 
 
 def sweep() -> float:

@@ -249,3 +249,32 @@ async def test_a_rerun_leaves_little_frozen_garbage(small_pt: Path, tmp_path: Pa
 
     nodes = sum(type(o) is TreeNode for o in garbage)
     assert strips < 20 and nodes == 0, (strips, nodes, len(garbage))
+
+
+@pytest.mark.asyncio
+async def test_the_quiet_collection_waits_for_a_pause_in_the_keys(
+    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The screen's periodic collection (one block of a few to tens of milliseconds)
+    runs while nobody is at the keys, never between two keys of a burst."""
+    from freezeview.ui.screens import main
+
+    monkeypatch.setattr(main, "_SWEEP_SECONDS", 0.05)
+    monkeypatch.setattr(main, "_QUIET_SECONDS", 2.0)
+    sweeps: list[float] = []
+    sweep = collector.sweep
+    monkeypatch.setattr(collector, "sweep", lambda: sweeps.append(1) or sweep())
+    app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=Session(path=small_pt))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        app.main_screen.ir.focus()
+        sweeps.clear()
+        for _ in range(12):  # a burst of keys, each under the quiet time after the last
+            await pilot.press("down")
+            await pilot.pause(0.1)
+        assert sweeps == []
+        for _ in range(200):
+            if sweeps:
+                break
+            await pilot.pause(0.05)
+        assert sweeps  # once the keys stop

@@ -231,7 +231,10 @@ class MainScreen(Screen[None]):
         self.set_interval(_SWEEP_SECONDS, self._quiet_sweep)
 
     def _quiet_sweep(self) -> None:
-        if not self.stepping and not self.loading_model:
+        # Only while the user is not at the keys: it walks what is not frozen (a few
+        # milliseconds, or tens after much drawing), in one block.
+        quiet = collector.idle_seconds() >= _QUIET_SECONDS
+        if quiet and not self.stepping and not self.loading_model:
             collector.sweep()
 
     def watch_loading_model(self, value: bool) -> None:
@@ -550,6 +553,8 @@ class MainScreen(Screen[None]):
 
 # Seconds between two full collections of the screen's own objects (ui/collector.py).
 _SWEEP_SECONDS = 10.0
+# Seconds without a key or the mouse before that collection runs.
+_QUIET_SECONDS = 2.0
 
 # The panes the graph view takes the place of: the model pane (wide), all (narrow).
 _PANES = ("graph-pane", "model-pane", "ir-pane", "inspector-pane", "steps-bar")
