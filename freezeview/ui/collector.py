@@ -62,8 +62,9 @@ _saved: tuple[int, ...] | None = None
 #: Seconds the last sweep took, and each deep sweep (bench_keys.py reports them).
 last_sweep = 0.0
 deep_sweeps: list[tuple[float, int]] = []  # (seconds, objects frozen before)
-# Objects frozen right after the last deep sweep (deep_sweep_if_due measures from it).
-_frozen_after_deep = 0
+# Objects frozen right after the last deep sweep (deep_sweep_if_due measures from it);
+# None until the app's first run start, which sets it.
+_frozen_after_deep: int | None = None
 #: Frozen objects gained since the last deep sweep that make the next one due (some
 #: 5-10 MB of garbage at most). A run leaves a few hundred objects of garbage, a footer
 #: rebuilt (a focus change that changes the keys shown) a couple of thousand; what the
@@ -74,9 +75,10 @@ DUE_GARBAGE = 50_000
 def install() -> None:
     """No automatic full collections from now on (the young ones go on); Textual's strips
     freed by reference counting (:func:`untie_caches`)."""
-    global _saved
+    global _saved, _frozen_after_deep
     untie_caches()
     if _saved is None:
+        _frozen_after_deep = None
         _saved = gc.get_threshold()
         gc.set_threshold(_saved[0], _saved[1], _NEVER)
 
@@ -125,7 +127,14 @@ def deep_sweep_if_due() -> float:
     :func:`untie_caches` leaves): a deep sweep walks every object alive (0.1-0.3 s on a
     big model's screen, in one block), so it is seldom due while memory stays put.
     Returns the seconds it took (0: not due)."""
+    global _frozen_after_deep
     if _saved is None:
+        return 0.0
+    if _frozen_after_deep is None:
+        # The first run starts before anything is frozen; at the first re-run's, what
+        # is frozen is the screen's (alive, little of it garbage yet): the count to
+        # measure from, not garbage to sweep.
+        _frozen_after_deep = gc.get_freeze_count() or None
         return 0.0
     if gc.get_freeze_count() <= _frozen_after_deep + DUE_GARBAGE:
         return 0.0

@@ -278,3 +278,19 @@ async def test_the_quiet_collection_waits_for_a_pause_in_the_keys(
                 break
             await pilot.pause(0.05)
         assert sweeps  # once the keys stop
+
+
+@pytest.mark.asyncio
+async def test_the_first_runs_start_no_deep_collection(small_pt: Path, tmp_path: Path) -> None:
+    """The deep collection measures the garbage gained since the first run's start: it
+    used to count every object the screen had frozen by then (all of them alive), so
+    the first or second ``r`` of every session walked the whole heap (0.45 s on the
+    48-layer transformer's screen)."""
+    sweeps = len(collector.deep_sweeps)
+    app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=Session(path=small_pt))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("r")
+        await wait_ready(pilot)
+        await pilot.pause(0.3)
+    assert len(collector.deep_sweeps) == sweeps, collector.deep_sweeps[sweeps:]
