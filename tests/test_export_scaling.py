@@ -232,6 +232,32 @@ def test_the_diff_pictures_go_to_graphviz_before_the_ir_diff_is_written(
     assert (tmp_path / "o" / "ir.diff").read_text() and result.index is not None
 
 
+def test_the_before_picture_goes_to_graphviz_before_the_diff_is_made(
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_dot: list[tuple[str, threading.Event]],
+    tmp_path: Path,
+) -> None:
+    # Graphviz's worker is idle once the after picture is laid out (its placing capped):
+    # the before picture is handed to it before the overall diff, so the export's last
+    # wait is the diff picture's layout alone.
+    order: list[str] = []
+    real_snapshot, real_diff = export_module.start_snapshot, export_module.diff_snapshots
+
+    def snapshot(*args: Any, **kwargs: Any) -> Any:
+        order.append(str(kwargs.get("title", "")).split(": ", 1)[-1])
+        return real_snapshot(*args, **kwargs)
+
+    def diffed(*args: Any, **kwargs: Any) -> Any:
+        order.append("diff")
+        return real_diff(*args, **kwargs)
+
+    monkeypatch.setattr(export_module, "start_snapshot", snapshot)
+    monkeypatch.setattr(export_module, "diff_snapshots", diffed)
+    result = export(scripted(KeepsBuffer()), tmp_path / "o", parallel=False)
+    assert order == ["after freezing", "before freezing (inlined)", "diff"]
+    assert [p.name for p in result.pictures][:3] == ["before", "after", "diff"]
+
+
 def test_an_export_without_steps_makes_its_one_diff_without_a_fork(
     recorded_dot: list[tuple[str, threading.Event]], tmp_path: Path
 ) -> None:

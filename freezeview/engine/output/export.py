@@ -294,6 +294,11 @@ def export(
         drawn_after = pictures.draw("after", title, partial(start_snapshot, after, options=opts))
         before, texts = run.take_before(result)
         give_back_freed_memory()  # the inlined graph, and the parse's own garbage
+        # The before picture next: Graphviz's worker, done with the after picture (its
+        # placing capped, render_pictures.py), lays it out while this process diffs.
+        title = f"{model_name}: before freezing (inlined)"
+        begin = partial(start_snapshot, before, options=before_opts)
+        drawn_before = pictures.draw("before", title, begin)
         if per_step:
             stems = [step_stem(step) for step in shown]
             _check_directory(
@@ -327,13 +332,8 @@ def export(
             result.diff_seconds += time.perf_counter() - start
             title = f"{model_name}: {overall.summary()}"
             drawn_diff = pictures.draw("diff", title, partial(start_diff, overall, options=opts))
-            # The before picture after the diff's: Graphviz's worker takes the long diff
-            # picture as soon as the after one is done, and the quick before picture is
-            # left for this process to lay out once its own work is done. Collected,
-            # and listed, in the usual order.
-            title = f"{model_name}: before freezing (inlined)"
-            begin = partial(start_snapshot, before, options=before_opts)
-            overall_pictures = [pictures.draw("before", title, begin), drawn_after, drawn_diff]
+            # Collected, and listed, in the usual order.
+            overall_pictures = [drawn_before, drawn_after, drawn_diff]
             if side_by_side:
                 title = f"{model_name}: before / after"
                 begin = partial(start_side_by_side, overall, options=opts)
