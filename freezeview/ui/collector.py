@@ -192,6 +192,8 @@ def untie_caches() -> None:
 
     if getattr(Strip, "_freezeview_untied", False):
         return
+    if not all(hasattr(Strip, name) for name in ("divide", "crop_extend", "cell_length")):
+        return  # a Textual without these: nothing of ours to patch
     divide, crop_extend, clear = Strip.divide, Strip.crop_extend, LRUCache.clear
 
     def divide_untied(self: Strip, cuts: Iterable[int]) -> Sequence[Strip]:
@@ -207,8 +209,9 @@ def untie_caches() -> None:
         return crop_extend(self, start, end, style)
 
     def clear_untied(self: LRUCache[Any, Any]) -> None:
-        for link in self._cache.values():
-            link.clear()
+        for link in getattr(self, "_cache", {}).values():
+            if isinstance(link, list):  # Textual's links: [prev, next, key, value]
+                link.clear()
         clear(self)
 
     Strip.divide = divide_untied  # type: ignore[method-assign]
