@@ -10,7 +10,7 @@ what could not be a constant, which slots a class type keeps) for
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,9 @@ from .replay_graphs import (
 )
 
 __all__ = ["FreezeReplay", "WriteFact"]
+
+# Nodes between two pauses of a long stage (a few ms of the replay's work).
+_PAUSE_EVERY = 2000
 
 # ---------------------------------------------------------------------------------------
 # freeze_module.cpp's AttributePropagator, decision by decision.
@@ -94,6 +97,8 @@ class FreezeReplay(ReplayGraphs):
         # The keys of every list in `instances`: asked once per attribute.
         self.instance_keys: set[int] = set()
         self.type_keep_source: dict[tuple[str, str], tuple[int, str]] = {}
+        #: Called every few thousand nodes of the long stages (explain's ``pause``).
+        self.pause: Callable[[], None] = _no_pause
 
         if "forward" in self.root.methods:
             self.methods.append("forward")
@@ -190,7 +195,9 @@ class FreezeReplay(ReplayGraphs):
             nodes = graph.findAllNodes("prim::SetAttr", True) + graph.findAllNodes(  # type: ignore[attr-defined]
                 "prim::GetAttr", True
             )
-            for node in nodes:
+            for i, node in enumerate(nodes, 1):
+                if not i % _PAUSE_EVERY:
+                    self.pause()
                 kind = node.kind()
                 name = node.s("name")
                 self._record_fact(node, name, writers)
@@ -264,6 +271,7 @@ class FreezeReplay(ReplayGraphs):
         # afterwards) keeps that module on the frozen model.
         for ctx in self.contexts:
             self._fold(ctx)
+        self.pause()
         for ctx in self.contexts:
             # The parts of runOptimization that decide which reads survive; dead-code
             # elimination first, as there, to drop the emptied GetAttr nodes.
@@ -278,7 +286,10 @@ class FreezeReplay(ReplayGraphs):
         self._use_graph(graph, ctx.base)
         first = next(iter(graph.block().nodes()), None)
         constants: dict[tuple[int, str], torch._C.Value | None] = {}
-        for node in graph.findAllNodes("prim::GetAttr", True):  # type: ignore[attr-defined]
+        reads = graph.findAllNodes("prim::GetAttr", True)  # type: ignore[attr-defined]
+        for i, node in enumerate(reads, 1):
+            if not i % _PAUSE_EVERY:
+                self.pause()
             name = node.s("name")
             mod = self.find_constant_attr(node.inputsAt(0), name)
             if mod is None:
@@ -394,6 +405,10 @@ class FreezeReplay(ReplayGraphs):
         if kept is None or mod.key not in self.instance_keys:
             return True
         return name in kept
+
+
+def _no_pause() -> None:
+    """No pause (a replay nobody waits on)."""
 
 
 def _fork_taking(value: torch._C.Value) -> torch._C.Node | None:

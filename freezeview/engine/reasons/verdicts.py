@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,7 @@ def explain(
     freeze_interfaces: bool = True,
     outcome: TorchOutcome | None = None,
     release: bool = True,
+    pause: Callable[[], None] | None = None,
 ) -> Explanation:
     """Say, for every attribute, whether ``torch.jit.freeze`` inlines, keeps or drops it.
 
@@ -119,7 +120,7 @@ def explain(
             print(verdict.path, verdict.reasons[0].message)
     """
     with collector_paused():
-        return _explain(model, preserved_attrs, methods, freeze_interfaces, outcome, release)
+        return _explain(model, preserved_attrs, methods, freeze_interfaces, outcome, release, pause)
 
 
 # A loaded model's module tree and its attribute lists, by module: the app explains the
@@ -152,6 +153,7 @@ def _explain(
     freeze_interfaces: bool,
     outcome: TorchOutcome | None,
     release: bool = True,
+    pause: Callable[[], None] | None = None,
 ) -> Explanation:
     start = time.perf_counter()
     loaded = _as_loaded(model)
@@ -171,14 +173,21 @@ def _explain(
             outcome = torch_outcome(cmod, names, freeze_interfaces)
         except RuntimeError as exc:
             raise PlanError(torch_refusal(str(exc), display)) from exc
+    wait = pause if pause is not None else _no_pause
+    prop.pause = wait
     try:
-        prop.prepare_graphs()
-        prop.record_other_reads()
-        prop.record_mutations()
-        prop.propagate()
-        prop.cleanup()
+        for stage in (
+            prop.prepare_graphs,
+            prop.record_other_reads,
+            prop.record_mutations,
+            prop.propagate,
+            prop.cleanup,
+        ):
+            wait()
+            stage()
     except RuntimeError as exc:
         raise PlanError(torch_refusal(str(exc), display)) from exc
+    wait()
     verdicts = VerdictBuilder(prop, inventory).build()
     statuses = statuses_by_path(outcome, cmod, model_view, prop, inventory_paths(inventory))
     if own_outcome and release and outcome.frozen is not None:
@@ -199,6 +208,10 @@ def _explain(
         torch_log=outcome.log,
         frozen=frozen_contents(loaded.module, inventory) if loaded.already_frozen else None,
     )
+
+
+def _no_pause() -> None:
+    """No pause between the replay's stages (explain's default)."""
 
 
 def inventory_paths(inventory: Inventory) -> dict[str, bool]:
@@ -228,8 +241,8 @@ def torch_statuses_only(
         replay: call :func:`explain`).
     """
     names = list(dict.fromkeys(n for n in preserved_attrs if n))
-    iterators: dict[int, Any] = {}
-    inventory = build_inventory(loaded.module, iterators)
+    # Listed once per loaded model, as explain lists it (the app asks at every toggle).
+    inventory, iterators = _inventory_of(loaded.module)
     display = str(loaded.path) if loaded.path else loaded.name
     cmod = raw_module(loaded.module)
     view = ModuleView(cmod, iterators)
