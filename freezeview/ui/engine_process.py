@@ -100,14 +100,26 @@ class _Engine:
         return self._opened
 
     def call_explain(self, rid: int, preserved: list[str]) -> Any:
-        views = self.session.explain(preserved)
-        inventory = self.session.inventory
+        cancel = self.cancels.setdefault(rid, threading.Event())
+
+        def statuses(views: list[Any]) -> None:
+            # torch's statuses at once, reasons pending; the reasons are the answer.
+            self.send(("item", rid, (views, self._inventory_once())))
+
+        views = self.session.explain(preserved, statuses=statuses, cancel=cancel)
+        # The replay of the reasons may end after a run's collection (it gives way to
+        # runs): what it let go of is collected once it is answered, as after a run.
+        self.after[rid] = partial(self._after_run, rid)
+        return views, self._inventory_once()
+
+    def _inventory_once(self) -> Any:
         # The module tree is the model's, the same for every plan: sent once (2.5 MB
         # pickled at 512 blocks, for each preserved attribute toggled).
+        inventory = self.session.inventory
         if inventory is self._inventory_sent:
-            return views, None
+            return None
         self._inventory_sent = inventory
-        return views, inventory
+        return inventory
 
     def call_run_steps(self, rid: int, preserved: list[str], passes: list[str]) -> Any:
         cancel = self.cancels.setdefault(rid, threading.Event())

@@ -51,11 +51,15 @@ class ModelLoaded(Message):
 
 @dataclass
 class ExplanationReady(Message):
-    """Verdicts for every attribute under the given preserved names."""
+    """Verdicts for every attribute under the given preserved names: torch's statuses
+    with the reasons still pending (``complete`` False), then the whole explanation;
+    ``request`` names the explain they answer (a newer one makes them stale)."""
 
     views: list[AttrView]
     preserved: tuple[str, ...]
     inventory: Inventory | None
+    request: int = 0
+    complete: bool = True
 
 
 @dataclass

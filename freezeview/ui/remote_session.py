@@ -317,12 +317,39 @@ class RemoteSession:
         self._opened = opened
         return opened
 
-    def explain(self, preserved: Sequence[str]) -> list[AttrView]:
-        """Every attribute's verdict with ``preserved`` as ``preserved_attrs``."""
-        views, inventory = self._call("explain", list(preserved))
+    def explain(
+        self,
+        preserved: Sequence[str],
+        statuses: Callable[[list[AttrView]], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> list[AttrView]:
+        """Every attribute's verdict with ``preserved`` as ``preserved_attrs``; torch's
+        statuses (reasons pending) go to ``statuses`` first when the engine has them
+        before the reasons. A ``cancel`` set stops the engine's replay (the views given
+        to ``statuses``, or none, are returned)."""
+        rid, call = self._request("explain", list(preserved))
+        stream = self._answers(rid, call, cancel)
+        shown: list[AttrView] = []
+        try:
+            while True:
+                try:
+                    views, inventory = next(stream)
+                except StopIteration as end:
+                    if end.value is None:  # cancelled
+                        return shown
+                    views, inventory = end.value
+                    self._take_inventory(inventory)
+                    return list(views)
+                self._take_inventory(inventory)
+                shown = list(views)
+                if statuses is not None:
+                    statuses(shown)
+        finally:
+            stream.close()  # a cancelled explain stops the engine's replay now
+
+    def _take_inventory(self, inventory: Inventory | None) -> None:
         if inventory is not None:  # sent with the first explanation only
             self.inventory = inventory
-        return list(views)
 
     def run_steps(
         self,

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..engine.freeze.passes import REGISTRY, default_passes
-from ..engine.graph.snapshot_values import GraphSnapshot, SourceLocation
+from ..engine.graph.snapshot_values import GraphSnapshot
 from ..engine.load.loading import LoadedModel, in_training_mode, load_model
 from ..engine.plumbing.atomic import write_text
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, PlanError
 from ..engine.reasons.explanation_memo import ExplanationMemo
 from ..engine.reasons.mutation import inline_method_graph
+from .session_explain import Explainer
 from .views import AttrView, OpenedView, PassView, ReasonView, StepView
 
 # Explain, the pipeline, diffs and numerics are imported where they are used: opening a
@@ -76,13 +77,10 @@ class Session:
     _inputs: tuple[Any, ...] | None = field(default=None, repr=False)
     _layouts: Any = field(default=None, repr=False)
     _picture_dir: Path | None = field(default=None, repr=False)
-    # The last explain's preserved names, torch freeze and explanation, until a run with
-    # the same names takes them (the freeze is the run's clean-up step).
-    _explained: tuple[tuple[str, ...], Any, Any] | None = field(default=None, repr=False)
-    _explained_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    # Explanations of the last few sets of names (ExplanationMemo), and their views.
-    _explanations: ExplanationMemo = field(default_factory=ExplanationMemo)
-    _views: dict[tuple[str, ...], tuple[Any, list[AttrView]]] = field(default_factory=dict)
+    # The last explain's torch freeze until a run with the same names takes it (its
+    # clean-up step), the explanations of the last few sets of names, and the turns of
+    # runs and the replay (session_explain.py).
+    _explainer: Explainer = field(default_factory=lambda: Explainer(ExplanationMemo()), repr=False)
     # The last run's inline and fold graphs, their snapshots offered to the next run, and
     # its inline and fold steps themselves (Pipeline.offer_steps).
     _pictures: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
@@ -161,8 +159,19 @@ class Session:
         return self.inventory
 
     # -- explain ---------------------------------------------------------------------
-    def explain(self, preserved: Sequence[str]) -> list[AttrView]:
+    def explain(
+        self,
+        preserved: Sequence[str],
+        statuses: Callable[[list[AttrView]], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> list[AttrView]:
         """Every attribute's verdict with ``preserved`` as ``preserved_attrs``.
+
+        With ``statuses``, torch's statuses go to it first, each attribute's reasons
+        :data:`~.session_explain.PENDING_REASON`, when the reasons are not known yet; the
+        replay then waits for a run of the steps and is abandoned (the pending views are
+        returned) when another explain starts or ``cancel`` is set
+        (:mod:`freezeview.ui.session_explain`).
 
         Raises:
             PlanError: a training-mode module, an unknown name, or torch cannot freeze.
@@ -172,57 +181,19 @@ class Session:
                 f"{self.name} holds a module in training mode; freezing needs eval mode: "
                 "start freezeview with --eval."
             )
-        from ..engine.reasons.torch_freeze import release_clone, torch_outcome
-        from ..engine.reasons.verdicts import explain
 
-        names = tuple(preserved)
-        self._forget_explained()
-        # torch's freeze is made here and handed to the next run with these names, which
-        # then neither freezes the model again nor explains it again (each costs about
-        # what torch.jit.freeze does). A freeze torch refuses is explain's to word.
-        outcome = None
-        try:
-            outcome = torch_outcome(self.module._c, list(names))
-        except RuntimeError:
-            outcome = None
-        # The replay's reasons for these names again (a toggle undone, a second look):
-        # the same loaded model with the same names gives the same replay, so it stands
-        # where torch's freeze, made anew just now, did the same (kept, folded, logged).
-        explanation = self._explanations.get(names, outcome)
-        try:
-            if explanation is None:
-                explanation = explain(self.load(), preserved_attrs=list(names), outcome=outcome)
-        except BaseException:
-            if outcome is not None and outcome.frozen is not None:
-                release_clone(outcome.frozen, self.module)
-            raise
-        if outcome is not None:
-            self._explanations.put(names, outcome, explanation)
-        if self.inventory is None:
-            self.inventory = explanation.inventory  # explain lists the module tree too
-        with self._explained_lock:
-            old, self._explained = self._explained, (names, outcome, explanation)
-        self._release(old)  # another explain's, finished meanwhile
-        # A kept explanation's views are those made for it before (11k reasons at N512).
-        made = self._views.get(names)
-        if made is None or made[0] is not explanation.attributes:
-            made = (explanation.attributes, _attr_views(explanation, preserved))
-        self._views = {n: v for n, v in self._views.items() if n in self._explanations}
-        if names in self._explanations:
-            self._views[names] = made
-        return list(made[1])
+        def first(views: list[AttrView], inventory: Inventory) -> None:
+            if self.inventory is None:
+                self.inventory = inventory  # explain lists the module tree too
+            if statuses is not None:
+                statuses(views)
 
-    def _forget_explained(self) -> None:
-        """Free the last explain's torch freeze when no run took it."""
-        with self._explained_lock:
-            held, self._explained = self._explained, None
-        self._release(held)
-
-    def _release(self, held: tuple[tuple[str, ...], Any, Any] | None) -> None:
-        if held is not None and held[1] is not None and held[1].frozen is not None:
-            from ..engine.reasons.torch_freeze import release_clone
-
-            release_clone(held[1].frozen, self.module)
+        views, inventory = self._explainer.explain(
+            self.load(), preserved, first if statuses is not None else None, cancel
+        )
+        if self.inventory is None and inventory is not None:
+            self.inventory = inventory
+        return views
 
     # -- passes and steps ------------------------------------------------------------
     @staticmethod
@@ -267,6 +238,19 @@ class Session:
                 run's frozen module is kept until :meth:`read_final_code` (the engine
                 process reads it when the screen's ``.code`` view asks) or the next run.
         """
+        # A replay of an explain's reasons waits for the run's end (session_explain.py).
+        with self._explainer.turns.first():
+            yield from self._run(preserved, passes, cancel, progress, code=code)
+
+    def _run(
+        self,
+        preserved: Sequence[str],
+        passes: Sequence[str],
+        cancel: threading.Event | None,
+        progress: Callable[[Any], None] | None,
+        *,
+        code: bool,
+    ) -> Iterator[StepView]:
         self._release_kept()
         from ..engine.diff.diff import forget_recent
         from ..engine.draw.view_prepared import forget_prepared
@@ -284,13 +268,10 @@ class Session:
 
             self._layouts = StepLayouts(self._layouts.modules)
         pipeline = Pipeline(self.load(), _plan(preserved, passes), inputs=self.sample_inputs())
-        with self._explained_lock:
-            held, self._explained = self._explained, None
-        if held is not None and held[0] == tuple(preserved):
+        held = self._explainer.take(preserved)
+        if held is not None:
             # The verdicts on screen and their torch freeze: the run's own (see explain).
             pipeline.adopt(*held)
-        else:
-            self._release(held)
         # The inline and fold pictures come out the same for the same plan: the last
         # run's snapshots (those somebody asked for) are offered, and taken where the
         # printouts match.
@@ -513,44 +494,6 @@ def _plan(preserved: Sequence[str], passes: Sequence[str]) -> Any:
     inference = any(REGISTRY[p].group == "inference" for p in passes if p in REGISTRY)
     return Plan.default(tuple(preserved), optimize_for_inference=inference).replace(
         passes=tuple(passes)
-    )
-
-
-def _is_preserved(path: str, names: Sequence[str]) -> bool:
-    return any(path == n or path.startswith(n + ".") for n in names)
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, SourceLocation):
-        return f"{value.short()}  {value.text}".strip()
-    return str(value)
-
-
-def _attr_views(explanation: Any, preserved: Sequence[str]) -> list[AttrView]:
-    return [
-        AttrView(
-            path=verdict.path,
-            kind=str(verdict.kind),
-            type=str(verdict.type),
-            status=str(verdict.status),
-            reasons=tuple(_reason_view(r) for r in verdict.reasons),
-            preserved=_is_preserved(verdict.path, preserved),
-            value=verdict.info.value if verdict.info.value_kind == "enum" else "",
-        )
-        for verdict in explanation.attributes
-    ]
-
-
-def _reason_view(reason: Any) -> ReasonView:
-    return ReasonView(
-        code=str(reason.code),
-        message=str(reason.message),
-        node=_text(getattr(reason, "node", None)),
-        source=_text(getattr(reason, "source", None)),
-        method=_text(getattr(reason, "method", None)),
-        source_text=_text(getattr(reason, "source_text", None)),
     )
 
 

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,6 +73,36 @@ def test_open_explain_and_steps_match_the_in_process_session(
     assert graphs == [local.step_graph(s.graph) for s in want]
     assert [g.node_count for g in graphs] == [s.node_count for s in got]
     assert remote.wait_final_code() == local.final_code and remote.final_code
+
+
+def test_explain_gives_torchs_statuses_then_the_reasons(
+    remote: RemoteSession, small_pt: Path
+) -> None:
+    """Across the pipe as in-process: torch's statuses first (reasons pending), then the
+    same statuses with freezeview's reasons; names explained before come whole."""
+    from freezeview.ui.session_explain import reasons_pending
+
+    remote.open()
+    first: list[list[Any]] = []
+    views = remote.explain(["head"], statuses=first.append)
+    assert len(first) == 1 and all(reasons_pending(v) for v in first[0])
+    assert [(v.path, v.status) for v in first[0]] == [(v.path, v.status) for v in views]
+    assert not any(reasons_pending(v) for v in views)
+    assert views == Session(path=small_pt).explain(["head"])
+    again: list[list[Any]] = []
+    assert remote.explain(["head"], statuses=again.append) == views and again == []
+
+
+def test_a_cancelled_explain_stops_and_the_session_goes_on(remote: RemoteSession) -> None:
+    remote.open()
+    cancel = threading.Event()
+    views = remote.explain(["head.weight"], statuses=lambda _: cancel.set(), cancel=cancel)
+    assert views  # torch's statuses: the reasons are no longer waited for
+    # The engine goes on: the next explain is answered (in two parts, or whole if the
+    # cancelled replay had ended before the cancel reached it).
+    again = remote.explain(["head.weight"])
+    assert [v.status for v in again] == [v.status for v in views]
+    assert not any(v.reasons and v.reasons[0].code == "pending" for v in again)
 
 
 def test_steps_come_without_their_graphs_and_unchanged_ones_share_one(

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from freezeview.ui.session import Session
+from freezeview.ui.session_explain import reasons_pending
 
 
 def _use_counts(session: Session) -> dict[str, int]:
@@ -195,6 +196,11 @@ def test_the_engine_process_sends_the_module_tree_once(small_pt: Path) -> None:
     engine.handle(1, "open", ())
     engine.handle(2, "explain", ([],))
     engine.handle(3, "explain", (["scale"],))
-    first, second = sent[-2][2], sent[-1][2]
-    assert first[0] and first[1] is not None  # type: ignore[index]
-    assert second[0] and second[1] is None  # type: ignore[index]
+    answers = [m for m in sent if m[0] in ("item", "done") and m[1] in (2, 3)]
+    # Each: torch's statuses first (reasons pending), then the reasons.
+    assert [(m[0], m[1]) for m in answers] == [("item", 2), ("done", 2), ("item", 3), ("done", 3)]
+    trees = [m[2][1] for m in answers]  # type: ignore[index]
+    assert trees[0] is not None and trees[1:] == [None, None, None]
+    assert all(m[2][0] for m in answers)  # type: ignore[index]
+    assert all(reasons_pending(v) for v in answers[2][2][0])  # type: ignore[index]
+    assert not any(reasons_pending(v) for v in answers[3][2][0])  # type: ignore[index]

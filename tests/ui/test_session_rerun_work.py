@@ -87,8 +87,8 @@ def test_explanations_kept_are_bounded(small_pt: Path) -> None:
     names = [[], ["scale"], ["head"], ["scale", "head"], ["head.weight"], ["head.bias"]]
     for preserved in names:
         session.explain(preserved)
-    assert len(session._explanations) == EXPLANATIONS_KEPT
-    assert tuple(names[-1]) in session._explanations
+    assert len(session._explainer.memo) == EXPLANATIONS_KEPT
+    assert tuple(names[-1]) in session._explainer.memo
 
 
 def test_a_run_counts_no_constant_bytes(small_pt: Path, monkeypatch: pytest.MonkeyPatch) -> None:

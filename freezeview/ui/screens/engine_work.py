@@ -30,7 +30,7 @@ from ..messages import (
     StepReady,
     StepsFinished,
 )
-from ..views import StepView
+from ..views import AttrView, StepView
 
 if TYPE_CHECKING:
     from ..host import ScreenHost
@@ -78,12 +78,28 @@ class EngineWork(Widget):
     @work(
         thread=True, exclusive=True, exit_on_error=False, group="explain", description="explaining"
     )
-    def explain(self, preserved: tuple[str, ...]) -> None:
-        """Compute every attribute's verdict under ``preserved``."""
-        assert self.session is not None
-        views = self.session.explain(list(preserved))
-        if not get_current_worker().is_cancelled:
-            self.post_message(ExplanationReady(views, preserved, self.session.inventory))
+    def explain(
+        self, preserved: tuple[str, ...], request: int = 0, cancel: threading.Event | None = None
+    ) -> None:
+        """Compute every attribute's verdict under ``preserved``: torch's statuses first
+        (reasons pending) when the reasons take longer, then the whole explanation;
+        ``cancel`` (set by the next explain) stops the replay of the reasons."""
+        session = self.session
+        assert session is not None
+        worker = get_current_worker()
+
+        def wanted() -> bool:
+            return not worker.is_cancelled and not (cancel is not None and cancel.is_set())
+
+        def statuses(views: list[AttrView]) -> None:
+            if wanted():
+                self.post_message(
+                    ExplanationReady(views, preserved, session.inventory, request, complete=False)
+                )
+
+        views = session.explain(list(preserved), statuses=statuses, cancel=cancel)
+        if wanted():
+            self.post_message(ExplanationReady(views, preserved, session.inventory, request))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="steps", description="freezing")
     def run_steps(

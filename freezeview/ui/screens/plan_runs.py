@@ -40,6 +40,9 @@ class PlanRuns:
 
     def __init__(self, screen: MainScreen) -> None:
         self.screen = screen
+        #: The explain whose answers the screen takes (older ones' are stale).
+        self.explain_request = 0
+        self._explain_cancel = threading.Event()
 
     def model_loaded(self, message: ModelLoaded) -> None:
         """The model is open: its passes and IR shown, then explain, then the run."""
@@ -81,11 +84,15 @@ class PlanRuns:
     def explanation_ready(self, message: ExplanationReady) -> None:
         """Verdicts for the current preserved names: the tree shows them."""
         screen = self.screen
+        if message.request != self.explain_request:
+            return  # an older request's (its reasons too): a newer one is on its way
         if tuple(screen.fv_app.preserved) != message.preserved:
-            return  # an older request; a newer one is on its way
-        screen._explaining = False
+            return
         screen.views = message.views
-        self.start_pending_run()
+        if message.complete:
+            # The first run waits for the reasons, as before: the verdicts come no later.
+            screen._explaining = False
+            self.start_pending_run()
         tree = screen.model_tree
         tree.show(screen.session.name if screen.session else "model", screen.views)
         screen.ir_pane.mark_attribute(tree.selected_path, refresh=False)
@@ -145,7 +152,13 @@ class PlanRuns:
         """Recompute verdicts for the current preserved names."""
         screen = self.screen
         screen._explaining = True
-        screen.engine.explain(tuple(screen.fv_app.preserved))
+        # The last explain's replay of reasons stops: they would be stale on arrival.
+        self._explain_cancel.set()
+        self._explain_cancel = threading.Event()
+        self.explain_request += 1
+        screen.engine.explain(
+            tuple(screen.fv_app.preserved), self.explain_request, self._explain_cancel
+        )
 
     def start_run(self) -> None:
         """Run freezing from the start with the current plan."""

@@ -1,0 +1,160 @@
+"""The app's explain in two parts (issue 23): torch's statuses at once, freezeview's reasons
+after, a run of the steps before those reasons, and reasons nobody waits for any more
+abandoned. Statuses are checked against torch's own freeze of the same module."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import oracle
+import pytest
+import torch
+
+import freezeview.engine.reasons.verdicts as verdicts
+from freezeview.ui.session import Session
+from freezeview.ui.session_explain import PENDING_REASON, TorchTurns, reasons_pending
+from freezeview.ui.views import AttrView
+
+
+@pytest.fixture
+def replays(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The names of every replay of freeze_module.cpp explain runs, in order."""
+    calls: list[tuple[str, ...]] = []
+    real = verdicts.explain
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(tuple(kwargs.get("preserved_attrs", ())))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verdicts, "explain", counting)
+    return calls
+
+
+def _torch_statuses(path: Path, preserved: list[str]) -> dict[str, str]:
+    return oracle.status_from_torch(torch.jit.load(str(path)).eval(), preserved)
+
+
+def _statuses(views: list[AttrView]) -> dict[str, str]:
+    return {v.path: v.status for v in views}
+
+
+def test_torch_statuses_come_before_the_replay(
+    small_pt: Path, replays: list[tuple[str, ...]]
+) -> None:
+    """The statuses handed over first are torch's, every reason pending, and no replay
+    has run yet; the answer then carries the replay's reasons, the same statuses."""
+    session = Session(path=small_pt)
+    session.open()
+    seen: list[tuple[list[AttrView], int]] = []
+    views = session.explain(["scale"], statuses=lambda v: seen.append((v, len(replays))))
+    assert len(seen) == 1
+    first, replays_then = seen[0]
+    assert replays_then == 0
+    torch_says = _torch_statuses(small_pt, ["scale"])
+    assert {p: s for p, s in _statuses(first).items() if p in torch_says} == torch_says
+    assert all(v.reasons == (PENDING_REASON,) and reasons_pending(v) for v in first)
+    assert _statuses(views) == _statuses(first)
+    assert replays == [("scale",)]
+    assert not any(reasons_pending(v) for v in views)
+    scale = next(v for v in views if v.path == "scale")
+    assert scale.status == "kept" and scale.reasons[0].code == "preserved"
+    # Names explained before: the reasons at once, no statuses first, no replay again.
+    again: list[list[AttrView]] = []
+    assert session.explain(["scale"], statuses=again.append) == views
+    assert again == [] and replays == [("scale",)]
+
+
+def test_a_run_started_on_the_statuses_shows_every_step_before_the_replay(
+    small_pt: Path, replays: list[tuple[str, ...]]
+) -> None:
+    """The user toggles and presses r: the run takes explain's torch freeze and yields
+    all its steps before the replay of the reasons starts."""
+    session = Session(path=small_pt)
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    events: list[str] = []
+    runner: list[threading.Thread] = []
+
+    def run() -> None:
+        for _ in session.run_steps(["scale"], passes):
+            events.append(f"step after {len(replays)} replays")
+
+    def statuses(views: list[AttrView]) -> None:
+        thread = threading.Thread(target=run)
+        runner.append(thread)
+        thread.start()
+        turns: TorchTurns = session._explainer.turns
+        while not turns.first_active and thread.is_alive():
+            threading.Event().wait(0.005)
+
+    views = session.explain(["scale"], statuses=statuses)
+    runner[0].join(timeout=60)
+    assert events and set(events) == {"step after 0 replays"}
+    assert replays == [("scale",)]
+    assert not any(reasons_pending(v) for v in views)
+
+
+def test_a_newer_explain_abandons_the_pending_reasons(
+    small_pt: Path, replays: list[tuple[str, ...]]
+) -> None:
+    """A toggle while the reasons are worked out: the earlier names' replay never runs,
+    their answer is torch's statuses with the reasons still pending, and nothing of them
+    is kept as their explanation."""
+    session = Session(path=small_pt)
+    session.open()
+    newer: list[list[AttrView]] = []
+    older = session.explain(["scale"], statuses=lambda _: newer.append(session.explain(["head"])))
+    assert replays == [("head",)]
+    assert all(reasons_pending(v) for v in older)
+    torch_says = _torch_statuses(small_pt, ["scale"])
+    assert {p: s for p, s in _statuses(older).items() if p in torch_says} == torch_says
+    assert not any(reasons_pending(v) for v in newer[0])
+    assert ("scale",) not in session._explainer.memo
+    assert ("head",) in session._explainer.memo
+
+
+def test_a_cancel_abandons_the_pending_reasons(
+    small_pt: Path, replays: list[tuple[str, ...]]
+) -> None:
+    session = Session(path=small_pt)
+    session.open()
+    cancel = threading.Event()
+    views = session.explain(["scale"], statuses=lambda _: cancel.set(), cancel=cancel)
+    assert replays == []
+    assert views and all(reasons_pending(v) for v in views)
+
+
+def test_the_replay_gives_way_between_its_stages() -> None:
+    """Work that goes first waits for the replay's current stage only, never runs beside
+    it, and the replay goes on once that work is over."""
+    turns = TorchTurns()
+    log: list[str] = []
+    stage_running = threading.Event()
+    finish_stage = threading.Event()
+
+    def replay() -> None:
+        with turns.background(lambda: True) as pause:
+            log.append("stage 1 starts")
+            stage_running.set()
+            finish_stage.wait(10)
+            log.append("stage 1 ends")
+            pause()
+            log.append("stage 2")
+
+    def run() -> None:
+        with turns.first():
+            log.append("run")
+
+    background = threading.Thread(target=replay)
+    background.start()
+    stage_running.wait(10)
+    first = threading.Thread(target=run)
+    first.start()
+    while not turns.first_active:
+        threading.Event().wait(0.002)
+    finish_stage.set()
+    for thread in (first, background):
+        thread.join(10)
+    assert log == ["stage 1 starts", "stage 1 ends", "run", "stage 2"]
