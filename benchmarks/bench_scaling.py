@@ -23,7 +23,10 @@ its engine process (:class:`freezeview.ui.remote_session.RemoteSession`, as
 both processes after the first run and after ``--reruns`` re-runs. Re-runs are timed
 apart, each the fastest of its kind: ``r`` (the same plan again: the run only, as the
 app's ``r`` key), ``toggle`` (a preserved attribute toggled back to names explained
-before: explain, then the run) and ``toggle-new`` (to names never explained before).
+before: explain, then the run) and ``toggle-new`` (to names never explained before). A
+toggle is timed as the screen waits for it: the run starts once torch's statuses are
+shown, and the time is the last step's; when freezeview's reasons arrived is printed
+apart (``reasons shown``). The first run's verdicts are torch's statuses shown.
 
 Usage::
 
@@ -62,7 +65,7 @@ if len(sys.argv) > 2:
 
 # The app's engine work through its engine process, timed from this (screen) side.
 _APP = r"""
-import gc, json, os, sys, time, warnings
+import gc, json, os, sys, threading, time, warnings
 warnings.simplefilter("ignore")
 from freezeview.ui.remote_session import RemoteSession
 
@@ -79,14 +82,45 @@ def cpu(pid):
     return (int(parts[11]) + int(parts[12])) / TICK + time.process_time()
 
 path, reruns = sys.argv[1], int(sys.argv[2])
+
+def explained(preserved, then=None):
+    # Explain as the screen does: torch's statuses shown first (reasons pending) when
+    # the engine has them before the reasons; `then` runs once something is shown, while
+    # the reasons are worked out. When (perf_counter, both processes' CPU) the statuses
+    # came, `then` ended and the reasons came.
+    marks, shown = {}, threading.Event()
+
+    def first(views):
+        marks["statuses"] = (time.perf_counter(), cpu(engine))
+        shown.set()
+
+    def work():
+        try:
+            session.explain(preserved, statuses=first)
+        finally:
+            marks["reasons"] = (time.perf_counter(), cpu(engine))
+            marks.setdefault("statuses", marks["reasons"])
+            shown.set()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    shown.wait()
+    result = None
+    if then is not None:
+        result = then()
+        marks["then"] = (time.perf_counter(), cpu(engine))
+    thread.join()
+    return marks, result
+
 start = time.perf_counter()
 session = RemoteSession(path)
 engine = session._proc.pid
 opened = session.open()
 passes = [p.id for p in opened.passes if p.default]
-session.explain([])
-verdicts = time.perf_counter() - start
-verdicts_cpu = cpu(engine)
+marks, _ = explained([])
+verdicts, verdicts_cpu = marks["statuses"][0] - start, marks["statuses"][1]
+reasons_at, reasons_cpu = marks["reasons"][0] - start, marks["reasons"][1]
+# At load the screen starts the first run once the reasons are shown.
 steps = list(session.run_steps([], passes))
 all_steps = time.perf_counter() - start
 all_cpu = cpu(engine)
@@ -97,18 +131,19 @@ gc.freeze()
 KINDS = ("r", "toggle", "toggle-new")
 times = {k: [] for k in KINDS}
 cpus = {k: [] for k in KINDS}
+reasons = {k: [] for k in KINDS}
 collects = []
 last_preserved = []
-explained = {()}
+explained_names = {()}
 for i in range(reruns):
     # r (the same plan: run_steps only, as the app's r key), a preserved attribute
     # toggled on (explain, then the run), then off with a pass toggled off.
     preserved = [param] if i % 3 == 1 else []
     ticked = passes[:-1] if i % 3 == 2 else passes
     kind = "r" if preserved == last_preserved else "toggle"
-    if kind == "toggle" and tuple(preserved) not in explained:
+    if kind == "toggle" and tuple(preserved) not in explained_names:
         kind = "toggle-new"  # names never explained before: the replay runs
-    explained.add(tuple(preserved))
+    explained_names.add(tuple(preserved))
     t = time.perf_counter()
     # As the screen does at a run's start: the last run's steps go first.
     del steps
@@ -117,19 +152,27 @@ for i in range(reruns):
     collects.append(time.perf_counter() - t)
     t = time.perf_counter()
     c = cpu(engine)
-    if kind != "r":
-        session.explain(preserved)
-    steps = list(session.run_steps(preserved, ticked))
-    times[kind].append(time.perf_counter() - t)
-    cpus[kind].append(cpu(engine) - c)
+    run = lambda: list(session.run_steps(preserved, ticked))
+    if kind == "r":
+        steps = run()
+        times[kind].append(time.perf_counter() - t)
+        cpus[kind].append(cpu(engine) - c)
+    else:
+        # What the screen waits for: every step shown (the run starts once torch's
+        # statuses are on screen); the reasons come after.
+        marks, steps = explained(preserved, run)
+        times[kind].append(marks["then"][0] - t)
+        cpus[kind].append(marks["then"][1] - c)
+        reasons[kind].append((marks["reasons"][0] - t, marks["reasons"][1] - c))
     last_preserved = preserved
     gc.freeze()
 last = {"screen": rss(os.getpid()), "engine": rss(engine)}
 session.close()
-print(json.dumps({"verdicts": verdicts, "all_steps": all_steps,
+print(json.dumps({"verdicts": verdicts, "all_steps": all_steps, "reasons": reasons_at,
                   "rerun": {k: min(v or [0]) for k, v in times.items()},
-                  "verdicts_cpu": verdicts_cpu, "all_cpu": all_cpu,
+                  "verdicts_cpu": verdicts_cpu, "all_cpu": all_cpu, "reasons_cpu": reasons_cpu,
                   "rerun_cpu": {k: min(v or [0]) for k, v in cpus.items()},
+                  "rerun_reasons": {k: min(v, default=(0, 0)) for k, v in reasons.items()},
                   "collect": max(collects or [0]), "first": first, "last": last,
                   "steps": len(steps)}))
 """
@@ -298,6 +341,16 @@ def run_app(rung: str, model: Path, reruns: int) -> None:
         f"({r['verdicts_cpu'] / torch_cpu:.2f}x torch load+freeze {torch_cpu:.2f}), all steps "
         f"{r['all_cpu']:.2f} ({r['all_cpu'] / torch_cpu:.2f}x); {cpu_text} of torch freeze "
         f"{freeze_cpu:.2f}"
+    )
+    waited = r["rerun_reasons"]
+    print(
+        f"    reasons shown: first explain {r['reasons']:.2f} s (CPU {r['reasons_cpu']:.2f}); "
+        + ", ".join(
+            f"re-run ({k}) {waited[k][0]:.2f} s ({waited[k][0] / freeze_s:.2f}x), CPU "
+            f"{waited[k][1]:.2f} ({waited[k][1] / freeze_cpu:.2f}x)"
+            for k in kinds
+            if k != "r"
+        )
     )
     print(
         f"    memory after the first run: screen {r['first']['screen'] / mb:.0f} MB, engine "
