@@ -158,3 +158,24 @@ def test_the_replay_gives_way_between_its_stages() -> None:
     for thread in (first, background):
         thread.join(10)
     assert log == ["stage 1 starts", "stage 1 ends", "run", "stage 2"]
+
+
+def test_a_replay_that_fails_after_the_statuses_says_so(
+    small_pt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The statuses on screen stay torch's; the reasons say freezeview could not work
+    them out, instead of staying pending for ever."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the replay broke")
+
+    monkeypatch.setattr(verdicts, "explain", broken)
+    session = Session(path=small_pt)
+    session.open()
+    first: list[list[AttrView]] = []
+    views = session.explain(["scale"], statuses=first.append)
+    assert _statuses(views) == _statuses(first[0])
+    torch_says = _torch_statuses(small_pt, ["scale"])
+    assert {p: s for p, s in _statuses(views).items() if p in torch_says} == torch_says
+    assert all(v.reasons[0].code == "undetermined" for v in views)
+    assert "the replay broke" in views[0].reasons[0].message
