@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 import warnings
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -341,7 +342,9 @@ class FreezePhase(RunState):
 
         # A reader of each step once, in order (the CLI), lets the fold step fold the
         # inlined graphs in place: their attribute reads, found once, serve both the
-        # classification and the fold.
+        # classification and the fold. For every reader they serve the counts of a
+        # large picture (:func:`fold_tally`), which then is built only when its graph
+        # is asked for (the app's view of the step).
         in_order = pipe.read_in_order
         chains: dict[str, list[tuple[torch._C.Node, str, Any]]] = {}
 
@@ -351,8 +354,7 @@ class FreezePhase(RunState):
             graphs: dict[str, torch._C.Graph] = inlined.get()
             for m, g in graphs.items():
                 found = attribute_chains(g, cmod)
-                if in_order:
-                    chains[m] = found
+                chains[m] = found
                 f, k = attribute_reads(g, cmod, kept_paths, found)
                 folded |= f
                 kept |= k
@@ -393,8 +395,9 @@ class FreezePhase(RunState):
                 if not done:
                     found = None  # the reads of the inlined graph, not of its copy
                 unshown.update(fold_graph(copy, cmod, kept_paths, chains=found, tally=base))
-                if base is not None:
-                    after[method].set_kinds(base)
+                picture = made.get(method)
+                if base is not None and picture is not None:
+                    picture.set_kinds(base)
                 return copy
 
             return build
@@ -405,20 +408,31 @@ class FreezePhase(RunState):
             def count() -> Counter[str] | None:
                 """The folded picture's kinds from the inlined graph's reads, unfolded.
 
-                A reader of each step once (the CLI) counts a large graph by kind only;
-                the fold's kinds follow from the reads (:func:`fold_tally`), and the
-                picture is built only if something asks for its graph (``--json``'s
+                A large graph's step counts by kind only; the fold's kinds follow from
+                the reads (:func:`fold_tally`), and the picture is built only if
+                something asks for its graph (the app's view of the step, ``--json``'s
                 constant bytes, the notes, sample inputs): 16k constants inserted one by
                 one from Python and freed again, for counts known without them.
                 """
-                shown = inline_graphs.get(method)
-                if not in_order or shown is None or before.get(method) is not shown:
+                shown = before.get(method)
+                if shown is None:
                     return None
-                base = shown.known_kinds()
+                if in_order:
+                    # The inline step's own picture, its kinds counted when its row was.
+                    if shown is not inline_graphs.get(method):
+                        return None
+                    base = shown.known_kinds()
+                elif shown.released:
+                    return None
+                else:
+                    # The inline step shown (this run's, or an earlier run's offered
+                    # again): a picture of the very graph the reads are found in.
+                    base = shown.kinds()
                 if base is None or sum(base.values()) <= _lazy.FULL_DIFF_LIMIT:
                     return None  # a full diff reads the graph anyway
                 attributes.get()  # finds the reads
-                found = chains.get(method)
+                # Read in order, the fold in place may still use them; else done with.
+                found = chains.get(method) if in_order else chains.pop(method, None)
                 kinds = fold_tally(found, kept_paths, base) if found is not None else None
                 if kinds is not None:
                     told.add(method)
@@ -427,6 +441,9 @@ class FreezePhase(RunState):
             return count
 
         after = {m: LazyGraph(m, build=builder(m), count=counter(m)) for m in before}
+        # The builders reach their pictures weakly: a picture never built (the app's
+        # step nobody looked at) is freed with its step, no reference cycle to collect.
+        made: weakref.WeakValueDictionary[str, LazyGraph] = weakref.WeakValueDictionary(after)
         self._offer_earlier("fold_attributes", after)
         forward = after.get("forward")
         num, note = pipe.step_numerics(forward.graph if forward is not None else None, pipe.module)

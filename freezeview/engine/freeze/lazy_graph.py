@@ -97,6 +97,7 @@ class LazyGraph:
     """
 
     __slots__ = (
+        "__weakref__",
         "_build",
         "_count",
         "_earlier",
