@@ -133,9 +133,15 @@ class ModelTree(Tree[AttrView | str]):
         once frozen (ui/collector.py); each explanation (``space``) left the whole tree
         shown so far behind. The ``Tree`` keeps them by id too, past ``clear()``.
         """
-        for node in (self.root, *self._tree_nodes.values()):
-            node._children.clear()
-        self._tree_nodes.clear()
+        # Textual's private lists: a Textual without them keeps its own way (cycles).
+        nodes = getattr(self, "_tree_nodes", None)
+        if not isinstance(nodes, dict):
+            return
+        for node in (self.root, *nodes.values()):
+            children = getattr(node, "_children", None)
+            if isinstance(children, list):
+                children.clear()
+        nodes.clear()
 
     def _rebuild(self) -> None:
         """Rebuild the tree, keeping the cursor on the same path when it still exists.
