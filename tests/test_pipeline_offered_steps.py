@@ -3,9 +3,8 @@ same steps as a fresh run, and torch's own result at the end."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 import torch
+from oracle import frozen_graph_signature as kinds_of
 from torch import nn
 
 from freezeview.engine.freeze.pipeline import Pipeline, Plan
@@ -20,16 +19,6 @@ class _Net(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(self.bn(self.conv(x))) * self.scale
-
-
-def _kinds(graph: torch._C.Graph) -> Counter[str]:
-    kinds: Counter[str] = Counter()
-    stack = [graph.block()]
-    while stack:
-        for node in stack.pop().nodes():
-            kinds[node.kind()] += 1
-            stack.extend(node.blocks())
-    return kinds
 
 
 def _rows(steps: list) -> list[tuple[object, ...]]:  # type: ignore[type-arg]
@@ -54,7 +43,7 @@ def test_offered_steps_are_shown_again_and_the_result_is_torchs() -> None:
     assert _rows(again) == rows
     assert second.frozen_module is not None
     expected = torch.jit.freeze(torch.jit.script(_Net().eval()))
-    assert _kinds(second.frozen_module.graph) == _kinds(expected.graph)
+    assert kinds_of(second.frozen_module.graph) == kinds_of(expected.graph)
     second.release()
     assert second.offered_steps is None and second.picture_steps is None
 
@@ -76,7 +65,7 @@ def test_another_freeze_shows_the_inline_step_and_folds_anew() -> None:
     assert _rows(again) == _rows(fresh.run_all())
     assert other.frozen_module is not None
     expected = torch.jit.freeze(torch.jit.script(_Net().eval()), preserved_attrs=["scale"])
-    assert _kinds(other.frozen_module.graph) == _kinds(expected.graph)
+    assert kinds_of(other.frozen_module.graph) == kinds_of(expected.graph)
     for pipe in (other, fresh):
         pipe.release()
 

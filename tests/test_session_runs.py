@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import torch
+from oracle import frozen_graph_signature as kinds_of
 from ui.models import save_small
 
 import freezeview.engine.freeze.freeze_phase as freeze_phase
@@ -67,18 +68,8 @@ def test_a_run_after_explain_freezes_and_explains_once(
         assert counted == Counter(freeze=1, explain=replays), preserved
     # The final graph is torch's own.
     expected = torch.jit.freeze(torch.jit.load(str(session.path)).eval())
-    assert session.step_graph(steps[-1].graph).kinds() == _kinds(expected.graph)
+    assert session.step_graph(steps[-1].graph).kinds() == kinds_of(expected.graph)
     assert _storage_uses(session) == before
-
-
-def _kinds(graph: torch._C.Graph) -> Counter[str]:
-    kinds: Counter[str] = Counter()
-    stack = [graph.block()]
-    while stack:
-        for node in stack.pop().nodes():
-            kinds[node.kind()] += 1
-            stack.extend(node.blocks())
-    return kinds
 
 
 def test_an_explain_no_run_takes_is_freed(tmp_path: Path, counted: Counter[str]) -> None:
@@ -197,9 +188,9 @@ def test_the_opened_models_node_count_is_read_off_its_printout(tmp_path: Path) -
     opened = session.open()
     graph = session.module.forward.graph.copy()
     torch._C._jit_pass_inline(graph)
-    assert opened.node_count == sum(_kinds(graph).values())
+    assert opened.node_count == sum(kinds_of(graph).values())
     assert opened.node_count == len(graph.findAllNodes("prim::If", True)) + sum(
-        n for k, n in _kinds(graph).items() if k != "prim::If"
+        n for k, n in kinds_of(graph).items() if k != "prim::If"
     )
 
 
