@@ -269,11 +269,8 @@ class LazyGraph:
                 return False
             if self._text is None and self._snapshot is None and self._kinds is None:
                 return False  # nothing kept yet: the counts would have nothing to read
-            self._graph = None
-            self._build = None
-            self._live = False
+            self._forget_graph()
             self._released = True
-            self._partial = None
             return True
 
     def reading(self, scope_kinds: frozenset[str]) -> GraphSnapshot | SparseReading:
@@ -309,6 +306,13 @@ class LazyGraph:
             if self._snapshot is None:
                 self._earlier = earlier
 
+    def _forget_graph(self) -> None:
+        # The torch graph and the means to build it let go (the caller holds the lock).
+        self._graph = None
+        self._build = None
+        self._live = False
+        self._partial = None
+
     def snapshot(self) -> GraphSnapshot:
         """The snapshot (taken now if this is the first call)."""
         with self._lock:
@@ -317,11 +321,8 @@ class LazyGraph:
                 # The same printout of a graph made the same way from the same module:
                 # the same snapshot, without walking torch's nodes again.
                 self._snapshot = earlier
-                self._graph = None
-                self._build = None
-                self._live = False
+                self._forget_graph()
                 self._kinds = None
-                self._partial = None
             if self._snapshot is None:
                 graph = self.graph()
                 if graph is None:
