@@ -16,6 +16,7 @@ from freezeview.ui.messages import ExplanationReady
 from freezeview.ui.screens.plan_runs import PlanRuns
 from freezeview.ui.session_explain import reasons_pending
 from freezeview.ui.widgets.inspector import attribute_panel
+from freezeview.ui.widgets.status_line import StatusLine
 
 from .conftest import wait_ready
 from .test_app import SIZE, app_for
@@ -71,6 +72,30 @@ async def test_the_tree_shows_torchs_statuses_then_the_reasons(
         assert "still working out" in str(_plain(attribute_panel(pending)))
         assert final.status == "kept" and final.reasons[0].code == "preserved"
         assert not any(reasons_pending(v) for v in screen.views)
+
+
+async def test_the_inspector_shows_the_reasons_when_they_arrive(
+    small_pt: Path, tmp_path: Path
+) -> None:
+    """The attribute under the cursor is inspected again when its reasons come: the
+    pending sentence goes without moving the cursor, and the status line says so."""
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        screen.model_tree.focus()
+        assert screen.model_tree.select_path("scale")
+        await pilot.pause()
+        await pilot.press("space")
+        await wait_ready(pilot)
+        await pilot.pause()
+        assert screen.model_tree.selected_path == "scale"
+        final = screen.model_tree.view_of("scale")
+        assert final is not None and not reasons_pending(final)
+        text = screen.inspector.plain_text()
+        assert "still working out" not in text
+        assert final.reasons[0].message.split()[0] in text
+        assert "reasons updated" in str(screen.query_one(StatusLine).render())
 
 
 async def test_a_toggle_while_reasons_are_pending_never_shows_the_earlier_ones(

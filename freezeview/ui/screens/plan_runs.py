@@ -89,14 +89,20 @@ class PlanRuns:
         if tuple(screen.fv_app.preserved) != message.preserved:
             return
         screen.views = message.views
+        toggled = screen._explaining and screen.run_id > 0
         if message.complete:
             # The first run waits for the reasons, as before: the verdicts come no later.
             screen._explaining = False
             self.start_pending_run()
         tree = screen.model_tree
+        # The rebuilt tree puts its cursor back on this path after the next refresh: the
+        # inspector shows the path's new view now (its reasons, pending or not).
+        path = tree.selected_path
         tree.show(screen.session.name if screen.session else "model", screen.views)
-        screen.ir_pane.mark_attribute(tree.selected_path, refresh=False)
-        screen._show_attribute(tree.selected_view)
+        screen.ir_pane.mark_attribute(path, refresh=False)
+        screen._show_attribute(tree.view_of(path) if path else None)
+        if message.complete and toggled:
+            screen.set_status("verdicts and reasons updated (r re-runs the steps)")
         screen.query_one("#model-title", Label).update(
             layout=False,
             content=Text.assemble(
