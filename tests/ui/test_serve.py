@@ -187,7 +187,7 @@ def test_serve_in_chromium_offline(small_pt: Path, tmp_path: Path) -> None:
             with context.expect_page(timeout=90_000) as opened:
                 page.keyboard.press("e")
             review = opened.value
-            review.wait_for_load_state()
+            review.wait_for_load_state(timeout=90_000)  # as the waits above: CI runs two workers
             assert "/download/" in review.url
             assert "freezeview" in review.title()  # the review page, delivered
             page.bring_to_front()
@@ -195,7 +195,7 @@ def test_serve_in_chromium_offline(small_pt: Path, tmp_path: Path) -> None:
             with context.expect_page(timeout=90_000) as opened:
                 page.keyboard.press("g")  # the step's SVG, handed over too
             picture = opened.value
-            picture.wait_for_load_state()
+            picture.wait_for_load_state(timeout=90_000)
             assert "/download/" in picture.url
             assert picture.locator("svg").count() >= 1
             browser.close()
