@@ -282,6 +282,12 @@ class Explainer:
             held, self._held = self._held, None
         self._release(held)
 
+    def let_go_of_model(self) -> None:
+        """Free the last explain's torch freeze and drop the loaded model it was made of
+        (the session loaded the model anew: nothing here may keep the old one alive)."""
+        self.forget()
+        self._module = None
+
     def _release(self, held: tuple[tuple[str, ...], Any, Any] | None) -> None:
         if held is not None and held[1] is not None and held[1].frozen is not None:
             from ..engine.reasons.torch_freeze import release_clone
