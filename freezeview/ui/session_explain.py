@@ -9,6 +9,12 @@ the statuses over as soon as torch's freeze is read, every attribute's reasons m
 freeze and the run, and the reasons after those. A newer explain, or a cancel, abandons
 a replay still under way, so its reasons never reach the screen.
 
+Once a run has been made in the session (a toggle, not the first explain, whose reasons
+the first run waits for), the replay starts :data:`GRACE` seconds after the statuses went
+out, or as soon as a run asked meanwhile ends: a user who toggles and presses ``r`` gets
+a run that neither waits for a stage of the replay nor shares the engine process (and
+its GIL) with one.
+
 The explanations of the last few sets of names are kept (:class:`ExplanationMemo`):
 names explained before get their reasons at once, beside torch's new freeze.
 
@@ -20,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,6 +38,7 @@ if TYPE_CHECKING:
     from ..engine.reasons.explanation_memo import ExplanationMemo
 
 __all__ = [
+    "GRACE",
     "PENDING_REASON",
     "Explainer",
     "Superseded",
@@ -38,6 +46,14 @@ __all__ = [
     "attr_views",
     "reasons_pending",
 ]
+
+#: Seconds the replay of a toggle's reasons holds off after the statuses went out, for
+#: a run asked on them (a key pressed on seeing them); a run ends it.
+GRACE = 0.25
+
+#: Seconds background work lets the thread of first work that has just ended answer
+#: before its next stage (torch holds the GIL through a stage's bigger calls).
+SETTLE = 0.02
 
 #: The one reason of every attribute while freezeview's reasons are worked out.
 PENDING_REASON = ReasonView(
@@ -79,6 +95,8 @@ class TorchTurns:
         self._cond = threading.Condition()
         self._first = 0
         self._busy = False
+        # Pieces of first work finished so far (a grace ends at the next one's end).
+        self._done = 0
 
     @contextlib.contextmanager
     def first(self) -> Iterator[None]:
@@ -92,7 +110,20 @@ class TorchTurns:
         finally:
             with self._cond:
                 self._first -= 1
+                self._done += 1
                 self._cond.notify_all()
+
+    def _hold_off(self, wanted: Callable[[], bool], grace: float) -> None:
+        """Wait (the condition held) until ``grace`` is over, first work has ended since,
+        or first work is under way (the background work waits for its end anyway)."""
+        done, deadline = self._done, time.monotonic() + grace
+        while self._done == done and not self._first:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if not wanted():
+                raise Superseded
+            self._cond.wait(min(left, 0.05))  # a cancel sets no condition
 
     @property
     def first_active(self) -> int:
@@ -100,16 +131,30 @@ class TorchTurns:
         return self._first
 
     @contextlib.contextmanager
-    def background(self, wanted: Callable[[], bool]) -> Iterator[Callable[[], None]]:
+    def background(
+        self, wanted: Callable[[], bool], grace: float = 0.0
+    ) -> Iterator[Callable[[], None]]:
         """Hold the turn for background work; gives the ``pause`` it calls between its
-        stages (raises :class:`Superseded` there once ``wanted()`` is False)."""
+        stages (raises :class:`Superseded` there once ``wanted()`` is False).
 
-        def take() -> None:
-            while self._first or self._busy:
-                if not wanted():
-                    raise Superseded
-                # A cancel sets no condition: look again now and then.
-                self._cond.wait(0.05)
+        With ``grace``, the work starts no sooner than ``grace`` seconds from now unless
+        a piece of first work ends before: first work asked meanwhile (a run on the
+        statuses just shown) neither waits for a stage nor shares the process with one.
+        """
+
+        def take(done: int) -> None:
+            while True:
+                while self._first or self._busy:
+                    if not wanted():
+                        raise Superseded
+                    # A cancel sets no condition: look again now and then.
+                    self._cond.wait(0.05)
+                if self._done == done:
+                    break
+                # First work has just ended, and its thread still answers (a run's last
+                # message): a stage started now would hold the GIL through that.
+                done = self._done
+                self._cond.wait(SETTLE)
             if not wanted():
                 raise Superseded
             self._busy = True
@@ -118,10 +163,13 @@ class TorchTurns:
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
-                take()
+                take(self._done)
 
         with self._cond:
-            take()
+            done = self._done
+            if grace > 0:
+                self._hold_off(wanted, grace)
+            take(done)
         try:
             yield pause
         finally:
@@ -136,10 +184,16 @@ class Explainer:
 
     Args:
         memo: the explanations of the last few sets of names.
+        turns: the turns of runs and the replay.
+        grace: how long the replay of a toggle's reasons holds off for a run (see
+            :data:`GRACE`).
     """
 
     memo: ExplanationMemo
     turns: TorchTurns = dataclasses.field(default_factory=TorchTurns)
+    grace: float = GRACE
+    # Whether a run has asked for a freeze (take): explains after that are toggles.
+    _ran: bool = False
     # The last explain's preserved names, torch freeze and explanation (None while the
     # reasons are worked out), until a run with the same names takes them.
     _held: tuple[tuple[str, ...], Any, Any] | None = None
@@ -199,7 +253,12 @@ class Explainer:
                 self._hold((names, outcome, None))  # a run may take the freeze now
                 statuses(list(pending), quick.inventory)
         if explanation is None:
-            explanation = self._replay(loaded, names, outcome, pending, cancel, mine, explain)
+            # A toggle's replay holds off for a run asked on the statuses; the first
+            # explain's does not (the first run waits for its reasons).
+            grace = self.grace if pending is not None and self._ran else 0.0
+            explanation = self._replay(
+                loaded, names, outcome, pending, cancel, mine, explain, grace
+            )
             if explanation is None:  # abandoned
                 return list(pending or []), None
             if isinstance(explanation, list):  # the replay failed after the statuses
@@ -223,6 +282,7 @@ class Explainer:
         cancel: CancelFlag | None,
         mine: int,
         explain: Callable[..., Any],
+        grace: float = 0.0,
     ) -> Any:
         """The replay's explanation; None when abandoned (only after the statuses went
         out), or the pending views with an ``undetermined`` reason when it failed then."""
@@ -236,7 +296,7 @@ class Explainer:
         # Only torch's facts: the frozen clone is the next run's, never the replay's.
         facts = dataclasses.replace(outcome, frozen=None) if outcome is not None else None
         try:
-            with self.turns.background(wanted) as pause:
+            with self.turns.background(wanted, grace) as pause:
                 return explain(loaded, preserved_attrs=list(names), outcome=facts, pause=pause)
         except Superseded:
             return None
@@ -271,6 +331,7 @@ class Explainer:
         are worked out) for a run with ``preserved``; another explain's freeze is freed."""
         with self._lock:
             held, self._held = self._held, None
+            self._ran = True
         if held is not None and held[0] == tuple(preserved):
             return held
         self._release(held)
