@@ -14,7 +14,7 @@ import torch
 
 import freezeview.engine.reasons.verdicts as verdicts
 from freezeview.ui.session import Session
-from freezeview.ui.session_explain import PENDING_REASON, TorchTurns, reasons_pending
+from freezeview.ui.session_explain import PENDING_REASON, Superseded, TorchTurns, reasons_pending
 from freezeview.ui.views import AttrView
 
 
@@ -179,3 +179,135 @@ def test_a_replay_that_fails_after_the_statuses_says_so(
     assert {p: s for p, s in _statuses(views).items() if p in torch_says} == torch_says
     assert all(v.reasons[0].code == "undetermined" for v in views)
     assert "the replay broke" in views[0].reasons[0].message
+
+
+def test_a_run_asked_on_a_toggles_statuses_goes_before_the_replay(
+    small_pt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a first run, a toggle to names never explained: a run asked on the statuses
+    starts before the replay's first stage (it waits for none), and the replay starts
+    once the run is over, not when the grace is."""
+    import freezeview.engine.reasons.replay_graphs as replay_graphs
+
+    events: list[str] = []
+    real = replay_graphs.ReplayGraphs.prepare_graphs
+
+    def prepare(self: Any) -> None:
+        events.append("replay")
+        real(self)
+
+    monkeypatch.setattr(replay_graphs.ReplayGraphs, "prepare_graphs", prepare)
+    session = Session(path=small_pt)
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    session._explainer.grace = 60.0  # longer than the test: only a run ends it
+    session.explain([])  # the first explain: no grace, its replay runs at once
+    assert events == ["replay"]
+    list(session.run_steps([], passes))
+    events.clear()
+    shown = threading.Event()
+    answer: list[list[AttrView]] = []
+
+    def statuses(views: list[AttrView]) -> None:
+        events.append("statuses")
+        shown.set()
+
+    toggle = threading.Thread(
+        target=lambda: answer.append(session.explain(["scale"], statuses=statuses))
+    )
+    toggle.start()
+    assert shown.wait(30)
+    # A user's key press comes a moment later (the replay used to be under way by then).
+    threading.Event().wait(0.2)
+    for _ in session.run_steps(["scale"], passes):
+        events.append("step")
+    toggle.join(30)
+    assert not toggle.is_alive()
+    assert events[0] == "statuses" and events[-1] == "replay"
+    assert set(events[1:-1]) == {"step"}
+    torch_says = _torch_statuses(small_pt, ["scale"])
+    assert {p: s for p, s in _statuses(answer[0]).items() if p in torch_says} == torch_says
+    assert not any(reasons_pending(v) for v in answer[0])
+
+
+def test_background_work_with_a_grace_starts_when_first_work_ends() -> None:
+    """The grace ends with the first work asked meanwhile, which waited for nothing."""
+    turns = TorchTurns()
+    log: list[str] = []
+    holding_off = threading.Event()
+
+    def wanted() -> bool:
+        holding_off.set()
+        return True
+
+    def replay() -> None:
+        with turns.background(wanted, grace=60.0):
+            log.append("stage")
+
+    background = threading.Thread(target=replay)
+    background.start()
+    assert holding_off.wait(10)
+    with turns.first():
+        log.append("run")
+    background.join(30)
+    assert not background.is_alive()
+    assert log == ["run", "stage"]
+
+
+def test_a_grace_is_abandoned_when_the_work_is_no_longer_wanted() -> None:
+    turns = TorchTurns()
+    wanted = threading.Event()
+    wanted.set()
+    outcome: list[str] = []
+
+    def replay() -> None:
+        try:
+            with turns.background(wanted.is_set, grace=60.0):
+                outcome.append("ran")
+        except Superseded:
+            outcome.append("abandoned")
+
+    background = threading.Thread(target=replay)
+    background.start()
+    wanted.clear()
+    background.join(30)
+    assert outcome == ["abandoned"]
+
+
+def test_background_work_lets_ended_first_work_answer_before_its_stage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The thread of a run that has just ended gets to send its answer before the next
+    stage starts (a stage in torch would hold the GIL through it)."""
+    import freezeview.ui.session_explain as session_explain
+
+    monkeypatch.setattr(session_explain, "SETTLE", 1.0, raising=False)
+    turns = TorchTurns()
+    log: list[str] = []
+    in_stage = threading.Event()
+    go_on = threading.Event()
+
+    def replay() -> None:
+        with turns.background(lambda: True) as pause:
+            in_stage.set()
+            go_on.wait(10)
+            pause()
+            log.append("stage 2")
+
+    def run() -> None:
+        with turns.first():
+            log.append("run")
+        threading.Event().wait(0.05)  # the run's answer sent, the GIL let go meanwhile
+        log.append("answer")
+
+    background = threading.Thread(target=replay)
+    background.start()
+    assert in_stage.wait(10)
+    first = threading.Thread(target=run)
+    first.start()
+    while not turns.first_active:
+        threading.Event().wait(0.002)
+    go_on.set()
+    for thread in (first, background):
+        thread.join(10)
+    assert log == ["run", "answer", "stage 2"]
