@@ -11,7 +11,7 @@ to change instead of squinting at ``dump_alias_db``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -187,6 +187,14 @@ def _written_inputs(node: torch._C.Node) -> list[torch._C.Value]:
     return [inputs[i] for i in _written_argument_indices(schema) if i < len(inputs)]
 
 
+# Nodes asked for their schema between two pauses (a few ms).
+_PAUSE_EVERY = 2000
+
+
+def _no_pause() -> None:
+    """No pause (writers nobody waits on)."""
+
+
 class GraphWriters:
     """The writing nodes of one inlined method graph, and who writes a given value.
 
@@ -224,6 +232,8 @@ class GraphWriters:
         self._written_index: dict[int, list[int]] | None = None
         self._wild_writers: list[tuple[int, torch._C.Node, list[torch._C.Value]]] | None = None
         self._wild_found: list[Writer] | None = None
+        #: Called between the bigger parts of collecting the writers (explain's pause).
+        self.pause: Callable[[], None] = _no_pause
 
     @property
     def _writers(self) -> list[tuple[torch._C.Node, list[torch._C.Value]]]:
@@ -232,13 +242,19 @@ class GraphWriters:
         # of kinds that can write are asked: in-place ops (`add_`), container mutators
         # (`append`, `_set_item`, ...) and prim::SetAttr, found by torch's own search.
         if self._writer_nodes is None:
-            self._writer_nodes = []
+            found: list[tuple[torch._C.Node, list[torch._C.Value]]] = []
             kinds = set(_KIND_RE.findall(str(self.graph)))
+            asked = 0
             for kind in sorted(k for k in kinds if _may_write(k)):
+                self.pause()  # the printout and each search hold the GIL a while
                 for node in self.graph.findAllNodes(kind, True):  # type: ignore[attr-defined]
+                    asked += 1
+                    if not asked % _PAUSE_EVERY:
+                        self.pause()
                     written = _written_inputs(node)
                     if written:
-                        self._writer_nodes.append((node, written))
+                        found.append((node, written))
+            self._writer_nodes = found
         return self._writer_nodes
 
     def has_writers(self, value: torch._C.Value) -> bool:

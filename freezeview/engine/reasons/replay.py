@@ -172,6 +172,7 @@ class FreezeReplay(ReplayGraphs):
                     called.add(node.s("name"))
         self.other_reads: dict[tuple[int, str], list[str]] = {}
         for method in sorted(self.root.methods - set(self.methods) - called):
+            self.pause()
             try:
                 graph = self.root.cmod._get_method(method).graph.copy()
                 torch._C._jit_pass_inline(graph)
@@ -271,11 +272,12 @@ class FreezeReplay(ReplayGraphs):
         # afterwards) keeps that module on the frozen model.
         for ctx in self.contexts:
             self._fold(ctx)
-        self.pause()
         for ctx in self.contexts:
             # The parts of runOptimization that decide which reads survive; dead-code
             # elimination first, as there, to drop the emptied GetAttr nodes.
+            self.pause()  # each of torch's passes holds the GIL: a run goes first here
             torch._C._jit_pass_dce(ctx.graph)
+            self.pause()
             # torch's ConstantPropagation eliminates dead code itself when it changes the
             # graph (constant_propagation.cpp), so no second pass is needed here.
             torch._C._jit_pass_constant_propagation(ctx.graph)

@@ -9,6 +9,7 @@ state these methods read (declared here) and takes the decisions on these graphs
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,8 @@ class ReplayGraphs:
     graphs: dict[str, torch._C.Graph]
     contexts: list[GraphContext]
     interface_paths: set[str]
+    #: Called between torch's bigger calls (explain's ``pause``: a run goes first there).
+    pause: Callable[[], None]
 
     # -- graphs ----------------------------------------------------------------------------
 
@@ -73,9 +76,12 @@ class ReplayGraphs:
         """Inline every preserved method (and interface calls, as freezing does)."""
         # Without forward or a preserved method, torch analyses nothing and keeps every
         # attribute (scripted nn.LSTM only has forward__0 / forward__1 overloads).
-        for method in self.methods:
+        for i, method in enumerate(self.methods):
+            if i:
+                self.pause()
             graph = self.root.cmod._get_method(method).graph.copy()
             torch._C._jit_pass_inline(graph)
+            self.pause()  # inlining a big model's graph holds the GIL for a while
             self._use_graph(graph)
             self._inline_interfaces(graph)
             self._check_supported(graph, method)
@@ -92,7 +98,9 @@ class ReplayGraphs:
         parent: torch._C.Graph | None = None,
         parent_index: int = -1,
     ) -> None:
+        self.pause()  # torch's alias analysis of a big graph holds the GIL a while
         writers = GraphWriters(graph, method, module_types=self.model.module_types, frozen=True)
+        writers.pause = self.pause
         index = len(self.contexts)
         # Only a fork body's count is read (torch_paths.fork_bodies): a method's own
         # graph is not walked for it.
@@ -116,6 +124,7 @@ class ReplayGraphs:
         # them too, against the module handed to the fork (applyToForkSubgraph).
         for node in graph.findAllNodes("prim::fork", True):  # type: ignore[attr-defined]
             self._use_graph(graph, base)
+            self.pause()
             sub = node.g("Subgraph").copy()
             torch._C._jit_pass_inline(sub)
             node.g_("Subgraph", sub)
@@ -171,6 +180,7 @@ class ReplayGraphs:
                 changed = True
             if not changed:
                 return
+            self.pause()
             torch._C._jit_pass_inline(graph)
             self._use_graph(graph)
 
