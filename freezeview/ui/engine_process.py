@@ -22,11 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.plumbing.errors import FreezeviewError
-from ..engine.plumbing.heap import give_back_freed_memory
+from ..engine.plumbing.heap import give_back_freed_memory, resident_bytes
 from .graph_transfer import dump_in_slices
 from .remote_session import ERROR_TYPES, EngineError
 
-__all__ = ["error_info", "forward_warnings", "serve"]
+__all__ = ["RELOAD_MARGIN", "error_info", "forward_warnings", "serve"]
+
+#: How much the engine process may grow over its size after the first run before it
+#: loads the model anew (:meth:`_Engine.watch_memory`).
+RELOAD_MARGIN = 0.08
 
 
 def error_info(exc: BaseException) -> tuple[str, str, str | None, str]:
@@ -52,6 +56,20 @@ class _Engine:
         self._open_error: BaseException | None = None
         self._have_session = threading.Event()
         self._open_done = threading.Event()
+        # Calls under way, and whether the model loaded anew is being put in place (no
+        # call starts meanwhile): see watch_memory.
+        self._idle = threading.Condition()
+        self._active = 0
+        self._switching = False
+        # The process's size after the first run, and the reload under way (if any);
+        # None once the model cannot be loaded again (its file changed on disk).
+        self._settled: int | None = None
+        self._reload: threading.Thread | None = None
+        self._reloads_possible = True
+        # Models put in place so far, and up to which of them the size was measured on
+        # a run that started after it (the old model gone with the run before).
+        self._swaps = 0
+        self._measured = 0
         # Off the main thread, which must stay free to read "close" while torch imports.
         threading.Thread(
             target=self._open, args=(config,), name="freezeview-open", daemon=True
@@ -76,6 +94,10 @@ class _Engine:
 
     def handle(self, rid: int, method: str, args: tuple[Any, ...]) -> None:
         """Run one call and send its answer."""
+        with self._idle:
+            while self._switching:  # a fraction of a second: the model put in place
+                self._idle.wait()
+            self._active += 1
         try:
             self._have_session.wait()
             if self.session is None:  # torch or freezeview's engine failed to import
@@ -88,6 +110,9 @@ class _Engine:
         finally:
             self.cancels.pop(rid, None)
             after = self.after.pop(rid, None)
+            with self._idle:
+                self._active -= 1
+                self._idle.notify_all()
         if after is not None:
             # What the screen waits for has been answered; this is extra.
             with contextlib.suppress(Exception):
@@ -109,7 +134,7 @@ class _Engine:
         views = self.session.explain(preserved, statuses=statuses, cancel=cancel)
         # The replay of the reasons may end after a run's collection (it gives way to
         # runs): what it let go of is collected once it is answered, as after a run.
-        self.after[rid] = partial(self._after_run, rid)
+        self.after[rid] = partial(self._after_run, rid, ran=False)
         return views, self._inventory_once()
 
     def _inventory_once(self) -> Any:
@@ -124,7 +149,7 @@ class _Engine:
     def call_run_steps(self, rid: int, preserved: list[str], passes: list[str]) -> Any:
         cancel = self.cancels.setdefault(rid, threading.Event())
         # Once the screen has every step: the run's garbage collected (see handle).
-        self.after[rid] = partial(self._after_run, rid)
+        self.after[rid] = partial(self._after_run, rid, swaps=self._swaps)
         # Each step's facts only: its graph is named by key, and taken (snapshotted here,
         # sent whole) when the screen shows it (call_step_graph).
         for view in self.session.run_steps(preserved, passes, cancel=cancel, code=False):
@@ -137,7 +162,7 @@ class _Engine:
             self.send(("item", rid, piece))
         return None
 
-    def _after_run(self, rid: int) -> None:
+    def _after_run(self, rid: int, ran: bool = True, swaps: int | None = None) -> None:
         # The run's pipeline, steps and torch freeze are let go of by now (but the frozen
         # module its .code is read from), some of them in reference cycles: collected
         # here, once a run, or the engine grows with every re-run (+20 % over 50 on a
@@ -146,6 +171,68 @@ class _Engine:
         # transformer). The screen has every step and is not waiting for this.
         gc.collect()
         give_back_freed_memory()
+        self.watch_memory(swaps if ran else None)
+
+    def watch_memory(self, run_from: int | None) -> None:
+        """Load the model anew once this process has grown :data:`RELOAD_MARGIN` over
+        its size after the first run (``run_from``: a run of the steps just ended, which
+        started with that many reloads done; None after an explain).
+
+        What grows is torch's: each freeze registers its clone's class types, methods
+        and graphs in the loaded model's compilation unit for good
+        (:meth:`~freezeview.ui.session.Session.load_again`). The model is loaded in the
+        background while calls go on with the old one; it is put in place when no call
+        is under way, and a call that arrives meanwhile waits for that (a moment).
+        """
+        size = resident_bytes()
+        if size is None or not self._reloads_possible or self.session is None:
+            return
+        if self._active:
+            return  # the size of a call under way is no measure of what stays
+        if self._settled is None:
+            if run_from is not None:
+                self._settled = size  # the size after the first run
+            return
+        limit = self._settled * (1 + RELOAD_MARGIN)
+        if self._measured != self._swaps:
+            # The old model goes at the start of the first run after the reload (with
+            # the last run's graphs): if the process is still over the limit after that
+            # run, loading again at this size gains nothing, and the limit counts from it.
+            if run_from == self._swaps:
+                self._measured = self._swaps
+                if size > limit:
+                    self._settled = size
+            return
+        if size <= limit:
+            return
+        if self._reload is not None and self._reload.is_alive():
+            return
+        self._reload = threading.Thread(
+            target=self._load_again, name="freezeview-reload", daemon=True
+        )
+        self._reload.start()
+
+    def _load_again(self) -> None:
+        fresh = self.session.load_again()
+        if fresh is None:
+            self._reloads_possible = False  # the file changed on disk (or is gone)
+            return
+        with self._idle:
+            while self._active:
+                self._idle.wait()
+            self._switching = True
+        try:
+            self.session.take_reloaded(fresh)
+            del fresh
+            self._swaps += 1
+            # The old model goes with the last run's graphs (the next run's start), or
+            # now; what the switch let go of is collected either way.
+            gc.collect()
+            give_back_freed_memory()
+        finally:
+            with self._idle:
+                self._switching = False
+                self._idle.notify_all()
 
     def call_final_code(self, rid: int) -> Any:
         # torch prints the frozen module's .code only when the screen shows it: seconds

@@ -11,6 +11,7 @@ the app uses it directly only when given an already loaded module (Python API, t
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.freeze.passes import REGISTRY, default_passes
 from ..engine.graph.snapshot_values import GraphSnapshot
 from ..engine.load.loading import LoadedModel, in_training_mode, load_model
+from ..engine.load.reload import file_stamp, share_tensors
 from ..engine.plumbing.atomic import write_text
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, PlanError
 from ..engine.reasons.explanation_memo import ExplanationMemo
@@ -90,6 +92,14 @@ class Session:
     # The last run's pipeline while its ``.code`` is still to be read (run_steps(code=False)).
     _kept: Any = field(default=None, repr=False)
     _kept_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # The model file as first loaded (device, inode, size, mtime): it is loaded again
+    # (load_again) only while it is unchanged. None: never loaded again.
+    _stamp: tuple[int, ...] | None = field(default=None, repr=False)
+    # Snapshots of the last run's inline and fold graphs made of a model let go of since
+    # (take_reloaded): offered to the next run with those of _pictures.
+    _picture_snapshots: dict[tuple[str, str], GraphSnapshot] = field(
+        default_factory=dict, repr=False
+    )
 
     # -- loading ---------------------------------------------------------------------
     @property
@@ -104,15 +114,60 @@ class Session:
         if self.loaded is None:
             if self.path is None:
                 raise BadInputError("no model given: freezeview MODEL.pt opens one.")
-            self.loaded = load_model(
-                self.path,
-                eval_mode=self.eval_mode,
-                imports=self.imports,
-                libraries=self.libraries,
-            )
+            before = file_stamp(self.path)
+            self.loaded = self._load_file()
+            after = file_stamp(self.path)
+            self._stamp = before if before == after else None
         elif self.eval_mode and in_training_mode(self.loaded.module):
             self.loaded.module.eval()
         return self.loaded
+
+    def _load_file(self) -> LoadedModel:
+        assert self.path is not None
+        return load_model(
+            self.path,
+            eval_mode=self.eval_mode,
+            imports=self.imports,
+            libraries=self.libraries,
+        )
+
+    def load_again(self) -> LoadedModel | None:
+        """The model file loaded anew into a new compilation unit, for
+        :meth:`take_reloaded` (:mod:`freezeview.engine.load.reload`: each freeze of a
+        loaded model leaves its clone's types and graphs in its unit for good); its
+        weights are the loaded model's own tensors. None for a model given loaded, a file
+        changed on disk since it was first loaded (the user's results stay those of the
+        model they opened), or one that no longer loads. Blocking; the session may go
+        on using its model meanwhile.
+        """
+        loaded, path, stamp = self.loaded, self.path, self._stamp
+        if loaded is None or path is None or stamp is None or file_stamp(path) != stamp:
+            return None
+        try:
+            fresh = self._load_file()
+        except FreezeviewError:
+            return None
+        if file_stamp(path) != stamp:  # changed while it was read
+            return None
+        share_tensors(fresh.module, loaded.module)
+        # What the first load said (its time, warnings, notes) stays what the user saw.
+        return dataclasses.replace(loaded, module=fresh.module)
+
+    def take_reloaded(self, fresh: LoadedModel) -> None:
+        """Use ``fresh`` (:meth:`load_again`'s) from now on and let go of what was made
+        of the model before, but the last run's graphs and ``.code`` (the next run's
+        start lets go of them). Results stay the same: the same file makes the same
+        model. Call it while no other call of this session is under way.
+        """
+        # The explain's torch freeze held for the next run is a clone of the old model.
+        self._explainer.let_go_of_model()
+        # The last run's inline and fold steps refer to the old model (a run shows them
+        # again and hands them on): the next run makes its own. Their snapshots are
+        # values, offered as before.
+        self._picture_steps = None
+        earlier, self._pictures = self._pictures, {}
+        self._picture_snapshots.update({k: g.snapshot() for k, g in earlier.items() if g.built})
+        self.loaded = fresh
 
     @property
     def module(self) -> Any:
@@ -276,8 +331,10 @@ class Session:
         # run's snapshots (those somebody asked for) are offered, and taken where the
         # printouts match.
         earlier, self._pictures = self._pictures, {}
-        pipeline.offer_pictures({k: g.snapshot() for k, g in earlier.items() if g.built})
-        del earlier
+        offered, self._picture_snapshots = self._picture_snapshots, {}
+        offered.update({k: g.snapshot() for k, g in earlier.items() if g.built})
+        pipeline.offer_pictures(offered)
+        del earlier, offered
         # The last run's inline and fold steps, shown again where they fit (kept until
         # this run's replace them: no more memory than between two runs).
         pipeline.offer_steps(self._picture_steps)
@@ -313,8 +370,9 @@ class Session:
                     pictures[(step.name, "forward")] = graph
                 yield _step_view(step, *shown, measured.measurement)
                 previous = shown
-            self._pictures = pictures
-            self._picture_steps = pipeline.picture_steps
+            if pipeline.loaded is self.loaded:  # not when the model was loaded again since
+                self._pictures = pictures
+                self._picture_steps = pipeline.picture_steps
             frozen = pipeline.frozen_module
             if frozen is not None and not code:
                 with self._kept_lock:

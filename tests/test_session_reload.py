@@ -1,0 +1,188 @@
+"""The app's engine loads its model anew once torch's leftovers have grown (issue 23):
+torch registers each frozen clone's types and graphs in the loaded model's compilation
+unit for good, and a model loaded again leaves them behind. The user's results are the
+same across a reload, a file changed on disk is never loaded in its model's place, and
+a call arriving while the model is loaded again is answered."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from oracle import frozen_graph_signature as kinds_of
+from ui.models import save_small
+
+import freezeview.ui.engine_process as engine_process
+from freezeview.engine.load.reload import file_stamp, share_tensors
+from freezeview.ui.session import Session
+
+
+def _passes() -> list[str]:
+    return [p.id for p in Session.available_passes() if p.default]
+
+
+def _run(session: Session, preserved: list[str], passes: list[str]) -> list[tuple[Any, ...]]:
+    """A run's steps as the user sees them: each step's facts and graph."""
+    steps = list(session.run_steps(preserved, passes))
+    graphs = [session.step_graph(s.graph).text for s in steps]
+    facts = [(s.name, s.changed, s.added, s.removed, s.changed_nodes, s.error) for s in steps]
+    return list(zip(facts, graphs, strict=True))
+
+
+def _views(session: Session, preserved: list[str]) -> list[Any]:
+    return [(v.path, v.status, v.reasons, v.preserved) for v in session.explain(preserved)]
+
+
+def test_results_are_the_same_after_the_model_is_loaded_again(tmp_path: Path) -> None:
+    """Statuses, reasons, steps and graphs are the same before and after a reload; the
+    last run's graphs stay readable; the old model is let go; the weights are the old
+    model's tensors (no second copy); the final graph is torch's own."""
+    import weakref
+
+    session = Session(path=save_small(tmp_path / "small.pt"))
+    session.open()
+    passes = _passes()
+    before = {names: _views(session, list(names)) for names in ((), ("scale",))}
+    runs = {names: _run(session, list(names), passes) for names in ((), ("scale",))}
+    last = list(session.run_steps([], passes[:-1]))
+    old = session.loaded
+    assert old is not None
+    weights = {n: p for n, p in old.module.named_parameters()}
+    fresh = session.load_again()
+    assert fresh is not None and fresh.module is not old.module
+    assert fresh.module._c._type() is not old.module._c._type()
+    session.take_reloaded(fresh)
+    del fresh
+    gone = weakref.ref(old.module)
+    del old
+    assert session.loaded is not None
+    assert all(p is weights[n] for n, p in session.loaded.module.named_parameters())
+    # The last run's graphs, taken after the reload, are that run's.
+    assert [session.step_graph(s.graph).node_count for s in last] == [s.node_count for s in last]
+    del last
+    for names, views in before.items():
+        assert _views(session, list(names)) == views
+    for names, steps in runs.items():
+        assert _run(session, list(names), passes) == steps
+    assert gone() is None
+    expected = torch.jit.freeze(torch.jit.load(str(session.path)).eval())
+    graph = session.step_graph(list(session.run_steps([], passes))[-1].graph)
+    assert graph.kinds() == kinds_of(expected.graph)
+
+
+def test_a_file_changed_on_disk_is_not_loaded_again(tmp_path: Path) -> None:
+    """The session's model stays the one the user opened: once its file changed (or is
+    gone), nothing is loaded in its place."""
+    path = save_small(tmp_path / "small.pt")
+    session = Session(path=path)
+    session.open()
+    assert session.load_again() is not None
+    stamp = file_stamp(path)
+    assert stamp is not None
+    os.utime(path, ns=(stamp[3] + 10**9, stamp[3] + 10**9))
+    assert session.load_again() is None
+    os.utime(path, ns=(stamp[3], stamp[3]))
+    assert session.load_again() is not None
+    path.write_bytes(path.read_bytes() + b"\0")
+    assert session.load_again() is None
+    path.unlink()
+    assert session.load_again() is None
+    # A model given loaded has no file to load again.
+    given = Session(loaded=Session(path=save_small(tmp_path / "other.pt")).load())
+    assert given.load_again() is None
+
+
+def test_weights_are_shared_only_where_both_models_agree(tmp_path: Path) -> None:
+    """The new model takes the old one's tensors only when every slot matches."""
+    path = save_small(tmp_path / "small.pt")
+    old, fresh = torch.jit.load(str(path)), torch.jit.load(str(path))
+    changed = torch.jit.load(str(path))
+    param = next(iter(changed.parameters()))
+    with torch.no_grad():
+        param.add_(1.0)
+    assert share_tensors(changed, old) == 0
+    assert next(iter(changed.parameters())) is param
+    shared = share_tensors(fresh, old)
+    assert shared == len(list(old.named_parameters())) + len(list(old.named_buffers()))
+    assert all(a is b for a, b in zip(fresh.parameters(), old.parameters(), strict=True))
+    assert all(a is b for a, b in zip(fresh.buffers(), old.buffers(), strict=True))
+
+
+class _Slow:
+    """Session.load_again held until released, to put a call in the middle of it."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        real = Session.load_again
+
+        def slow(session: Session) -> Any:
+            self.started.set()
+            assert self.release.wait(30)
+            return real(session)
+
+        monkeypatch.setattr(Session, "load_again", slow)
+
+
+def test_a_call_during_a_reload_is_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine loads the model again once it has grown past its margin, in the
+    background: a run asked for meanwhile is answered with the old model, and the
+    new one is put in place once no call is under way."""
+    session = Session(path=save_small(tmp_path / "small.pt"))
+    sent: list[tuple[Any, ...]] = []
+    engine = engine_process._Engine({"path": session.path}, sent.append)
+    engine._open_done.wait(60)
+    passes = _passes()
+
+    def call(method: str, *args: Any) -> Any:
+        rid = len(sent) + 1000
+        engine.handle(rid, method, args)
+        done = [m for m in sent if m[0] in ("done", "error") and m[1] == rid]
+        assert done and done[-1][0] == "done", done
+        return [m[2] for m in sent if m[0] == "item" and m[1] == rid]
+
+    sizes = iter([100, 200])  # after the first run; then grown past the margin
+    monkeypatch.setattr(engine_process, "resident_bytes", lambda: next(sizes, 100))
+    expected = call("run_steps", [], passes)  # its size is the first run's
+    original = engine.session.loaded
+    slow = _Slow(monkeypatch)
+    engine.watch_memory(engine._swaps)  # grown: the reload starts
+    assert slow.started.wait(30)
+    during = call("run_steps", [], passes)  # answered with the old model
+    assert engine.session.loaded is original
+    slow.release.set()
+    assert engine._reload is not None
+    engine._reload.join(30)
+    assert engine.session.loaded is not original
+    after = call("run_steps", [], passes)
+    strip = [(v.name, v.changed, v.node_count, v.added, v.removed) for v in expected]
+    assert [(v.name, v.changed, v.node_count, v.added, v.removed) for v in during] == strip
+    assert [(v.name, v.changed, v.node_count, v.added, v.removed) for v in after] == strip
+
+
+def test_the_model_is_put_in_place_only_when_no_call_is_under_way(tmp_path: Path) -> None:
+    """A call under way when the new model is ready keeps the old one to its end; the
+    next call waits for the new one to be in place."""
+    sent: list[tuple[Any, ...]] = []
+    engine = engine_process._Engine({"path": save_small(tmp_path / "small.pt")}, sent.append)
+    engine._open_done.wait(60)
+    original = engine.session.loaded
+    with engine._idle:
+        engine._active += 1  # a call under way
+    reload = threading.Thread(target=engine._load_again)
+    reload.start()
+    time.sleep(0.2)
+    assert engine.session.loaded is original
+    with engine._idle:
+        engine._active -= 1
+        engine._idle.notify_all()
+    reload.join(30)
+    assert engine.session.loaded is not original
+    assert engine._swaps == 1
