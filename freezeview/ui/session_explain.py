@@ -88,7 +88,9 @@ class TorchTurns:
 
     Work that goes first (:meth:`first`) waits only for the replay's current stage to
     end, never runs beside it; the replay (:meth:`background`) pauses between its stages
-    while any first work is under way, and is abandoned there once it is not wanted.
+    (and between torch's bigger calls within them) while any first work is under way,
+    lets that work's thread answer once it ends (:data:`SETTLE`), and is abandoned at a
+    pause once it is not wanted.
     """
 
     def __init__(self) -> None:
