@@ -186,3 +186,58 @@ def test_the_model_is_put_in_place_only_when_no_call_is_under_way(tmp_path: Path
     reload.join(30)
     assert engine.session.loaded is not original
     assert engine._swaps == 1
+
+
+class _WithConstant(torch.nn.Module):
+    """A traced module whose code holds a tensor constant (constants.pkl)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.c = torch.ones(3)  # not a buffer: tracing makes it a constant of the code
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) + self.c
+
+
+class _WithTensorAttribute(torch.nn.Module):
+    """A scripted module holding a tensor in a plain attribute (neither a parameter
+    nor a buffer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.table: list[torch.Tensor] = [torch.ones(3)]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) + self.table[0]
+
+
+def test_a_model_is_loaded_without_its_weights_only_when_they_are_all_it_holds(
+    tmp_path: Path,
+) -> None:
+    """The new model is loaded without weights and given the old one's only when every
+    tensor it holds is a parameter or buffer and its code holds none; otherwise it is
+    loaded whole (its tensors still shared where they match), with the same results."""
+    from freezeview.engine.load.reload import attach_weights, has_code_tensors
+
+    small = save_small(tmp_path / "small.pt")
+    assert not has_code_tensors(small)
+    assert attach_weights(torch.jit.load(str(small), map_location="meta"), torch.jit.load(small))
+    traced = tmp_path / "traced.pt"
+    torch.jit.save(torch.jit.trace(_WithConstant().eval(), torch.randn(2, 3)), str(traced))
+    assert has_code_tensors(traced)
+    listed = tmp_path / "listed.pt"
+    torch.jit.save(torch.jit.script(_WithTensorAttribute().eval()), str(listed))
+    assert not has_code_tensors(listed)
+    meta = torch.jit.load(str(listed), map_location="meta")
+    assert not attach_weights(meta, torch.jit.load(str(listed)))
+    for path in (traced, listed, small):
+        session = Session(path=path)
+        session.open()
+        x = torch.randn(2, 3) if path != small else torch.randn(1, 3, 4, 4)
+        expected = torch.jit.freeze(torch.jit.load(str(path)).eval())(x)
+        fresh = session.load_again()
+        assert fresh is not None
+        assert not any(t.is_meta for t in fresh.module.state_dict().values())
+        torch.testing.assert_close(torch.jit.freeze(fresh.module.eval())(x), expected)

@@ -3,7 +3,9 @@
 ``python -m freezeview.ui.engine_process FD`` reads the screen's requests from the
 socket ``FD`` (the protocol is in :mod:`freezeview.ui.remote_session`), runs each on a
 real :class:`~freezeview.ui.session.Session` in its own thread, streams the answers back
-and forwards every warning. Only this process imports torch.
+and forwards every warning. Only this process imports torch. Once torch's leftovers of
+re-runs have grown it by :data:`RELOAD_MARGIN` over its size after the first run, it
+loads the model anew while idle (:meth:`_Engine.watch_memory`).
 """
 
 from __future__ import annotations
@@ -61,9 +63,10 @@ class _Engine:
         self._idle = threading.Condition()
         self._active = 0
         self._switching = False
-        # The process's size after the first run, and the reload under way (if any);
-        # None once the model cannot be loaded again (its file changed on disk).
-        self._settled: int | None = None
+        # The process's size after the first run, the size it may grow to before the
+        # model is loaded again, and the reload under way (if any).
+        self._first = 0
+        self._limit: float | None = None
         self._reload: threading.Thread | None = None
         self._reloads_possible = True
         # Models put in place so far, and up to which of them the size was measured on
@@ -189,21 +192,21 @@ class _Engine:
             return
         if self._active:
             return  # the size of a call under way is no measure of what stays
-        if self._settled is None:
-            if run_from is not None:
-                self._settled = size  # the size after the first run
+        if self._limit is None:
+            if run_from is not None:  # the size after the first run
+                self._limit = size * (1 + RELOAD_MARGIN)
+                self._first = size
             return
-        limit = self._settled * (1 + RELOAD_MARGIN)
         if self._measured != self._swaps:
             # The old model goes at the start of the first run after the reload (with
-            # the last run's graphs): if the process is still over the limit after that
-            # run, loading again at this size gains nothing, and the limit counts from it.
+            # the last run's graphs). What the process holds then beside its model (the
+            # explanations kept, ...) stays with a reload: the next one waits until it
+            # has grown a little over this size too.
             if run_from == self._swaps:
                 self._measured = self._swaps
-                if size > limit:
-                    self._settled = size
+                self._limit = max(self._first * (1 + RELOAD_MARGIN), size * (1 + RELOAD_MARGIN / 4))
             return
-        if size <= limit:
+        if size <= self._limit:
             return
         if self._reload is not None and self._reload.is_alive():
             return
@@ -213,7 +216,10 @@ class _Engine:
         self._reload.start()
 
     def _load_again(self) -> None:
-        fresh = self.session.load_again()
+        try:
+            fresh = self.session.load_again()
+        except Exception:  # never the user's call: the session keeps its model
+            fresh = None
         if fresh is None:
             self._reloads_possible = False  # the file changed on disk (or is gone)
             return

@@ -11,6 +11,7 @@ the app uses it directly only when given an already loaded module (Python API, t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import threading
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.freeze.passes import REGISTRY, default_passes
 from ..engine.graph.snapshot_values import GraphSnapshot
 from ..engine.load.loading import LoadedModel, in_training_mode, load_model
-from ..engine.load.reload import file_stamp, share_tensors
+from ..engine.load.reload import attach_weights, file_stamp, has_code_tensors, share_tensors
 from ..engine.plumbing.atomic import write_text
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, PlanError
 from ..engine.reasons.explanation_memo import ExplanationMemo
@@ -92,14 +93,10 @@ class Session:
     # The last run's pipeline while its ``.code`` is still to be read (run_steps(code=False)).
     _kept: Any = field(default=None, repr=False)
     _kept_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    # The model file as first loaded (device, inode, size, mtime): it is loaded again
-    # (load_again) only while it is unchanged. None: never loaded again.
+    # The model file as first loaded: loaded again (load_again) only while unchanged.
     _stamp: tuple[int, ...] | None = field(default=None, repr=False)
-    # Snapshots of the last run's inline and fold graphs made of a model let go of since
-    # (take_reloaded): offered to the next run with those of _pictures.
-    _picture_snapshots: dict[tuple[str, str], GraphSnapshot] = field(
-        default_factory=dict, repr=False
-    )
+    # Snapshots of _pictures kept across take_reloaded, offered to the next run.
+    _picture_snapshots: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
 
     # -- loading ---------------------------------------------------------------------
     @property
@@ -122,48 +119,51 @@ class Session:
             self.loaded.module.eval()
         return self.loaded
 
-    def _load_file(self) -> LoadedModel:
+    def _load_file(self, map_location: str = "cpu") -> LoadedModel:
         assert self.path is not None
         return load_model(
             self.path,
+            map_location=map_location,
             eval_mode=self.eval_mode,
             imports=self.imports,
             libraries=self.libraries,
         )
 
     def load_again(self) -> LoadedModel | None:
-        """The model file loaded anew into a new compilation unit, for
-        :meth:`take_reloaded` (:mod:`freezeview.engine.load.reload`: each freeze of a
-        loaded model leaves its clone's types and graphs in its unit for good); its
-        weights are the loaded model's own tensors. None for a model given loaded, a file
-        changed on disk since it was first loaded (the user's results stay those of the
-        model they opened), or one that no longer loads. Blocking; the session may go
-        on using its model meanwhile.
+        """The model file loaded anew into a new compilation unit, holding the loaded
+        model's own tensors, for :meth:`take_reloaded` (:mod:`~..engine.load.reload`).
+        None for a model given loaded, a file changed on disk since it was first loaded
+        (the user's results stay those of the model they opened), or one that no longer
+        loads. Blocking; the session may go on using its model meanwhile.
         """
         loaded, path, stamp = self.loaded, self.path, self._stamp
         if loaded is None or path is None or stamp is None or file_stamp(path) != stamp:
             return None
+        fresh = None
+        if not has_code_tensors(path):  # loaded without its weights, given the old ones
+            with contextlib.suppress(FreezeviewError):
+                fresh = self._load_file("meta")
+            if fresh is not None and not attach_weights(fresh.module, loaded.module):
+                fresh = None
         try:
-            fresh = self._load_file()
+            if fresh is None:
+                fresh = self._load_file()
+                share_tensors(fresh.module, loaded.module)
         except FreezeviewError:
             return None
         if file_stamp(path) != stamp:  # changed while it was read
             return None
-        share_tensors(fresh.module, loaded.module)
         # What the first load said (its time, warnings, notes) stays what the user saw.
         return dataclasses.replace(loaded, module=fresh.module)
 
     def take_reloaded(self, fresh: LoadedModel) -> None:
-        """Use ``fresh`` (:meth:`load_again`'s) from now on and let go of what was made
-        of the model before, but the last run's graphs and ``.code`` (the next run's
-        start lets go of them). Results stay the same: the same file makes the same
-        model. Call it while no other call of this session is under way.
+        """Use ``fresh`` (:meth:`load_again`'s) from now on, and let go of what was made
+        of the model before but the last run's graphs and ``.code`` (the next run's start
+        does). Call it while no other call of this session is under way.
         """
-        # The explain's torch freeze held for the next run is a clone of the old model.
-        self._explainer.let_go_of_model()
+        self._explainer.let_go_of_model()  # its held freeze is a clone of the old model
         # The last run's inline and fold steps refer to the old model (a run shows them
-        # again and hands them on): the next run makes its own. Their snapshots are
-        # values, offered as before.
+        # again and hands them on); their snapshots are values, offered as before.
         self._picture_steps = None
         earlier, self._pictures = self._pictures, {}
         self._picture_snapshots.update({k: g.snapshot() for k, g in earlier.items() if g.built})
