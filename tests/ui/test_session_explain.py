@@ -281,7 +281,7 @@ def test_background_work_lets_ended_first_work_answer_before_its_stage(
     stage starts (a stage in torch would hold the GIL through it)."""
     import freezeview.ui.session_explain as session_explain
 
-    monkeypatch.setattr(session_explain, "SETTLE", 1.0, raising=False)
+    monkeypatch.setattr(session_explain, "SETTLE", 0.5, raising=False)
     turns = TorchTurns()
     log: list[str] = []
     in_stage = threading.Event()
