@@ -73,6 +73,7 @@ class _Engine:
         # a run that started after it (the old model gone with the run before).
         self._swaps = 0
         self._measured = 0
+        self._over = False  # the last size measured was over the limit
         # Off the main thread, which must stay free to read "close" while torch imports.
         threading.Thread(
             target=self._open, args=(config,), name="freezeview-open", daemon=True
@@ -190,8 +191,6 @@ class _Engine:
         size = resident_bytes()
         if size is None or not self._reloads_possible or self.session is None:
             return
-        if self._active:
-            return  # the size of a call under way is no measure of what stays
         if self._limit is None:
             if run_from is not None:  # the size after the first run
                 self._limit = size * (1 + RELOAD_MARGIN)
@@ -201,12 +200,16 @@ class _Engine:
             # The old model goes at the start of the first run after the reload (with
             # the last run's graphs). What the process holds then beside its model (the
             # explanations kept, ...) stays with a reload: the next one waits until it
-            # has grown a little over this size too.
+            # has grown half the margin over this size too.
             if run_from == self._swaps:
                 self._measured = self._swaps
-                self._limit = max(self._first * (1 + RELOAD_MARGIN), size * (1 + RELOAD_MARGIN / 4))
+                self._limit = max(self._first * (1 + RELOAD_MARGIN), size * (1 + RELOAD_MARGIN / 2))
             return
-        if size <= self._limit:
+        over_before, self._over = self._over, size > self._limit
+        over = self._over
+        # While a call is under way its own memory counts too: over the limit twice in
+        # a row, then.
+        if not over or (self._active and not over_before):
             return
         if self._reload is not None and self._reload.is_alive():
             return
