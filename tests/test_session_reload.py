@@ -6,6 +6,7 @@ a call arriving while the model is loaded again is answered."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -150,6 +151,7 @@ def test_a_call_during_a_reload_is_answered(
 
     sizes = iter([100, 200])  # after the first run; then grown past the margin
     monkeypatch.setattr(engine_process, "resident_bytes", lambda: next(sizes, 100))
+    monkeypatch.setattr(engine_process, "RELOAD_RUNS", 0)
     expected = call("run_steps", [], passes)  # its size is the first run's
     original = engine.session.loaded
     slow = _Slow(monkeypatch)
@@ -241,3 +243,25 @@ def test_a_model_is_loaded_without_its_weights_only_when_they_are_all_it_holds(
         assert fresh is not None
         assert not any(t.is_meta for t in fresh.module.state_dict().values())
         torch.testing.assert_close(torch.jit.freeze(fresh.module.eval())(x), expected)
+
+
+def test_the_model_is_loaded_again_at_most_every_few_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run after a reload makes its inline and fold steps anew: however the size goes,
+    reloads are RELOAD_RUNS runs apart (and the first comes after as many)."""
+    sent: list[tuple[Any, ...]] = []
+    engine = engine_process._Engine({"path": save_small(tmp_path / "small.pt")}, sent.append)
+    engine._open_done.wait(60)
+    sizes = itertools.count(100, 50)  # after the first run; then always over the margin
+    monkeypatch.setattr(engine_process, "resident_bytes", lambda: next(sizes))
+    started: list[int] = []
+    monkeypatch.setattr(engine, "_load_again", lambda: started.append(engine._runs))
+    for _ in range(3 * engine_process.RELOAD_RUNS + 1):
+        engine.watch_memory(engine._swaps)
+        if engine._reload is not None:
+            engine._reload.join()
+        if started and engine._swaps < len(started):  # as a reload puts its model in place
+            engine._swaps, engine._runs = len(started), 0
+            engine.watch_memory(engine._swaps)  # the first run on the new model
+    assert started == [engine_process.RELOAD_RUNS] * len(started) and len(started) >= 2

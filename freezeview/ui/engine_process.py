@@ -33,6 +33,9 @@ __all__ = ["RELOAD_MARGIN", "error_info", "forward_warnings", "serve"]
 #: How much the engine process may grow over its size after the first run before it
 #: loads the model anew (:meth:`_Engine.watch_memory`).
 RELOAD_MARGIN = 0.08
+#: Runs of the steps at least between two loads (and before the first): a run after a
+#: reload makes its inline and fold steps anew instead of showing the last run's again.
+RELOAD_RUNS = 5
 
 
 def error_info(exc: BaseException) -> tuple[str, str, str | None, str]:
@@ -74,6 +77,7 @@ class _Engine:
         self._swaps = 0
         self._measured = 0
         self._over = False  # the last size measured was over the limit
+        self._runs = -1  # runs ended since the first one, or since the last reload
         # Off the main thread, which must stay free to read "close" while torch imports.
         threading.Thread(
             target=self._open, args=(config,), name="freezeview-open", daemon=True
@@ -191,6 +195,8 @@ class _Engine:
         size = resident_bytes()
         if size is None or not self._reloads_possible or self.session is None:
             return
+        if run_from is not None:
+            self._runs += 1
         if self._limit is None:
             if run_from is not None:  # the size after the first run
                 self._limit = size * (1 + RELOAD_MARGIN)
@@ -209,7 +215,7 @@ class _Engine:
         over = self._over
         # While a call is under way its own memory counts too: over the limit twice in
         # a row, then.
-        if not over or (self._active and not over_before):
+        if not over or (self._active and not over_before) or self._runs < RELOAD_RUNS:
             return
         if self._reload is not None and self._reload.is_alive():
             return
@@ -234,6 +240,7 @@ class _Engine:
             self.session.take_reloaded(fresh)
             del fresh
             self._swaps += 1
+            self._runs = 0
             # The old model goes with the last run's graphs (the next run's start), or
             # now; what the switch let go of is collected either way.
             gc.collect()
