@@ -372,9 +372,10 @@ class RemoteSession:
         finally:
             stream.close()  # a consumer that stops early cancels the engine's run now
 
-    def step_graph(self, key: int) -> GraphSnapshot:
+    def step_graph(self, key: int) -> GraphSnapshot | None:
         """The snapshot of the last run's graph ``key`` (a step's ``graph``): kept here
-        once taken, else asked of the engine, which snapshots it now (blocking)."""
+        once taken, else asked of the engine, which snapshots it now (blocking; None if
+        a re-run started meanwhile)."""
         while True:
             with self._lock:
                 known = self._graphs.get(key)
@@ -391,12 +392,13 @@ class RemoteSession:
         epoch = self._epoch
         try:
             rid, call = self._request("step_graph", key)
-            # Unpickled a slice at a time: the event loop gets the GIL in between.
+            # Unpickled a slice at a time (the event loop gets the GIL in between),
+            # abandoned once a re-run starts.
             slices = list(self._answers(rid, call))
-            snapshot: GraphSnapshot = load_in_slices(slices)
+            snapshot = load_in_slices(slices, stale=lambda: epoch != self._epoch)
             del slices
             with self._lock:
-                if epoch == self._epoch:
+                if snapshot is not None and epoch == self._epoch:
                     snapshot = self._graphs.setdefault(key, snapshot)
         finally:
             with self._lock:

@@ -312,10 +312,10 @@ def test_a_graph_asked_for_twice_at_once_crosses_once(
     loads: list[int] = []
     load = remote_session.load_in_slices
 
-    def counting(slices):  # type: ignore[no-untyped-def]
+    def counting(slices, **kwargs):  # type: ignore[no-untyped-def]
         loads.append(len(slices))
         time.sleep(0.2)  # the second asker arrives meanwhile
-        return load(slices)
+        return load(slices, **kwargs)
 
     monkeypatch.setattr(remote_session, "load_in_slices", counting)
     got: list[object] = []

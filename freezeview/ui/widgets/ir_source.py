@@ -33,8 +33,9 @@ class DocumentSource(Protocol):
     def diff_text(self, before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
         """The unified IR diff between two snapshots (blocking)."""
 
-    def step_graph(self, key: int) -> GraphSnapshot:
-        """The snapshot of a step's graph (blocking: taken by the engine if need be)."""
+    def step_graph(self, key: int) -> GraphSnapshot | None:
+        """The snapshot of a step's graph (blocking: taken by the engine if need be;
+        None when a re-run made it stale on the way)."""
 
     def known_graph(self, key: int) -> GraphSnapshot | None:
         """The snapshot of a step's graph if the screen has it already (never blocks)."""
