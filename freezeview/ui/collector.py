@@ -18,14 +18,17 @@ So, while the app runs:
   milliseconds), then :func:`keep` -- at a run's start, and on a quiet timer, so cyclic
   garbage the screen makes (Textual's messages, finished workers) does not pile up;
 - :func:`deep_sweep`: the frozen objects too (what was alive when frozen and became
-  cyclic garbage since), at a run's start: the last run's snapshots let go of first
-  (:func:`let_go` frees them off the event loop) and the next run's not there yet, it
-  walks only the screen's own objects.
+  cyclic garbage since), when enough has joined them (:func:`deep_sweep_if_due`): on the
+  quiet timer, once nobody has been at the keys for 2 s, never on a key. It walks the
+  screen's own objects only (0.05-0.1 s on a big model's screen): the step graphs the
+  screen receives are not tracked by the collector at all (ui/graph_transfer.py), and a
+  re-run's start frees the last run's (:func:`let_go`) off the event loop. A user who
+  never pauses gets it at a run's start once ten times as much has gathered.
 
-A snapshot, once frozen, is freed by reference counting alone: anything that would hold
-one in a cycle (a finished worker keeps its arguments) must let go of it. The same goes
-for what the screen draws: :func:`untie_caches` keeps Textual's strips and LRU caches out
-of cycles of their own, so the frozen garbage a run leaves is a few hundred objects, not
+A snapshot is freed by reference counting alone: anything that would hold one in a
+cycle (a finished worker keeps its arguments) must let go of it. The same goes for what
+the screen draws: :func:`untie_caches` keeps Textual's strips and LRU caches out of
+cycles of their own, so the frozen garbage a run leaves is a few hundred objects, not
 tens of thousands, and the deep sweep is seldom due.
 """
 
@@ -65,11 +68,15 @@ deep_sweeps: list[tuple[float, int]] = []  # (seconds, objects frozen before)
 # Objects frozen right after the last deep sweep (deep_sweep_if_due measures from it);
 # None until the app's first run start, which sets it.
 _frozen_after_deep: int | None = None
-#: Frozen objects gained since the last deep sweep that make the next one due (some
-#: 5-10 MB of garbage at most). A run leaves a few hundred objects of garbage, a footer
-#: rebuilt (a focus change that changes the keys shown) a couple of thousand; what the
-#: screen holds alive grows and shrinks by tens of thousands between runs.
-DUE_GARBAGE = 50_000
+#: Frozen objects gained since the last deep sweep that make the next one due (a few MB
+#: of garbage at most). A run leaves a few hundred objects of garbage, a footer rebuilt
+#: (a focus change that changes the keys shown) a couple of thousand; what the screen
+#: holds alive grows and shrinks by tens of thousands between runs, so it may be due
+#: with little garbage: the quiet timer runs it, no key waits for it.
+DUE_GARBAGE = 20_000
+#: Frozen objects gained that make a run's start collect (a user who never pauses for
+#: the quiet timer): memory stays bounded, and a key may wait only then.
+RUN_START_DUE = 200_000
 
 
 def install() -> None:
@@ -102,9 +109,9 @@ def deep_sweep() -> float:
     """A full collection of everything, frozen or not, then freeze the survivors.
 
     Frozen objects that became cyclic garbage since (Textual's strips cache themselves,
-    so a dropped one is a cycle) are only freed this way. It walks every object alive:
-    the screen calls it at a run's start, once the last run's snapshots are let go of
-    and before the next run's arrive.
+    so a dropped one is a cycle) are only freed this way. It walks every tracked object
+    alive, in one block: the screen calls it when nobody is at the keys
+    (:func:`deep_sweep_if_due`).
     """
     global last_sweep, _frozen_after_deep
     if _saved is None:
@@ -120,23 +127,25 @@ def deep_sweep() -> float:
     return last_sweep
 
 
-def deep_sweep_if_due() -> float:
-    """:func:`deep_sweep`, if more than :data:`DUE_GARBAGE` objects joined the frozen ones since
-    the last (what is frozen and alive stays about the same from run to run, so the
-    growth is frozen garbage: Textual's widgets removed, workers, the little that
-    :func:`untie_caches` leaves): a deep sweep walks every object alive (0.1-0.3 s on a
-    big model's screen, in one block), so it is seldom due while memory stays put.
-    Returns the seconds it took (0: not due)."""
+def deep_sweep_if_due(due: int | None = None) -> float:
+    """:func:`deep_sweep`, if more than ``due`` (:data:`DUE_GARBAGE`) objects joined the
+    frozen ones since the last (what is frozen and alive stays about the same from run
+    to run, so the growth is frozen garbage: Textual's widgets removed, workers, the
+    little that :func:`untie_caches` leaves): a deep sweep walks every tracked object
+    alive (the screen's own: 0.05-0.1 s on a big model's screen, in one block), so the
+    quiet timer calls it, and a run's start only with ``due`` = :data:`RUN_START_DUE`.
+    The first call with anything frozen sets the count to measure from. Returns the
+    seconds it took (0: not due)."""
     global _frozen_after_deep
     if _saved is None:
         return 0.0
     if _frozen_after_deep is None:
-        # The first run starts before anything is frozen; at the first re-run's, what
-        # is frozen is the screen's (alive, little of it garbage yet): the count to
-        # measure from, not garbage to sweep.
+        # The first run starts before anything is frozen; at the first re-run's (or
+        # the first quiet moment after it), what is frozen is the screen's (alive,
+        # little of it garbage yet): the count to measure from, not garbage to sweep.
         _frozen_after_deep = gc.get_freeze_count() or None
         return 0.0
-    if gc.get_freeze_count() <= _frozen_after_deep + DUE_GARBAGE:
+    if gc.get_freeze_count() <= _frozen_after_deep + (DUE_GARBAGE if due is None else due):
         return 0.0
     return deep_sweep()
 

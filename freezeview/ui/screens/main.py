@@ -232,10 +232,12 @@ class MainScreen(Screen[None]):
 
     def _quiet_sweep(self) -> None:
         # Only while the user is not at the keys: it walks what is not frozen (a few
-        # milliseconds, or tens after much drawing), in one block.
+        # milliseconds, or tens after much drawing), in one block; when enough frozen
+        # garbage has gathered, everything the screen tracks (the deep collection,
+        # tens of milliseconds: never on a key, nor at a run's start).
         quiet = collector.idle_seconds() >= _QUIET_SECONDS
         if quiet and not self.stepping and not self.loading_model:
-            collector.sweep()
+            collector.deep_sweep_if_due() or collector.sweep()
 
     def watch_loading_model(self, value: bool) -> None:
         # A static loading state rather than Textual's animated LoadingIndicator: the

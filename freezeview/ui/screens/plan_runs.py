@@ -6,7 +6,7 @@ id, steps and verdicts): it starts the explain and the freezing workers
 (:class:`~.engine_work.EngineWork`), takes what they give (the model loaded, the
 verdicts, each step, the run's end, the final frozen module's ``.code``; the screen's
 message handlers pass it on) to the widgets, and at a run's start lets the last run's
-graphs go before the screen's one deep garbage collection (:mod:`freezeview.ui.collector`).
+graphs go (:mod:`freezeview.ui.collector`).
 """
 
 from __future__ import annotations
@@ -185,10 +185,7 @@ class PlanRuns:
         forget_recent()
         # The engine session addresses the last run's graphs by key until the next run
         # asks: they go now, with everything else of that run. Once they are freed (off
-        # the event loop: a big graph's objects take 0.15 s to free), one collection of
-        # everything left, the screen's own objects, frees what was frozen and became
-        # garbage since, when enough has (ui/collector.py); then the run starts, so that
-        # collection never walks a graph of the new run either.
+        # the event loop: a big graph's objects take 0.15 s to free), the run starts.
         start = partial(
             self._collect_and_run,
             screen.run_id,
@@ -209,9 +206,10 @@ class PlanRuns:
         passes: tuple[str, ...],
         cancel: threading.Event,
     ) -> None:
-        """The screen's deep collection (when due), then the run (unless another has
-        started)."""
-        collector.deep_sweep_if_due()
+        """The run (unless another has started). The screen's deep collection waits for
+        the quiet timer (screens/main.py), a key may come now: only when ten times as
+        much frozen garbage has gathered (a user who never paused) does it run here."""
+        collector.deep_sweep_if_due(collector.RUN_START_DUE)
         screen = self.screen
         if run_id == screen.run_id and not cancel.is_set():
             screen.engine.run_steps(run_id, preserved, passes, cancel)
