@@ -72,10 +72,9 @@ class _Engine:
         self._limit: float | None = None
         self._reload: threading.Thread | None = None
         self._reloads_possible = True
-        # Models put in place so far, and up to which of them the size was measured on
-        # a run that started after it (the old model gone with the run before).
+        # Models put in place so far, and the least size of the runs since the last.
         self._swaps = 0
-        self._measured = 0
+        self._rest = 0
         self._over = False  # the last size measured was over the limit
         self._runs = -1  # runs ended since the first one, or since the last reload
         # Off the main thread, which must stay free to read "close" while torch imports.
@@ -202,15 +201,14 @@ class _Engine:
                 self._limit = size * (1 + RELOAD_MARGIN)
                 self._first = size
             return
-        if self._measured != self._swaps:
-            # The old model goes at the start of the first run after the reload (with
-            # the last run's graphs). What the process holds then beside its model (the
+        if self._swaps and run_from == self._swaps and self._runs <= RELOAD_RUNS:
+            # The old model went at the start of the first run after the reload (with
+            # the last run's graphs). What the process holds beside its model (the
             # explanations kept, ...) stays with a reload: the next one waits until it
-            # has grown half the margin over this size too.
-            if run_from == self._swaps:
-                self._measured = self._swaps
-                self._limit = max(self._first * (1 + RELOAD_MARGIN), size * (1 + RELOAD_MARGIN / 2))
-            return
+            # has grown half the margin over the least size of the runs since, too.
+            self._rest = min(self._rest, size)
+            rest = self._rest * (1 + RELOAD_MARGIN / 2)
+            self._limit = max(self._first * (1 + RELOAD_MARGIN), rest)
         over_before, self._over = self._over, size > self._limit
         over = self._over
         # While a call is under way its own memory counts too: over the limit twice in
@@ -240,7 +238,7 @@ class _Engine:
             self.session.take_reloaded(fresh)
             del fresh
             self._swaps += 1
-            self._runs = 0
+            self._runs, self._rest = 0, sys.maxsize
             # The old model goes with the last run's graphs (the next run's start), or
             # now; what the switch let go of is collected either way.
             gc.collect()
