@@ -258,7 +258,16 @@ async def main_async(args: argparse.Namespace) -> int:
         due, collector.DUE_GARBAGE = collector.DUE_GARBAGE, -(10**9)
         deep_before = len(collector.deep_sweeps)
         await rerun(tag=" deep due")
-        await key("n (deep due)", "n")
+        # Right after a re-run (the IR pane receiving the new run's graphs): stepping,
+        # the views, the search's esc, the graph view.
+        screen.ir.focus()
+        await key("after r: n", "n")
+        await key("after r: d", "d", wait=1.0)
+        await key("after r: p", "p")
+        screen.ir_pane.open_search()
+        await key("after r: esc", "escape")
+        await key("after r: v (shown)", "v", wait=2.0)
+        await key("after r: v (hidden)", "v")
         t0 = time.perf_counter()
         while len(collector.deep_sweeps) == deep_before and time.perf_counter() - t0 < 30:
             await pilot.pause(0.1)
@@ -290,7 +299,7 @@ async def main_async(args: argparse.Namespace) -> int:
             f"most objects {max(d[1] for d in deep)}"
         )
     print(
-        "the deep collection forced due at an r: r and n above; it ran "
+        "the deep collection forced due at an r: r and the keys after it above; it ran "
         + (
             f"once the keys paused: {quiet_deep[0][0] * 1000:.0f} ms over {quiet_deep[0][1]} "
             "objects (no key waiting)"
