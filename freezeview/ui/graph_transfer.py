@@ -182,7 +182,11 @@ def load_in_slices(
             if i + 1 < count:
                 _turn(pause)
                 if stale is not None and stale():
-                    _free_in_slices(unpickler, pieces, values)
+                    # The unpickler's memo goes first (references only: the nodes are
+                    # the pieces'), then the nodes, a few slices at a time.
+                    values.clear()
+                    del unpickler, stream
+                    _free_in_slices(pieces)
                     return None
     assert fields is not None, "the last slice holds the graph's fields"
     method, block, node_count = fields
@@ -204,13 +208,9 @@ def _turn(pause: float) -> None:
     time.sleep(_STAND_ASIDE_PAUSE if at_keys else pause)
 
 
-def _free_in_slices(unpickler: pickle.Unpickler, pieces: list[Any], values: dict[str, Any]) -> None:
-    """What a stopped transfer built, freed a slice of nodes at a time (one cascade of
-    tens of thousands of nodes would hold the GIL)."""
-    held = list(unpickler.memo.copy().values())
-    unpickler.memo.clear()
-    pieces.clear()
-    values.clear()
-    while held:
-        del held[-SLICE_NODES * 4 :]
+def _free_in_slices(pieces: list[Any]) -> None:
+    """The nodes of a stopped transfer, freed a few slices at a time, the latest first
+    (one cascade of tens of thousands of nodes would hold the GIL)."""
+    while pieces:
+        del pieces[-4:]
         time.sleep(0.0005)
