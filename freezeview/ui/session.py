@@ -161,6 +161,10 @@ class Session:
         of the model before but the last run's graphs and ``.code`` (the next run's start
         does). Call it while no other call of this session is under way.
         """
+        from ..engine.reasons import carry_inventory
+
+        if self.loaded is not None:  # the same file: the module tree listed already
+            carry_inventory(fresh.module, self.loaded.module)
         self._explainer.let_go_of_model()  # its held freeze is a clone of the old model
         # The last run's inline and fold steps refer to the old model (a run shows them
         # again and hands them on); their snapshots are values, offered as before.

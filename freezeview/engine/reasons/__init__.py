@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .refusals import torch_refusal
     from .torch_freeze import TorchOutcome, module_statuses, release_clone, torch_outcome
     from .verdict_values import REASON_CODES, AttributeVerdict, Explanation, Reason
-    from .verdicts import explain, torch_statuses_only
+    from .verdicts import carry_inventory, explain, torch_statuses_only
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -31,6 +31,7 @@ __getattr__, __dir__ = lazy_exports(
         "Explanation": "verdict_values",
         "REASON_CODES": "verdict_values",
         "Reason": "verdict_values",
+        "carry_inventory": "verdicts",
         "explain": "verdicts",
         "torch_statuses_only": "verdicts",
     },
@@ -42,6 +43,7 @@ __all__ = [
     "Explanation",
     "Reason",
     "TorchOutcome",
+    "carry_inventory",
     "explain",
     "module_statuses",
     "release_clone",

@@ -131,6 +131,23 @@ _INVENTORIES: weakref.WeakKeyDictionary[Any, tuple[Inventory, dict[int, Any]]] =
 )
 
 
+def carry_inventory(fresh: Any, old: Any) -> bool:
+    """Let ``fresh``, the model file of ``old`` loaded again, use the module tree listed
+    for ``old`` (the same file: the same tree and attributes). Its explains then neither
+    list the tree again (0.3 s at 512 blocks) nor hold a second copy of it beside the
+    explanations made of ``old`` (8 MB at 512 blocks, one more for every reload).
+    Returns False when nothing was listed for ``old``."""
+    try:
+        found = _INVENTORIES.get(old)
+        if found is None:
+            return False
+        # The attribute lists read while listing are old's modules': fresh reads its own.
+        _INVENTORIES[fresh] = (found[0], {})
+    except TypeError:  # not weakly referable: listed at every explain anyway
+        return False
+    return True
+
+
 def _inventory_of(module: Any) -> tuple[Inventory, dict[int, Any]]:
     """The module tree of ``module`` and the attribute lists read while listing it,
     listed once per loaded module."""
