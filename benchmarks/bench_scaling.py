@@ -21,12 +21,16 @@ count once) with its ratio to torch's peak. ``--app`` adds the app's engine work
 its engine process (:class:`freezeview.ui.remote_session.RemoteSession`, as
 ``freezeview MODEL.pt`` runs it): the verdicts, all steps, a re-run, and the memory of
 both processes after the first run and after ``--reruns`` re-runs. Re-runs are timed
-apart, each the fastest of its kind: ``r`` (the same plan again: the run only, as the
-app's ``r`` key), ``toggle`` (a preserved attribute toggled back to names explained
-before: explain, then the run) and ``toggle-new`` (to names never explained before). A
+apart, the median of each kind (and its slowest, with the number of samples): ``r``
+(the same plan again: the run only, as the app's ``r`` key), ``toggle`` (a preserved
+attribute toggled back to names explained before: explain, then the run) and
+``toggle-new`` (to a parameter never preserved before; every other toggle is one). A
 toggle is timed as the screen waits for it: the run starts once torch's statuses are
 shown, and the time is the last step's; when freezeview's reasons arrived is printed
-apart (``reasons shown``). The first run's verdicts are torch's statuses shown.
+apart (``reasons shown``). The first run's verdicts are torch's statuses shown. Re-runs
+are compared with torch's freeze of the loaded model, the median of three in one
+process. The engine's size is read after every re-run, at rest: the largest is printed
+beside the last.
 
 Usage::
 
@@ -83,6 +87,13 @@ def cpu(pid):
 
 path, reruns = sys.argv[1], int(sys.argv[2])
 
+def median(values):
+    # The middle of a kind's samples (the lower one of an even count).
+    if not values:
+        return 0
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]
+
 def explained(preserved, then=None):
     # Explain as the screen does: torch's statuses shown first (reasons pending) when
     # the engine has them before the reasons; `then` runs once something is shown, while
@@ -126,18 +137,22 @@ all_steps = time.perf_counter() - start
 all_cpu = cpu(engine)
 # The app reads the frozen module's .code only when its .code view shows it: not here.
 first = {"screen": rss(os.getpid()), "engine": rss(engine)}
-param = next(a.path for a in session.inventory.attributes if a.kind == "parameter")
+params = [a.path for a in session.inventory.attributes if a.kind == "parameter"]
 gc.freeze()
 KINDS = ("r", "toggle", "toggle-new")
 times = {k: [] for k in KINDS}
 cpus = {k: [] for k in KINDS}
 reasons = {k: [] for k in KINDS}
 collects = []
+engine_sizes = []
 last_preserved = []
 explained_names = {()}
 for i in range(reruns):
     # r (the same plan: run_steps only, as the app's r key), a preserved attribute
-    # toggled on (explain, then the run), then off with a pass toggled off.
+    # toggled on (explain, then the run), then off with a pass toggled off. Every other
+    # toggle on names a parameter never preserved before (toggle-new, sampled as often
+    # as toggle), the others the last one again.
+    param = params[(i // 6) % len(params)]
     preserved = [param] if i % 3 == 1 else []
     ticked = passes[:-1] if i % 3 == 2 else passes
     kind = "r" if preserved == last_preserved else "toggle"
@@ -166,14 +181,20 @@ for i in range(reruns):
         reasons[kind].append((marks["reasons"][0] - t, marks["reasons"][1] - c))
     last_preserved = preserved
     gc.freeze()
+    # The engine answers before it collects and gives memory back: measured at rest.
+    time.sleep(0.3)
+    engine_sizes.append(rss(engine))
 last = {"screen": rss(os.getpid()), "engine": rss(engine)}
 session.close()
 print(json.dumps({"verdicts": verdicts, "all_steps": all_steps, "reasons": reasons_at,
-                  "rerun": {k: min(v or [0]) for k, v in times.items()},
+                  "rerun": {k: median(v) for k, v in times.items()},
+                  "rerun_max": {k: max(v or [0]) for k, v in times.items()},
+                  "samples": {k: len(v) for k, v in times.items()},
                   "verdicts_cpu": verdicts_cpu, "all_cpu": all_cpu, "reasons_cpu": reasons_cpu,
-                  "rerun_cpu": {k: min(v or [0]) for k, v in cpus.items()},
-                  "rerun_reasons": {k: min(v, default=(0, 0)) for k, v in reasons.items()},
+                  "rerun_cpu": {k: median(v) for k, v in cpus.items()},
+                  "rerun_reasons": {k: median(v) for k, v in reasons.items()},
                   "collect": max(collects or [0]), "first": first, "last": last,
+                  "engine_max": max(engine_sizes or [0]), "engine_sizes": engine_sizes,
                   "steps": len(steps)}))
 """
 
@@ -301,9 +322,12 @@ def run_app(rung: str, model: Path, reruns: int) -> None:
         [
             sys.executable,
             "-c",
-            "import sys,time,warnings;warnings.simplefilter('ignore');import torch;"
-            "m=torch.jit.load(sys.argv[1]);t=time.perf_counter();c=time.process_time();"
-            "torch.jit.freeze(m);print(time.perf_counter()-t, time.process_time()-c)",
+            "import sys,time,statistics,warnings;warnings.simplefilter('ignore');import torch;"
+            "m=torch.jit.load(sys.argv[1]);w=[];c=[]\n"
+            "for _ in range(3):\n"
+            " t=time.perf_counter();p=time.process_time();torch.jit.freeze(m)\n"
+            " w.append(time.perf_counter()-t);c.append(time.process_time()-p)\n"
+            "print(statistics.median(w), statistics.median(c))",
             str(model),
         ],
         env=env,
@@ -323,8 +347,11 @@ def run_app(rung: str, model: Path, reruns: int) -> None:
     mb = 2**20
     rerun, rerun_cpu = r["rerun"], r["rerun_cpu"]
     kinds = [k for k in ("r", "toggle", "toggle-new") if rerun.get(k)]
+    slowest, samples = r["rerun_max"], r["samples"]
     reruns_text = ", ".join(
-        f"re-run ({k}) {rerun[k]:.2f} s ({rerun[k] / freeze_s:.2f}x)" for k in kinds
+        f"re-run ({k}, {samples[k]}) {rerun[k]:.2f} s ({rerun[k] / freeze_s:.2f}x, "
+        f"slowest {slowest[k] / freeze_s:.2f}x)"
+        for k in kinds
     )
     print(
         f"  {rung} app: verdicts {r['verdicts']:.2f} s ({r['verdicts'] / torch_wall:.2f}x torch "
@@ -355,7 +382,13 @@ def run_app(rung: str, model: Path, reruns: int) -> None:
     print(
         f"    memory after the first run: screen {r['first']['screen'] / mb:.0f} MB, engine "
         f"{r['first']['engine'] / mb:.0f} MB; after {reruns} re-runs: screen "
-        f"{r['last']['screen'] / mb:.0f} MB, engine {r['last']['engine'] / mb:.0f} MB"
+        f"{r['last']['screen'] / mb:.0f} MB, engine {r['last']['engine'] / mb:.0f} MB "
+        f"({r['last']['engine'] / r['first']['engine'] - 1:+.1%}; at most "
+        f"{r['engine_max'] / mb:.0f} MB, {r['engine_max'] / r['first']['engine'] - 1:+.1%}, "
+        f"after a re-run)"
+    )
+    print(
+        "    engine MB after each re-run: " + " ".join(f"{b / mb:.0f}" for b in r["engine_sizes"])
     )
 
 
