@@ -267,7 +267,8 @@ async def test_the_quiet_collection_waits_for_a_pause_in_the_keys(
     from freezeview.ui.screens import main
 
     monkeypatch.setattr(main, "_SWEEP_SECONDS", 0.05)
-    monkeypatch.setattr(main, "_QUIET_SECONDS", 2.0)
+    # Shorter than the app's 2 s (the test's wait), still five times the keys' spacing.
+    monkeypatch.setattr(main, "_QUIET_SECONDS", 0.5)
     sweeps: list[float] = []
     sweep = collector.sweep
     monkeypatch.setattr(collector, "sweep", lambda: sweeps.append(1) or sweep())
@@ -315,6 +316,7 @@ async def test_a_due_deep_collection_waits_for_a_pause_in_the_keys(
     from freezeview.ui.screens import main
 
     monkeypatch.setattr(main, "_SWEEP_SECONDS", 0.05)
+    monkeypatch.setattr(main, "_QUIET_SECONDS", 0.5)  # ten times the keys' spacing below
     monkeypatch.setattr(collector, "DUE_GARBAGE", -(10**9))  # due whenever asked
     callers: list[set[str]] = []
     deep_sweep = collector.deep_sweep
