@@ -201,6 +201,13 @@ class _Engine:
                 self._limit = size * (1 + RELOAD_MARGIN)
                 self._first = size
             return
+        if run_from is not None and not self._swaps and self._runs < RELOAD_RUNS:
+            # The size to grow from is the least after the first runs (none may reload
+            # anyway): one measured while other work of the engine's was under way is
+            # no rest size (a 512-block stack read 24 MB over the next runs' and then
+            # grew 20 % before its first reload).
+            self._first = min(self._first, size)
+            self._limit = self._first * (1 + RELOAD_MARGIN)
         if self._swaps and run_from == self._swaps and self._runs <= RELOAD_RUNS:
             # The old model went at the start of the first run after the reload (with
             # the last run's graphs). What the process holds beside its model (the
