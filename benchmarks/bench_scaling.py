@@ -28,8 +28,10 @@ attribute toggled back to names explained before: explain, then the run) and
 toggle is timed as the screen waits for it: the run starts once torch's statuses are
 shown, and the time is the last step's; when freezeview's reasons arrived is printed
 apart (``reasons shown``). The first run's verdicts are torch's statuses shown. Re-runs
-are compared with torch's freeze of the loaded model, the median of three in one
-process. The engine's size is read after every re-run, at rest: the largest is printed
+are compared with torch's freeze of the loaded model: the median of 14, seven in a
+fresh process before the app's work and seven after. The engine's size is read 0.3 s
+after every re-run (a reload the run set off may be under way then: the series shows
+it) and, last, 2 s after the last one, at rest; the largest of the series is printed
 beside the last.
 
 Usage::
@@ -181,9 +183,11 @@ for i in range(reruns):
         reasons[kind].append((marks["reasons"][0] - t, marks["reasons"][1] - c))
     last_preserved = preserved
     gc.freeze()
-    # The engine answers before it collects and gives memory back: measured at rest.
+    # The engine answers before it collects and gives memory back: read after that.
     time.sleep(0.3)
     engine_sizes.append(rss(engine))
+# At rest: a reload the last run set off (loading, then the switch) is over by now.
+time.sleep(2.0)
 last = {"screen": rss(os.getpid()), "engine": rss(engine)}
 session.close()
 print(json.dumps({"verdicts": verdicts, "all_steps": all_steps, "reasons": reasons_at,
@@ -318,24 +322,25 @@ def run_app(rung: str, model: Path, reruns: int) -> None:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     torch_wall = time.perf_counter() - t
     torch_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    freeze_only = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys,time,statistics,warnings;warnings.simplefilter('ignore');import torch;"
-            "m=torch.jit.load(sys.argv[1]);w=[];c=[]\n"
-            "for _ in range(3):\n"
-            " t=time.perf_counter();p=time.process_time();torch.jit.freeze(m)\n"
-            " w.append(time.perf_counter()-t);c.append(time.process_time()-p)\n"
-            "print(statistics.median(w), statistics.median(c))",
-            str(model),
-        ],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    freeze_s, freeze_cpu = map(float, freeze_only.stdout.strip().splitlines()[-1].split())
+    # torch's freeze of the loaded model: 7 freezes in a fresh process, before and again
+    # after the app's run; the median of all 14 (one fresh process swings 0.4-0.7 s at
+    # L12 on this machine).
+    freeze_argv = [
+        sys.executable,
+        "-c",
+        "import sys,time,warnings;warnings.simplefilter('ignore');import torch;"
+        "m=torch.jit.load(sys.argv[1])\n"
+        "for _ in range(7):\n"
+        " t=time.perf_counter();p=time.process_time();torch.jit.freeze(m)\n"
+        " print(time.perf_counter()-t, time.process_time()-p)",
+        str(model),
+    ]
+
+    def torch_freezes() -> list[tuple[float, float]]:
+        out = subprocess.run(freeze_argv, env=env, check=True, capture_output=True, text=True)
+        return [tuple(map(float, line.split())) for line in out.stdout.split("\n") if line]
+
+    freezes = torch_freezes()
     done = subprocess.run(
         [sys.executable, "-c", _APP, str(model), str(reruns)],
         env=env,
@@ -344,6 +349,9 @@ def run_app(rung: str, model: Path, reruns: int) -> None:
         text=True,
     )
     r = json.loads(done.stdout.strip().splitlines()[-1])
+    freezes += torch_freezes()
+    freeze_s = statistics.median(w for w, _ in freezes)
+    freeze_cpu = statistics.median(c for _, c in freezes)
     mb = 2**20
     rerun, rerun_cpu = r["rerun"], r["rerun_cpu"]
     kinds = [k for k in ("r", "toggle", "toggle-new") if rerun.get(k)]
