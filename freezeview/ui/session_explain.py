@@ -319,7 +319,9 @@ class Explainer:
         if made is None or made[0] is not explanation.attributes:
             views = attr_views(explanation, names)
             if self._views:  # one copy of the views equal to the last kept ones
-                _share_equal_views(views, list(self._views.values())[-1][1])
+                from ..engine.plumbing import reuse_equal
+
+                reuse_equal(views, list(self._views.values())[-1][1])
             made = (explanation.attributes, views)
         self._views = {n: v for n, v in self._views.items() if n in self.memo}
         if names in self.memo:
@@ -359,17 +361,6 @@ class Explainer:
             from ..engine.reasons.torch_freeze import release_clone
 
             release_clone(held[1].frozen, self._module)
-
-
-def _share_equal_views(views: list[AttrView], kept: list[AttrView]) -> None:
-    """Replace, in place, each of ``views`` equal to ``kept``'s view of its path by
-    that one: a toggle changes a few views of thousands, and the last few sets of names
-    keep theirs (3.4 MB each at 512 blocks otherwise)."""
-    same = {v.path: v for v in kept}
-    for i, view in enumerate(views):
-        old = same.get(view.path)
-        if old is not None and old == view:
-            views[i] = old
 
 
 def _is_preserved(path: str, names: Sequence[str]) -> bool:

@@ -4,8 +4,9 @@ Takes nothing from the other stages; gives them the error types users see
 (:class:`FreezeviewError` and its kinds), atomic output files (:mod:`.atomic`), work
 done by a forked copy of the process (:mod:`.forked`), Ctrl-C that waits for torch's
 C++ (:mod:`.interrupts`), the paused garbage collector (:mod:`.collector`), freed memory
-given back to the system (:mod:`.heap`), torch's C++ standard error captured
-(:mod:`.stderr_capture`) and the lazy names of every stage's ``__init__`` (:mod:`.lazy`).
+given back to the system (:mod:`.heap`), equal values held once (:mod:`.sharing`),
+torch's C++ standard error captured (:mod:`.stderr_capture`) and the lazy names of
+every stage's ``__init__`` (:mod:`.lazy`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from .forked import Forked, renewed_in_children
     from .heap import give_back_freed_memory
     from .interrupts import interrupts_deferred
+    from .sharing import reuse_equal
     from .stderr_capture import capture_stderr_fd
 
 __getattr__, __dir__ = lazy_exports(
@@ -36,6 +38,7 @@ __getattr__, __dir__ = lazy_exports(
         "renewed_in_children": "forked",
         "give_back_freed_memory": "heap",
         "interrupts_deferred": "interrupts",
+        "reuse_equal": "sharing",
         "capture_stderr_fd": "stderr_capture",
     },
 )
@@ -52,4 +55,5 @@ __all__ = [
     "interrupts_deferred",
     "protect_input",
     "renewed_in_children",
+    "reuse_equal",
 ]

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from ..plumbing import reuse_equal
 from .torch_freeze import TorchOutcome
 from .verdict_values import Explanation
 
@@ -88,12 +89,7 @@ class ExplanationMemo:
 def share_equal(explanation: Explanation, kept: Explanation) -> None:
     """Make ``explanation`` hold ``kept``'s verdict objects (and torch log lines) where
     they are equal, path by path: the same values, one copy of each in memory."""
-    same = {v.path: v for v in kept.attributes}
-    attributes = explanation.attributes
-    for i, verdict in enumerate(attributes):
-        old = same.get(verdict.path)
-        if old is not None and old is not verdict and old == verdict:
-            attributes[i] = old
+    reuse_equal(explanation.attributes, kept.attributes)
     explanation.torch_log = _shared(explanation.torch_log, kept.torch_log)
 
 
