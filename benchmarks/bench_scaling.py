@@ -71,7 +71,7 @@ if len(sys.argv) > 2:
 
 # The app's engine work through its engine process, timed from this (screen) side.
 _APP = r"""
-import gc, json, os, sys, threading, time, warnings
+import gc, json, os, statistics, sys, threading, time, warnings
 warnings.simplefilter("ignore")
 from freezeview.ui.remote_session import RemoteSession
 
@@ -89,12 +89,6 @@ def cpu(pid):
 
 path, reruns = sys.argv[1], int(sys.argv[2])
 
-def median(values):
-    # The middle of a kind's samples (the lower one of an even count).
-    if not values:
-        return 0
-    ordered = sorted(values)
-    return ordered[(len(ordered) - 1) // 2]
 
 def explained(preserved, then=None):
     # Explain as the screen does: torch's statuses shown first (reasons pending) when
@@ -191,12 +185,13 @@ time.sleep(2.0)
 last = {"screen": rss(os.getpid()), "engine": rss(engine)}
 session.close()
 print(json.dumps({"verdicts": verdicts, "all_steps": all_steps, "reasons": reasons_at,
-                  "rerun": {k: median(v) for k, v in times.items()},
+                  "rerun": {k: statistics.median_low(v or [0]) for k, v in times.items()},
                   "rerun_max": {k: max(v or [0]) for k, v in times.items()},
                   "samples": {k: len(v) for k, v in times.items()},
                   "verdicts_cpu": verdicts_cpu, "all_cpu": all_cpu, "reasons_cpu": reasons_cpu,
-                  "rerun_cpu": {k: median(v) for k, v in cpus.items()},
-                  "rerun_reasons": {k: median(v) for k, v in reasons.items()},
+                  "rerun_cpu": {k: statistics.median_low(v or [0]) for k, v in cpus.items()},
+                  "rerun_reasons": {k: statistics.median_low(v or [(0, 0)])
+                                    for k, v in reasons.items()},
                   "collect": max(collects or [0]), "first": first, "last": last,
                   "engine_max": max(engine_sizes or [0]), "engine_sizes": engine_sizes,
                   "steps": len(steps)}))
