@@ -63,6 +63,29 @@ def test_torch_freeze_lists_kept_paths_and_folded_constants() -> None:
     assert list(outcome.folded) == logged.folded
 
 
+def test_a_freeze_waiting_for_another_still_reads_its_own_folds() -> None:
+    """Two freezes at once in one process (the app: an explain the user abandoned still
+    freezing when the next starts) take turns at the captured log; the one that waited
+    reads torch's log of its own freeze, though the one before switched logging off
+    again as it ended (it used to see no fold, and called folded attributes dropped)."""
+    import threading
+    import time
+
+    from freezeview.engine.plumbing import stderr_capture
+
+    module = example_module().build()
+    expected = torch_outcome(module._c).folded
+    assert expected
+    found: list[tuple[str, ...]] = []
+    with stderr_capture._CAPTURE_LOCK:  # a freeze under way holds the capture
+        waiting = threading.Thread(target=lambda: found.append(torch_outcome(module._c).folded))
+        waiting.start()
+        time.sleep(0.2)
+        torch._C._jit_set_logging_option("")  # as the freeze under way leaves it
+    waiting.join(60)
+    assert found == [expected]
+
+
 def test_freezing_log_never_reaches_the_terminal(capfd: pytest.CaptureFixture[str]) -> None:
     explain(example_module().build())
     err = capfd.readouterr().err

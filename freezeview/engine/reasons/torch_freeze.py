@@ -87,13 +87,17 @@ def torch_outcome(
         RuntimeError: torch refuses to freeze the model (its own message).
     """
     start = time.perf_counter()
-    previous = torch._C._jit_get_logging_option()
-    torch._C._jit_set_logging_option(">>freeze_module")
-    try:
-        with capture_stderr_fd(FREEZE_LOG_LINE) as lines:
+    # The logging option is the process's, as is the descriptor captured: both are set
+    # inside the capture, which one thread holds at a time. (Set before it, a freeze
+    # waiting for the capture -- an explain the user abandoned still freezing -- found
+    # logging switched off again by the one before, and its folds went unseen.)
+    with capture_stderr_fd(FREEZE_LOG_LINE) as lines:
+        previous = torch._C._jit_get_logging_option()
+        torch._C._jit_set_logging_option(">>freeze_module")
+        try:
             frozen = torch._C._freeze_module(cmod, list(preserved_attrs), freeze_interfaces)
-    finally:
-        torch._C._jit_set_logging_option(previous)
+        finally:
+            torch._C._jit_set_logging_option(previous)
     folded = tuple(found["path"] for line in lines if (found := _FOLD_LINE.search(line)))
     return TorchOutcome(
         kept=frozenset(attribute_paths(frozen)),
