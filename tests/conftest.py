@@ -14,6 +14,14 @@ if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
 
+@pytest.fixture(autouse=True)
+def _no_counts_from_earlier_tests() -> None:
+    """Each test diffs its own steps: none takes counts an earlier test's run found."""
+    from freezeview.engine.freeze.steps import forget_known_counts
+
+    forget_known_counts()
+
+
 def _shared_work(item: pytest.Item) -> str | None:
     """The work ``item`` shares with other tests, as an xdist group name (None: nothing).
 

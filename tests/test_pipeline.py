@@ -773,7 +773,7 @@ def test_fold_picture_takes_the_released_inline_graph_over(
     step's graph in place instead of copying it; read at the end, it copies. Both say
     the same."""
     import freezeview.engine.freeze.freeze_phase as phase
-    from freezeview.engine.freeze.steps import release_graphs
+    from freezeview.engine.freeze.steps import forget_known_counts, release_graphs
 
     built: list[object] = []
     folded: list[object] = []
@@ -795,6 +795,7 @@ def test_fold_picture_takes_the_released_inline_graph_over(
     assert len(built) == len(folded) == 1 and folded[0] is not built[0]
     built.clear()
     folded.clear()
+    forget_known_counts()  # the same steps' counts: diffed again, as in a new process
     steps: list[Step] = []
     rows = []
     for step in Pipeline(ConvBnNet.scripted()).run():
@@ -806,3 +807,29 @@ def test_fold_picture_takes_the_released_inline_graph_over(
             release_graphs(steps[-2], step)
     assert len(built) == len(folded) == 1 and folded[0] is built[0]
     assert rows == whole
+
+
+def test_steps_printed_as_before_take_their_counts_and_notes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step whose graphs print as an earlier step's did (the same model frozen with
+    the same plan again) takes that step's counts and summary instead of snapshots and
+    a diff; a step never seen before is diffed, and says what a first run says."""
+    import freezeview.engine.diff as diff_package
+    from freezeview.engine.freeze.steps import forget_known_counts
+
+    def facts(pipeline: Pipeline) -> list[tuple[object, ...]]:
+        return [
+            (s.name, s.nodes_added, s.nodes_removed, s.nodes_changed, s.notes)
+            for s in pipeline.run_all()
+        ]
+
+    first = facts(Pipeline(ConvBnNet.scripted()))
+    diffs: list[int] = []
+    real = diff_package.diff_snapshots
+    monkeypatch.setattr(diff_package, "diff_snapshots", lambda *a: diffs.append(1) or real(*a))
+    assert facts(Pipeline(ConvBnNet.scripted())) == first
+    assert diffs == []
+    forget_known_counts()
+    assert facts(Pipeline(ConvBnNet.scripted())) == first
+    assert diffs

@@ -13,7 +13,10 @@ from freezeview.ui.session_explain import reasons_pending
 
 def _use_counts(session: Session) -> dict[str, int]:
     """How many owners each parameter's storage has: its slot, the tensor read here and
-    whatever else still holds it (a constant of a frozen graph, say)."""
+    whatever else still holds it (a constant of a frozen graph, say), once the last run's
+    step pictures are let go as the next run lets go of them (a picture whose counts
+    were known from an earlier run is still a torch graph, its constants the weights)."""
+    session._step_graphs.clear()
     return {
         name: torch._C._storage_Use_Count(p.untyped_storage()._cdata)
         for name, p in session.module.named_parameters()
