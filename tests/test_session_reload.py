@@ -256,7 +256,7 @@ def test_the_model_is_loaded_again_at_most_every_few_runs(
     sizes = itertools.count(100, 50)  # after the first run; then always over the margin
     monkeypatch.setattr(engine_process, "resident_bytes", lambda: next(sizes))
     started: list[int] = []
-    monkeypatch.setattr(engine, "_load_again", lambda: started.append(engine._runs))
+    monkeypatch.setattr(engine, "_load_again", lambda idle=False: started.append(engine._runs))
     for _ in range(3 * engine_process.RELOAD_RUNS + 1):
         engine.watch_memory(engine._swaps)
         if engine._reload is not None:
@@ -316,9 +316,60 @@ def test_the_size_to_grow_from_is_the_least_after_the_first_runs(
     sizes = iter([130] + [100] * (runs - 1) + [grown] * 3)
     monkeypatch.setattr(engine_process, "resident_bytes", lambda: next(sizes))
     started: list[int] = []
-    monkeypatch.setattr(engine, "_load_again", lambda: started.append(engine._runs))
+    monkeypatch.setattr(engine, "_load_again", lambda idle=False: started.append(engine._runs))
     for _ in range(runs + 1):
         engine.watch_memory(engine._swaps)
         if engine._reload is not None:
             engine._reload.join()
     assert started == [runs]
+
+
+def test_an_idle_reload_lets_the_old_model_go_at_once(tmp_path: Path) -> None:
+    """The last run's frozen module (kept for its .code) is a clone of the old model and
+    holds its compilation unit: a reload made while the user is idle reads its .code
+    and lets it go, so the old model goes when the new one is put in place, not at the
+    next run. The .code is the run's, torch's own."""
+    import gc
+    import weakref
+
+    sent: list[tuple[Any, ...]] = []
+    engine = engine_process._Engine({"path": save_small(tmp_path / "small.pt")}, sent.append)
+    engine._open_done.wait(60)
+    session = engine.session
+    engine.handle(1, "run_steps", ([], _passes()))
+    assert session.final_code is None and session._kept is not None
+    old = weakref.ref(session.module)
+    engine._load_again(idle=True)
+    assert engine._swaps == 1 and session._kept is None
+    expected = torch.jit.freeze(torch.jit.load(str(session.path)).eval()).code
+    assert session.final_code == expected
+    gc.collect()
+    assert old() is None
+
+
+def test_an_idle_engine_over_its_limit_loads_the_model_again_sooner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reloads stay RELOAD_RUNS runs apart while the user goes on running; an engine
+    over its limit that then gets no call for IDLE_RELOAD seconds loads the model anew
+    all the same. A call in that time puts it off."""
+    sent: list[tuple[Any, ...]] = []
+    engine = engine_process._Engine({"path": save_small(tmp_path / "small.pt")}, sent.append)
+    engine._open_done.wait(60)
+    monkeypatch.setattr(engine_process, "IDLE_RELOAD", 0.2)
+    sizes = iter([100, 100] + [200] * 100)  # the first runs; then over the margin
+    monkeypatch.setattr(engine_process, "resident_bytes", lambda: next(sizes))
+    started: list[int] = []
+    monkeypatch.setattr(engine, "_load_again", lambda idle=False: started.append(engine._runs))
+    engine.watch_memory(engine._swaps)
+    engine.watch_memory(engine._swaps)
+    engine.watch_memory(engine._swaps)  # over, two runs after the first
+    engine._calls += 1  # a call came meanwhile
+    time.sleep(0.5)
+    assert started == []
+    engine.watch_memory(engine._swaps)  # over again, three runs after the first
+    time.sleep(0.5)
+    if engine._reload is not None:
+        engine._reload.join(30)
+    assert started == [3] and engine._runs < engine_process.RELOAD_RUNS
+    assert engine._reload is None or not engine._reload.is_alive()
