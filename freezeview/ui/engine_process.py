@@ -21,12 +21,13 @@ from collections.abc import Callable
 from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..engine.plumbing.errors import FreezeviewError
 from ..engine.plumbing.heap import give_back_freed_memory, resident_bytes
 from .graph_transfer import dump_in_slices
 from .remote_session import ERROR_TYPES, EngineError
+from .views_transfer import ViewsEncoder
 
 __all__ = ["IDLE_RELOAD", "RELOAD_MARGIN", "RELOAD_RUNS", "error_info", "forward_warnings", "serve"]
 
@@ -53,6 +54,13 @@ def error_info(exc: BaseException) -> tuple[str, str, str | None, str]:
     return (type(exc).__name__, str(exc), None, traceback.format_exc())
 
 
+class _Views(NamedTuple):
+    """An explain's answer: sent as changes to the last views sent (_send_views)."""
+
+    views: list[Any]
+    inventory: Any
+
+
 class _Engine:
     """Runs the screen's calls on a real Session, each in its own thread."""
 
@@ -64,6 +72,9 @@ class _Engine:
         self.after: dict[int, Callable[[], None]] = {}
         self._opened: Any = None
         self._inventory_sent: Any = None
+        # Views go as changes to the last views sent: encoded and sent under one lock.
+        self._views = ViewsEncoder()
+        self._views_lock = threading.Lock()
         self._open_error: BaseException | None = None
         self._have_session = threading.Event()
         self._open_done = threading.Event()
@@ -121,7 +132,10 @@ class _Engine:
         except BaseException as exc:
             self.send(("error", rid, error_info(exc)))
         else:
-            self.send(("done", rid, value))
+            if isinstance(value, _Views):
+                self._send_views("done", rid, *value)
+            else:
+                self.send(("done", rid, value))
         finally:
             self.cancels.pop(rid, None)
             after = self.after.pop(rid, None)
@@ -144,13 +158,18 @@ class _Engine:
 
         def statuses(views: list[Any]) -> None:
             # torch's statuses at once, reasons pending; the reasons are the answer.
-            self.send(("item", rid, (views, self._inventory_once())))
+            self._send_views("item", rid, views, self._inventory_once())
 
         views = self.session.explain(preserved, statuses=statuses, cancel=cancel)
         # The replay of the reasons may end after a run's collection (it gives way to
         # runs): what it let go of is collected once it is answered, as after a run.
         self.after[rid] = partial(self._after_run, rid, ran=False)
-        return views, self._inventory_once()
+        return _Views(views, self._inventory_once())
+
+    def _send_views(self, kind: str, rid: int, views: list[Any], inventory: Any) -> None:
+        # A toggle changes a few of 10k views: only those cross (views_transfer).
+        with self._views_lock:
+            self.send((kind, rid, self._views.encode(views, inventory)))
 
     def _inventory_once(self) -> Any:
         # The module tree is the model's, the same for every plan: sent once (2.5 MB

@@ -22,6 +22,8 @@ frames and pickles them; nothing else fits better, see :func:`_spawn`):
   ``("cancel", id)`` and finally ``("close",)``;
 - engine → screen: ``("item", id, value)`` for each streamed value, then
   ``("done", id, value)`` or ``("error", id, info)``; ``("warning", text)`` at any time.
+  An explain's views come as a :class:`~freezeview.ui.views_transfer.ViewsSent`, the
+  changes to the views sent before (decoded in order by the reader thread).
 
 A run's steps carry no graph: the screen asks for a step's graph (``step_graph``, sent in
 slices, :mod:`freezeview.ui.graph_transfer`) when it shows it, and for the frozen
@@ -54,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.plumbing.collector import collector_paused
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, OutputError, PlanError
 from .graph_transfer import load_in_slices
+from .views_transfer import ViewsDecoder, ViewsSent
 
 if TYPE_CHECKING:
     from ..engine.graph.inventory_values import Inventory
@@ -180,11 +183,14 @@ class RemoteSession:
         self, conn: Connection, proc: subprocess.Popen[bytes], stderr: Any, generation: int
     ) -> None:
         """Hand each message from one child to the call waiting for it."""
+        # An explain's views come as changes to the last ones: every views message of
+        # this child is decoded, in order, even one nobody waits for any more.
+        views = ViewsDecoder()
         try:
             while True:
                 # No local name holds a message while the next is awaited: the last one
                 # (a step's graph) would stay alive until the next message came.
-                self._deliver(_receive(conn))
+                self._deliver(_receive(conn), views)
         except (EOFError, OSError):
             pass
         with self._lock:
@@ -201,8 +207,10 @@ class RemoteSession:
         for rid, call in waiting:
             call.answers.put(("error", rid, ("EngineError", sentence, None, "")))
 
-    def _deliver(self, message: tuple[Any, ...]) -> None:
+    def _deliver(self, message: tuple[Any, ...], views: ViewsDecoder) -> None:
         """One message from the child, to the call waiting for it (or kept here)."""
+        if message[0] in ("item", "done") and isinstance(message[2], ViewsSent):
+            message = (message[0], message[1], views.decode(message[2]))
         if message[0] == "warning":
             if self.on_warning is not None:
                 self.on_warning(str(message[1]))

@@ -9,6 +9,7 @@ import torch
 
 from freezeview.ui.session import Session
 from freezeview.ui.session_explain import reasons_pending
+from freezeview.ui.views_transfer import ViewsDecoder
 
 
 def _use_counts(session: Session) -> dict[str, int]:
@@ -202,8 +203,10 @@ def test_the_engine_process_sends_the_module_tree_once(small_pt: Path) -> None:
     answers = [m for m in sent if m[0] in ("item", "done") and m[1] in (2, 3)]
     # Each: torch's statuses first (reasons pending), then the reasons.
     assert [(m[0], m[1]) for m in answers] == [("item", 2), ("done", 2), ("item", 3), ("done", 3)]
-    trees = [m[2][1] for m in answers]  # type: ignore[index]
+    decoder = ViewsDecoder()
+    decoded = [decoder.decode(m[2]) for m in answers]  # type: ignore[arg-type]
+    trees = [tree for _, tree in decoded]
     assert trees[0] is not None and trees[1:] == [None, None, None]
-    assert all(m[2][0] for m in answers)  # type: ignore[index]
-    assert all(reasons_pending(v) for v in answers[2][2][0])  # type: ignore[index]
-    assert not any(reasons_pending(v) for v in answers[3][2][0])  # type: ignore[index]
+    assert all(views for views, _ in decoded)
+    assert all(reasons_pending(v) for v in decoded[2][0])
+    assert not any(reasons_pending(v) for v in decoded[3][0])
