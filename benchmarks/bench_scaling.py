@@ -31,8 +31,9 @@ apart (``reasons shown``). The first run's verdicts are torch's statuses shown. 
 are compared with torch's freeze of the loaded model: the median of 14, seven in a
 fresh process before the app's work and seven after. The engine's size is read 0.3 s
 after every re-run (a reload the run set off may be under way then: the series shows
-it) and, last, 2 s after the last one, at rest; the largest of the series is printed
-beside the last.
+it) and, last, at rest: 2 s after the last one and once the engine has used no CPU for
+half a second (a reload under way, or one the idle engine starts, is over); the largest
+of the series is printed beside the last, and every re-run's time in order.
 
 Usage::
 
@@ -80,6 +81,11 @@ def rss(pid):
         return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
 
 TICK = os.sysconf("SC_CLK_TCK")
+
+def engine_cpu(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) / TICK
 
 def cpu(pid):
     # Both processes' CPU seconds: on a busy machine wall times swing, CPU time less.
@@ -141,6 +147,7 @@ cpus = {k: [] for k in KINDS}
 reasons = {k: [] for k in KINDS}
 collects = []
 engine_sizes = []
+order = []  # (kind, seconds) of every re-run, in order
 last_preserved = []
 explained_names = {()}
 for i in range(reruns):
@@ -175,13 +182,22 @@ for i in range(reruns):
         times[kind].append(marks["then"][0] - t)
         cpus[kind].append(marks["then"][1] - c)
         reasons[kind].append((marks["reasons"][0] - t, marks["reasons"][1] - c))
+    order.append((kind, times[kind][-1]))
     last_preserved = preserved
     gc.freeze()
     # The engine answers before it collects and gives memory back: read after that.
     time.sleep(0.3)
     engine_sizes.append(rss(engine))
-# At rest: a reload the last run set off (loading, then the switch) is over by now.
+# At rest: 2 s on, and then once the engine has used no CPU for half a second (a
+# reload the last run set off, or one the engine starts when idle, is over by then).
 time.sleep(2.0)
+settled = time.perf_counter()
+while True:
+    before = engine_cpu(engine)
+    time.sleep(0.5)
+    if engine_cpu(engine) - before < 0.02 or time.perf_counter() - settled > 20:
+        break
+rest_after = time.perf_counter() - settled + 2.0
 last = {"screen": rss(os.getpid()), "engine": rss(engine)}
 session.close()
 print(json.dumps({"verdicts": verdicts, "all_steps": all_steps, "reasons": reasons_at,
@@ -194,6 +210,7 @@ print(json.dumps({"verdicts": verdicts, "all_steps": all_steps, "reasons": reaso
                                     for k, v in reasons.items()},
                   "collect": max(collects or [0]), "first": first, "last": last,
                   "engine_max": max(engine_sizes or [0]), "engine_sizes": engine_sizes,
+                  "order": order, "rest_after": rest_after,
                   "steps": len(steps)}))
 """
 
@@ -388,10 +405,19 @@ def run_app(rung: str, model: Path, reruns: int) -> None:
         f"{r['last']['screen'] / mb:.0f} MB, engine {r['last']['engine'] / mb:.0f} MB "
         f"({r['last']['engine'] / r['first']['engine'] - 1:+.1%}; at most "
         f"{r['engine_max'] / mb:.0f} MB, {r['engine_max'] / r['first']['engine'] - 1:+.1%}, "
-        f"after a re-run)"
+        f"after a re-run; at rest: {r['rest_after']:.1f} s after the last)"
     )
     print(
         "    engine MB after each re-run: " + " ".join(f"{b / mb:.0f}" for b in r["engine_sizes"])
+    )
+    letters = {"r": "r", "toggle": "t", "toggle-new": "n"}
+    print(
+        "    re-runs in order (r, t toggle, n toggle-new), x torch freeze: "
+        + " ".join(f"{letters[k]}{s / freeze_s:.2f}" for k, s in r["order"])
+    )
+    print(
+        "    torch freezes, s (7 before the app's work, 7 after): "
+        + " ".join(f"{w:.2f}" for w, _ in freezes)
     )
 
 
