@@ -373,3 +373,34 @@ def test_an_idle_engine_over_its_limit_loads_the_model_again_sooner(
         engine._reload.join(30)
     assert started == [3] and engine._runs < engine_process.RELOAD_RUNS
     assert engine._reload is None or not engine._reload.is_alive()
+
+
+def test_after_a_reload_at_work_the_old_model_goes_once_the_user_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reload made while the user goes on running leaves the last run's frozen module
+    (a clone of the old model) to the next run; if no call comes within IDLE_RELOAD
+    seconds, its .code is read and the old model let go then. A call in that time
+    leaves it to that call."""
+    import gc
+    import weakref
+
+    monkeypatch.setattr(engine_process, "IDLE_RELOAD", 0.2)
+    sent: list[tuple[Any, ...]] = []
+    engine = engine_process._Engine({"path": save_small(tmp_path / "small.pt")}, sent.append)
+    engine._open_done.wait(60)
+    session = engine.session
+    engine.handle(1, "run_steps", ([], _passes()))
+    old = weakref.ref(session.module)
+    engine._load_again()
+    engine._calls += 1  # a call came meanwhile
+    time.sleep(0.5)
+    gc.collect()
+    assert session._kept is not None and session.final_code is None
+    assert old() is not None  # held by the last run's frozen module
+    engine._load_again()
+    time.sleep(0.5)
+    assert session._kept is None
+    assert session.final_code == torch.jit.freeze(torch.jit.load(str(session.path)).eval()).code
+    gc.collect()
+    assert old() is None

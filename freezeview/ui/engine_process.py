@@ -292,7 +292,8 @@ class _Engine:
             # model and holds its compilation unit, with every freeze's leftovers: its
             # .code read now (0.1 s at 512 blocks, holding the GIL), the old model goes
             # at the switch rather than at the next run (19 MB at rest at 512 blocks).
-            # A user at work runs again soon anyway.
+            # A user at work runs again soon anyway; if they stop, it is read then
+            # (_let_go_if_idle).
             self.session.read_final_code()
         with self._idle:
             while self._active:
@@ -310,6 +311,27 @@ class _Engine:
         finally:
             with self._idle:
                 self._switching = False
+                self._idle.notify_all()
+        if not idle:
+            timer = threading.Timer(IDLE_RELOAD, self._let_go_if_idle, args=(self._calls,))
+            timer.daemon = True
+            timer.start()
+
+    def _let_go_if_idle(self, calls: int) -> None:
+        """After a reload while the user was at work: if no call has started since
+        ``calls``, the last run (on the old model) is still the last, and its frozen
+        module still holds the old model; its .code is read and the old model let go."""
+        with self._idle:
+            if self._calls != calls or self._active or self._switching:
+                return
+            self._active += 1  # no switch meanwhile
+        try:
+            self.session.read_final_code()
+            gc.collect()
+            give_back_freed_memory()
+        finally:
+            with self._idle:
+                self._active -= 1
                 self._idle.notify_all()
 
     def call_final_code(self, rid: int) -> Any:
