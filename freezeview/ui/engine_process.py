@@ -158,7 +158,7 @@ class _Engine:
 
         def statuses(views: list[Any]) -> None:
             # torch's statuses at once, reasons pending; the reasons are the answer.
-            self._send_views("item", rid, views, self._inventory_once())
+            self._send_views("item", rid, views, self._inventory_once(), pending=True)
 
         views = self.session.explain(preserved, statuses=statuses, cancel=cancel)
         # The replay of the reasons may end after a run's collection (it gives way to
@@ -166,10 +166,12 @@ class _Engine:
         self.after[rid] = partial(self._after_run, rid, ran=False)
         return _Views(views, self._inventory_once())
 
-    def _send_views(self, kind: str, rid: int, views: list[Any], inventory: Any) -> None:
+    def _send_views(
+        self, kind: str, rid: int, views: list[Any], inventory: Any, pending: bool = False
+    ) -> None:
         # A toggle changes a few of 10k views: only those cross (views_transfer).
         with self._views_lock:
-            self.send((kind, rid, self._views.encode(views, inventory)))
+            self.send((kind, rid, self._views.encode(views, inventory, pending)))
 
     def _inventory_once(self) -> Any:
         # The module tree is the model's, the same for every plan: sent once (2.5 MB

@@ -3,10 +3,12 @@
 Every explain answers with a view of each attribute (10.7k at 512 blocks, 1.5 MB
 pickled, 30 ms to pickle and as long again to unpickle), and a toggle changes a few of
 them. :class:`ViewsSent` carries the views whole, or only those that differ from the
-views sent just before: :class:`ViewsEncoder` (engine side) and :class:`ViewsDecoder`
-(screen side) each keep that last list, and stay in step as long as every views message
-is encoded in the order it is sent and decoded in the order it arrives, whoever it was
-for (a cancelled explain's answer too).
+last views sent of the same kind: torch's statuses with every reason pending (the first
+answer of a toggle to names never explained), or the views with freezeview's reasons.
+:class:`ViewsEncoder` (engine side) and :class:`ViewsDecoder` (screen side) each keep
+the last list of each kind, and stay in step as long as every views message is encoded
+in the order it is sent and decoded in the order it arrives, whoever it was for (a
+cancelled explain's answer too).
 
 Imports no torch (the screen's process uses it).
 """
@@ -32,6 +34,8 @@ class ViewsSent:
     whole: tuple[AttrView, ...] | None = None
     #: Otherwise the views that differ from the last list, by position.
     changes: tuple[tuple[int, AttrView], ...] = ()
+    #: True for torch's statuses with every reason pending.
+    pending: bool = False
 
 
 class ViewsEncoder:
@@ -42,13 +46,20 @@ class ViewsEncoder:
     """
 
     def __init__(self) -> None:
-        self._last: list[AttrView] | None = None
+        self._last: dict[bool, list[AttrView]] = {}
 
-    def encode(self, views: Sequence[AttrView], inventory: Any) -> ViewsSent:
-        """``views`` as changes to the last views encoded, or whole."""
-        last, self._last = self._last, list(views)
+    def encode(self, views: Sequence[AttrView], inventory: Any, pending: bool) -> ViewsSent:
+        """``views`` as changes to the last views of their kind encoded, or whole.
+
+        Args:
+            views: every attribute's view.
+            inventory: the module tree, or None when sent before.
+            pending: whether these are torch's statuses with every reason pending.
+        """
+        last = self._last.get(pending)
+        self._last[pending] = list(views)
         if last is None or len(last) != len(views):
-            return ViewsSent(inventory, whole=tuple(views))
+            return ViewsSent(inventory, whole=tuple(views), pending=pending)
         # Views shared with the last list (the kept explanations share equal ones) are
         # skipped by identity; the others compare by value.
         changes = tuple(
@@ -57,8 +68,8 @@ class ViewsEncoder:
             if view is not old and view != old
         )
         if 2 * len(changes) > len(views):
-            return ViewsSent(inventory, whole=tuple(views))
-        return ViewsSent(inventory, changes=changes)
+            return ViewsSent(inventory, whole=tuple(views), pending=pending)
+        return ViewsSent(inventory, changes=changes, pending=pending)
 
 
 class ViewsDecoder:
@@ -69,15 +80,15 @@ class ViewsDecoder:
     """
 
     def __init__(self) -> None:
-        self._last: list[AttrView] = []
+        self._last: dict[bool, list[AttrView]] = {}
 
     def decode(self, sent: ViewsSent) -> tuple[list[AttrView], Any]:
         """The views and the module tree (None when unchanged) of ``sent``."""
         if sent.whole is not None:
             views = list(sent.whole)
         else:
-            views = list(self._last)
+            views = list(self._last[sent.pending])
             for i, view in sent.changes:
                 views[i] = view
-        self._last = views
+        self._last[sent.pending] = views
         return list(views), sent.inventory

@@ -3,6 +3,7 @@ whole the first time, then only what changed, and always the views the engine ha
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from pathlib import Path
 
@@ -23,27 +24,46 @@ def test_a_toggle_sends_only_the_views_it_changed() -> None:
     every view as the engine had it."""
     encoder, decoder = ViewsEncoder(), ViewsDecoder()
     first = _views(1000)
-    sent = encoder.encode(first, "tree")
+    sent = encoder.encode(first, "tree", False)
     assert sent.whole is not None
     assert decoder.decode(pickle.loads(pickle.dumps(sent))) == (first, "tree")
     toggled = _views(1000, kept={3, 700})
-    sent = encoder.encode(toggled, None)
+    sent = encoder.encode(toggled, None, False)
     assert sent.whole is None and [i for i, _ in sent.changes] == [3, 700]
     assert len(pickle.dumps(sent)) * 20 < len(pickle.dumps(toggled))
     views, tree = decoder.decode(pickle.loads(pickle.dumps(sent)))
     assert views == toggled and tree is None
     back = _views(1000)
-    assert decoder.decode(pickle.loads(pickle.dumps(encoder.encode(back, None))))[0] == back
+    assert decoder.decode(pickle.loads(pickle.dumps(encoder.encode(back, None, False))))[0] == back
+
+
+def test_statuses_and_reasons_each_change_from_their_own_kind() -> None:
+    """A toggle to names never explained sends torch's statuses (every reason pending),
+    then the reasons: each is sent as its changes to the last of its kind, the two
+    kinds interleaved as explains come."""
+    from freezeview.ui.session_explain import PENDING_REASON
+
+    def pending(views: list[AttrView]) -> list[AttrView]:
+        return [dataclasses.replace(v, reasons=(PENDING_REASON,)) for v in views]
+
+    encoder, decoder = ViewsEncoder(), ViewsDecoder()
+    for kept in (set(), {1}, {2}, {1, 2}):
+        views = _views(100, kept)
+        for shown, is_pending in ((pending(views), True), (views, False)):
+            sent = encoder.encode(shown, None, is_pending)
+            assert decoder.decode(pickle.loads(pickle.dumps(sent)))[0] == shown
+            if kept:
+                assert sent.whole is None and len(sent.changes) <= 2
 
 
 def test_views_of_another_length_or_mostly_changed_go_whole() -> None:
     encoder, decoder = ViewsEncoder(), ViewsDecoder()
-    decoder.decode(encoder.encode(_views(10), None))
+    decoder.decode(encoder.encode(_views(10), None, False))
     longer = _views(12)
-    sent = encoder.encode(longer, None)
+    sent = encoder.encode(longer, None, False)
     assert sent.whole is not None and decoder.decode(sent)[0] == longer
     changed = _views(12, kept=set(range(8)))
-    sent = encoder.encode(changed, None)
+    sent = encoder.encode(changed, None, False)
     assert sent.whole is not None and decoder.decode(sent)[0] == changed
 
 
@@ -51,10 +71,10 @@ def test_a_decoded_list_is_the_callers_own() -> None:
     """The screen may change the list it gets; the next answer is still decoded from
     the views the engine sent."""
     encoder, decoder = ViewsEncoder(), ViewsDecoder()
-    views, _ = decoder.decode(encoder.encode(_views(5), None))
+    views, _ = decoder.decode(encoder.encode(_views(5), None, False))
     views.clear()
     toggled = _views(5, kept={1})
-    assert decoder.decode(encoder.encode(toggled, None))[0] == toggled
+    assert decoder.decode(encoder.encode(toggled, None, False))[0] == toggled
 
 
 def test_the_screen_gets_the_engines_views_through_toggles(small_pt: Path) -> None:
