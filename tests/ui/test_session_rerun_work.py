@@ -233,3 +233,29 @@ def test_a_rerun_takes_the_counts_of_steps_diffed_before(
     fresh.open()
     expected = list(fresh.run_steps(["scale"], passes[:-1]))
     assert _facts(other) == _facts(expected)
+
+
+def test_other_names_fold_the_inline_step_shown_again_without_reading_it_again(
+    small_pt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run with other preserved names folds the same inlined graph (the inline step
+    shown again): its attribute reads, found by the run before, are not looked for
+    again; the fold step shows what a fresh run with those names shows."""
+    from freezeview.engine.freeze import fold_picture, lazy_graph
+
+    # Counted by node kind, as a large model's steps are (see above).
+    monkeypatch.setattr(lazy_graph, "FULL_DIFF_LIMIT", 0)
+    session = Session(path=small_pt)
+    session.open()
+    passes = [p.id for p in session.available_passes() if p.default]
+    list(session.run_steps([], passes))
+    scans = _counting(monkeypatch, fold_picture, "_attribute_chains")
+    toggled = list(session.run_steps(["scale"], passes))
+    assert scans == []
+    fresh = Session(path=small_pt)
+    fresh.open()
+    expected = list(fresh.run_steps(["scale"], passes))
+    assert scans  # a model run for the first time: its reads are found
+    assert _facts(toggled) == _facts(expected)
+    fold = session.step_graph(toggled[1].graph)
+    assert fold.text == fresh.step_graph(expected[1].graph).text

@@ -353,7 +353,10 @@ class FreezePhase(RunState):
             kept: set[str] = set()
             graphs: dict[str, torch._C.Graph] = inlined.get()
             for m, g in graphs.items():
-                found = attribute_chains(g, cmod)
+                # Read in order (the CLI), the fold may change the inlined graph in
+                # place; else nothing changes it, and an inline step shown again (a
+                # re-run with other names) has its reads found already.
+                found = attribute_chains(g, cmod, unchanging=not in_order)
                 chains[m] = found
                 f, k = attribute_reads(g, cmod, kept_paths, found)
                 folded |= f
