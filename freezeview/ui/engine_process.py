@@ -32,10 +32,10 @@ from .views_transfer import ViewsEncoder
 __all__ = ["IDLE_RELOAD", "RELOAD_MARGIN", "RELOAD_RUNS", "error_info", "forward_warnings", "serve"]
 
 #: How much the engine process may grow over its size after the first run before it
-#: loads the model anew (:meth:`_Engine.watch_memory`). (At 8 % a 512-block stack rested
-#: up to 10 % over its size read right after the first run, before that run's garbage
-#: was collected.)
-RELOAD_MARGIN = 0.06
+#: loads the model anew (:meth:`_Engine.watch_memory`). (At 6 % a model of many small
+#: classes, 4 MB a re-run, reloaded every RELOAD_RUNS runs, and when the last run set a
+#: reload off it rested at that peak: +10-13 %.)
+RELOAD_MARGIN = 0.08
 #: Runs of the steps at least between two loads (and before the first) while the user
 #: goes on running: a load holds the engine's GIL most of its time (0.8 s at 512
 #: blocks), and a run after it makes its inline and fold steps anew instead of showing
