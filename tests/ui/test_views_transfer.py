@@ -7,6 +7,8 @@ import dataclasses
 import pickle
 from pathlib import Path
 
+import pytest
+
 from freezeview.ui.views import AttrView
 from freezeview.ui.views_transfer import ViewsDecoder, ViewsEncoder
 
@@ -77,6 +79,7 @@ def test_a_decoded_list_is_the_callers_own() -> None:
     assert decoder.decode(encoder.encode(toggled, None, False))[0] == toggled
 
 
+@pytest.mark.slow  # an engine process of its own (2 s)
 def test_the_screen_gets_the_engines_views_through_toggles(small_pt: Path) -> None:
     """Through the engine process, every toggle's views (torch's statuses first, then
     the reasons) are what the session in this process gives for the same names, also
