@@ -262,9 +262,14 @@ class _Engine:
         elif self._runs >= 1:
             # Too soon for a user who goes on running; once they stop, the memory goes
             # back all the same.
-            timer = threading.Timer(IDLE_RELOAD, self._reload_if_idle, args=(self._calls,))
-            timer.daemon = True
-            timer.start()
+            self._when_idle(self._reload_if_idle)
+
+    def _when_idle(self, then: Callable[[int], None]) -> None:
+        """Call ``then(calls)`` :data:`IDLE_RELOAD` seconds from now, with the number of
+        calls started so far (it does nothing if another has started since)."""
+        timer = threading.Timer(IDLE_RELOAD, then, args=(self._calls,))
+        timer.daemon = True
+        timer.start()
 
     def _reload_if_idle(self, calls: int) -> None:
         """Load the model anew if no call has started since ``calls`` and the process is
@@ -317,9 +322,7 @@ class _Engine:
                 self._switching = False
                 self._idle.notify_all()
         if not idle:
-            timer = threading.Timer(IDLE_RELOAD, self._let_go_if_idle, args=(self._calls,))
-            timer.daemon = True
-            timer.start()
+            self._when_idle(self._let_go_if_idle)
 
     def _let_go_if_idle(self, calls: int) -> None:
         """After a reload while the user was at work: if no call has started since
