@@ -258,6 +258,7 @@ async def test_a_rerun_leaves_little_frozen_garbage(small_pt: Path, tmp_path: Pa
     assert strips < 20 and nodes == 0, (strips, nodes, len(garbage))
 
 
+@pytest.mark.slow  # waits out the app's own quiet timer (5 s of wall clock)
 @pytest.mark.asyncio
 async def test_the_quiet_collection_waits_for_a_pause_in_the_keys(
     small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -304,6 +305,7 @@ async def test_the_first_runs_start_no_deep_collection(small_pt: Path, tmp_path:
     assert len(collector.deep_sweeps) == sweeps, collector.deep_sweeps[sweeps:]
 
 
+@pytest.mark.slow  # waits out the app's own quiet timer (5 s of wall clock)
 @pytest.mark.asyncio
 async def test_a_due_deep_collection_waits_for_a_pause_in_the_keys(
     small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
