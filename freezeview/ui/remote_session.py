@@ -16,7 +16,8 @@ The screen process never imports torch: what crosses over is small and torch-fre
 (snapshots, inventories, the views in :mod:`freezeview.ui.views`).
 
 The protocol is pickled tuples over a socket pair (:mod:`multiprocessing.connection`
-frames and pickles them; nothing else fits better, see :func:`_spawn`):
+frames and pickles them; nothing else fits better, see
+:func:`~freezeview.ui.engine_spawn.spawn_engine`):
 
 - screen → engine: ``("init", config)`` once, then ``("call", id, method, args)``,
   ``("cancel", id)`` and finally ``("close",)``;
@@ -39,14 +40,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
-import os
 import pickle
 import queue
-import signal
-import socket
 import subprocess
-import sys
-import tempfile
 import threading
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection
@@ -55,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.plumbing.collector import collector_paused
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, OutputError, PlanError
+from .engine_spawn import death_sentence, spawn_engine
 from .graph_transfer import load_in_slices
 from .views_transfer import ViewsDecoder, ViewsSent
 
@@ -169,7 +166,7 @@ class RemoteSession:
         self._graphs = {}
         self._epoch += 1
         self._opened = None
-        conn, proc, stderr = _spawn()
+        conn, proc, stderr = spawn_engine()
         self._conn, self._proc, self._stderr = conn, proc, stderr
         conn.send(("init", self._config))
         threading.Thread(
@@ -203,7 +200,7 @@ class RemoteSession:
                 self._lost = (proc, stderr)
         if not waiting:
             return
-        sentence = "freezeview is closing." if closing else _death_sentence(proc, stderr)
+        sentence = "freezeview is closing." if closing else death_sentence(proc, stderr)
         for rid, call in waiting:
             call.answers.put(("error", rid, ("EngineError", sentence, None, "")))
 
@@ -266,7 +263,7 @@ class RemoteSession:
                 # learns why (as a call in flight would have), the next one restarts.
                 proc, stderr = self._lost
                 self._lost = None
-                raise EngineError(_death_sentence(proc, stderr))
+                raise EngineError(death_sentence(proc, stderr))
             if self._conn is None:
                 self._start()  # the last child stopped (a crash): start a new one
             assert self._conn is not None
@@ -524,34 +521,6 @@ class RemoteSession:
         return [Path(p) for p in paths]
 
 
-def _spawn() -> tuple[Connection, subprocess.Popen[bytes], Any]:
-    """Start ``python -m freezeview.ui.engine_process FD`` with one end of a socket pair.
-
-    A plain subprocess rather than :mod:`multiprocessing`: its "spawn" start re-imports
-    the parent's ``__main__`` (the console script, or pytest) in the child, which costs
-    time and runs code nobody asked for; a socket pair plus ``Connection`` gives the same
-    framed, pickled messages.
-    """
-    ours, theirs = socket.socketpair()
-    # Kept open for the child's whole life (its last words explain a crash).
-    stderr = tempfile.TemporaryFile(prefix="freezeview-engine-")  # noqa: SIM115
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "freezeview.ui.engine_process", str(theirs.fileno())],
-        pass_fds=(theirs.fileno(),),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=stderr,
-        env=env,
-        # Its own session: Ctrl-C and terminal signals go to the screen, which decides.
-        start_new_session=True,
-    )
-    theirs.close()
-    return Connection(ours.detach()), proc, stderr
-
-
 # A message this large (a big graph's snapshot) is unpickled with the collector paused.
 _LARGE_MESSAGE = 1 << 16
 
@@ -565,35 +534,6 @@ def _receive(conn: Connection) -> Any:
         return pickle.loads(data)
     with collector_paused():
         return pickle.loads(data)
-
-
-def _death_sentence(proc: subprocess.Popen[bytes], stderr: Any) -> str:
-    """One sentence on why the engine process ended."""
-    try:
-        code = proc.wait(timeout=2)
-    except subprocess.TimeoutExpired:
-        code = None
-    if code is not None and code < 0:
-        try:
-            how = f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            how = f"was killed by signal {-code}"
-    elif code is not None:
-        how = f"exited with status {code}"
-    else:
-        how = "stopped answering"
-    last = ""
-    try:
-        stderr.seek(0)
-        lines = [x.strip() for x in stderr.read()[-4000:].decode(errors="replace").splitlines()]
-        last = next((x for x in reversed(lines) if x), "")
-    except (OSError, ValueError):
-        pass
-    said = f" (its last words: {last[:200]})" if last else ""
-    return (
-        f"freezeview's engine process {how}{said}; what is on screen stays, and the next "
-        "action (r re-runs) starts a new one."
-    )
 
 
 def _rebuild(info: tuple[str, str, str | None, str]) -> FreezeviewError:

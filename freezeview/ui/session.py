@@ -30,6 +30,7 @@ from ..engine.reasons.explanation_memo import ExplanationMemo
 from ..engine.reasons.mutation import inline_method_graph
 from .session_explain import Explainer
 from .views import AttrView, OpenedView, PassView, ReasonView, StepView
+from .views import step_view as _step_view
 
 # Explain, the pipeline, diffs and numerics are imported where they are used: opening a
 # model needs none of them, and the app's engine process answers "open" first.
@@ -556,48 +557,4 @@ def _plan(preserved: Sequence[str], passes: Sequence[str]) -> Any:
     inference = any(REGISTRY[p].group == "inference" for p in passes if p in REGISTRY)
     return Plan.default(tuple(preserved), optimize_for_inference=inference).replace(
         passes=tuple(passes)
-    )
-
-
-def _numerics_text(value: Any) -> str:
-    """``exact``, ``3e-07`` or ``0.2 ✗`` (not allclose); empty when not checked."""
-    if value is None:
-        return ""
-    text = "exact" if value.exact else f"{value.max_abs:.2g}"
-    return text if value.allclose else f"{text} ✗"
-
-
-def _step_view(step: Any, graph: int, node_count: int, measurement: Any = None) -> StepView:
-    # The counts only: a step's notes (why a pass did not fire, the kept attributes'
-    # reasons) are not on the app's screen, and reading them reads the graph again.
-    # A step that changed nothing added, removed and changed nothing.
-    counted = bool(step.changed) or step.error is not None
-    added, removed, changed = (
-        (int(step.nodes_added), int(step.nodes_removed), int(step.nodes_changed))
-        if counted
-        else (0, 0, 0)
-    )
-    latency = verdict = ""
-    if measurement is not None and measurement.unfrozen is not None:
-        from ..engine.measure import latency_cell, verdict_text
-
-        cell = latency_cell(measurement, int(step.index))
-        latency = "" if cell == "-" else cell
-        verdict = verdict_text(measurement)
-    return StepView(
-        index=int(step.index),
-        name=str(step.name),
-        title=str(step.title),
-        graph=graph,
-        changed=bool(step.changed),
-        node_count=node_count,
-        added=added,
-        removed=removed,
-        changed_nodes=changed,
-        seconds=float(step.seconds),
-        numerics=_numerics_text(step.numerics),
-        error=str(step.error or ""),
-        kind=str(step.kind),
-        latency=latency,
-        verdict=verdict,
     )

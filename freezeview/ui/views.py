@@ -8,8 +8,16 @@ first screen appears before torch has even loaded).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "StepView"]
+__all__ = [
+    "AttrView",
+    "OpenedView",
+    "PassView",
+    "ReasonView",
+    "StepView",
+    "step_view",
+]
 
 
 @dataclass(frozen=True)
@@ -107,3 +115,50 @@ class OpenedView:
     load_seconds: float
     warnings: tuple[str, ...]
     passes: tuple[PassView, ...]
+
+
+def _numerics_cell(value: Any) -> str:
+    """The steps bar's narrow cell: ``exact``, ``3e-07`` or ``0.2 ✗`` (not allclose); empty
+    when not checked (the CLI's wider one is ``output.report.numerics_text``)."""
+    if value is None:
+        return ""
+    text = "exact" if value.exact else f"{value.max_abs:.2g}"
+    return text if value.allclose else f"{text} ✗"
+
+
+def step_view(step: Any, graph: int, node_count: int, measurement: Any = None) -> StepView:
+    """The view of an engine step whose forward graph is ``graph`` (a key) of
+    ``node_count`` nodes, with its latency when the run was timed (``measurement``)."""
+    # The counts only: a step's notes (why a pass did not fire, the kept attributes'
+    # reasons) are not on the app's screen, and reading them reads the graph again.
+    # A step that changed nothing added, removed and changed nothing.
+    counted = bool(step.changed) or step.error is not None
+    added, removed, changed = (
+        (int(step.nodes_added), int(step.nodes_removed), int(step.nodes_changed))
+        if counted
+        else (0, 0, 0)
+    )
+    latency = verdict = ""
+    if measurement is not None and measurement.unfrozen is not None:
+        from ..engine.measure import latency_cell, verdict_text  # the engine process only
+
+        cell = latency_cell(measurement, int(step.index))
+        latency = "" if cell == "-" else cell
+        verdict = verdict_text(measurement)
+    return StepView(
+        index=int(step.index),
+        name=str(step.name),
+        title=str(step.title),
+        graph=graph,
+        changed=bool(step.changed),
+        node_count=node_count,
+        added=added,
+        removed=removed,
+        changed_nodes=changed,
+        seconds=float(step.seconds),
+        numerics=_numerics_cell(step.numerics),
+        error=str(step.error or ""),
+        kind=str(step.kind),
+        latency=latency,
+        verdict=verdict,
+    )
