@@ -19,6 +19,7 @@ from oracle import frozen_graph_signature as kinds_of
 from ui.models import save_small
 
 import freezeview.ui.engine_process as engine_process
+from freezeview.engine.graph.naming import demangle
 from freezeview.engine.load.reload import file_stamp, share_tensors
 from freezeview.ui.session import Session
 
@@ -404,3 +405,60 @@ def test_after_a_reload_at_work_the_old_model_goes_once_the_user_stops(
     assert session.final_code == torch.jit.freeze(torch.jit.load(str(session.path)).eval()).code
     gc.collect()
     assert old() is None
+
+
+def _small_steps(session: Session) -> list[Any]:
+    """The last run's graphs of at most FULL_DIFF_LIMIT nodes."""
+    from freezeview.engine.freeze import lazy_graph
+
+    return [g for g in session._step_graphs.values() if g.node_count <= lazy_graph.FULL_DIFF_LIMIT]
+
+
+def test_once_the_user_stops_after_a_reload_the_last_runs_small_graphs_become_snapshots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step whose counts came from an earlier run's (the same printouts) keeps its torch
+    graph, on the C heap among what the old model lets go of at a reload. Once the user
+    has stopped (IDLE_RELOAD seconds without a call) after a reload, the last run's small
+    graphs become snapshots, the ones the screen would be sent. Graphs over
+    FULL_DIFF_LIMIT nodes stay torch graphs; a call in that time puts it off; with no
+    reload, nothing is done."""
+    from freezeview.engine.freeze import lazy_graph
+
+    monkeypatch.setattr(engine_process, "IDLE_RELOAD", 0.2)
+    sent: list[tuple[Any, ...]] = []
+    path = save_small(tmp_path / "small.pt")
+    engine = engine_process._Engine({"path": path}, sent.append)
+    engine._open_done.wait(60)
+    monkeypatch.setattr(engine, "watch_memory", lambda run_from: None)  # no reload of its own
+    session = engine.session
+    passes = _passes()
+    engine.handle(1, "run_steps", ([], passes))
+    engine.handle(2, "run_steps", ([], passes))  # counts known from the first run
+    time.sleep(0.5)
+    small = _small_steps(session)
+    assert small and not all(g.built for g in small)  # no reload, under the limit
+    # The largest of them counted as a large graph: left a torch graph.
+    largest = max(g.node_count for g in small if not g.built)
+    monkeypatch.setattr(lazy_graph, "FULL_DIFF_LIMIT", largest - 1)
+    engine.handle(3, "run_steps", ([], passes))
+    engine._load_again()
+    engine._calls += 1  # a call came meanwhile
+    time.sleep(0.5)
+    assert not all(g.built for g in _small_steps(session))
+    engine.handle(4, "run_steps", ([], passes))
+    steps = [m[2] for m in sent if m[0] == "item" and m[1] == 4]
+    engine._load_again()
+    time.sleep(0.5)
+    assert all(g.built for g in _small_steps(session))
+    assert not all(g.built for g in session._step_graphs.values())
+    fresh = Session(path=path)
+    fresh.open()
+    expected = [demangle(fresh.step_graph(s.graph).text) for s in fresh.run_steps([], passes)]
+    assert [demangle(session.step_graph(s.graph).text) for s in steps] == expected
+    # After an idle reload, as after one at work.
+    engine.handle(5, "run_steps", ([], passes))
+    assert not all(g.built for g in _small_steps(session))
+    engine._load_again(idle=True)
+    time.sleep(0.5)
+    assert all(g.built for g in _small_steps(session))
