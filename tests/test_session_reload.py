@@ -414,6 +414,14 @@ def _small_steps(session: Session) -> list[Any]:
     return [g for g in session._step_graphs.values() if g.node_count <= lazy_graph.FULL_DIFF_LIMIT]
 
 
+def _settled_within(session: Session, seconds: float) -> None:
+    """Wait until the last run's small graphs are all snapshots (the engine's idle work)."""
+    end = time.monotonic() + seconds
+    while not all(g.built for g in _small_steps(session)):
+        assert time.monotonic() < end, "the last run's small graphs were never settled"
+        time.sleep(0.05)
+
+
 def test_once_the_user_stops_after_a_reload_the_last_runs_small_graphs_become_snapshots(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -425,7 +433,7 @@ def test_once_the_user_stops_after_a_reload_the_last_runs_small_graphs_become_sn
     reload, nothing is done."""
     from freezeview.engine.freeze import lazy_graph
 
-    monkeypatch.setattr(engine_process, "IDLE_RELOAD", 0.2)
+    monkeypatch.setattr(engine_process, "IDLE_RELOAD", 0.1)
     sent: list[tuple[Any, ...]] = []
     path = save_small(tmp_path / "small.pt")
     engine = engine_process._Engine({"path": path}, sent.append)
@@ -435,22 +443,21 @@ def test_once_the_user_stops_after_a_reload_the_last_runs_small_graphs_become_sn
     passes = _passes()
     engine.handle(1, "run_steps", ([], passes))
     engine.handle(2, "run_steps", ([], passes))  # counts known from the first run
-    time.sleep(0.5)
+    time.sleep(0.3)
     small = _small_steps(session)
-    assert small and not all(g.built for g in small)  # no reload, under the limit
+    assert small and not all(g.built for g in small)  # no reload
     # The largest of them counted as a large graph: left a torch graph.
     largest = max(g.node_count for g in small if not g.built)
     monkeypatch.setattr(lazy_graph, "FULL_DIFF_LIMIT", largest - 1)
     engine.handle(3, "run_steps", ([], passes))
     engine._load_again()
     engine._calls += 1  # a call came meanwhile
-    time.sleep(0.5)
+    time.sleep(0.3)
     assert not all(g.built for g in _small_steps(session))
     engine.handle(4, "run_steps", ([], passes))
     steps = [m[2] for m in sent if m[0] == "item" and m[1] == 4]
     engine._load_again()
-    time.sleep(0.5)
-    assert all(g.built for g in _small_steps(session))
+    _settled_within(session, 30)
     assert not all(g.built for g in session._step_graphs.values())
     fresh = Session(path=path)
     fresh.open()
@@ -460,5 +467,4 @@ def test_once_the_user_stops_after_a_reload_the_last_runs_small_graphs_become_sn
     engine.handle(5, "run_steps", ([], passes))
     assert not all(g.built for g in _small_steps(session))
     engine._load_again(idle=True)
-    time.sleep(0.5)
-    assert all(g.built for g in _small_steps(session))
+    _settled_within(session, 30)
