@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingsMap, BindingType
+from textual.widgets import Static
 
 from freezeview.ui.widgets.keys_footer import KeysFooter
 
@@ -56,3 +61,50 @@ async def test_focus_moves_keep_the_footer_and_new_keys_rebuild_it(
         await pilot.pause()
         await pilot.pause()
         assert len(rebuilds) == before + 3 and ("w", "Pane") in shown(footer)
+
+
+class _TwoPanes(App[None]):
+    """Two focusable panes with keys of their own: each focus move rebuilds the footer."""
+
+    def compose(self) -> ComposeResult:
+        yield _Pane(id="left", classes="a")
+        yield _Pane(id="right", classes="b")
+        yield KeysFooter()
+
+
+class _Pane(Static, can_focus=True):
+    BINDINGS: ClassVar[list[BindingType]] = [("x", "noop", "Left key")]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("pane", **kwargs)
+        if "b" in kwargs.get("classes", ""):
+            self._bindings = BindingsMap([Binding("y", "noop", "Right key")])
+
+    def action_noop(self) -> None:
+        pass
+
+
+def _footer_keys_alive() -> int:
+    gc.collect()
+    return sum(type(o).__name__ == "FooterKey" for o in gc.get_objects())
+
+
+async def test_the_keys_of_earlier_rebuilds_are_let_go() -> None:
+    """Textual's Footer binds each key widget to its ``compact``, and drops the watchers
+    of removed keys only when ``compact`` changes, which it never does: every rebuild
+    left its keys alive for good (five widgets a re-run in a session). The footer now
+    holds the keys it shows and at most the last rebuild's."""
+    app = _TwoPanes()
+    async with app.run_test(size=(80, 10)) as pilot:
+        footer = app.query_one(KeysFooter)
+        left, right = app.query_one("#left"), app.query_one("#right")
+        counts = []
+        for moves in range(8):
+            for pane in (left, right):
+                pane.focus()
+                await pilot.pause()
+                await pilot.pause()
+            if moves in (1, 7):
+                counts.append(_footer_keys_alive())
+        assert "Right key" in [k.description for k in footer.query("FooterKey")]  # type: ignore[attr-defined]
+        assert counts[1] <= counts[0], counts  # twelve rebuilds later

@@ -53,4 +53,19 @@ class KeysFooter(Footer):
                 self._bindings_ready = True
                 return
             self._drawn = keys
+        self._forget_removed_keys()
         super().bindings_changed(screen)
+
+    def _forget_removed_keys(self) -> None:
+        """Let the keys of earlier rebuilds go.
+
+        ``Footer`` binds each key widget to its ``compact`` (``data_bind``), which puts a
+        watcher of the key on the footer. Textual drops the watchers of closed widgets
+        only when the watched value changes, and the footer's ``compact`` never does:
+        every rebuild left its keys alive for good (five widgets a re-run in a session,
+        12k memory blocks every ten re-runs, without end). Textual offers no call for
+        this; its watcher lists are pruned here the way it prunes them itself.
+        """
+        watchers: dict[str, list[tuple[Any, Any]]] | None = getattr(self, "__watchers", None)
+        for found in (watchers or {}).values():
+            found[:] = [(node, callback) for node, callback in found if not node._closing]
