@@ -85,6 +85,7 @@ async def test_fifty_reruns_keep_the_screen_memory(
     from freezeview.ui.screens import main
 
     monkeypatch.setattr(main, "_SWEEP_SECONDS", 0.2)  # the quiet timer looks often
+    monkeypatch.setattr(main, "_QUIET_SECONDS", 0.5)  # and a pause is shorter than a person's
     collector.deep_sweeps.clear()
     app = app_for(small_pt, tmp_path, engine_process=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -108,7 +109,7 @@ async def test_fifty_reruns_keep_the_screen_memory(
             await pilot.press("n", "d", "d", "d")
             await pilot.pause(0.05)
             if run % 10 == 9:  # a pause at the keys: the quiet timer's turn
-                await pilot.pause(2.5)
+                await pilot.pause(0.9)
             counts.append(sys.getallocatedblocks())
     # When the keys pause and enough frozen garbage has gathered, it is freed.
     assert collector.deep_sweeps
