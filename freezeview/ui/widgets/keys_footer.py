@@ -63,7 +63,7 @@ class KeysFooter(Footer):
         watcher of the key on the footer. Textual drops the watchers of closed widgets
         only when the watched value changes, and the footer's ``compact`` never does:
         every rebuild left its keys alive for good (five widgets a re-run in a session,
-        12k memory blocks every ten re-runs, without end). Textual offers no call for
+        7k memory blocks every ten re-runs, without end). Textual offers no call for
         this; its watcher lists are pruned here the way it prunes them itself.
         """
         watchers: dict[str, list[tuple[Any, Any]]] | None = getattr(self, "__watchers", None)
