@@ -14,6 +14,7 @@ import io
 import json
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -68,10 +69,10 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
         torch.jit.save(torch.jit.freeze(example_module().build()), str(frozen))
     docs["explain"].append(json.loads(_run(["explain", str(frozen), "--json"])))
     timing = ["--time-budget", "0.01"]
-    lines = _run(["freeze", str(model), "-o", str(folder / "frozen.pt"), "--json", *shape, *timing])
-    for line in lines.splitlines():
-        doc = json.loads(line)
-        docs["freeze-step" if doc["type"] == "step" else "freeze-result"].append(doc)
+    # freeze and compare untimed here (their timed documents, with a fresh-process round
+    # trip each model, are test_timed_output_validates's: 5 s more).
+    untimed = ["--time-budget", "0"]
+    _add_freeze_documents(docs, model, folder / "frozen.pt", [*shape, *untimed])
     # explain with sample inputs: the final latency figure.
     docs["explain"].append(json.loads(_run(["explain", str(model), "--json", *shape, *timing])))
     # --one-process: the forked helper is export's business (test_forked.py); a fork of the
@@ -102,12 +103,45 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     docs["check"].append(json.loads(_run(broken, expected=1)))
     old = save_version("base", folder / "base.pt")
     new = save_version("in-place", folder / "in-place.pt")
-    docs["compare"].append(
-        json.loads(
-            _run(["compare", str(old), str(new), "--json", "--input-shape", "1,3,8,8", *timing])
-        )
-    )
+    docs["compare"].append(_compare_document(old, new, untimed))
     return docs
+
+
+def _add_freeze_documents(
+    docs: dict[str, list[Any]], model: Path, out: Path, options: list[str]
+) -> None:
+    for line in _run(["freeze", str(model), "-o", str(out), "--json", *options]).splitlines():
+        doc = json.loads(line)
+        docs["freeze-step" if doc["type"] == "step" else "freeze-result"].append(doc)
+
+
+def _compare_document(old: Path, new: Path, options: list[str]) -> Any:
+    return json.loads(
+        _run(["compare", str(old), str(new), "--json", "--input-shape", "1,3,8,8", *options])
+    )
+
+
+@pytest.mark.slow
+def test_timed_output_validates(tmp_path: Path) -> None:
+    """freeze and compare with sample inputs timed: latency figures and the fresh-process
+    round trip in their documents, valid and there."""
+    model = tmp_path / "example.pt"
+    torch.jit.save(example_module().build(), str(model))
+    docs: dict[str, list[Any]] = {name: [] for name in NAMES}
+    timing = ["--input-shape", "2,3,16,16", "--time-budget", "0.01"]
+    _add_freeze_documents(docs, model, tmp_path / "frozen.pt", timing)
+    old = save_version("base", tmp_path / "base.pt")
+    new = save_version("in-place", tmp_path / "in-place.pt")
+    docs["compare"].append(_compare_document(old, new, ["--time-budget", "0.01"]))
+    for name in ("freeze-step", "freeze-result", "compare"):
+        validator = _validator(name)
+        for doc in docs[name]:
+            errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
+            assert not errors, errors
+    assert any(s["latency_ms"] for s in docs["freeze-step"])
+    assert docs["compare"][0]["latency_ms"] is not None
+    result = docs["freeze-result"][0]
+    assert result["latency_ms"]["frozen"] and result["portability"]["roundtrip"] == "same"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -124,11 +158,8 @@ def test_the_examples_reach_the_interesting_branches(documents: dict[str, list[A
     assert any(a["status"] == "kept" for a in documents["explain"][1]["attributes"])
     assert documents["explain"][2]["already_frozen"]["constants"]
     assert any(s["numerics"] for s in documents["freeze-step"])
-    assert any(s["latency_ms"] for s in documents["freeze-step"])
     assert any("latency_ms" in doc for doc in documents["explain"])
-    assert documents["compare"][0]["latency_ms"] is not None
-    result = documents["freeze-result"][0]
-    assert result["latency_ms"]["frozen"] and result["portability"]["roundtrip"] == "same"
+    # (Timed freeze and compare documents: test_timed_output_validates.)
     assert any(v["reason"] for r in documents["check"][1]["rules"] for v in r["violations"])
     assert documents["compare"][0]["status_changes"]
 
