@@ -409,7 +409,7 @@ class Session:
         graph = self._step_graphs.get(key)
         return graph.snapshot() if graph is not None and graph.built else None
 
-    def settle_last_run(self, stop: Callable[[], bool] | None = None) -> int:
+    def settle_last_run(self, stop: Callable[[], bool] | None = None) -> None:
         """Take the snapshots of the last run's small graphs (at most
         :data:`~freezeview.engine.freeze.lazy_graph.FULL_DIFF_LIMIT` nodes) that nobody
         has asked for yet, for the engine's idle time: the torch graphs go, with the
@@ -418,13 +418,9 @@ class Session:
         classes) can be given back. Larger graphs stay torch graphs: a snapshot of a
         25k-node graph takes 0.35 s and more memory than the graph. Blocking; ``stop``
         ends it early (somebody has called since).
-
-        Returns:
-            How many snapshots were taken.
         """
         from ..engine.freeze import lazy_graph
 
-        taken = 0
         for graph in list(self._step_graphs.values()):
             if stop is not None and stop():
                 break
@@ -432,8 +428,6 @@ class Session:
                 continue
             if graph.node_count <= lazy_graph.FULL_DIFF_LIMIT:
                 graph.snapshot()
-                taken += 1
-        return taken
 
     def _pair(
         self, before: GraphSnapshot | int | None, after: GraphSnapshot | int
