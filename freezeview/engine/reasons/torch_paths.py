@@ -17,7 +17,7 @@ from .module_objects import ModuleView, join_path, module_at
 from .replay import FreezeReplay
 from .torch_freeze import ForkBody, TorchOutcome, torch_statuses
 
-__all__ = ["fork_bodies", "statuses_by_path"]
+__all__ = ["canonical_paths", "fork_bodies", "statuses_by_path"]
 
 
 def statuses_by_path(
@@ -26,6 +26,7 @@ def statuses_by_path(
     view: ModuleView,
     prop: FreezeReplay,
     paths: Mapping[str, bool] | None = None,
+    canonical: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """torch's status for every attribute path, a shared submodule's slots named one way.
 
@@ -36,12 +37,24 @@ def statuses_by_path(
         prop: the replay, for the ``torch.jit.fork`` bodies torch's log names.
         paths: every attribute path of ``cmod``, mapped to whether it is a submodule,
             if listed already (the inventory's; :func:`attribute_paths` otherwise).
+        canonical: :func:`canonical_paths` of ``view`` and ``paths``, if made already.
 
     Returns:
         ``{path: "inlined" | "kept" | "dropped"}`` for every attribute and submodule path.
     """
     if paths is None:
         paths = attribute_paths(cmod)
+    if canonical is None:
+        canonical = canonical_paths(view, paths)
+    return torch_statuses(outcome, paths, canonical, fork_bodies(prop))
+
+
+def canonical_paths(view: ModuleView, paths: Mapping[str, bool]) -> dict[str, str]:
+    """Each attribute path to the one name :func:`statuses_by_path` gives its slot: a
+    submodule shared under two names, and every attribute under it, by its first name.
+
+    A function of the loaded model alone (``view`` and ``paths`` are its own).
+    """
     canonical: dict[str, str] = {}
     for path, is_module in paths.items():
         if is_module and (mod := module_at(view, path)) is not None:
@@ -50,7 +63,7 @@ def statuses_by_path(
         owner_path, _, name = path.rpartition(".")
         owner = module_at(view, owner_path)
         canonical[path] = join_path(owner.paths[0], name) if owner is not None else path
-    return torch_statuses(outcome, paths, canonical, fork_bodies(prop))
+    return canonical
 
 
 def fork_bodies(prop: FreezeReplay) -> list[ForkBody]:

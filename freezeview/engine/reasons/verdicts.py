@@ -21,6 +21,7 @@ what the real ``torch.jit.freeze`` leaves on the frozen module.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import weakref
@@ -43,7 +44,7 @@ from .module_objects import ModuleView
 from .refusals import torch_refusal
 from .replay import FreezeReplay
 from .torch_freeze import TorchOutcome, release_clone, torch_outcome
-from .torch_paths import statuses_by_path
+from .torch_paths import canonical_paths, statuses_by_path
 from .verdict_reasons import VerdictBuilder
 from .verdict_values import (
     REASON_CODES,
@@ -129,6 +130,33 @@ def explain(
 _INVENTORIES: weakref.WeakKeyDictionary[Any, tuple[Inventory, dict[int, Any]]] = (
     weakref.WeakKeyDictionary()
 )
+
+
+# A loaded model's module objects and how its attribute paths are named, by module, for
+# torch's statuses alone (torch_statuses_only, at every toggle in the app: 0.07 s at 512
+# blocks). Only the tree's shape is read from them there, as from the inventory above;
+# explain's replay, which reads the attributes' values, makes its own.
+_NAMES: weakref.WeakKeyDictionary[Any, tuple[ModuleView, dict[str, bool], dict[str, str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _names_of(
+    module: Any, cmod: Any, inventory: Inventory, iterators: dict[int, Any]
+) -> tuple[ModuleView, dict[str, bool], dict[str, str]]:
+    """The module objects of ``module``, its attribute paths (whether each is a
+    submodule) and each path's canonical name, made once per loaded module."""
+    try:
+        found = _NAMES.get(module)
+    except TypeError:  # not weakly referable: made every time
+        found = None
+    if found is None:
+        view = ModuleView(cmod, iterators)
+        paths = inventory_paths(inventory)
+        found = (view, paths, canonical_paths(view, paths))
+        with contextlib.suppress(TypeError):
+            _NAMES[module] = found
+    return found
 
 
 def carry_inventory(fresh: Any, old: Any) -> bool:
@@ -262,12 +290,12 @@ def torch_statuses_only(
     inventory, iterators = _inventory_of(loaded.module)
     display = str(loaded.path) if loaded.path else loaded.name
     cmod = raw_module(loaded.module)
-    view = ModuleView(cmod, iterators)
+    view, paths, canonical = _names_of(loaded.module, cmod, inventory, iterators)
+    # The replay is not run: it only sorts the names into attributes and methods.
     prop = FreezeReplay(view, names, inventory, True, display)
-    known = {info.path for info in inventory.attributes}
-    if any(name not in known for name in outcome.folded):
+    if any(name not in paths for name in outcome.folded):
         return None
-    statuses = statuses_by_path(outcome, cmod, view, prop, inventory_paths(inventory))
+    statuses = statuses_by_path(outcome, cmod, view, prop, paths, canonical)
     verdicts = [
         AttributeVerdict(info.path, info.kind, info.type, statuses[info.path], (), info)
         for info in inventory.attributes
