@@ -46,6 +46,34 @@ def test_a_graph_printed_again_is_not_parsed_again(monkeypatch) -> None:  # type
     assert [(n.scope, n.line) for n in again.walk()] == [(n.scope, n.line) for n in fresh.walk()]
 
 
+def test_runs_that_parse_nothing_keep_the_lines_of_the_run_before(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Re-runs whose steps' counts are known parse no graph: the lines of the last run
+    that did stay for the next toggle, which prints most of them again."""
+    graph = _inlined(scripted(Branchy))
+    snapshot_parse.RECENT_LINES.clear()
+    snapshot_graph(graph)
+    for _ in range(3):  # three runs start, none of them parses a line
+        snapshot_parse.RECENT_LINES.new_generation()
+    calls = 0
+    parse = snapshot_parse.line_parts
+
+    def counting(line: str):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        return parse(line)
+
+    monkeypatch.setattr(snapshot_parse, "line_parts", counting)
+    snapshot_graph(graph)
+    assert calls == 0
+    # Once a run parsed another graph's lines, the run after it lets these go.
+    snapshot_parse.RECENT_LINES.new_generation()
+    snapshot_graph(_inlined(scripted(Counter)))
+    snapshot_parse.RECENT_LINES.new_generation()
+    calls = 0
+    snapshot_graph(graph)
+    assert calls > 0
+
+
 def test_remembered_lines_stay_bounded(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Two generations at most: a run starts one, and so does a full one."""
     monkeypatch.setattr(snapshot_parse, "LINE_LIMIT", 5)

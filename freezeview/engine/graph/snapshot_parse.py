@@ -292,9 +292,14 @@ class _Recent:
             return self.current, self.before
 
     def new_generation(self) -> None:
-        """Start a generation: lines not seen again in it are forgotten at the next."""
+        """Start a generation: lines not seen again in it are forgotten at the next.
+
+        Not while the current one is empty: a re-run whose steps' counts are all known
+        parses nothing, and the lines of the run before it stay for the next toggle.
+        """
         with self.lock:
-            self.before, self.current = self.current, {}
+            if self.current:
+                self.before, self.current = self.current, {}
 
     def clear(self) -> None:
         """Forget every line."""
