@@ -72,6 +72,13 @@ def test_runs_that_parse_nothing_keep_the_lines_of_the_run_before(monkeypatch) -
     calls = 0
     snapshot_graph(graph)
     assert calls > 0
+    # A big graph's lines (one the user looked at) go after two runs however idle.
+    monkeypatch.setattr(snapshot_parse, "IDLE_KEEP_LIMIT", 3)
+    for _ in range(2):
+        snapshot_parse.RECENT_LINES.new_generation()
+    calls = 0
+    snapshot_graph(graph)
+    assert calls > 0
 
 
 def test_remembered_lines_stay_bounded(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -294,11 +294,12 @@ class _Recent:
     def new_generation(self) -> None:
         """Start a generation: lines not seen again in it are forgotten at the next.
 
-        Not while the current one is empty: a re-run whose steps' counts are all known
-        parses nothing, and the lines of the run before it stay for the next toggle.
+        Not while the current one is empty and the one before is small: a re-run whose
+        steps' counts are all known parses nothing, and the lines of the run before it
+        stay for the next toggle (:data:`IDLE_KEEP_LIMIT`).
         """
         with self.lock:
-            if self.current:
+            if self.current or len(self.before) > IDLE_KEEP_LIMIT:
                 self.before, self.current = self.current, {}
 
     def clear(self) -> None:
@@ -309,6 +310,10 @@ class _Recent:
 
 #: Lines one generation holds at most (a 140k-node graph prints 140k lines).
 LINE_LIMIT = 300_000
+#: Lines kept across runs that parse nothing: what a run's counts parse (its pass steps'
+#: graphs, each of at most ``FULL_DIFF_LIMIT`` nodes, diffed in full). The lines of a big
+#: graph (a step the user looked at: 70k at 48 layers) go after two runs, as ever.
+IDLE_KEEP_LIMIT = 20_000
 RECENT_LINES = _Recent()
 # Nodes inlined from one line of Python (every layer of a transformer runs the same
 # lines) share one immutable location: fewer objects to build and to scan. Bounded by
