@@ -116,6 +116,8 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+# A delivered page or picture parsed to its end (whatever Playwright saw of its events).
+_PARSED = "document.readyState !== 'loading' && location.pathname.startsWith('/download/')"
 
 
 def _free_port() -> int:
@@ -187,7 +189,12 @@ def test_serve_in_chromium_offline(small_pt: Path, tmp_path: Path) -> None:
             with context.expect_page(timeout=90_000) as opened:
                 page.keyboard.press("e")
             review = opened.value
-            review.wait_for_load_state(timeout=90_000)  # as the waits above: CI runs two workers
+            # The whole page arrived (parsed to its end), waited for in the page itself:
+            # a popup's "load" event, as Playwright tracks it, was once never seen on a
+            # busy CI machine, though the page was there. 90 s as the waits above: CI
+            # runs two workers.
+            review.wait_for_url("**/download/**", wait_until="commit", timeout=90_000)
+            review.wait_for_function(_PARSED, timeout=90_000)
             assert "/download/" in review.url
             assert "freezeview" in review.title()  # the review page, delivered
             page.bring_to_front()
@@ -195,7 +202,8 @@ def test_serve_in_chromium_offline(small_pt: Path, tmp_path: Path) -> None:
             with context.expect_page(timeout=90_000) as opened:
                 page.keyboard.press("g")  # the step's SVG, handed over too
             picture = opened.value
-            picture.wait_for_load_state(timeout=90_000)
+            picture.wait_for_url("**/download/**", wait_until="commit", timeout=90_000)
+            picture.wait_for_function(_PARSED, timeout=90_000)
             assert "/download/" in picture.url
             assert picture.locator("svg").count() >= 1
             browser.close()
