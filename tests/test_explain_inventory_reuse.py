@@ -9,6 +9,19 @@ from torch import nn
 from freezeview.engine.reasons import verdicts
 
 
+def _recorded(monkeypatch, name: str) -> list[object]:  # type: ignore[no-untyped-def]
+    """The first argument of every call of ``verdicts.<name>`` from now on (it still runs)."""
+    real = getattr(verdicts, name)
+    calls: list[object] = []
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verdicts, name, recording)
+    return calls
+
+
 class _Counter(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -21,14 +34,7 @@ class _Counter(nn.Module):
 
 def test_a_second_explanation_of_the_same_model_lists_its_tree_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     module = torch.jit.script(_Counter().eval())
-    calls: list[object] = []
-    real = verdicts.build_inventory
-
-    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(args[0])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(verdicts, "build_inventory", counted)
+    calls = _recorded(monkeypatch, "build_inventory")
     first = verdicts.explain(module)
     second = verdicts.explain(module, preserved_attrs=["scale"])
     assert len(calls) == 1
@@ -64,14 +70,7 @@ def test_torch_statuses_at_every_toggle_name_the_tree_once(monkeypatch) -> None:
 
     module = torch.jit.script(_Shared().eval())
     loaded = LoadedModel(module=module, path=None, name="shared")
-    views: list[object] = []
-    real = verdicts.ModuleView
-
-    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        views.append(args[0])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(verdicts, "ModuleView", counted)
+    views = _recorded(monkeypatch, "ModuleView")
     plans = ([], ["scale"], ["second.weight"], ["first.bias", "scale"], [])
     for preserved in plans:
         quick = verdicts.torch_statuses_only(loaded, preserved, torch_outcome(module._c, preserved))
