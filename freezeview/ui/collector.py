@@ -137,8 +137,10 @@ def _forget_removed_widgets_lines() -> None:
     drew, long after their widgets were removed (footer keys, rows, panes: about 5k
     memory blocks every ten re-runs). Its values are two colours, made again at once.
     """
-    from textual._styles_cache import StylesCache
-
+    try:  # a private module of Textual's: a release without it leaves nothing to empty
+        from textual._styles_cache import StylesCache
+    except ImportError:
+        return
     clear = getattr(getattr(StylesCache, "get_inner_outer", None), "cache_clear", None)
     if clear is not None:
         clear()
