@@ -23,7 +23,9 @@ So, while the app runs:
   screen's own objects only (0.05-0.1 s on a big model's screen): the step graphs the
   screen receives are not tracked by the collector at all (ui/graph_transfer.py), and a
   re-run's start frees the last run's (:func:`let_go`) off the event loop. A user who
-  never pauses gets it at a run's start once ten times as much has gathered.
+  never pauses gets it at a run's start once ten times as much has gathered, measured
+  by the count taken when the run before ended (:func:`note_run_end`): counting the
+  frozen objects walks them all, and a run's start is a key's.
 
 A snapshot is freed by reference counting alone: anything that would hold one in a
 cycle (a finished worker keeps its arguments) must let go of it. The same goes for what
@@ -38,7 +40,11 @@ import gc
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Generic, TypeVar
+
+from ..engine.plumbing.collector import CatchUp, collector_paused
+from ..engine.plumbing.heap import give_back_freed_memory
 
 __all__ = [
     "Handoff",
@@ -49,6 +55,8 @@ __all__ = [
     "keep",
     "let_go",
     "note_input",
+    "note_run_end",
+    "paused",
     "sweep",
     "uninstall",
     "untie_caches",
@@ -68,6 +76,12 @@ deep_sweeps: list[tuple[float, int]] = []  # (seconds, objects frozen before)
 # Objects frozen right after the last deep sweep (deep_sweep_if_due measures from it);
 # None until the app's first run start, which sets it.
 _frozen_after_deep: int | None = None
+# Objects frozen when last counted (None: not since install). ``gc.get_freeze_count()``
+# walks the whole frozen list: 25 ms on a 48-layer transformer's screen, whose 288k
+# frozen objects are mostly torch's and Textual's own (functions, types, dicts), so
+# about as long on any model's. A run's start (the ``r`` key's) decides from this count,
+# taken at the run before's end (:func:`note_run_end`) or by the quiet timer's check.
+_frozen_counted: int | None = None
 #: Frozen objects gained since the last deep sweep that make the next one due (a few MB
 #: of garbage at most). A run leaves a few hundred objects of garbage, a footer rebuilt
 #: (a focus change that changes the keys shown) a couple of thousand; what the screen
@@ -82,12 +96,19 @@ RUN_START_DUE = 200_000
 def install() -> None:
     """No automatic full collections from now on (the young ones go on); Textual's strips
     freed by reference counting (:func:`untie_caches`)."""
-    global _saved, _frozen_after_deep
+    global _saved, _frozen_after_deep, _frozen_counted
     untie_caches()
     if _saved is None:
-        _frozen_after_deep = None
+        _frozen_after_deep = _frozen_counted = None
         _saved = gc.get_threshold()
         gc.set_threshold(_saved[0], _saved[1], _NEVER)
+
+
+def paused() -> AbstractContextManager[CatchUp]:
+    """:func:`~freezeview.engine.plumbing.collector_paused` for the screen's process: with
+    the app's collector in place, what the block built is frozen with what :func:`keep`
+    froze, and the frozen objects are not walked to find out whether there are any."""
+    return collector_paused(frozen_kept=_saved is not None or None)
 
 
 def uninstall() -> None:
@@ -114,7 +135,7 @@ def deep_sweep() -> float:
     every tracked object alive, in one block: the screen calls it when nobody is at the
     keys (:func:`deep_sweep_if_due`).
     """
-    global last_sweep, _frozen_after_deep
+    global last_sweep, _frozen_after_deep, _frozen_counted
     if _saved is None:
         return 0.0
     start = time.perf_counter()
@@ -123,7 +144,7 @@ def deep_sweep() -> float:
     gc.unfreeze()
     gc.collect()
     gc.freeze()
-    _frozen_after_deep = gc.get_freeze_count()
+    _frozen_after_deep = _frozen_counted = gc.get_freeze_count()
     last_sweep = time.perf_counter() - start
     deep_sweeps.append((last_sweep, walked))
     return last_sweep
@@ -146,27 +167,42 @@ def _forget_removed_widgets_lines() -> None:
         clear()
 
 
-def deep_sweep_if_due(due: int | None = None) -> float:
+def deep_sweep_if_due(due: int | None = None, *, recount: bool = True) -> float:
     """:func:`deep_sweep`, if more than ``due`` (:data:`DUE_GARBAGE`) objects joined the
     frozen ones since the last (what is frozen and alive stays about the same from run
     to run, so the growth is frozen garbage: Textual's widgets removed, workers, the
     little that :func:`untie_caches` leaves): a deep sweep walks every tracked object
     alive (the screen's own: 0.05-0.1 s on a big model's screen, in one block), so the
-    quiet timer calls it, and a run's start only with ``due`` = :data:`RUN_START_DUE`.
-    The first call with anything frozen sets the count to measure from. Returns the
-    seconds it took (0: not due)."""
-    global _frozen_after_deep
+    quiet timer calls it, and a run's start only with ``due`` = :data:`RUN_START_DUE`
+    and ``recount=False``: then the count the last run's end took stands for now (a
+    count walks every frozen object, :data:`_frozen_counted`). The first call with
+    anything frozen sets the count to measure from. Returns the seconds it took (0: not
+    due)."""
+    global _frozen_after_deep, _frozen_counted
     if _saved is None:
         return 0.0
+    if recount:
+        _frozen_counted = gc.get_freeze_count()
+    frozen = _frozen_counted
+    if frozen is None:
+        return 0.0  # nothing counted yet: the first run has not ended
     if _frozen_after_deep is None:
         # The first run starts before anything is frozen; at the first re-run's (or
         # the first quiet moment after it), what is frozen is the screen's (alive,
         # little of it garbage yet): the count to measure from, not garbage to sweep.
-        _frozen_after_deep = gc.get_freeze_count() or None
+        _frozen_after_deep = frozen or None
         return 0.0
-    if gc.get_freeze_count() <= _frozen_after_deep + (DUE_GARBAGE if due is None else due):
+    if frozen <= _frozen_after_deep + (DUE_GARBAGE if due is None else due):
         return 0.0
     return deep_sweep()
+
+
+def note_run_end() -> None:
+    """The current run's steps have all arrived: count the frozen objects now (one walk
+    of them all, with no key being handled) for the next run's start to decide from."""
+    global _frozen_counted
+    if _saved is not None:
+        _frozen_counted = gc.get_freeze_count()
 
 
 _last_input = 0.0
@@ -270,6 +306,10 @@ def let_go(graphs: Iterable[Any], then: Callable[[], object] | None = None) -> t
                 time.sleep(0.0005)  # the event loop's turn
         if then is not None:
             then()
+        # The graphs' large blocks (their text, their arrays) went back to the C heap,
+        # not to the system: without this, the screen's resident size after a re-run
+        # depends on where the next run's blocks happen to land (450-510 MB at L48).
+        give_back_freed_memory()
 
     thread = threading.Thread(target=dismantle, name="freezeview-let-go", daemon=True)
     thread.start()

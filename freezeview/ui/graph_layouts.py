@@ -23,7 +23,7 @@ from ..engine.draw.box_ceiling import Overruns
 from ..engine.draw.layout import TERMINAL_BUDGET, layout_graph
 from ..engine.draw.render_plan import RenderOptions
 from ..engine.graph.snapshot_values import GraphSnapshot
-from ..engine.plumbing import collector_paused
+from . import collector
 from .graph_canvas import Canvas
 
 __all__ = ["VIEW_BUDGET", "VIEW_TIMEOUT", "StepLayouts"]
@@ -108,7 +108,7 @@ class StepLayouts:
             # The diff and the view build ~100k small objects, none of them garbage: the
             # collector's passes over them (and over the engine's big heap) were a third
             # of a 17k-node diff's first frame.
-            with collector_paused():
+            with collector.paused():
                 return self._make(key, before, after, level, expand, reasons, title, rows)
         except _Superseded:
             return None

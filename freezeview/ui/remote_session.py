@@ -49,8 +49,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..engine.plumbing.collector import collector_paused
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, OutputError, PlanError
+from . import collector
 from .engine_spawn import death_sentence, spawn_engine
 from .graph_transfer import load_in_slices
 from .views_transfer import ViewsDecoder, ViewsSent
@@ -528,11 +528,12 @@ _LARGE_MESSAGE = 1 << 16
 def _receive(conn: Connection) -> Any:
     """The next message. A snapshot is tens of thousands of small objects: built with
     the cyclic collector running, young collections rescan them again and again (an
-    L12 transformer's graph unpickles in 50 ms paused, 160 ms not)."""
+    L12 transformer's graph unpickles in 50 ms paused, 160 ms not). In the app, what
+    it built joins the objects the screen keeps frozen (ui/collector.py)."""
     data = conn.recv_bytes()
     if len(data) < _LARGE_MESSAGE:
         return pickle.loads(data)
-    with collector_paused():
+    with collector.paused():
         return pickle.loads(data)
 
 

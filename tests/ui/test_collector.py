@@ -111,28 +111,62 @@ def test_install_and_uninstall_restore_the_thresholds() -> None:
     assert gc.get_threshold() == before
 
 
-def test_what_arrives_paused_joins_the_frozen_objects() -> None:
+def test_what_arrives_paused_joins_the_frozen_objects(monkeypatch: pytest.MonkeyPatch) -> None:
     """The screen unpickles a snapshot with the collector paused (remote_session.py);
     with the screen's objects frozen, what was built is frozen with them, not walked
-    by a young collection (all of a 70k-node snapshot at once, holding the GIL)."""
-    from freezeview.engine.plumbing import collector_paused
-
+    by a young collection (all of a 70k-node snapshot at once, holding the GIL), and
+    without counting the frozen objects first (a walk of them all: 25 ms on a big
+    model's screen, for every large message)."""
     collector.install()
     try:
         collector.keep()
         before = gc.get_freeze_count()
-        with collector_paused():
+        counts = _count_walks(monkeypatch)
+        with collector.paused():
             built = [[] for _ in range(50_000)]
+        assert counts == []
+        monkeypatch.undo()
         assert gc.get_freeze_count() >= before + len(built)
     finally:
         collector.uninstall()
+
+
+def test_outside_the_app_what_was_built_paused_stays_collectable() -> None:
+    """The CLI and the API freeze nothing of their own: what a paused block built joins
+    the oldest generation, not the frozen objects (a cycle among it is found again)."""
+    from freezeview.engine.plumbing import collector_paused
+
+    gc.unfreeze()
+    with collector.paused():
+        built = [[] for _ in range(1000)]
+    assert gc.get_freeze_count() == 0 and gc.is_tracked(built)
+    with collector_paused(frozen_kept=False):
+        built = [[] for _ in range(1000)]
+    assert gc.get_freeze_count() == 0
+
+
+def _count_walks(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
+    """Every ``gc.get_freeze_count()`` from now on (each one walks every frozen object),
+    as the names of the functions on the stack that asked."""
+    import traceback
+
+    walks: list[set[str]] = []
+    count = gc.get_freeze_count
+
+    def counting() -> int:
+        walks.append({frame.name for frame in traceback.extract_stack()})
+        return count()
+
+    monkeypatch.setattr(gc, "get_freeze_count", counting)
+    return walks
 
 
 def test_let_go_frees_a_graph_in_slices_off_the_calling_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A re-run's start hands the last run's graphs to let_go: freed in another thread a
-    few nodes at a time (the event loop gets the GIL between slices), then ``then``."""
+    few nodes at a time (the event loop gets the GIL between slices), then ``then``,
+    then the freed C heap goes back to the system (from that thread too)."""
     import sys
     import threading
 
@@ -154,10 +188,11 @@ def test_let_go_frees_a_graph_in_slices_off_the_calling_thread(
     monkeypatch.setattr(collector, "_SLICE", 2)
     monkeypatch.setattr(collector.time, "sleep", lambda s: (slices.append(s), sleep(s)))
     done: list[str] = []
+    monkeypatch.setattr(collector, "give_back_freed_memory", lambda: done.append("trim") or True)
     thread = collector.let_go([snap], then=lambda: done.append(threading.current_thread().name))
     del snap
     thread.join(10)
-    assert done == ["freezeview-let-go"]
+    assert done == ["freezeview-let-go", "trim"]
     assert len(slices) >= 3  # not one cascade
     assert sys.getrefcount(node) < held  # the graph let go of the node
 
@@ -181,6 +216,38 @@ def test_a_deep_collection_waits_for_enough_frozen_garbage(
     finally:
         gc.unfreeze()
     assert ran == [1] and kept
+
+
+def test_a_runs_start_decides_from_the_count_its_last_run_end_took(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``r`` starts a run: counting the frozen objects there walked them all (25 ms of
+    the key's 60-120 ms on the 48-layer transformer's screen). The run's start decides
+    from the count the last run's end took; a deep sweep counts afresh after itself."""
+    ran: list[int] = []
+    monkeypatch.setattr(collector, "_saved", (700, 10, 10))
+    monkeypatch.setattr(collector, "_frozen_counted", None)
+    monkeypatch.setattr(collector, "_frozen_after_deep", None)
+    deep_sweep = collector.deep_sweep
+    monkeypatch.setattr(collector, "deep_sweep", lambda: ran.append(1) or deep_sweep())
+    walks = _count_walks(monkeypatch)
+    assert collector.deep_sweep_if_due(1000, recount=False) == 0.0  # the first run's start
+    gc.freeze()  # the screen's objects, as the first run leaves them
+    try:
+        collector.note_run_end()
+        collector.deep_sweep_if_due(1000, recount=False)  # sets the count to measure from
+        kept = [[] for _ in range(2000)]
+        gc.freeze()
+        assert collector.deep_sweep_if_due(1000, recount=False) == 0.0 and ran == []
+        collector.note_run_end()
+        collector.deep_sweep_if_due(1000, recount=False)
+        assert ran == [1] and kept
+        collector.deep_sweep_if_due(1000, recount=False)  # swept: not due again
+        assert ran == [1]
+    finally:
+        gc.unfreeze()
+    starts = [w for w in walks if "note_run_end" not in w and "deep_sweep" not in w]
+    assert starts == [], starts
 
 
 def test_untied_strips_and_caches_hold_no_cycle_of_their_own() -> None:
@@ -303,6 +370,24 @@ async def test_the_first_runs_start_no_deep_collection(small_pt: Path, tmp_path:
         await wait_ready(pilot)
         await pilot.pause(0.3)
     assert len(collector.deep_sweeps) == sweeps, collector.deep_sweeps[sweeps:]
+
+
+@pytest.mark.asyncio
+async def test_a_rerun_counts_the_frozen_objects_only_at_its_end(
+    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither ``r`` nor the run's start nor a step's arrival walks the frozen objects
+    to count them (each count: 25 ms on a big model's screen); the run's end does."""
+    app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=Session(path=small_pt))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        walks = _count_walks(monkeypatch)
+        for _ in range(2):
+            await pilot.press("r")
+            await wait_ready(pilot)
+        await pilot.pause(0.3)
+        monkeypatch.undo()
+    assert walks and all("note_run_end" in w for w in walks), walks
 
 
 @pytest.mark.slow  # waits out the app's own quiet timer (5 s of wall clock)

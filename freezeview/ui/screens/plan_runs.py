@@ -138,6 +138,8 @@ class PlanRuns:
         screen = self.screen
         if message.run_id != screen.run_id:
             return
+        # What the next run's start decides its deep collection from (not on its key).
+        collector.note_run_end()
         screen.stepping = False
         screen.steps_bar.finish()
         # The .code view of a step from the clean-up on can read the final module's now.
@@ -208,8 +210,9 @@ class PlanRuns:
     ) -> None:
         """The run (unless another has started). The screen's deep collection waits for
         the quiet timer (screens/main.py), a key may come now: only when ten times as
-        much frozen garbage has gathered (a user who never paused) does it run here."""
-        collector.deep_sweep_if_due(collector.RUN_START_DUE)
+        much frozen garbage has gathered (a user who never paused), as counted at the
+        last run's end, does it run here."""
+        collector.deep_sweep_if_due(collector.RUN_START_DUE, recount=False)
         screen = self.screen
         if run_id == screen.run_id and not cancel.is_set():
             screen.engine.run_steps(run_id, preserved, passes, cancel)
