@@ -135,3 +135,44 @@ async def test_a_big_document_shown_again_is_not_split_again(
         view.set_document(shown, "ir")
         assert view.line_count == 3000
     assert len(splits) == 2
+
+
+async def test_a_big_document_shown_again_draws_its_lines_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``r`` shows the loaded model's IR again: the lines on screen were drawn when it
+    was shown before (a millisecond each through rich, 20-30 ms a screen on the key)
+    and are drawn from what was kept, for the mode they were drawn in."""
+    from textual.app import App, ComposeResult
+
+    from freezeview.ui.widgets import ir_view
+
+    text = "".join(f"  %{i} : Tensor = aten::relu(%x)\n" for i in range(3000))
+    other = text.replace("relu", "gelu")
+    drawn: list[str] = []
+    highlight = ir_view.highlight_line
+
+    def counting(line: str, mode: str):  # type: ignore[no-untyped-def]
+        drawn.append(line)
+        return highlight(line, mode)
+
+    monkeypatch.setattr(ir_view, "highlight_line", counting)
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield ir_view.IRView()
+
+    async with Host().run_test(size=(120, 30)) as pilot:
+        view = pilot.app.query_one(ir_view.IRView)
+        for shown in (text, other, text):
+            view.set_document(shown, "ir")
+            await pilot.pause()
+            await pilot.pause()
+        relu = [line for line in drawn if "relu" in line]
+        gelu = [line for line in drawn if "gelu" in line]
+        assert len(gelu) >= 20  # a screen of the other document
+        assert len(relu) == len(set(relu)) >= 20  # each line of the first drawn once
+        view.set_document(text, "code")  # drawn in another mode: drawn again
+        await pilot.pause()
+        await pilot.pause()
+        assert len([line for line in drawn if "relu" in line]) > len(relu)

@@ -30,7 +30,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.reactive import reactive
+from textual.reactive import reactive, var
 from textual.screen import Screen
 from textual.widgets import Header, Label, Tab, Tabs
 
@@ -76,12 +76,15 @@ class MainScreen(Screen[None]):
 
     BINDINGS = MAIN_KEYS
 
+    # The screen draws none of these itself: their watchers update the widgets that
+    # show them. As reactives they repainted the whole screen at every change (a full
+    # frame: 50-100 ms at 160x48, on r, space and t).
     #: True while the model loads (the IR pane shows a loading state).
-    loading_model: reactive[bool] = reactive(True)
+    loading_model: var[bool] = var(True)
     #: True while freezing steps are being computed.
-    stepping: reactive[bool] = reactive(False)
+    stepping: var[bool] = var(False)
     #: True when the plan changed since the steps were computed (press r).
-    stale: reactive[bool] = reactive(False)
+    stale: var[bool] = var(False)
     #: The graph view (v) is shown.
     graph_shown = False
     #: Which pane a narrow terminal shows (``model``, ``ir``, ``inspector``, ``steps``).

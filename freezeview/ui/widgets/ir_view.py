@@ -48,6 +48,8 @@ _KEPT_SPLITS = 3
 # (4,000 and 2,000 were a third of its objects).
 _FULL_STRIPS = 1000
 _SHOWN_STRIPS = 600
+# A kept document: its text, lines, width, and drawn lines by mode.
+_Split = tuple[str, list[str], int, dict[str, dict[int, Strip]]]
 
 
 def lexer_for(mode: str) -> Lexer:
@@ -148,14 +150,17 @@ class IRView(ScrollView, can_focus=True):
         super().__init__(id=id, classes=classes)
         # The document's lines as given; coloured ones when the caller lexed them.
         self._raw: list[str] = []
-        # id(text) -> (text, its lines, its width), for the last few big documents.
-        self._splits: dict[int, tuple[str, list[str], int]] = {}
+        # id(text) -> (text, its lines, its width, its drawn lines by mode), for the last
+        # few big documents.
+        self._splits: dict[int, _Split] = {}
         self._lines: list[Text] | None = None
         self._marked: frozenset[int] = frozenset()
         self._matches: list[int] = []
         self._cache: dict[tuple[int, int, int, bool, bool, bool], Strip] = {}
-        # Whole-line strips, rendered once per document (rendering a long IR line through
-        # rich costs about a millisecond); cropping and overlays are per frame.
+        # Whole-line strips, rendered once per document and mode (rendering a long IR
+        # line through rich costs about a millisecond; a big document's stay with its
+        # lines, so the loaded model's IR shown again on r draws at once); cropping and
+        # overlays are per frame.
         self._full: dict[int, Strip] = {}
         self.mode = "ir"
         #: The document's text, as given to :meth:`set_document`.
@@ -185,11 +190,11 @@ class IRView(ScrollView, can_focus=True):
         same = text == self.document and mode == self.mode
         self.document = text
         self.mode = mode
-        self._raw, width = self._split(text)
+        self._raw, width, drawn = self._split(text)
+        self._full = drawn.setdefault(mode, {})
         self._lines = lines if lines is not None and len(lines) == len(self._raw) else None
         self.highlighted = True
         self._cache.clear()
-        self._full.clear()
         self.virtual_size = Size(width + 1, len(self._raw))
         if not same:
             self._matches = []
@@ -197,23 +202,25 @@ class IRView(ScrollView, can_focus=True):
             self.cursor_line = min(self.cursor_line, max(0, len(self._raw) - 1))
         self.refresh()
 
-    def _split(self, text: str) -> tuple[list[str], int]:
-        """The document's lines and width; the last few documents' are kept (a re-run
-        shows the loaded model's IR again: 70k lines are 50 ms to split, on ``r``)."""
+    def _split(self, text: str) -> tuple[list[str], int, dict[str, dict[int, Strip]]]:
+        """The document's lines, width and drawn lines by mode; the last few documents'
+        are kept (a re-run shows the loaded model's IR again: 70k lines are 50 ms to
+        split, its shown lines 20-30 ms to draw, on ``r``)."""
         kept = self._splits.get(id(text))
         if kept is not None and kept[0] is text:
             self._splits[id(text)] = self._splits.pop(id(text))  # the most recent now
-            return kept[1], kept[2]
+            return kept[1], kept[2], kept[3]
         raw = text.splitlines()
         if len(raw) <= _EXACT_WIDTH_LINES:
             width = max((cell_len(display_line(line)) for line in raw), default=0)
         else:  # source comments are shortened when drawn: the raw width is an upper bound
             width = max(map(len, raw), default=0)
+        drawn: dict[str, dict[int, Strip]] = {}
         if len(raw) > _EXACT_WIDTH_LINES:  # only big documents are worth keeping
             while len(self._splits) >= _KEPT_SPLITS:
                 self._splits.pop(next(iter(self._splits)))
-            self._splits[id(text)] = (text, raw, width)
-        return raw, width
+            self._splits[id(text)] = (text, raw, width, drawn)
+        return raw, width, drawn
 
     def _styled(self, index: int) -> Text:
         """Line ``index`` as drawn (lexed now unless the caller gave it lexed)."""

@@ -18,14 +18,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.widgets import DataTable, Label, SelectionList
 from textual.widgets.selection_list import Selection
 
 from ..messages import Status
 from ..views import PassView, StepView
 
-__all__ = ["StepsBar", "step_row"]
+__all__ = ["StepsBar", "pending_row", "step_row"]
 
 COLUMNS = ("#", "step", "+added", "-removed", "~changed", "numerics", "time")
 
@@ -59,15 +59,22 @@ def step_row(step: StepView, timings: bool = True, latency: bool = False) -> tup
     return (*cells, Text(shown or "-", "" if step.latency and "same" not in shown else "dim"))
 
 
+def pending_row(index: str) -> tuple[Text, ...]:
+    """The timeline row of step ``index`` while a re-run computes it (the last run's)."""
+    return (Text(index, "dim"), Text("…", "dim"), *(Text("") for _ in COLUMNS[2:]))
+
+
 class StepsBar(Horizontal):
     """Pass checkboxes (left) and the step timeline (right)."""
 
+    # Drawn by the widgets their watchers update (the timeline's cursor, the title), not
+    # by the bar: as reactives they repainted the whole bar at every change.
     #: The step shown, as a row of the timeline (-1: none yet, the loaded model).
-    current_step: reactive[int] = reactive(-1, init=False)
+    current_step: var[int] = var(-1, init=False)
     #: True while a run is computing steps (the title says so; ``n`` waits for them).
-    running: reactive[bool] = reactive(False, init=False)
+    running: var[bool] = var(False, init=False)
     #: True when the plan changed since the steps were computed (the title asks for r).
-    stale: reactive[bool] = reactive(False, init=False)
+    stale: var[bool] = var(False, init=False)
 
     @dataclass
     class StepSelected(Message):
@@ -94,6 +101,9 @@ class StepsBar(Horizontal):
         self._pending_next = 0
         # The run's latency verdict (from the last step that carried one).
         self._verdict = ""
+        # Steps of the current run in the timeline; the rows after them are the last
+        # run's, pending (clear_steps).
+        self._arrived = 0
 
     def compose(self) -> ComposeResult:
         with Vertical(id="passes-box"):
@@ -123,8 +133,8 @@ class StepsBar(Horizontal):
 
     @property
     def step_count(self) -> int:
-        """Steps in the timeline."""
-        return self.timeline.row_count
+        """Steps of the current run in the timeline (the pending rows after them not)."""
+        return self._arrived
 
     # -- passes ----------------------------------------------------------------------
     def set_passes(self, passes: Sequence[PassView], enabled: Sequence[str]) -> None:
@@ -164,18 +174,29 @@ class StepsBar(Horizontal):
 
     # -- steps -----------------------------------------------------------------------
     def clear_steps(self) -> None:
-        """Empty the timeline (before a re-run)."""
+        """Before a re-run: the last run's rows stay, as pending rows, until the new
+        run's steps take their places; those left over go when it finishes.
+
+        Emptying the table changed its size, and Textual lays out and draws the whole
+        screen again for any widget whose size changes: 50-110 ms on the ``r`` key at
+        48 layers. A run with the same plan has as many steps: nothing changes size.
+        """
         self._pending_next = 0
         self._verdict = ""
-        self.timeline.clear()
-        if "latency" in self.timeline.columns:
-            self.timeline.remove_column("latency")
+        self._arrived = 0
+        table = self.timeline
+        if "latency" in table.columns:
+            table.remove_column("latency")
+        for row in table.ordered_rows:
+            cells = pending_row(row.key.value or "")
+            for column, cell in zip(table.ordered_columns, cells, strict=True):
+                table.update_cell(row.key, column.key, cell)
         self.current_step = -1
         self.update_title()
 
     def add_step(self, step: StepView, timings: bool = True) -> None:
-        """Append a step to the timeline; show it if it is the first, or if ``n`` was
-        pressed for it before it arrived."""
+        """Put a step in the timeline (in its pending row, or a new one); show it if it
+        is the first, or if ``n`` was pressed for it before it arrived."""
         table = self.timeline
         if step.latency and "latency" not in table.columns:
             # The first timed step: the run has sample inputs; earlier rows show "-".
@@ -183,23 +204,35 @@ class StepsBar(Horizontal):
         row = step_row(step, timings, latency="latency" in table.columns)
         if step.verdict:
             self._verdict = step.verdict
-        # DataTable measures new rows on its next idle, but a frame painted before that
+        # DataTable measures new cells on its next idle, but a frame painted before that
         # is cached with the old column widths and the step names stay cut off (steps
         # arrive in bursts from the engine process). Widening the columns first avoids it.
+        wider = []
         for column, cell in zip(table.ordered_columns, row, strict=True):
+            wider.append(cell.cell_len > column.content_width)
             column.content_width = max(column.content_width, cell.cell_len)
-        table.add_row(*row, key=str(step.index))
+        key = str(step.index)
+        if key in table.rows:
+            for column, cell, widen in zip(table.ordered_columns, row, wider, strict=True):
+                table.update_cell(key, column.key, cell, update_width=widen)
+        else:
+            table.add_row(*row, key=key)
+        self._arrived += 1
         if self.current_step < 0:
             self.current_step = 0
-        elif self._pending_next and self.current_step == table.row_count - 2:
+        elif self._pending_next and self.current_step == self._arrived - 2:
             self._pending_next -= 1
             self.current_step += 1
         else:
             self.update_title()
 
     def finish(self) -> None:
-        """The run is over: no more steps will arrive for ``n`` to wait for."""
+        """The run is over: no more steps will arrive for ``n`` to wait for, and the
+        last run's rows no step took go."""
         self._pending_next = 0
+        table = self.timeline
+        for row in table.ordered_rows[self._arrived :]:
+            table.remove_row(row.key)
         self.running = False
         self.update_title()
 
@@ -223,7 +256,7 @@ class StepsBar(Horizontal):
 
     def watch_current_step(self, old: int, new: int) -> None:
         self.post_message(self.StepSelected(new))
-        if 0 <= new < self.timeline.row_count:
+        if 0 <= new < self.step_count:
             self.timeline.move_cursor(row=new, animate=False)
 
     @on(DataTable.RowSelected, "#timeline")

@@ -1,0 +1,101 @@
+"""The ``r`` key's frame: a re-run's start redraws what changed, not the whole screen.
+
+Textual lays out and draws the whole screen again when a reactive of the screen changes
+or a widget changes size. On ``r`` both happened: the screen's ``stepping`` flag was a
+reactive, and the steps table was emptied (50-110 ms of the key at 48 layers). Now the
+last run's rows wait, pending, for the new run's steps to take their places.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from freezeview.ui import FreezeviewApp
+from freezeview.ui.screens.main import MainScreen
+from freezeview.ui.session import Session
+
+from .conftest import wait_ready
+from .test_app import SIZE
+
+pytestmark = pytest.mark.asyncio
+
+
+class _GatedSession(Session):
+    """Runs that stop after ``hold`` steps until ``gate`` opens, and that end after
+    ``limit`` steps when it is set (a plan with fewer steps than the run before)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path=path)
+        self.gate: threading.Event | None = None
+        self.hold = 2
+        self.limit: int | None = None
+
+    def run_steps(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        for index, step in enumerate(super().run_steps(*args, **kwargs)):
+            if self.limit is not None and index >= self.limit:
+                return
+            if self.gate is not None and index == self.hold:
+                self.gate.wait(60)
+            yield step
+
+
+async def test_a_reruns_start_keeps_the_timelines_size_and_the_screen_whole(
+    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = _GatedSession(small_pt)
+    app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=session)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        bar = screen.steps_bar
+        table = bar.timeline
+        rows = table.row_count
+        assert rows == len(screen.steps) > session.hold + 1
+        size = table.virtual_size
+        whole: list[int] = []
+        refresh = MainScreen.refresh
+
+        def counting(self: MainScreen, *regions: Any, **kwargs: Any) -> Any:
+            if not regions:
+                whole.append(1)
+            return refresh(self, *regions, **kwargs)
+
+        monkeypatch.setattr(MainScreen, "refresh", counting)
+        session.gate = threading.Event()
+        try:
+            await pilot.press("r")
+            for _ in range(200):
+                await pilot.pause(0.02)
+                if bar.step_count == session.hold:
+                    break
+            await pilot.pause(0.1)
+            assert bar.step_count == session.hold and screen.stepping
+            assert table.row_count == rows and table.virtual_size == size
+            pending = [table.get_row_at(i)[1].plain for i in range(rows)]
+            assert "…" not in pending[: session.hold]
+            assert pending[session.hold :] == ["…"] * (rows - session.hold)
+            assert whole == []  # the screen was not redrawn whole
+            # n goes as far as the steps that arrived, never onto a pending row.
+            screen.ir.focus()
+            for _ in range(rows):
+                await pilot.press("n")
+            assert bar.current_step == session.hold or bar.current_step == session.hold - 1
+            assert table.cursor_row == bar.current_step
+        finally:
+            session.gate.set()
+        await wait_ready(pilot)
+        assert table.row_count == rows and bar.step_count == rows
+        assert [table.get_row_at(i)[1].plain for i in range(rows)] == [
+            s.name + ("" if s.changed else " (no change)") for s in screen.steps
+        ]
+        # A run with fewer steps: the rows no step took go when it ends.
+        session.gate, session.limit = None, 3
+        await pilot.press("r")
+        await wait_ready(pilot)
+        assert table.row_count == bar.step_count == len(screen.steps) == 3
+        assert [table.get_row_at(i)[0].plain for i in range(3)] == ["0", "1", "2"]
