@@ -121,7 +121,7 @@ def test_what_arrives_paused_joins_the_frozen_objects(monkeypatch: pytest.Monkey
     try:
         collector.keep()
         before = gc.get_freeze_count()
-        counts = _count_walks(monkeypatch)
+        counts = count_walks(monkeypatch)
         with collector.paused():
             built = [[] for _ in range(50_000)]
         assert counts == []
@@ -145,7 +145,7 @@ def test_outside_the_app_what_was_built_paused_stays_collectable() -> None:
     assert gc.get_freeze_count() == 0
 
 
-def _count_walks(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
+def count_walks(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
     """Every ``gc.get_freeze_count()`` from now on (each one walks every frozen object),
     as the names of the functions on the stack that asked."""
     import traceback
@@ -230,7 +230,7 @@ def test_a_runs_start_decides_from_the_count_its_last_run_end_took(
     monkeypatch.setattr(collector, "_frozen_after_deep", None)
     deep_sweep = collector.deep_sweep
     monkeypatch.setattr(collector, "deep_sweep", lambda: ran.append(1) or deep_sweep())
-    walks = _count_walks(monkeypatch)
+    walks = count_walks(monkeypatch)
     assert collector.deep_sweep_if_due(1000, recount=False) == 0.0  # the first run's start
     gc.freeze()  # the screen's objects, as the first run leaves them
     try:
@@ -370,24 +370,6 @@ async def test_the_first_runs_start_no_deep_collection(small_pt: Path, tmp_path:
         await wait_ready(pilot)
         await pilot.pause(0.3)
     assert len(collector.deep_sweeps) == sweeps, collector.deep_sweeps[sweeps:]
-
-
-@pytest.mark.asyncio
-async def test_a_rerun_counts_the_frozen_objects_only_at_its_end(
-    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Neither ``r`` nor the run's start nor a step's arrival walks the frozen objects
-    to count them (each count: 25 ms on a big model's screen); the run's end does."""
-    app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=Session(path=small_pt))
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_ready(pilot)
-        walks = _count_walks(monkeypatch)
-        for _ in range(2):
-            await pilot.press("r")
-            await wait_ready(pilot)
-        await pilot.pause(0.3)
-        monkeypatch.undo()
-    assert walks and all("note_run_end" in w for w in walks), walks
 
 
 @pytest.mark.slow  # waits out the app's own quiet timer (5 s of wall clock)
