@@ -22,7 +22,8 @@ moment by a user would wait for it.
 Then the screen process's memory (this process: it runs the screen, the engine is a
 child) after the first run and after ``--reruns`` re-runs (r, with preserved attributes
 and passes toggled on the way; target: within 10 % of after the first run; an L48
-session's screen under 0.5 GB).
+session's screen under 0.5 GB), each read in the IR view, and once while a step's diff
+is shown (two graphs and their diff: the most the screen holds).
 
 Run: ``.venv/bin/python benchmarks/bench_keys.py /tmp/fv-ladder/L48.pt [--reruns 50]``.
 """
@@ -195,6 +196,7 @@ async def main_async(args: argparse.Namespace) -> int:
     path = Path(args.model)
     app = FreezeviewApp(path, output_dir=Path("/tmp") / "fv-bench-keys-out", show_timings=False)
     results: dict[str, list[tuple[float, float]]] = {}
+    diff_rss = 0.0
     trips: dict[str, list[float]] = {}
 
     def record(name: str, stall: tuple[float, float], trip: float | None = None) -> None:
@@ -215,6 +217,11 @@ async def main_async(args: argparse.Namespace) -> int:
             await settle(pilot, wait)
             record(name, ticker.worst(t0), trip)
 
+        async def ir_view() -> None:
+            while screen.ir_pane.view_mode != "ir":
+                await pilot.press("d")
+                await settle(pilot, 0.3)
+
         # -- during the first run: load, explain, steps arriving --------------------
         while screen.loading_model:
             await pilot.pause(0.05)
@@ -227,6 +234,9 @@ async def main_async(args: argparse.Namespace) -> int:
             await key("during run: p", "p", wait=0.1)
         await wait_ready(pilot, timeout=1200)
         record("during run (all)", ticker.worst(t_loaded))
+        # Back to the IR view: how many ``d`` the run had time for must not decide
+        # which view (IR, code, or a diff holding two graphs) the memory is read in.
+        await ir_view()
         await settle(pilot, 1.0)
         first_rss = rss_mb()
         print(f"screen RSS after the first run: {first_rss:.0f} MB", flush=True)
@@ -244,6 +254,8 @@ async def main_async(args: argparse.Namespace) -> int:
         for _ in range(2):
             for _ in range(3):
                 await key("d", "d", wait=1.0)
+                if screen.ir_pane.view_mode == "diff":
+                    diff_rss = rss_mb()  # the most the screen holds: two graphs and a diff
         screen.ir_pane.open_search()
         await settle(pilot, 0.1)
         await key("esc", "escape")
@@ -291,6 +303,7 @@ async def main_async(args: argparse.Namespace) -> int:
         await settle(pilot, 0.5)
         rss = [rss_mb()]
         print(f"screen RSS after the first run and the keys on it: {rss[0]:.0f} MB", flush=True)
+        print(f"screen RSS with a step's diff shown: {diff_rss:.0f} MB", flush=True)
         for i in range(args.reruns):
             toggle = (None, toggle_preserve, toggle_pass)[i % 3]
             await rerun(toggle)

@@ -87,7 +87,7 @@ async def test_a_reruns_start_keeps_the_timelines_size_and_the_screen_whole(
             assert walks == []  # nor the frozen objects counted
             # n goes as far as the steps that arrived, never onto a pending row.
             screen.ir.focus()
-            for _ in range(rows):
+            for _ in range(session.hold + 2):
                 await pilot.press("n")
             assert bar.current_step == session.hold or bar.current_step == session.hold - 1
             assert table.cursor_row == bar.current_step
