@@ -152,7 +152,9 @@ async def test_a_reruns_start_holds_no_graph_of_the_last_run(
 
     monkeypatch.setattr(collector, "deep_sweep", counting)
     # One at every start.
-    monkeypatch.setattr(collector, "deep_sweep_if_due", lambda due=None: collector.deep_sweep())
+    monkeypatch.setattr(
+        collector, "deep_sweep_if_due", lambda due=None, **_: collector.deep_sweep()
+    )
     handed: list[int] = []
     let_go = collector.let_go
 
