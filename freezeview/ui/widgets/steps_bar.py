@@ -59,9 +59,11 @@ def step_row(step: StepView, timings: bool = True, latency: bool = False) -> tup
     return (*cells, Text(shown or "-", "" if step.latency and "same" not in shown else "dim"))
 
 
-def pending_row(index: str) -> tuple[Text, ...]:
-    """The timeline row of step ``index`` while a re-run computes it (the last run's)."""
-    return (Text(index, "dim"), Text("…", "dim"), *(Text("") for _ in COLUMNS[2:]))
+def pending_row(index: str, latency: bool = False) -> tuple[Text, ...]:
+    """The timeline row of step ``index`` while a re-run computes it (the last run's),
+    with an empty latency cell when the timeline has that column."""
+    blank = len(COLUMNS) - 2 + (1 if latency else 0)
+    return (Text(index, "dim"), Text("…", "dim"), *(Text("") for _ in range(blank)))
 
 
 class StepsBar(Horizontal):
@@ -185,10 +187,10 @@ class StepsBar(Horizontal):
         self._verdict = ""
         self._arrived = 0
         table = self.timeline
-        if "latency" in table.columns:
-            table.remove_column("latency")
+        # The latency column stays: the session's sample inputs time every run alike.
+        latency = "latency" in table.columns
         for row in table.ordered_rows:
-            cells = pending_row(row.key.value or "")
+            cells = pending_row(row.key.value or "", latency)
             for column, cell in zip(table.ordered_columns, cells, strict=True):
                 table.update_cell(row.key, column.key, cell)
         self.current_step = -1
