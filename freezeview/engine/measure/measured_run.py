@@ -14,6 +14,7 @@ read off graphs the steps hold anyway.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,15 @@ class MeasuredRun:
         run.finish()
         print(run.measurement.portability, verdict_text(run.measurement))
     """
+
+    # Steps timed in this process, by the step itself (with how they were timed): a
+    # re-run shows the last run's inline and fold steps again when what they depend on
+    # did not change, their graphs released by then; the same step runs as fast, so
+    # its timing stands instead of a "-" in the latency column. Weak: a step no run
+    # shows any more takes its entry with it.
+    _timed: weakref.WeakKeyDictionary[Step, tuple[tuple[int, float, int], Latency]] = (
+        weakref.WeakKeyDictionary()
+    )
 
     def __init__(
         self,
@@ -144,7 +154,15 @@ class MeasuredRun:
         graphs = self.pipe.step_graphs(step)
         if inference and graphs and backend_only_nodes(graphs.values()):
             self._backend_step = step.name
-        if not self.timing or "forward" not in graphs:
+        if not self.timing:
+            return
+        how = (self.threads, self.budget, id(self.pipe.inputs))
+        known = self._timed.get(step)
+        if "forward" not in graphs:
+            if known is not None and known[0] == how:
+                if self._unfrozen is None:
+                    self._time_unfrozen()  # what the column compares it with
+                self._steps[step.index] = known[1]
             return
         module = self.pipe.step_module(step)
         if module is None:
@@ -166,6 +184,7 @@ class MeasuredRun:
             return
         self.timings.append(timing)
         self._steps[step.index] = timing.latency
+        self._timed[step] = (how, timing.latency)
         if step.name not in ("inline", "fold_attributes"):
             self._final_call = call
 
