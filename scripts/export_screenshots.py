@@ -10,7 +10,9 @@ fixed terminal size, so the pictures in README.md and docs/ always match the cur
 - ``final.svg``: the last step (the frozen graph);
 - ``help.svg``: the help screen with every key;
 - ``narrow.svg``: the 80x24 layout (tabs);
-- ``graph-view.svg``: the graph view (``v``) on the conv -> batchnorm step's diff.
+- ``graph-view.svg``: the graph view (``v``) on the conv -> batchnorm step's diff;
+- ``rerun.svg``: a re-run (``r``) half way: the steps that arrived in the last run's
+  rows, the rest of them pending.
 
 Run: ``.venv/bin/python scripts/export_screenshots.py [MODEL.pt]`` (default: the bundled
 ``examples/example.pt``; ``make screenshots`` builds it first).
@@ -21,18 +23,21 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from ui.conftest import wait_ready  # noqa: E402
+from ui.conftest import GatedSession, wait_ready  # noqa: E402
 
 from freezeview.ui import FreezeviewApp  # noqa: E402
 
 OUT = ROOT / "screenshots"
 # The graph view on step 6 (conv -> batchnorm) of the example, as a diff.
 GRAPH_KEYS = ("n", "n", "n", "n", "n", "v")
+# Steps of the re-run that have arrived in the re-run screenshot.
+RERUN_ARRIVED = 5
 
 
 async def _shoot(
@@ -43,9 +48,13 @@ async def _shoot(
     select: str | None = None,
     to_end: bool = False,
     graph: bool = False,
+    rerun: bool = False,
 ) -> Path:
+    # The re-run is held half way by an in-process session (the engine process's own
+    # answers, tests/ui/test_remote_session.py), released once the picture is taken.
+    session = GatedSession(model) if rerun else None
     with tempfile.TemporaryDirectory() as tmp:
-        app = FreezeviewApp(model, output_dir=tmp, show_timings=False)
+        app = FreezeviewApp(model, output_dir=tmp, show_timings=False, session=session)
         async with app.run_test(size=size) as pilot:
             await wait_ready(pilot)
             screen = app.main_screen
@@ -60,8 +69,16 @@ async def _shoot(
                 await wait_ready(pilot)
             while graph and not screen.graph_view.ready:
                 await pilot.pause(0.05)
+            if session is not None:
+                session.gate, session.hold = threading.Event(), RERUN_ARRIVED
+                await pilot.press("r")
+                while screen.steps_bar.step_count < RERUN_ARRIVED:
+                    await pilot.pause(0.05)
             await pilot.pause(0.3)
             app.save_screenshot(filename=f"{name}.svg", path=str(OUT))
+            if session is not None and session.gate is not None:
+                session.gate.set()
+                await wait_ready(pilot)
     return OUT / f"{name}.svg"
 
 
@@ -77,6 +94,7 @@ async def main(model: Path) -> list[Path]:
         await _shoot(model, "help", wide, keys=("question_mark",)),
         await _shoot(model, "narrow", (80, 24)),
         await _shoot(model, "graph-view", wide, keys=GRAPH_KEYS, graph=True),
+        await _shoot(model, "rerun", wide, rerun=True),
     ]
     return shots
 

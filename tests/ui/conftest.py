@@ -10,9 +10,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Input
+
+from freezeview.ui.session import Session
 
 from .models import save_small
 
@@ -54,6 +57,26 @@ def small_pt() -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="freezeview-ui-"))
     yield save_small(folder / "small.pt")
     shutil.rmtree(folder, ignore_errors=True)
+
+
+class GatedSession(Session):
+    """The app's in-process session whose runs stop after ``hold`` steps until ``gate``
+    opens (a re-run caught half way: tests, the re-run screenshot), and end after
+    ``limit`` steps when it is set (a plan with fewer steps than the run before)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path=path)
+        self.gate: threading.Event | None = None
+        self.hold = 2
+        self.limit: int | None = None
+
+    def run_steps(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        for index, step in enumerate(super().run_steps(*args, **kwargs)):
+            if self.limit is not None and index >= self.limit:
+                return
+            if self.gate is not None and index == self.hold:
+                self.gate.wait(60)
+            yield step
 
 
 def step_graph(screen, index: int):  # type: ignore[no-untyped-def]

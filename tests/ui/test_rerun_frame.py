@@ -11,7 +11,6 @@ the run's end does.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,38 +18,18 @@ import pytest
 
 from freezeview.ui import FreezeviewApp
 from freezeview.ui.screens.main import MainScreen
-from freezeview.ui.session import Session
 
-from .conftest import wait_ready
+from .conftest import GatedSession, wait_ready
 from .test_app import SIZE
 from .test_collector import count_walks
 
 pytestmark = pytest.mark.asyncio
 
 
-class _GatedSession(Session):
-    """Runs that stop after ``hold`` steps until ``gate`` opens, and that end after
-    ``limit`` steps when it is set (a plan with fewer steps than the run before)."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(path=path)
-        self.gate: threading.Event | None = None
-        self.hold = 2
-        self.limit: int | None = None
-
-    def run_steps(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        for index, step in enumerate(super().run_steps(*args, **kwargs)):
-            if self.limit is not None and index >= self.limit:
-                return
-            if self.gate is not None and index == self.hold:
-                self.gate.wait(60)
-            yield step
-
-
 async def test_a_reruns_start_keeps_the_timelines_size_and_the_screen_whole(
     small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    session = _GatedSession(small_pt)
+    session = GatedSession(small_pt)
     app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=session)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
