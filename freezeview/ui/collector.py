@@ -108,7 +108,7 @@ def paused() -> AbstractContextManager[CatchUp]:
     """:func:`~freezeview.engine.plumbing.collector_paused` for the screen's process: with
     the app's collector in place, what the block built is frozen with what :func:`keep`
     froze, and the frozen objects are not walked to find out whether there are any."""
-    return collector_paused(frozen_kept=_saved is not None or None)
+    return collector_paused(frozen_kept=True if _saved is not None else None)
 
 
 def uninstall() -> None:
@@ -135,7 +135,7 @@ def deep_sweep() -> float:
     every tracked object alive, in one block: the screen calls it when nobody is at the
     keys (:func:`deep_sweep_if_due`).
     """
-    global last_sweep, _frozen_after_deep, _frozen_counted
+    global last_sweep, _frozen_after_deep
     if _saved is None:
         return 0.0
     start = time.perf_counter()
@@ -144,7 +144,7 @@ def deep_sweep() -> float:
     gc.unfreeze()
     gc.collect()
     gc.freeze()
-    _frozen_after_deep = _frozen_counted = gc.get_freeze_count()
+    _frozen_after_deep = _count_frozen()
     last_sweep = time.perf_counter() - start
     deep_sweeps.append((last_sweep, walked))
     return last_sweep
@@ -178,12 +178,10 @@ def deep_sweep_if_due(due: int | None = None, *, recount: bool = True) -> float:
     count walks every frozen object, :data:`_frozen_counted`). The first call with
     anything frozen sets the count to measure from. Returns the seconds it took (0: not
     due)."""
-    global _frozen_after_deep, _frozen_counted
+    global _frozen_after_deep
     if _saved is None:
         return 0.0
-    if recount:
-        _frozen_counted = gc.get_freeze_count()
-    frozen = _frozen_counted
+    frozen = _count_frozen() if recount else _frozen_counted
     if frozen is None:
         return 0.0  # nothing counted yet: the first run has not ended
     if _frozen_after_deep is None:
@@ -200,9 +198,15 @@ def deep_sweep_if_due(due: int | None = None, *, recount: bool = True) -> float:
 def note_run_end() -> None:
     """The current run's steps have all arrived: count the frozen objects now (one walk
     of them all, with no key being handled) for the next run's start to decide from."""
-    global _frozen_counted
     if _saved is not None:
-        _frozen_counted = gc.get_freeze_count()
+        _count_frozen()
+
+
+def _count_frozen() -> int:
+    """The frozen objects, counted now (a walk of them all) and kept as the last count."""
+    global _frozen_counted
+    _frozen_counted = gc.get_freeze_count()
+    return _frozen_counted
 
 
 _last_input = 0.0

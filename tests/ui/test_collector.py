@@ -145,20 +145,26 @@ def test_outside_the_app_what_was_built_paused_stays_collectable() -> None:
     assert gc.get_freeze_count() == 0
 
 
+def calls_of(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[set[str]]:
+    """Every call of ``owner.name`` from now on, as the names of the functions on the
+    stack that made it."""
+    import traceback
+
+    calls: list[set[str]] = []
+    function = getattr(owner, name)
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        calls.append({frame.name for frame in traceback.extract_stack()})
+        return function(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, recording)
+    return calls
+
+
 def count_walks(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
     """Every ``gc.get_freeze_count()`` from now on (each one walks every frozen object),
     as the names of the functions on the stack that asked."""
-    import traceback
-
-    walks: list[set[str]] = []
-    count = gc.get_freeze_count
-
-    def counting() -> int:
-        walks.append({frame.name for frame in traceback.extract_stack()})
-        return count()
-
-    monkeypatch.setattr(gc, "get_freeze_count", counting)
-    return walks
+    return calls_of(monkeypatch, gc, "get_freeze_count")
 
 
 def test_let_go_frees_a_graph_in_slices_off_the_calling_thread(
@@ -380,21 +386,13 @@ async def test_a_due_deep_collection_waits_for_a_pause_in_the_keys(
     """The deep collection walks every object the screen tracks (0.26 s on the 48-layer
     transformer's screen, on the r key when it was due at the run's start): due, it
     waits for the quiet timer, never runs from a run's start or a key's handler."""
-    import traceback
 
     from freezeview.ui.screens import main
 
     monkeypatch.setattr(main, "_SWEEP_SECONDS", 0.05)
     monkeypatch.setattr(main, "_QUIET_SECONDS", 0.5)  # ten times the keys' spacing below
     monkeypatch.setattr(collector, "DUE_GARBAGE", -(10**9))  # due whenever asked
-    callers: list[set[str]] = []
-    deep_sweep = collector.deep_sweep
-
-    def recording() -> float:
-        callers.append({frame.name for frame in traceback.extract_stack()})
-        return deep_sweep()
-
-    monkeypatch.setattr(collector, "deep_sweep", recording)
+    callers = calls_of(monkeypatch, collector, "deep_sweep")
     app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=Session(path=small_pt))
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)

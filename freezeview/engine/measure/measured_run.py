@@ -157,8 +157,8 @@ class MeasuredRun:
         if not self.timing:
             return
         how = (self.threads, self.budget, id(self.pipe.inputs))
-        known = self._timed.get(step)
         if "forward" not in graphs:
+            known = self._timed.get(step)
             if known is not None and known[0] == how:
                 if self._unfrozen is None:
                     self._time_unfrozen()  # what the column compares it with

@@ -50,7 +50,9 @@ def collector_paused(frozen_kept: bool | None = None) -> Iterator[CatchUp]:
         raise
     if was_enabled:
         start = time.perf_counter()
-        if not (frozen_kept or (frozen_kept is None and gc.get_freeze_count())):
+        if frozen_kept is None:
+            frozen_kept = gc.get_freeze_count() > 0
+        if not frozen_kept:
             gc.freeze()
             gc.unfreeze()
             gc.enable()
