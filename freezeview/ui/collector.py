@@ -300,20 +300,26 @@ def let_go(graphs: Iterable[Any], then: Callable[[], object] | None = None) -> t
     pending = list(graphs)
 
     def dismantle() -> None:
-        while pending:
-            graph = pending.pop()
-            walk = getattr(graph, "nodes_in_order", None)
-            nodes = list(walk()) if walk is not None else []
-            del graph, walk
-            while nodes:
-                del nodes[-_SLICE:]
-                time.sleep(0.0005)  # the event loop's turn
-        if then is not None:
-            then()
-        # The graphs' large blocks (their text, their arrays) went back to the C heap,
-        # not to the system: without this, the screen's resident size after a re-run
-        # depends on where the next run's blocks happen to land (450-510 MB at L48).
-        give_back_freed_memory()
+        try:
+            while pending:
+                graph = pending.pop()
+                walk = getattr(graph, "nodes_in_order", None)
+                nodes = list(walk()) if walk is not None else []
+                del graph, walk
+                while nodes:
+                    del nodes[-_SLICE:]
+                    time.sleep(0.0005)  # the event loop's turn
+        except Exception:
+            # The rest go whole: the next run waits on ``then``, which must come.
+            pending.clear()
+        try:
+            if then is not None:
+                then()
+        finally:
+            # The graphs' large blocks (their text, their arrays) went back to the C heap,
+            # not to the system: without this, the screen's resident size after a re-run
+            # depends on where the next run's blocks happen to land (450-510 MB at L48).
+            give_back_freed_memory()
 
     thread = threading.Thread(target=dismantle, name="freezeview-let-go", daemon=True)
     thread.start()

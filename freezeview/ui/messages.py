@@ -130,13 +130,16 @@ class EngineFailed(Message):
 
     @classmethod
     def of(cls, worker: Worker[Any]) -> EngineFailed:
-        """The failure of ``worker`` in one sentence (freezeview's own, or the first line
-        of any other error); a failed load is fatal."""
-        error = worker.error
+        """The failure of ``worker`` in one sentence; a failed load is fatal."""
+        return cls.of_error(worker.group, worker.error)
+
+    @classmethod
+    def of_error(cls, task: str, error: BaseException | None) -> EngineFailed:
+        """``task``'s failure in one sentence (freezeview's own, or the first line of any
+        other error); a failed load is fatal."""
         if isinstance(error, FreezeviewError):
             message = error.message
         else:
             first = (str(error).strip().splitlines() or [type(error).__name__])[0]
             message = f"{type(error).__name__}: {first[:200]}"
-        task = worker.group
         return cls(task, message, fatal=task == "load")

@@ -203,6 +203,25 @@ def test_let_go_frees_a_graph_in_slices_off_the_calling_thread(
     assert sys.getrefcount(node) < held  # the graph let go of the node
 
 
+def test_let_go_calls_then_when_a_graph_cannot_be_walked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The next run starts in ``then``: a graph whose nodes cannot be listed goes whole,
+    the ones after it too, and ``then`` still comes (the screen read "running…" for
+    good otherwise)."""
+
+    class Broken:
+        def nodes_in_order(self) -> list[Any]:
+            raise ValueError("no nodes here")
+
+    done: list[str] = []
+    monkeypatch.setattr(collector, "give_back_freed_memory", lambda: done.append("trim") or True)
+    thread = collector.let_go([object(), Broken()], then=lambda: done.append("then"))
+    thread.join(10)
+    assert not thread.is_alive()
+    assert done == ["then", "trim"]
+
+
 def test_a_deep_collection_waits_for_enough_frozen_garbage(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

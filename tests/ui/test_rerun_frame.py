@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from freezeview.ui import FreezeviewApp
+from freezeview.ui import FreezeviewApp, collector
 from freezeview.ui.screens.main import MainScreen
+from freezeview.ui.session import Session
+from freezeview.ui.widgets.status_line import StatusLine
 
 from .conftest import GatedSession, wait_ready
 from .test_app import SIZE
@@ -86,3 +88,42 @@ async def test_a_reruns_start_keeps_the_timelines_size_and_the_screen_whole(
         monkeypatch.undo()
     # Counted once at each run's end, for the next run's start to decide from.
     assert len(walks) == 2 and all("note_run_end" in w for w in walks), walks
+
+
+class LettingGoSession(Session):
+    """An in-process session that, like the engine process's, has the last run's graphs
+    let go of before a run starts: the run then starts from the let-go thread."""
+
+    def forget_runs(self) -> list[Any]:
+        return []
+
+
+@pytest.mark.parametrize("kind", [Session, LettingGoSession], ids=["on-the-key", "let-go"])
+async def test_a_run_that_cannot_start_says_so_and_the_next_r_runs(
+    kind: type[Session], small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No worker started, so none says the run ended: the screen says it failed (not
+    "running…" for good, nor the app gone), and the next ``r`` runs."""
+    app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=kind(path=small_pt))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        steps = len(screen.steps)
+
+        def broken(*args: Any, **kwargs: Any) -> float:
+            raise ValueError("the collector broke")
+
+        monkeypatch.setattr(collector, "deep_sweep_if_due", broken)
+        await pilot.press("r")
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if not screen.stepping:
+                break
+        assert not screen.stepping
+        status = str(screen.query_one(StatusLine).render())
+        assert "steps failed" in status and "the collector broke" in status, status
+        monkeypatch.undo()
+        await pilot.press("r")
+        await wait_ready(pilot)
+        assert len(screen.steps) == steps and not screen.stepping
+        assert "steps failed" not in str(screen.query_one(StatusLine).render())

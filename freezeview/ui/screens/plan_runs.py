@@ -22,6 +22,7 @@ from textual.widgets import Label
 
 from .. import collector
 from ..messages import (
+    EngineFailed,
     ExplanationReady,
     FinalCodeReady,
     ModelLoaded,
@@ -212,10 +213,17 @@ class PlanRuns:
         the quiet timer (screens/main.py), a key may come now: only when ten times as
         much frozen garbage has gathered (a user who never paused), as counted at the
         last run's end, does it run here."""
-        collector.deep_sweep_if_due(collector.RUN_START_DUE, recount=False)
         screen = self.screen
-        if run_id == screen.run_id and not cancel.is_set():
-            screen.engine.run_steps(run_id, preserved, passes, cancel)
+        try:
+            collector.deep_sweep_if_due(collector.RUN_START_DUE, recount=False)
+            if run_id == screen.run_id and not cancel.is_set():
+                screen.engine.run_steps(run_id, preserved, passes, cancel)
+        except Exception as exc:
+            # No worker started, so none will say the run ended: said here as a failed
+            # run is, or the screen reads "running…" for good (from the let-go thread,
+            # the error would only end that thread).
+            if run_id == screen.run_id:
+                screen.post_message(EngineFailed.of_error("steps", exc))
 
     def start_pending_run(self) -> None:
         """Start the run that waited for the first explanation."""
