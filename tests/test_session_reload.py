@@ -302,6 +302,42 @@ def test_the_model_loaded_again_keeps_its_module_tree(
     assert {v.path: v.status for v in after}["scale"] == "kept"
 
 
+def test_a_toggle_after_a_reload_waits_for_torchs_freeze_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What torch's statuses are read against (the module objects and each path's
+    canonical name: 0.1 s at 512 blocks, every first toggle after a reload) is made for
+    the model loaded again while it is loaded, off the user's calls; the statuses the
+    first toggle after the reload shows are still torch's."""
+    from freezeview.engine.reasons import verdicts
+
+    session = Session(path=save_small(tmp_path / "small.pt"))
+    session.open()
+    session.explain([])
+    shown: list[list[Any]] = []
+    session.explain(["scale"], statuses=shown.append)  # torch's statuses first
+    assert shown
+    fresh = session.load_again()
+    assert fresh is not None
+    named: list[int] = []
+    real = verdicts.canonical_paths
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        named.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verdicts, "canonical_paths", counted)
+    session.take_reloaded(fresh)
+    shown.clear()
+    views = session.explain(["unused"], statuses=shown.append)
+    assert shown and not named
+    first = {v.path: v.status for v in shown[0]}
+    assert first == {v.path: v.status for v in views}
+    frozen = torch.jit.freeze(torch.jit.load(str(session.path)), preserved_attrs=["unused"])
+    assert hasattr(frozen, "unused") and first["unused"] == "kept"
+    assert not hasattr(frozen, "scale") and first["scale"] != "kept"
+
+
 def test_the_size_to_grow_from_is_the_least_after_the_first_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

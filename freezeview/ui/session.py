@@ -154,18 +154,20 @@ class Session:
             return None
         if file_stamp(path) != stamp:  # changed while it was read
             return None
+        from ..engine.reasons import carry_inventory
+
+        # The same file: the module tree listed already, and what torch's statuses are
+        # read against made here, off the caller's thread, not at the next toggle.
+        carry_inventory(fresh.module, loaded.module)
         # What the first load said (its time, warnings, notes) stays what the user saw.
         return dataclasses.replace(loaded, module=fresh.module)
 
     def take_reloaded(self, fresh: LoadedModel) -> None:
-        """Use ``fresh`` (:meth:`load_again`'s) from now on, and let go of what was made
-        of the model before but the last run's graphs and ``.code`` (the next run's start
-        does). Call it while no other call of this session is under way.
+        """Use ``fresh`` (:meth:`load_again`'s, which carried the module tree over) from
+        now on, and let go of what was made of the model before but the last run's graphs
+        and ``.code`` (the next run's start does). Call it while no other call of this
+        session is under way.
         """
-        from ..engine.reasons import carry_inventory
-
-        if self.loaded is not None:  # the same file: the module tree listed already
-            carry_inventory(fresh.module, self.loaded.module)
         self._explainer.let_go_of_model()  # its held freeze is a clone of the old model
         # The last run's inline and fold steps refer to the old model (a run shows them
         # again and hands them on); their snapshots are values, offered as before.

@@ -164,15 +164,23 @@ def carry_inventory(fresh: Any, old: Any) -> bool:
     for ``old`` (the same file: the same tree and attributes). Its explains then neither
     list the tree again (0.3 s at 512 blocks) nor hold a second copy of it beside the
     explanations made of ``old`` (8 MB at 512 blocks, one more for every reload).
+
+    When torch's statuses were read against ``old`` (:func:`torch_statuses_only`),
+    ``fresh``'s module objects and canonical names are made now too (0.1 s at 512
+    blocks): called before ``fresh`` is put in use (the app's engine does it in its
+    reload thread), the first toggle after a reload then waits for torch's freeze alone.
     Returns False when nothing was listed for ``old``."""
     try:
         found = _INVENTORIES.get(old)
         if found is None:
             return False
         # The attribute lists read while listing are old's modules': fresh reads its own.
-        _INVENTORIES[fresh] = (found[0], {})
+        carried = _INVENTORIES[fresh] = (found[0], {})
+        named = _NAMES.get(old) is not None
     except TypeError:  # not weakly referable: listed at every explain anyway
         return False
+    if named:
+        _names_of(fresh, raw_module(fresh), *carried)
     return True
 
 
