@@ -7,11 +7,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.freezeview-installed
 TORCH_PIN ?= torch==2.13.0
-# pytest-xdist workers: the suite is mostly torch and subprocess waits, and 2 workers
-# on this 2-core machine cut its wall time by about a third. loadgroup keeps the tests
+# pytest-xdist workers: the suite is mostly torch, Textual and subprocesses (about a
+# third of its CPU is in the interpreters the tests start) with waits between. On this
+# 2-core machine 2 workers cut its wall time by about a third; a third worker runs while
+# the others wait (make test-fast 85-86 s against 89-92 s, make test 276 s against
+# 315-331 s, the same hour). loadgroup keeps the tests
 # that share a module-scoped fixture or a corpus case on one worker (tests/conftest.py
 # marks them), so that work is done once per run rather than once per worker.
-WORKERS ?= 2
+WORKERS ?= 3
 # Python's bytecode cache (__pycache__, ignored by git) spares every test worker and
 # every freezeview process the tests start from compiling freezeview and the tests
 # again: pytest rewrites the asserts of each test module it imports, about 2 s a worker.

@@ -22,11 +22,22 @@ def _no_counts_from_earlier_tests() -> None:
     forget_known_counts()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Ignore torch's TracerWarning (tracing a model warns at every build) where tests run.
+
+    The filter names a torch class, and pytest imports a filter's class to read it: in
+    pyproject.toml it made xdist's controller, which runs no test, import torch (1.5 s
+    before any worker starts)."""
+    controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
+    if not controller:
+        config.addinivalue_line("filterwarnings", "ignore::torch.jit.TracerWarning")
+
+
 def _shared_work(item: pytest.Item) -> str | None:
     """The work ``item`` shares with other tests, as an xdist group name (None: nothing).
 
     - a module-scoped fixture (the bad-input batch, the fuzz regressions' batch, models
-      saved by a subprocess, the JSON documents): run on two workers, it runs twice;
+      saved by a subprocess, the JSON documents): run on several workers, it runs on each;
     - a corpus case (``case`` parameter): each process scripts a case once and copies
       it for every later test (``tests/corpus/_case.py``), so one worker per case.
     """
@@ -48,7 +59,7 @@ def _shared_work(item: pytest.Item) -> str | None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark tests that share expensive work with one xdist group per piece of work.
 
-    ``make test`` runs ``-n 2 --dist loadgroup``: each group runs on one worker, so the
+    ``make test`` runs ``-n 3 --dist loadgroup``: each group runs on one worker, so the
     work is done once per run instead of once per worker. Without ``--dist loadgroup``
     the marks change nothing.
     """

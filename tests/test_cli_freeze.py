@@ -63,23 +63,13 @@ def test_freeze_writes_torch_equivalent_model(model: Path, tmp_path: Path, capsy
     assert "aten::batch_norm" not in str(ours.graph)
 
 
-def test_saved_model_loads_in_a_fresh_process(model: Path, tmp_path: Path) -> None:
-    """Plain torch.jit.load in a process that never imports freezeview gives the same output."""
-    out = tmp_path / "out.pt"
-    assert main(["freeze", str(model), "-o", str(out)]) == 0
-    x = torch.randn(1, 3, 8, 8)
-    torch.save(x, tmp_path / "x.pt")
-    code = (
-        "import sys, torch\n"
-        f"m = torch.jit.load({str(out)!r})\n"
-        f"y = m(torch.load({str(tmp_path / 'x.pt')!r}))\n"
-        f"torch.save(y, {str(tmp_path / 'y.pt')!r})\n"
-        "assert 'freezeview' not in sys.modules\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp_path, timeout=120)
-    y = torch.load(tmp_path / "y.pt")
-    torch.testing.assert_close(y, _torch_frozen(model)(x))
+def test_saved_model_loads_in_a_fresh_process(freeze_as_a_process: FreezeProcess) -> None:
+    """Plain torch.jit.load in a process that never imports freezeview gives the same
+    output (the fixture's torch-only interpreter loads and runs OUT.pt)."""
+    folder = freeze_as_a_process.ours.parent.parent
+    x, y = torch.load(folder / "x.pt"), torch.load(folder / "y.pt")
+    model = torch.jit.load(str(folder / "net.pt")).eval()
+    torch.testing.assert_close(y, torch.jit.freeze(model)(x))
 
 
 def test_refuses_to_overwrite_without_force(model: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -342,11 +332,28 @@ def freeze_as_a_process(tmp_path_factory: pytest.TempPathFactory) -> FreezeProce
         env=env,
     ).stdout.splitlines()[-1]
     code, frozen = out.split()
+    # torch alone, never freezeview: freeze and save as a user would, and load and run
+    # freezeview's OUT.pt (one interpreter for both: each start imports torch, 1.5 s).
+    torch.save(torch.randn(1, 3, 8, 8), folder / "x.pt")
     plain = (
         "import sys, torch; "
-        "torch.jit.save(torch.jit.freeze(torch.jit.load(sys.argv[1])), sys.argv[2])"
+        "torch.jit.save(torch.jit.freeze(torch.jit.load(sys.argv[1])), sys.argv[2]); "
+        "m = torch.jit.load(sys.argv[3]); x = torch.load(sys.argv[4]); "
+        "torch.save(m(x), sys.argv[5]); assert 'freezeview' not in sys.modules"
     )
-    subprocess.run([sys.executable, "-c", plain, str(model), str(theirs)], check=True, env=env)
+    plain_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            plain,
+            *map(str, (model, theirs, ours, folder / "x.pt", folder / "y.pt")),
+        ],
+        check=True,
+        env=plain_env,
+        cwd=folder,
+        timeout=120,
+    )
     return FreezeProcess(int(code), int(frozen), ours, theirs)
 
 

@@ -192,7 +192,7 @@ def test_serve_in_chromium_offline(small_pt: Path, tmp_path: Path) -> None:
             # The whole page arrived (parsed to its end), waited for in the page itself:
             # a popup's "load" event, as Playwright tracks it, was once never seen on a
             # busy CI machine, though the page was there. 90 s as the waits above: CI
-            # runs two workers.
+            # runs three workers on two cores.
             review.wait_for_url("**/download/**", wait_until="commit", timeout=90_000)
             review.wait_for_function(_PARSED, timeout=90_000)
             assert "/download/" in review.url
