@@ -180,7 +180,9 @@ def carry_inventory(fresh: Any, old: Any) -> bool:
     except TypeError:  # not weakly referable: listed at every explain anyway
         return False
     if named:
-        _names_of(fresh, raw_module(fresh), *carried)
+        # Never a reason not to reload: what fails here is made (and said) at the toggle.
+        with contextlib.suppress(Exception):
+            _names_of(fresh, raw_module(fresh), *carried)
     return True
 
 
