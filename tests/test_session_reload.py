@@ -17,6 +17,7 @@ import pytest
 import torch
 from oracle import frozen_graph_signature as kinds_of
 from ui.models import save_small
+from ui.test_session_rerun_work import counting
 
 import freezeview.ui.engine_process as engine_process
 from freezeview.engine.graph.naming import demangle
@@ -275,7 +276,6 @@ def test_the_model_loaded_again_keeps_its_module_tree(
     before (not listed again, 0.3 s at 512 blocks), so the explanations kept from before
     the reload and those made after share one tree instead of holding one each (+8 MB a
     reload at 512 blocks); the statuses are still torch's."""
-    from freezeview.engine.graph import inventory as inventory_module
     from freezeview.engine.reasons import verdicts
 
     session = Session(path=save_small(tmp_path / "small.pt"))
@@ -285,14 +285,7 @@ def test_the_model_loaded_again_keeps_its_module_tree(
     fresh = session.load_again()
     assert fresh is not None
     session.take_reloaded(fresh)
-    listed: list[int] = []
-    real = inventory_module.build_inventory
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        listed.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(verdicts, "build_inventory", counted)
+    listed = counting(monkeypatch, verdicts, "build_inventory")
     after = session.explain(["scale"])
     assert not listed
     assert session._explainer.memo._kept[("scale",)][1].inventory is tree
@@ -319,14 +312,7 @@ def test_a_toggle_after_a_reload_waits_for_torchs_freeze_alone(
     assert shown
     fresh = session.load_again()
     assert fresh is not None
-    named: list[int] = []
-    real = verdicts.canonical_paths
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        named.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(verdicts, "canonical_paths", counted)
+    named = counting(monkeypatch, verdicts, "canonical_paths")
     session.take_reloaded(fresh)
     shown.clear()
     views = session.explain(["unused"], statuses=shown.append)

@@ -18,7 +18,8 @@ from freezeview.engine.reasons.explanation_memo import KEPT as EXPLANATIONS_KEPT
 from freezeview.ui.session import Session
 
 
-def _counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:
+def counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:
+    """One item for every call of ``owner.name`` from now on (which still runs)."""
     calls: list[int] = []
     real = getattr(owner, name)
 
@@ -42,8 +43,8 @@ def test_a_toggle_undone_replays_no_explain(
     the first explain's (and torch's)."""
     session = Session(path=small_pt)
     session.open()
-    replays = _counting(monkeypatch, verdicts, "_explain")
-    freezes = _counting(monkeypatch, torch._C, "_freeze_module")
+    replays = counting(monkeypatch, verdicts, "_explain")
+    freezes = counting(monkeypatch, torch._C, "_freeze_module")
     first = session.explain([])
     on = session.explain(["scale"])
     off = session.explain([])
@@ -68,7 +69,7 @@ def test_an_explanation_is_replayed_when_torch_decides_otherwise(
     session = Session(path=small_pt)
     session.open()
     session.explain([])
-    replays = _counting(monkeypatch, verdicts, "_explain")
+    replays = counting(monkeypatch, verdicts, "_explain")
     real = torch_freeze.torch_outcome
 
     def other(*args: Any, **kwargs: Any) -> Any:
@@ -96,7 +97,7 @@ def test_a_run_counts_no_constant_bytes(small_pt: Path, monkeypatch: pytest.Monk
     fold step's picture to count them."""
     from freezeview.engine.measure import measured_run
 
-    counted = _counting(monkeypatch, measured_run, "constant_bytes")
+    counted = counting(monkeypatch, measured_run, "constant_bytes")
     session = Session(path=small_pt)
     session.open()
     passes = [p.id for p in session.available_passes() if p.default]
@@ -123,8 +124,8 @@ def test_a_plain_rerun_shows_the_last_runs_inline_and_fold_steps(
     session.open()
     passes = [p.id for p in session.available_passes() if p.default]
     first = list(session.run_steps([], passes))
-    inlines = _counting(monkeypatch, torch._C, "_jit_pass_inline")
-    freezes = _counting(monkeypatch, torch._C, "_freeze_module")
+    inlines = counting(monkeypatch, torch._C, "_jit_pass_inline")
+    freezes = counting(monkeypatch, torch._C, "_freeze_module")
     again = list(session.run_steps([], passes))
     assert inlines == [] and len(freezes) == 1
     assert _facts(again) == _facts(first)
@@ -181,7 +182,7 @@ def test_other_preserved_names_make_their_own_fold_step(
     passes = [p.id for p in session.available_passes() if p.default]
     list(session.run_steps([], passes))
     offered = session._picture_steps
-    inlines = _counting(monkeypatch, torch._C, "_jit_pass_inline")
+    inlines = counting(monkeypatch, torch._C, "_jit_pass_inline")
     toggled = list(session.run_steps(["scale"], passes))
     assert inlines == []
     now = session._picture_steps
@@ -222,7 +223,7 @@ def test_a_rerun_takes_the_counts_of_steps_diffed_before(
     session.open()
     passes = [p.id for p in session.available_passes() if p.default]
     first = list(session.run_steps([], passes))
-    diffs = _counting(monkeypatch, diff_package, "diff_snapshots")
+    diffs = counting(monkeypatch, diff_package, "diff_snapshots")
     again = list(session.run_steps([], passes))
     assert diffs == []
     assert _facts(again) == _facts(first)
@@ -249,7 +250,7 @@ def test_other_names_fold_the_inline_step_shown_again_without_reading_it_again(
     session.open()
     passes = [p.id for p in session.available_passes() if p.default]
     list(session.run_steps([], passes))
-    scans = _counting(monkeypatch, fold_picture, "_attribute_chains")
+    scans = counting(monkeypatch, fold_picture, "_attribute_chains")
     toggled = list(session.run_steps(["scale"], passes))
     assert scans == []
     fresh = Session(path=small_pt)
