@@ -103,3 +103,44 @@ async def test_only_the_nodes_shown_are_made(small_pt: Path, tmp_path: Path) -> 
         block.expand()
         await pilot.pause()
         assert len(block.children) == 200
+
+
+async def test_laying_out_a_big_tree_draws_only_the_lines_shown(
+    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Textual measured every line's label by drawing it whenever the tree's lines were
+    laid out again (0.5 s of the event loop on a 2,048-block stack's explanation). The
+    tree gives each label's width without drawing it, the same width Textual's drawing
+    gives, expanded or not; only the lines on screen are drawn."""
+    from textual.widgets import Tree
+
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        tree = app.main_screen.model_tree
+        # A stack of blocks as nn.Sequential names them: "0.0.weight", "0.1.weight", ...
+        views = [
+            AttrView(f"{i}.{part}.weight", "parameter", "Tensor", status)
+            for i in range(1500)
+            for part, status in ((0, "inlined"), (1, "dropped"))
+        ]
+        drawn: list[object] = []
+        render_label = type(tree).render_label
+
+        def counted(self: Tree, node: object, *args: object) -> object:
+            drawn.append(node)
+            return render_label(self, node, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(type(tree), "render_label", counted)
+        tree.show("stack.pt", views)
+        await pilot.pause()
+        lines = tree.last_line + 1
+        assert lines > 1500  # the root and the blocks
+        assert 0 < len(drawn) < 200, (len(drawn), lines)
+        monkeypatch.undo()
+        nodes = [tree.get_node_at_line(i) for i in range(lines)]
+        for node in nodes[:50] + nodes[-50:]:
+            assert node is not None
+            assert tree.get_label_width(node) == Tree.get_label_width(tree, node)
+            node.toggle()
+            assert tree.get_label_width(node) == Tree.get_label_width(tree, node)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
@@ -100,6 +101,20 @@ class ModelTree(Tree[AttrView | str]):
         self._model_name = name
         self._views = list(views)
         self._rebuild()
+
+    def get_label_width(self, node: TreeNode[AttrView | str]) -> int:
+        """The width ``render_label`` gives ``node``'s label, without drawing it.
+
+        Textual measures every line's label each time the tree's lines are laid out
+        again (a new explanation, a node expanded), by drawing it: 0.5 s for the 8k lines
+        of a 2,048-block stack, on the event loop. Textual offers this override for it.
+        """
+        label = node.label
+        width = label.cell_len if isinstance(label, Text) else cell_len(str(label))
+        if node.allow_expand:
+            icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
+            width += cell_len(icon)
+        return width
 
     def on_resize(self) -> None:
         if self._views:
