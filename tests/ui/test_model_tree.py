@@ -105,6 +105,15 @@ async def test_only_the_nodes_shown_are_made(small_pt: Path, tmp_path: Path) -> 
         assert len(block.children) == 200
 
 
+def _stack(blocks: int) -> list[AttrView]:
+    """A stack of blocks as nn.Sequential names them: "0.0.weight", "0.1.weight", ..."""
+    return [
+        AttrView(f"{i}.{part}.weight", "parameter", "Tensor", status)
+        for i in range(blocks)
+        for part, status in ((0, "inlined"), (1, "dropped"))
+    ]
+
+
 async def test_laying_out_a_big_tree_draws_only_the_lines_shown(
     small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -118,12 +127,7 @@ async def test_laying_out_a_big_tree_draws_only_the_lines_shown(
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         tree = app.main_screen.model_tree
-        # A stack of blocks as nn.Sequential names them: "0.0.weight", "0.1.weight", ...
-        views = [
-            AttrView(f"{i}.{part}.weight", "parameter", "Tensor", status)
-            for i in range(1500)
-            for part, status in ((0, "inlined"), (1, "dropped"))
-        ]
+        views = _stack(1500)
         drawn: list[object] = []
         render_label = type(tree).render_label
 
@@ -144,3 +148,50 @@ async def test_laying_out_a_big_tree_draws_only_the_lines_shown(
             assert tree.get_label_width(node) == Tree.get_label_width(tree, node)
             node.toggle()
             assert tree.get_label_width(node) == Tree.get_label_width(tree, node)
+
+
+async def test_a_new_explanation_relabels_the_rows_it_changes_in_place(
+    small_pt: Path, tmp_path: Path
+) -> None:
+    """A toggle changes a few verdicts of thousands: the rows stay (the same nodes, the
+    cursor where it was), the changed row reads its new status, an unchanged row is not
+    drawn again; a change of the rows shown (a filter, a row gone) builds the tree anew."""
+    import dataclasses
+
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        tree = app.main_screen.model_tree
+        views = _stack(300)
+        tree.show("stack.pt", views)
+        await pilot.pause()
+        tree.select_path("7.0.weight")
+        tree.select_path("7.1.weight")
+        await pilot.pause()
+        made = dict(tree._made)
+        labels = {path: node.label for path, node in made.items()}
+        changed = dataclasses.replace(views[15], status="kept", preserved=True)
+        assert changed.path == "7.1.weight"
+        again = [changed if v is views[15] else dataclasses.replace(v) for v in views]
+        tree.show("stack.pt", again)
+        await pilot.pause()
+        assert tree._made == made and all(tree._made[p] is n for p, n in made.items())
+        node = tree._made[changed.path]
+        assert node.data is changed and "kept" in node.label.plain and "★" in node.label.plain
+        assert tree._made["7.0.weight"].label is labels["7.0.weight"]  # not drawn again
+        assert tree.selected_path == "7.1.weight"
+        assert "1 kept" in tree.root.label.plain
+        # Rows shown differ: built anew.
+        tree.status_filter = "dropped"
+        await pilot.pause()
+        dropped = dict(tree._made)
+        tree.show(
+            "stack.pt",
+            [
+                dataclasses.replace(v, status="inlined") if v.path == "3.1.weight" else v
+                for v in again
+            ],
+        )
+        await pilot.pause()
+        assert "3.1.weight" not in tree._made
+        assert tree._made["4"] is not dropped["4"]  # every row made anew
