@@ -25,6 +25,10 @@ from ..views import AttrView
 
 __all__ = ["FILTERS", "STATUS_STYLES", "ModelTree", "badge"]
 
+#: The rows a status filter shows: each module's children (path, data, whether a module),
+#: in order, by the module's path ("" for the root's).
+Rows = dict[str, list[tuple[str, AttrView | str, bool]]]
+
 #: Attributes every scripted module carries; listed only when kept.
 HOUSEKEEPING = frozenset({"training", "_is_full_backward_hook"})
 
@@ -82,7 +86,7 @@ class ModelTree(Tree[AttrView | str]):
         self._model_name = "model"
         # What _rebuild laid out: a module's children (path, data, is a module), each
         # path's module, the nodes made so far and the modules whose children are made.
-        self._module_children: dict[str, list[tuple[str, AttrView | str, bool]]] = {}
+        self._module_children: Rows = {}
         self._parent_of: dict[str, str] = {}
         self._made: dict[str, TreeNode[AttrView | str]] = {}
         self._populated: set[str] = set()
@@ -175,7 +179,7 @@ class ModelTree(Tree[AttrView | str]):
                 children.clear()
         nodes.clear()
 
-    def _layout(self) -> tuple[dict[str, list[tuple[str, AttrView | str, bool]]], dict[str, str]]:
+    def _layout(self) -> tuple[Rows, dict[str, str]]:
         """The rows ``status_filter`` shows: each module's children (path, data, whether
         a module) in order, and each row's parent."""
         status_filter = self.status_filter
@@ -194,7 +198,7 @@ class ModelTree(Tree[AttrView | str]):
             parts = v.path.split(".")
             for i in range(1, len(parts)):
                 wanted.add(".".join(parts[:i]))
-        children: dict[str, list[tuple[str, AttrView | str, bool]]] = {}
+        children: Rows = {}
         parent_of: dict[str, str] = {}
         modules = {""}
 
@@ -217,7 +221,7 @@ class ModelTree(Tree[AttrView | str]):
 
     def _rebuild(
         self,
-        children: dict[str, list[tuple[str, AttrView | str, bool]]],
+        children: Rows,
         parent_of: dict[str, str],
     ) -> None:
         """Rebuild the tree from :meth:`_layout`'s rows, keeping the cursor on the same
@@ -244,7 +248,7 @@ class ModelTree(Tree[AttrView | str]):
             # Line numbers exist only after the tree re-renders its expanded nodes.
             self.call_after_refresh(self.move_cursor, cursor_node)
 
-    def _relabel(self, children: dict[str, list[tuple[str, AttrView | str, bool]]]) -> None:
+    def _relabel(self, children: Rows) -> None:
         """Give the rows made so far their new verdicts; only a row whose label reads
         differently is drawn again."""
         made = self._made
@@ -377,7 +381,7 @@ class ModelTree(Tree[AttrView | str]):
 
 
 def _shape(
-    children: dict[str, list[tuple[str, AttrView | str, bool]]],
+    children: Rows,
 ) -> dict[str, list[tuple[str, bool]]]:
     """The rows without their verdicts: which path under which module, in what order."""
     return {
