@@ -338,19 +338,7 @@ class ModelTree(Tree[AttrView | str]):
 
     @staticmethod
     def _label(v: AttrView) -> Text:
-        text = Text()
-        text.append("★ " if v.preserved else "  ", "bold magenta")
-        text.append(v.name, "bold" if v.kind == "submodule" else "")
-        text.append(" ")
-        text.append_text(badge(v.status))
-        if v.status == "kept" and v.reasons:
-            text.append(f" {v.reasons[0].code}", "yellow")
-        kind = {"parameter": "param", "buffer": "buffer", "attribute": "attr"}.get(v.kind)
-        if kind:
-            text.append(f"  {kind}", "dim")
-        if v.value:
-            text.append(f" {v.value}", "cyan")  # an enum member, by name
-        return text
+        return _label_text(*_label_facts(v))
 
     @property
     def selected_path(self) -> str | None:
@@ -389,7 +377,26 @@ def _shape(
     }
 
 
-def _label_facts(v: AttrView) -> tuple[object, ...]:
-    """What a row's label shows of ``v`` (:meth:`ModelTree._label`)."""
-    first = v.reasons[0].code if v.status == "kept" and v.reasons else None
-    return (v.preserved, v.name, v.kind, v.status, first, v.value)
+def _label_facts(v: AttrView) -> tuple[bool, str, str, str, str | None, str]:
+    """What a row's label shows of ``v``: equal facts, the same label."""
+    kept_reason = v.reasons[0].code if v.status == "kept" and v.reasons else None
+    return (v.preserved, v.name, v.kind, v.status, kept_reason, v.value)
+
+
+def _label_text(
+    preserved: bool, name: str, kind: str, status: str, kept_reason: str | None, value: str
+) -> Text:
+    """A row's label, from :func:`_label_facts`."""
+    text = Text()
+    text.append("★ " if preserved else "  ", "bold magenta")
+    text.append(name, "bold" if kind == "submodule" else "")
+    text.append(" ")
+    text.append_text(badge(status))
+    if kept_reason:
+        text.append(f" {kept_reason}", "yellow")
+    short = {"parameter": "param", "buffer": "buffer", "attribute": "attr"}.get(kind)
+    if short:
+        text.append(f"  {short}", "dim")
+    if value:
+        text.append(f" {value}", "cyan")  # an enum member, by name
+    return text
