@@ -316,6 +316,7 @@ async def main_async(args: argparse.Namespace) -> int:
         from freezeview.ui import collector
 
         due, collector.DUE_GARBAGE = collector.DUE_GARBAGE, -(10**9)
+        share, collector.DUE_SHARE = collector.DUE_SHARE, 0.0
         deep_before = len(collector.deep_sweeps)
         await rerun(tag=" deep due")
         # Right after a re-run (the IR pane receiving the new run's graphs): stepping,
@@ -331,7 +332,7 @@ async def main_async(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         while len(collector.deep_sweeps) == deep_before and time.perf_counter() - t0 < 30:
             await pilot.pause(0.1)
-        collector.DUE_GARBAGE = due
+        collector.DUE_GARBAGE, collector.DUE_SHARE = due, share
         quiet_deep = collector.deep_sweeps[deep_before:]
         ticker.stop()
         if watchdog is not None:

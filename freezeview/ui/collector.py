@@ -82,15 +82,23 @@ _frozen_after_deep: int | None = None
 # about as long on any model's. A run's start (the ``r`` key's) decides from this count,
 # taken at the run before's end (:func:`note_run_end`) or by the quiet timer's check.
 _frozen_counted: int | None = None
-#: Frozen objects gained since the last deep sweep that make the next one due (a few MB
-#: of garbage at most). A run leaves a few hundred objects of garbage, a footer rebuilt
-#: (a focus change that changes the keys shown) a couple of thousand; what the screen
-#: holds alive grows and shrinks by tens of thousands between runs, so it may be due
-#: with little garbage: the quiet timer runs it, no key waits for it.
+#: Frozen objects gained since the last deep sweep that make the next one due, at least
+#: (a few MB of garbage at most); past that, a quarter of what the last one left alive,
+#: as CPython's own rule for its full collections: a deep sweep walks what is alive, so
+#: each costs about what the garbage between two did to make, and the objects held stay
+#: within a quarter more than those alive. A run leaves a few hundred objects of
+#: garbage, a footer rebuilt (a focus change that changes the keys shown) a couple of
+#: thousand; what the screen holds alive grows and shrinks by tens of thousands between
+#: runs (a 2,048-block stack's screen holds 550k objects), so it may be due with little
+#: garbage: the quiet timer runs it, no key waits for it.
 DUE_GARBAGE = 20_000
-#: Frozen objects gained that make a run's start collect (a user who never pauses for
-#: the quiet timer): memory stays bounded, and a key may wait only then.
+#: The share of what the last deep sweep left alive that makes the next one due.
+DUE_SHARE = 0.25
+#: Frozen objects gained that make a run's start collect, at least (a user who never
+#: pauses for the quiet timer); past that, as many as the last deep sweep left alive
+#: (:data:`RUN_START_SHARE`): memory stays bounded, and a key may wait only then.
 RUN_START_DUE = 200_000
+RUN_START_SHARE = 1.0
 
 
 def install() -> None:
@@ -168,38 +176,42 @@ def _forget_removed_widgets_lines() -> None:
 
 
 def deep_sweep_if_due(due: int | None = None, *, recount: bool = True) -> float:
-    """:func:`deep_sweep`, if more than ``due`` (:data:`DUE_GARBAGE`) objects joined the
-    frozen ones since the last (what is frozen and alive stays about the same from run
-    to run, so the growth is frozen garbage: Textual's widgets removed, workers, the
-    little that :func:`untie_caches` leaves): a deep sweep walks every tracked object
-    alive (the screen's own: 0.05-0.1 s on a big model's screen, in one block), so the
-    quiet timer calls it, and a run's start only with ``due`` = :data:`RUN_START_DUE`
-    and ``recount=False``: then the count the last run's end took stands for now (a
-    count walks every frozen object, :data:`_frozen_counted`). The first call with
-    anything frozen sets the count to measure from. Returns the seconds it took (0: not
-    due)."""
-    global _frozen_after_deep
-    if _saved is None:
-        return 0.0
+    """:func:`deep_sweep`, if enough objects joined the frozen ones since the last (what
+    is frozen and alive stays about the same from run to run, so the growth is frozen
+    garbage: Textual's widgets removed, workers, the little that :func:`untie_caches`
+    leaves): :data:`DUE_GARBAGE`, or a quarter of what the last one left alive
+    (:data:`DUE_SHARE`). A deep
+    sweep walks every tracked object alive (the screen's own: 0.05-0.1 s on a big
+    model's screen, in one block), so the quiet timer calls it, and a run's start only
+    with ``due`` = :data:`RUN_START_DUE` (or as many as were alive) and
+    ``recount=False``: then the count the last run's end took stands for now (a count
+    walks every frozen object, :data:`_frozen_counted`). Nothing is due before the first
+    run has ended (:func:`note_run_end`). Returns the seconds it took (0: not due)."""
+    if _saved is None or _frozen_after_deep is None:
+        return 0.0  # the first run has not ended: nothing to measure from
     frozen = _count_frozen() if recount else _frozen_counted
     if frozen is None:
-        return 0.0  # nothing counted yet: the first run has not ended
-    if _frozen_after_deep is None:
-        # The first run starts before anything is frozen; at the first re-run's (or
-        # the first quiet moment after it), what is frozen is the screen's (alive,
-        # little of it garbage yet): the count to measure from, not garbage to sweep.
-        _frozen_after_deep = frozen or None
         return 0.0
-    if frozen <= _frozen_after_deep + (DUE_GARBAGE if due is None else due):
+    least, share = (DUE_GARBAGE, DUE_SHARE) if due is None else (due, RUN_START_SHARE)
+    if frozen <= _frozen_after_deep + max(least, int(_frozen_after_deep * share)):
         return 0.0
     return deep_sweep()
 
 
 def note_run_end() -> None:
     """The current run's steps have all arrived: count the frozen objects now (one walk
-    of them all, with no key being handled) for the next run's start to decide from."""
+    of them all, with no key being handled) for the next run's start to decide from.
+
+    The first run's end sets the count the deep sweeps measure from: before it, the
+    screen gains what it holds alive (the explanation, the tree, the steps: 500k objects
+    on a 2,048-block stack's screen), not garbage; measured from the model's load, that
+    made the first re-run's ``r`` walk them all (0.45 s).
+    """
+    global _frozen_after_deep
     if _saved is not None:
-        _count_frozen()
+        counted = _count_frozen()
+        if _frozen_after_deep is None:
+            _frozen_after_deep = counted
 
 
 def _count_frozen() -> int:

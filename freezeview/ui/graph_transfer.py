@@ -42,7 +42,7 @@ from . import collector
 if TYPE_CHECKING:
     from ..engine.graph.snapshot_values import GraphSnapshot
 
-__all__ = ["SLICE_NODES", "STAND_ASIDE_SECONDS", "dump_in_slices", "load_in_slices"]
+__all__ = ["SLICE_NODES", "STAND_ASIDE_SECONDS", "dump_in_slices", "load_in_slices", "yield_turn"]
 
 #: Nodes a slice holds: a millisecond or two of unpickling each (2,000 took 5 ms alone,
 #: 22-36 ms with the event loop and a second transfer competing).
@@ -180,7 +180,7 @@ def load_in_slices(
                 fields = value
             del value
             if i + 1 < count:
-                _turn(pause)
+                yield_turn(pause)
                 if stale is not None and stale():
                     # The unpickler's memo goes first (references only: the nodes are
                     # the pieces'), then the nodes, a few slices at a time.
@@ -201,7 +201,7 @@ def load_in_slices(
     return graph
 
 
-def _turn(pause: float) -> None:
+def yield_turn(pause: float) -> None:
     """The other threads' turn at the GIL between two slices: longer while the user is
     at the keys."""
     at_keys = collector.idle_seconds() < STAND_ASIDE_SECONDS

@@ -21,6 +21,7 @@ from .views import AttrView, PassView, StepView
 
 if TYPE_CHECKING:
     from ..engine.graph.inventory_values import Inventory
+    from .tree_rows import TreeRows
 
 __all__ = [
     "EngineFailed",
@@ -60,6 +61,8 @@ class ExplanationReady(Message):
     inventory: Inventory | None
     request: int = 0
     complete: bool = True
+    #: The model tree's rows, laid out off the event loop (None: the tree lays them out).
+    rows: TreeRows | None = None
 
 
 @dataclass

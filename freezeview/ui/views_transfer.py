@@ -10,18 +10,72 @@ the last list of each kind, and stay in step as long as every views message is e
 in the order it is sent and decoded in the order it arrives, whoever it was for (a
 cancelled explain's answer too).
 
+A big model's views, and its module tree, go pickled in slices of :data:`SLICE_ITEMS`
+(a 2,048-block stack's 43k views and as many attributes in one ``pickle.loads`` held
+the screen's GIL, so every key, for 0.1 s): the screen unpickles them a slice at a
+time, and its event loop has its turn between two slices.
+
 Imports no torch (the screen's process uses it).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from collections.abc import Sequence
 from typing import Any
 
+from . import collector
+from .graph_transfer import yield_turn
 from .views import AttrView
 
-__all__ = ["ViewsDecoder", "ViewsEncoder", "ViewsSent"]
+__all__ = ["SLICE_ITEMS", "InventorySent", "ViewsDecoder", "ViewsEncoder", "ViewsSent"]
+
+#: Views (or a module tree's entries) a slice holds: a couple of milliseconds of
+#: unpickling. Fewer than this many go whole.
+SLICE_ITEMS = 1000
+
+
+def _slices(items: Sequence[Any]) -> tuple[bytes, ...]:
+    """``items`` pickled :data:`SLICE_ITEMS` at a time."""
+    return tuple(
+        pickle.dumps(list(items[i : i + SLICE_ITEMS]), protocol=pickle.HIGHEST_PROTOCOL)
+        for i in range(0, len(items), SLICE_ITEMS)
+    )
+
+
+def _joined(slices: Sequence[bytes]) -> list[Any]:
+    """What :func:`_slices` pickled, a slice at a time, with other threads' turn at the
+    GIL between two."""
+    items: list[Any] = []
+    for i, data in enumerate(slices):
+        if i:
+            yield_turn(0.0005)
+        with collector.paused():
+            items.extend(pickle.loads(data))
+    return items
+
+
+@dataclasses.dataclass(frozen=True)
+class InventorySent:
+    """A big model's module tree on its way, its lists in slices."""
+
+    modules: tuple[bytes, ...]
+    attributes: tuple[bytes, ...]
+
+    @classmethod
+    def of(cls, inventory: Any) -> Any:
+        """``inventory`` as it is sent: in slices if it is big, else itself."""
+        attributes = getattr(inventory, "attributes", None)
+        if not isinstance(attributes, list) or len(attributes) <= SLICE_ITEMS:
+            return inventory
+        return cls(_slices(inventory.modules), _slices(attributes))
+
+    def received(self) -> Any:
+        """The module tree, unpickled a slice at a time."""
+        from ..engine.graph.inventory_values import Inventory  # torch-free values
+
+        return Inventory(modules=_joined(self.modules), attributes=_joined(self.attributes))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +83,7 @@ class ViewsSent:
     """One explain answer on its way: the views (whole, or as changes) and the module
     tree (None when it was sent before)."""
 
+    #: The module tree (an :class:`InventorySent` when big), or None when sent before.
     inventory: Any
     #: Every view, when the last list is no base (the first answer, another length).
     whole: tuple[AttrView, ...] | None = None
@@ -36,6 +91,8 @@ class ViewsSent:
     changes: tuple[tuple[int, AttrView], ...] = ()
     #: True for torch's statuses with every reason pending.
     pending: bool = False
+    #: Every view, pickled in slices (instead of ``whole``: more than one slice's worth).
+    whole_slices: tuple[bytes, ...] | None = None
 
 
 class ViewsEncoder:
@@ -58,8 +115,9 @@ class ViewsEncoder:
         """
         last = self._last.get(pending)
         self._last[pending] = list(views)
+        inventory = InventorySent.of(inventory)
         if last is None or len(last) != len(views):
-            return ViewsSent(inventory, whole=tuple(views), pending=pending)
+            return self._whole(views, inventory, pending)
         # Views shared with the last list (the kept explanations share equal ones) are
         # skipped by identity; the others compare by value.
         changes = tuple(
@@ -68,8 +126,14 @@ class ViewsEncoder:
             if view is not old and view != old
         )
         if 2 * len(changes) > len(views):
-            return ViewsSent(inventory, whole=tuple(views), pending=pending)
+            return self._whole(views, inventory, pending)
         return ViewsSent(inventory, changes=changes, pending=pending)
+
+    @staticmethod
+    def _whole(views: Sequence[AttrView], inventory: Any, pending: bool) -> ViewsSent:
+        if len(views) > SLICE_ITEMS:
+            return ViewsSent(inventory, whole_slices=_slices(views), pending=pending)
+        return ViewsSent(inventory, whole=tuple(views), pending=pending)
 
 
 class ViewsDecoder:
@@ -84,11 +148,16 @@ class ViewsDecoder:
 
     def decode(self, sent: ViewsSent) -> tuple[list[AttrView], Any]:
         """The views and the module tree (None when unchanged) of ``sent``."""
-        if sent.whole is not None:
+        if sent.whole_slices is not None:
+            views = _joined(sent.whole_slices)
+        elif sent.whole is not None:
             views = list(sent.whole)
         else:
             views = list(self._last[sent.pending])
             for i, view in sent.changes:
                 views[i] = view
         self._last[sent.pending] = views
-        return list(views), sent.inventory
+        inventory = sent.inventory
+        if isinstance(inventory, InventorySent):
+            inventory = inventory.received()
+        return list(views), inventory

@@ -69,6 +69,7 @@ async def test_no_full_collection_walks_the_steps(
     # timer's, which walks what is alive (the graphs received from the engine process
     # are not tracked, ballast is), not in this test.
     monkeypatch.setattr(collector, "RUN_START_DUE", -(10**9))
+    monkeypatch.setattr(collector, "RUN_START_SHARE", 0.0)
     monkeypatch.setattr(main, "_SWEEP_SECONDS", 1000.0)
     gc.callbacks.append(watch)
     try:
@@ -80,7 +81,7 @@ async def test_no_full_collection_walks_the_steps(
             assert gc.get_freeze_count() > steps * BALLAST  # kept out of the walks
             walked.clear()
             sweeps = len(collector.deep_sweeps)
-            for _ in range(2):  # the first re-run's start sets the count to measure from
+            for _ in range(2):
                 await pilot.press("r")
                 await wait_ready(pilot)
             for _ in range(200):  # the collection follows the last run's freeing
@@ -232,6 +233,7 @@ def test_a_deep_collection_waits_for_enough_frozen_garbage(
     monkeypatch.setattr(collector, "_saved", (700, 10, 10))
     monkeypatch.setattr(collector, "_frozen_after_deep", gc.get_freeze_count())
     monkeypatch.setattr(collector, "DUE_GARBAGE", 1000)
+    monkeypatch.setattr(collector, "DUE_SHARE", 0.0)  # this process's heap is no screen's
     collector.deep_sweep_if_due()
     assert ran == []
     kept = [[] for _ in range(2000)]
@@ -253,6 +255,7 @@ def test_a_runs_start_decides_from_the_count_its_last_run_end_took(
     monkeypatch.setattr(collector, "_saved", (700, 10, 10))
     monkeypatch.setattr(collector, "_frozen_counted", None)
     monkeypatch.setattr(collector, "_frozen_after_deep", None)
+    monkeypatch.setattr(collector, "RUN_START_SHARE", 0.0)
     deep_sweep = collector.deep_sweep
     monkeypatch.setattr(collector, "deep_sweep", lambda: ran.append(1) or deep_sweep())
     walks = count_walks(monkeypatch)
@@ -411,6 +414,7 @@ async def test_a_due_deep_collection_waits_for_a_pause_in_the_keys(
     monkeypatch.setattr(main, "_SWEEP_SECONDS", 0.05)
     monkeypatch.setattr(main, "_QUIET_SECONDS", 0.5)  # ten times the keys' spacing below
     monkeypatch.setattr(collector, "DUE_GARBAGE", -(10**9))  # due whenever asked
+    monkeypatch.setattr(collector, "DUE_SHARE", 0.0)
     callers = calls_of(monkeypatch, collector, "deep_sweep")
     app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=Session(path=small_pt))
     async with app.run_test(size=SIZE) as pilot:

@@ -98,19 +98,29 @@ async def test_only_the_nodes_shown_are_made(small_pt: Path, tmp_path: Path) -> 
         await pilot.pause()
         await pilot.pause()
         assert tree.selected_path == "layers.47.p199"
-        assert len(tree._tree_nodes) < made + 250  # that block's rows only
+        assert len(tree._tree_nodes) < made + 150  # the range of that block's rows only
         block = next(n for n in tree.root.children[0].children if n.data.path == "layers.3")  # type: ignore[union-attr]
         block.expand()
         await pilot.pause()
-        assert len(block.children) == 200
+        # 200 rows fold in two ranges of 100; a range's rows are made when it opens.
+        assert [n.label.plain for n in block.children] == [
+            "[p0 … p99]  100 rows",
+            "[p100 … p199]  100 rows",
+        ]
+        block.children[1].expand()
+        await pilot.pause()
+        assert [n.data.path for n in block.children[1].children] == [  # type: ignore[union-attr]
+            f"layers.3.p{j}" for j in range(100, 200)
+        ]
 
 
-def _stack(blocks: int) -> list[AttrView]:
-    """A stack of blocks as nn.Sequential names them: "0.0.weight", "0.1.weight", ..."""
+def _stack(blocks: int, parts: int = 2) -> list[AttrView]:
+    """A stack of blocks as nn.Sequential names them: "0.0.weight", "0.1.weight", ...
+    (even parts inlined, odd ones dropped)."""
     return [
-        AttrView(f"{i}.{part}.weight", "parameter", "Tensor", status)
+        AttrView(f"{i}.{part}.weight", "parameter", "Tensor", ("inlined", "dropped")[part % 2])
         for i in range(blocks)
-        for part, status in ((0, "inlined"), (1, "dropped"))
+        for part in range(parts)
     ]
 
 
@@ -127,7 +137,9 @@ async def test_laying_out_a_big_tree_draws_only_the_lines_shown(
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         tree = app.main_screen.model_tree
-        views = _stack(1500)
+        views = [AttrView(f"{i}", "submodule", "Block", "inlined") for i in range(60)] + _stack(
+            60, parts=30
+        )  # 60 top-level modules, shown open: 1,861 lines
         drawn: list[object] = []
         render_label = type(tree).render_label
 
@@ -139,7 +151,7 @@ async def test_laying_out_a_big_tree_draws_only_the_lines_shown(
         tree.show("stack.pt", views)
         await pilot.pause()
         lines = tree.last_line + 1
-        assert lines > 1500  # the root and the blocks
+        assert lines > 1800  # the root, the blocks and their rows
         assert 0 < len(drawn) < 200, (len(drawn), lines)
         monkeypatch.undo()
         nodes = [tree.get_node_at_line(i) for i in range(lines)]
@@ -162,11 +174,12 @@ async def test_a_new_explanation_relabels_the_rows_it_changes_in_place(
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         tree = app.main_screen.model_tree
-        views = _stack(300)
+        views = _stack(300)  # the root's 300 rows fold in ranges of 100
         tree.show("stack.pt", views)
         await pilot.pause()
         tree.select_path("7.0.weight")
         tree.select_path("7.1.weight")
+        tree.select_path("250.1.weight")
         await pilot.pause()
         made = dict(tree._made)
         labels = {path: node.label for path, node in made.items()}
@@ -179,10 +192,19 @@ async def test_a_new_explanation_relabels_the_rows_it_changes_in_place(
         node = tree._made[changed.path]
         assert node.data is changed and "kept" in node.label.plain and "★" in node.label.plain
         assert tree._made["7.0.weight"].label is labels["7.0.weight"]  # not drawn again
-        assert tree.selected_path == "7.1.weight"
+        assert tree.selected_path == "250.1.weight"
         assert "1 kept" in tree.root.label.plain
+        # The range holding the kept row says so; the others as they were.
+        ranges = [n.label.plain for n in tree.root.children]
+        assert ranges == [
+            "[0 … 99]  100 rows  1 kept",
+            "[100 … 199]  100 rows",
+            "[200 … 299]  100 rows",
+        ]
         # Rows shown differ: built anew.
         tree.status_filter = "dropped"
+        await pilot.pause()
+        tree.select_path("4.1.weight")
         await pilot.pause()
         dropped = dict(tree._made)
         tree.show(
@@ -195,3 +217,117 @@ async def test_a_new_explanation_relabels_the_rows_it_changes_in_place(
         await pilot.pause()
         assert "3.1.weight" not in tree._made
         assert tree._made["4"] is not dropped["4"]  # every row made anew
+
+
+async def test_thousands_of_rows_fold_in_ranges_a_selection_opens(
+    small_pt: Path, tmp_path: Path
+) -> None:
+    """A 2,048-block stack opens on its ranges of 100 blocks (the rows of 8k made at
+    once held the screen for a quarter of a second); past 10,000 rows, ranges of ranges.
+    Selecting a row opens the ranges it is folded in; a range is not an attribute."""
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        tree = app.main_screen.model_tree
+        blocks = [AttrView(f"{i}", "submodule", "Block", "inlined") for i in range(2048)]
+        tree.show("stack.pt", blocks + _stack(2048, parts=3))
+        await pilot.pause()
+        assert len(tree._tree_nodes) == 21  # its ranges, nothing else
+        labels = [node.label.plain for node in tree.root.children]
+        assert labels[0] == "[0 … 99]  100 rows" and labels[-1] == "[2000 … 2047]  48 rows"
+        assert tree.select_path("1234.2.weight")
+        await pilot.pause()
+        await pilot.pause()
+        assert tree.selected_path == "1234.2.weight"
+        assert len(tree._tree_nodes) < 21 + 100 + 10  # that range's blocks, one opened
+        tree.focus()
+        tree.move_cursor(tree.root.children[3])
+        await pilot.pause()
+        assert tree.selected_path is None and tree.selected_view is None
+        await pilot.press("space")  # a range: nothing to preserve
+        await pilot.pause()
+        assert app.preserved == []
+
+        many = [AttrView(f"big.p{j}", "parameter", "Tensor", "inlined") for j in range(12_000)]
+        many[11_500] = AttrView("big.p11500", "parameter", "Tensor", "kept")
+        tree.show("wide.pt", [AttrView("big", "submodule", "Wide", "inlined"), *many])
+        await pilot.pause()
+        big = tree.root.children[0]
+        assert [n.label.plain for n in big.children] == [
+            "[p0 … p9999]  10000 rows",
+            "[p10000 … p11999]  2000 rows  1 kept",
+        ]
+        assert tree.select_path("big.p11500")
+        await pilot.pause()
+        await pilot.pause()
+        assert tree.selected_path == "big.p11500"
+        inner = big.children[1].children
+        assert len(inner) == 20 and inner[15].label.plain == "[p11500 … p11599]  100 rows  1 kept"
+
+
+async def test_the_trees_lines_are_freed_once_laid_out_again(
+    small_pt: Path, tmp_path: Path
+) -> None:
+    """Textual's layout of a tree's lines left them in a reference cycle: frozen by the
+    screen's collector, every layout of a big tree stayed until a deep sweep (16k
+    objects a 2,048-block stack's explanation). Dropped, they go at once."""
+    import gc
+    import weakref
+
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tree = app.main_screen.model_tree
+        # 9k lines: enough young collections while they are laid out that the cycle,
+        # made first, is among the oldest objects by the end (as on a big model).
+        blocks = [AttrView(f"{i}", "submodule", "Block", "inlined") for i in range(100)]
+        tree.show("stack.pt", blocks + _stack(100, parts=90))
+        await pilot.pause()
+        lines = tree._tree_lines
+        assert len(lines) > 9000
+        last = weakref.ref(lines[-1])
+        del lines
+        gc.disable()  # nothing but reference counting frees it here
+        try:
+            tree.root.children[0].collapse()  # the lines laid out again
+            assert last() is None
+        finally:
+            gc.enable()
+
+
+async def test_a_big_models_rows_under_a_new_filter_are_laid_out_off_the_event_loop(
+    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``f`` on a 2,048-block stack lays 45k verdicts out again (0.1 s): in a worker, and
+    shown when it is done, unless the filter changed again by then."""
+    import threading
+
+    from freezeview.ui.widgets import model_tree
+
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tree = app.main_screen.model_tree
+        views = _stack(3000)
+        views[2001] = AttrView("1000.1.weight", "parameter", "Tensor", "kept")
+        assert len(views) > model_tree.LAY_OUT_HERE
+        tree.show("stack.pt", views)
+        await pilot.pause()
+        threads: list[str] = []
+        lay_out = model_tree.lay_out
+
+        def watched(*args: object) -> object:
+            threads.append(threading.current_thread().name)
+            return lay_out(*args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(model_tree, "lay_out", watched)
+        tree.status_filter = "inlined"
+        tree.status_filter = "kept"  # before the first is laid out: it is not shown
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if "(" in tree.root.label.plain:  # the filter's note: "(showing kept)" as it fits
+                break
+        assert threads and threading.main_thread().name not in threads
+        assert tree.selected_path is None
+        assert [n.label.plain for n in tree.root.children] == ["1000"]
+        assert tree.root.label.plain.endswith("kept)")

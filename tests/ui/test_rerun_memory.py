@@ -86,6 +86,9 @@ async def test_fifty_reruns_keep_the_screen_memory(
 
     monkeypatch.setattr(main, "_SWEEP_SECONDS", 0.2)  # the quiet timer looks often
     monkeypatch.setattr(main, "_QUIET_SECONDS", 0.5)  # and a pause is shorter than a person's
+    # This process holds torch's objects too, frozen with the screen's: a share of them
+    # all would be due far later than a share of the screen's alone.
+    monkeypatch.setattr(collector, "DUE_SHARE", 0.02)
     collector.deep_sweeps.clear()
     app = app_for(small_pt, tmp_path, engine_process=True)
     async with app.run_test(size=SIZE) as pilot:

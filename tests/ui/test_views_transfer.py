@@ -105,3 +105,41 @@ def test_the_screen_gets_the_engines_views_through_toggles(small_pt: Path) -> No
                 assert [(v.path, v.status) for v in pending] == [(v.path, v.status) for v in views]
     finally:
         remote.close()
+
+
+def test_a_big_explanation_and_its_module_tree_cross_in_slices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 2,048-block stack's 43k views and its module tree in one ``pickle.loads`` held
+    the screen's GIL for 0.1 s: they go in slices, the screen unpickles one at a time
+    and lets other threads run between two, and gets what the engine had."""
+    from freezeview.engine.graph.inventory_values import AttributeInfo, Inventory, ModuleInfo
+    from freezeview.ui import views_transfer
+
+    turns: list[float] = []
+    monkeypatch.setattr(views_transfer, "yield_turn", turns.append)
+    views = _views(4500, kept={17, 4321})
+    inventory = Inventory(
+        modules=[
+            ModuleInfo(f"layers.{i}", "Block", "__torch__.Block", ("forward",), ())
+            for i in range(1500)
+        ],
+        attributes=[
+            AttributeInfo(v.path, "weight", v.owner, "parameter", "Tensor", shape=(3, 4))
+            for v in views
+        ],
+    )
+    encoder, decoder = ViewsEncoder(), ViewsDecoder()
+    sent = encoder.encode(views, inventory, False)
+    assert sent.whole is None and sent.whole_slices is not None and len(sent.whole_slices) == 5
+    assert isinstance(sent.inventory, views_transfer.InventorySent)
+    got, tree = decoder.decode(pickle.loads(pickle.dumps(sent)))
+    assert got == views
+    assert tree.modules == inventory.modules and tree.attributes == inventory.attributes
+    assert tree.by_path("layers.4321.weight") == inventory.attributes[4321]
+    assert len(turns) == (5 - 1) + (2 - 1) + (5 - 1)  # between two slices of each list
+    # A toggle after it still goes as its changes, against the views sliced.
+    toggled = _views(4500, kept={17})
+    sent = encoder.encode(toggled, None, False)
+    assert sent.whole_slices is None and [i for i, _ in sent.changes] == [4321]
+    assert decoder.decode(pickle.loads(pickle.dumps(sent)))[0] == toggled

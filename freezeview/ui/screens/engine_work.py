@@ -30,6 +30,7 @@ from ..messages import (
     StepReady,
     StepsFinished,
 )
+from ..tree_rows import lay_out
 from ..views import AttrView, StepView
 
 if TYPE_CHECKING:
@@ -79,11 +80,17 @@ class EngineWork(Widget):
         thread=True, exclusive=True, exit_on_error=False, group="explain", description="explaining"
     )
     def explain(
-        self, preserved: tuple[str, ...], request: int = 0, cancel: threading.Event | None = None
+        self,
+        preserved: tuple[str, ...],
+        request: int = 0,
+        cancel: threading.Event | None = None,
+        status_filter: str = "all",
     ) -> None:
         """Compute every attribute's verdict under ``preserved``: torch's statuses first
         (reasons pending) when the reasons take longer, then the whole explanation;
-        ``cancel`` (set by the next explain) stops the replay of the reasons."""
+        ``cancel`` (set by the next explain) stops the replay of the reasons. Each comes
+        with the model tree's rows under ``status_filter``, laid out here: a big model's
+        took the event loop a quarter of a second."""
         session = self.session
         assert session is not None
         worker = get_current_worker()
@@ -91,15 +98,19 @@ class EngineWork(Widget):
         def wanted() -> bool:
             return not worker.is_cancelled and not (cancel is not None and cancel.is_set())
 
-        def statuses(views: list[AttrView]) -> None:
+        def post(views: list[AttrView], complete: bool) -> None:
             if wanted():
+                rows = lay_out(views, status_filter)
                 self.post_message(
-                    ExplanationReady(views, preserved, session.inventory, request, complete=False)
+                    ExplanationReady(
+                        views, preserved, session.inventory, request, complete=complete, rows=rows
+                    )
                 )
 
-        views = session.explain(list(preserved), statuses=statuses, cancel=cancel)
-        if wanted():
-            self.post_message(ExplanationReady(views, preserved, session.inventory, request))
+        views = session.explain(
+            list(preserved), statuses=lambda views: post(views, False), cancel=cancel
+        )
+        post(views, True)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="steps", description="freezing")
     def run_steps(

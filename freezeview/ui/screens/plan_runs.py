@@ -99,7 +99,7 @@ class PlanRuns:
         # The rebuilt tree puts its cursor back on this path after the next refresh: the
         # inspector shows the path's new view now (its reasons, pending or not).
         path = tree.selected_path
-        tree.show(screen.session.name if screen.session else "model", screen.views)
+        tree.show(screen.session.name if screen.session else "model", screen.views, message.rows)
         screen.ir_pane.mark_attribute(path, refresh=False)
         screen._show_attribute(tree.view_of(path) if path else None)
         if message.complete and toggled:
@@ -166,7 +166,10 @@ class PlanRuns:
         self._explain_cancel = threading.Event()
         self.explain_request += 1
         screen.engine.explain(
-            tuple(screen.fv_app.preserved), self.explain_request, self._explain_cancel
+            tuple(screen.fv_app.preserved),
+            self.explain_request,
+            self._explain_cancel,
+            screen.model_tree.status_filter,
         )
 
     def start_run(self) -> None:

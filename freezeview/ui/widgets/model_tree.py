@@ -8,29 +8,48 @@ selected (:class:`ModelTree.AttributeSelected`), which one to add to or remove f
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual import work
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from ..collector import Handoff
 from ..messages import Status
+from ..tree_rows import RANGE_ROWS, TreeRows, lay_out, ranges
 from ..views import AttrView
 
-__all__ = ["FILTERS", "STATUS_STYLES", "ModelTree", "badge"]
+__all__ = ["FILTERS", "RANGE_ROWS", "STATUS_STYLES", "ModelTree", "RowRange", "badge"]
 
-#: The rows a status filter shows: each module's children (path, data, whether a module),
-#: in order, by the module's path ("" for the root's).
-Rows = dict[str, list[tuple[str, AttrView | str, bool]]]
 
-#: Attributes every scripted module carries; listed only when kept.
-HOUSEKEEPING = frozenset({"training", "_is_full_backward_hook"})
+@dataclass(frozen=True, slots=True)
+class RowRange:
+    """Rows ``start`` to ``stop`` (excluded) of module ``module``'s, folded into one row."""
+
+    module: str
+    start: int
+    stop: int
+
+    @property
+    def key(self) -> str:
+        """Its key among the tree's rows (no attribute path holds a NUL)."""
+        return f"{self.module}\0{self.start}:{self.stop}"
+
+
+#: More verdicts than this are laid out under a new filter off the event loop (a few
+#: milliseconds of it, below).
+LAY_OUT_HERE = 5_000
+
+#: What a row of the tree holds: an attribute's verdict, a module's path, or a range.
+Row: TypeAlias = AttrView | str | RowRange
 
 #: Badge colours per status (kept stands out: it is what users came to understand).
 STATUS_STYLES = {
@@ -47,8 +66,9 @@ def badge(status: str) -> Text:
     return Text(f" {status} ", style=STATUS_STYLES.get(status, ""))
 
 
-class ModelTree(Tree[AttrView | str]):
-    """Module tree; each leaf's data is its :class:`AttrView`, each module's its path."""
+class ModelTree(Tree[Row]):
+    """Module tree; each leaf's data is its :class:`AttrView`, each module's its path
+    (or its verdict, for a submodule), each folded range of rows its :class:`RowRange`."""
 
     BINDINGS = [
         # Space toggles preserve on the selected attribute, not the tree's
@@ -84,11 +104,10 @@ class ModelTree(Tree[AttrView | str]):
         self.guide_depth = 2
         self._views: list[AttrView] = []
         self._model_name = "model"
-        # What _rebuild laid out: a module's children (path, data, is a module), each
-        # path's module, the nodes made so far and the modules whose children are made.
-        self._module_children: Rows = {}
-        self._parent_of: dict[str, str] = {}
-        self._made: dict[str, TreeNode[AttrView | str]] = {}
+        # The rows shown, the nodes made so far (by path, or by RowRange.key) and the
+        # modules and ranges whose children are made.
+        self._rows = lay_out([])
+        self._made: dict[str, TreeNode[Row]] = {}
         self._populated: set[str] = set()
 
     @property
@@ -100,8 +119,10 @@ class ModelTree(Tree[AttrView | str]):
         """The attribute at ``path``."""
         return next((v for v in self._views if v.path == path), None)
 
-    def show(self, name: str, views: Sequence[AttrView]) -> None:
-        """Show ``views`` (the model's attributes and verdicts) under ``status_filter``.
+    def show(self, name: str, views: Sequence[AttrView], rows: TreeRows | None = None) -> None:
+        """Show ``views`` (the model's attributes and verdicts) under ``status_filter``;
+        ``rows``, their :func:`~freezeview.ui.tree_rows.lay_out` if already made (off
+        the event loop: the explain worker's), used if laid out under that filter.
 
         A new explanation of the same model that shows the same rows (a toggle changes
         a few statuses of thousands) relabels the rows whose verdict changed, in place:
@@ -111,19 +132,16 @@ class ModelTree(Tree[AttrView | str]):
         same_model = name == self._model_name and bool(self._made)
         self._model_name = name
         self._views = list(views)
-        children, parent_of = self._layout()
-        if (
-            same_model
-            and parent_of == self._parent_of
-            and _shape(children) == _shape(self._module_children)
-        ):
-            self._module_children = children
-            self._relabel(children)
+        if rows is None or rows.status_filter != self.status_filter:
+            rows = lay_out(self._views, self.status_filter)
+        if same_model and rows.shape == self._rows.shape:
+            self._rows = rows
+            self._relabel()
             self.root.set_label(self._header())
             return
-        self._rebuild(children, parent_of)
+        self._rebuild(rows)
 
-    def get_label_width(self, node: TreeNode[AttrView | str]) -> int:
+    def get_label_width(self, node: TreeNode[Row]) -> int:
         """The width ``render_label`` gives ``node``'s label, without drawing it.
 
         Textual measures every line's label each time the tree's lines are laid out
@@ -137,13 +155,48 @@ class ModelTree(Tree[AttrView | str]):
             width += cell_len(icon)
         return width
 
+    def _build(self) -> None:
+        """Textual's layout of the tree's lines, its reference cycle freed at once.
+
+        Textual lays the lines out with a recursive closure: a function and its own cell,
+        a reference cycle that holds the whole list of lines, each line's path of nodes
+        and their labels. Left to the screen's collector it is frozen with what the
+        screen holds (ui/collector.py) and stays until a deep sweep: every layout of an
+        L48 encoder's or a 2,048-block stack's tree, tens of thousands of objects each
+        time. Laid out with the collector paused, the cycle is among the youngest
+        objects, and a collection of those alone (a few milliseconds) frees it.
+        """
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            super()._build()
+        finally:
+            if enabled:
+                gc.enable()
+                gc.collect(0)
+
     def on_resize(self) -> None:
         if self._views:
             self.root.set_label(self._header())  # what fits depends on the width
 
     def watch_status_filter(self, value: str) -> None:
-        if self._views:
-            self._rebuild(*self._layout())
+        if len(self._views) > LAY_OUT_HERE:
+            self._lay_out_filtered(Handoff(self._views), value)
+        elif self._views:
+            self._rebuild(lay_out(self._views, value))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="tree-rows")
+    def _lay_out_filtered(self, views: Handoff[list[AttrView]], status_filter: str) -> None:
+        """A big model's rows under another filter, laid out off the event loop (0.1 s
+        for a 2,048-block stack's 45k verdicts), then shown unless stale by then. The
+        verdicts come in a handoff: a finished worker keeps its arguments."""
+        shown = views.take()
+        rows = lay_out(shown, status_filter)
+        self.app.call_from_thread(self._show_filtered, shown, rows)
+
+    def _show_filtered(self, views: list[AttrView], rows: TreeRows) -> None:
+        if views is self._views and rows.status_filter == self.status_filter:
+            self._rebuild(rows)
 
     def cycle_filter(self) -> None:
         """The next status filter (all → inlined → kept → dropped → all)."""
@@ -179,53 +232,9 @@ class ModelTree(Tree[AttrView | str]):
                 children.clear()
         nodes.clear()
 
-    def _layout(self) -> tuple[Rows, dict[str, str]]:
-        """The rows ``status_filter`` shows: each module's children (path, data, whether
-        a module) in order, and each row's parent."""
-        status_filter = self.status_filter
-        # Every module carries `training` and a hook placeholder; hundreds of those rows
-        # would hide what matters, so they show only when kept (as in `freezeview explain`).
-        shown = [
-            v
-            for v in self._views
-            if status_filter in ("all", v.status)
-            and (v.path.rsplit(".", 1)[-1] not in HOUSEKEEPING or v.status == "kept")
-        ]
-        shown_ids = {id(v) for v in shown}
-        # Module nodes first (submodules carry verdicts too), then their attributes.
-        wanted = set()
-        for v in shown:
-            parts = v.path.split(".")
-            for i in range(1, len(parts)):
-                wanted.add(".".join(parts[:i]))
-        children: Rows = {}
-        parent_of: dict[str, str] = {}
-        modules = {""}
-
-        def place(path: str, owner: str, data: AttrView | str, module: bool) -> None:
-            parent = owner if owner in modules else ""
-            children.setdefault(parent, []).append((path, data, module))
-            parent_of[path] = parent
-            if module:
-                modules.add(path)
-
-        for v in self._views:
-            if v.kind == "submodule" and (v.path in wanted or id(v) in shown_ids):
-                place(v.path, v.owner, v, True)
-        for path in sorted(wanted - modules):
-            place(path, path.rsplit(".", 1)[0] if "." in path else "", path, True)
-        for v in shown:
-            if v.kind != "submodule":
-                place(v.path, v.owner, v, False)
-        return children, parent_of
-
-    def _rebuild(
-        self,
-        children: Rows,
-        parent_of: dict[str, str],
-    ) -> None:
-        """Rebuild the tree from :meth:`_layout`'s rows, keeping the cursor on the same
-        path when it still exists.
+    def _rebuild(self, rows: TreeRows) -> None:
+        """Rebuild the tree from ``rows``, keeping the cursor on the same path when it
+        still exists.
 
         Only the nodes that show are made: the root's children and the top-level
         modules' (expanded), then a module's children when it is first expanded. An
@@ -235,71 +244,118 @@ class ModelTree(Tree[AttrView | str]):
         selected = self.selected_path
         self._let_go_of_nodes()
         self.clear()
+        self._rows = rows
         self.root.set_label(self._header())
         self.root.data = ""
-        self._module_children = children
-        self._parent_of = parent_of
         self._made = {"": self.root}
         self._populated = set()
         self._populate("")
         self.root.expand()
-        if selected and selected in parent_of:
+        if selected and selected in rows.parent_of:
             cursor_node = self._reveal(selected)
             # Line numbers exist only after the tree re-renders its expanded nodes.
             self.call_after_refresh(self.move_cursor, cursor_node)
 
-    def _relabel(self, children: Rows) -> None:
-        """Give the rows made so far their new verdicts; only a row whose label reads
-        differently is drawn again."""
-        made = self._made
-        for rows in children.values():
-            for path, data, _module in rows:
-                node = made.get(path)
-                if node is None or node.data is data:
-                    continue
-                before = node.data
-                node.data = data
-                if isinstance(data, AttrView):
-                    if not isinstance(before, AttrView) or _label_facts(before) != _label_facts(
-                        data
-                    ):
-                        node.set_label(self._label(data))
-                elif isinstance(before, AttrView):  # a module shown by its name alone now
-                    node.set_label(path.rsplit(".", 1)[-1])
+    def _relabel(self) -> None:
+        """Give the rows made so far their new verdicts (the same rows show); only a row
+        whose label reads differently is drawn again."""
+        data_of = self._rows.data_of
+        for path, node in self._made.items():
+            before = node.data
+            if isinstance(before, RowRange):
+                label = self._range_label(before)
+                if label.plain != str(node.label):
+                    node.set_label(label)
+                continue
+            data = data_of.get(path)
+            if data is None or data is before:  # the root, or a module shown by its path
+                continue
+            node.data = data
+            if isinstance(data, AttrView):
+                if not isinstance(before, AttrView) or _label_facts(before) != _label_facts(data):
+                    node.set_label(self._label(data))
+            elif isinstance(before, AttrView):  # a module shown by its name alone now
+                node.set_label(path.rsplit(".", 1)[-1])
 
-    def _populate(self, path: str) -> None:
-        """Make the nodes of module ``path``'s children (once); the top-level modules
-        are expanded, so theirs too."""
-        if path in self._populated:
+    def _populate(self, key: str) -> None:
+        """Make the nodes of a module's children, or of a range's (once); the top-level
+        modules are expanded, so theirs too, unless there are so many that they are
+        folded in ranges."""
+        if key in self._populated:
             return
-        self._populated.add(path)
-        node = self._made[path]
-        for child, data, module in self._module_children.get(path, ()):
-            if not module:
+        self._populated.add(key)
+        node = self._made[key]
+        folded = node.data
+        if isinstance(folded, RowRange):
+            module, start, stop = folded.module, folded.start, folded.stop
+        else:
+            module, start, stop = key, 0, len(self._rows.children.get(key, ()))
+        spans = ranges(stop - start)
+        if spans:
+            for first, last in spans:
+                rows = RowRange(module, start + first, start + last)
+                self._made[rows.key] = node.add(self._range_label(rows), data=rows)
+            return
+        for child, data, is_module in self._rows.children.get(module, [])[start:stop]:
+            if not is_module:
                 assert isinstance(data, AttrView)
                 self._made[child] = node.add_leaf(self._label(data), data=data)
                 continue
             label = self._label(data) if isinstance(data, AttrView) else child.rsplit(".", 1)[-1]
-            top = isinstance(data, AttrView) and child.count(".") < 1
+            top = isinstance(data, AttrView) and node is self.root
             self._made[child] = node.add(label, data=data, expand=top)
             if top:
                 self._populate(child)
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[Any]) -> None:
         data = event.node.data
-        path = data.path if isinstance(data, AttrView) else data
-        if isinstance(path, str) and path in self._made and path not in self._populated:
-            self._populate(path)
+        key = (
+            data.key
+            if isinstance(data, RowRange)
+            else data.path
+            if isinstance(data, AttrView)
+            else data
+        )
+        if isinstance(key, str) and key in self._made and key not in self._populated:
+            self._populate(key)
 
-    def _reveal(self, path: str) -> TreeNode[AttrView | str]:
-        """The node of ``path`` (shown: its modules made and expanded)."""
+    def _reveal(self, path: str) -> TreeNode[Row]:
+        """The node of ``path`` (shown: its modules, and the ranges it is folded in, made
+        and expanded)."""
         chain = [path]
         while chain[-1]:
-            chain.append(self._parent_of[chain[-1]])
-        for module in reversed(chain[1:]):
-            self._populate(module)
-            self._made[module].expand()
+            chain.append(self._rows.parent_of[chain[-1]])
+        for module, child in zip(reversed(chain[1:]), reversed(chain[:-1]), strict=True):
+            key = module
+            while True:
+                self._populate(key)
+                self._made[key].expand()
+                inner = self._range_holding(key, self._rows.place[child])
+                if inner is None:
+                    break
+                key = inner
         return self._made[path]
+
+    def _range_holding(self, key: str, place: int) -> str | None:
+        """The key of the range, among module or range ``key``'s rows (made), that
+        holds the module's row number ``place``; None if they are not folded."""
+        for node in self._made[key].children:
+            rows = node.data
+            if isinstance(rows, RowRange) and rows.start <= place < rows.stop:
+                return rows.key
+        return None
+
+    def _range_label(self, rows: RowRange) -> Text:
+        """A range's row: its first and last rows' names, how many, how many kept."""
+        children = self._rows.children.get(rows.module, [])
+        first = children[rows.start][0].rsplit(".", 1)[-1]
+        last = children[rows.stop - 1][0].rsplit(".", 1)[-1]
+        kept_under = self._rows.kept_under
+        kept = sum(kept_under.get(path, 0) for path, _, _ in children[rows.start : rows.stop])
+        label = Text.assemble(f"[{first} … {last}]", (f"  {rows.stop - rows.start} rows", "dim"))
+        if kept:
+            label.append(f"  {kept} kept", "yellow")
+        return label
 
     def _header(self) -> Text:
         """The root's label: the model's name and the counts, as much as fits the pane.
@@ -309,6 +365,8 @@ class ModelTree(Tree[AttrView | str]):
         """
         # Room for the label: the pane less the root's "▼ " (40 at 160 columns).
         room = (self.scrollable_content_region.width or 42) - 2
+        # The same counts as `freezeview explain`'s summary line: every attribute path.
+        counts = self._rows.counts
         for with_name, gap, showing in (
             (True, "  ", "showing "),
             (False, "  ", "showing "),
@@ -317,16 +375,12 @@ class ModelTree(Tree[AttrView | str]):
             (False, " ", None),
         ):
             label = Text.assemble((self._model_name, "bold"), "  ") if with_name else Text()
-            label.append_text(self._summary(gap, showing))
+            label.append_text(self._summary(counts, gap, showing))
             if label.cell_len <= room:
                 break
         return label
 
-    def _summary(self, gap: str = "  ", showing: str | None = "showing ") -> Text:
-        # The same counts as `freezeview explain`'s summary line: every attribute path.
-        counts = {s: 0 for s in ("inlined", "kept", "dropped")}
-        for v in self._views:
-            counts[v.status] = counts.get(v.status, 0) + 1
+    def _summary(self, counts: dict[str, int], gap: str, showing: str | None) -> Text:
         text = Text()
         for status, n in counts.items():
             if len(text):
@@ -344,7 +398,7 @@ class ModelTree(Tree[AttrView | str]):
     def selected_path(self) -> str | None:
         """Path of the attribute or module under the cursor."""
         node = self.cursor_node
-        if node is None or node.data is None:
+        if node is None or node.data is None or isinstance(node.data, RowRange):
             return None
         if isinstance(node.data, AttrView):
             return node.data.path
@@ -361,20 +415,11 @@ class ModelTree(Tree[AttrView | str]):
 
     def select_path(self, path: str) -> bool:
         """Move the cursor to ``path``; False if it is not shown."""
-        if path not in getattr(self, "_parent_of", {}):
+        if path not in self._rows.parent_of:
             return False
         node = self._reveal(path)
         self.call_after_refresh(self.move_cursor, node)
         return True
-
-
-def _shape(
-    children: Rows,
-) -> dict[str, list[tuple[str, bool]]]:
-    """The rows without their verdicts: which path under which module, in what order."""
-    return {
-        parent: [(path, module) for path, _, module in rows] for parent, rows in children.items()
-    }
 
 
 def _label_facts(v: AttrView) -> tuple[bool, str, str, str, str | None, str]:
