@@ -470,3 +470,35 @@ def test_a_textual_without_that_styles_cache_module_sweeps_all_the_same(monkeypa
         assert collector.last_sweep >= 0.0
     finally:
         collector.uninstall()
+
+
+def test_deep_collections_measure_from_the_first_runs_end_at_a_share_of_what_is_alive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the first run makes alive (a 2,048-block stack's explanation, tree and steps:
+    500k objects) is not garbage: a count taken while the model loaded made the first
+    re-run's ``r`` walk it all (0.45 s). Nothing is due before the first run's end; then
+    the quiet timer waits for a quarter of what is alive to join the frozen objects (at
+    least DUE_GARBAGE), a run's start for as many as are alive (at least RUN_START_DUE)."""
+    ran: list[int] = []
+    counts = iter([600_000, 600_000, 700_000, 760_000, 1_300_000])  # each walk's count
+    monkeypatch.setattr(collector, "_saved", (700, 10, 10))
+    monkeypatch.setattr(collector, "_frozen_counted", None)
+    monkeypatch.setattr(collector, "_frozen_after_deep", None)
+    monkeypatch.setattr(collector, "DUE_GARBAGE", 1000)
+    monkeypatch.setattr(collector, "RUN_START_DUE", 1000)
+    monkeypatch.setattr(collector.gc, "get_freeze_count", lambda: next(counts))
+    monkeypatch.setattr(collector, "deep_sweep", lambda: ran.append(1) or 0.0)
+    assert collector.deep_sweep_if_due() == 0.0  # while loading: nothing to measure from
+    collector.note_run_end()  # the first run's end: 600k alive
+    assert collector.deep_sweep_if_due() == 0.0 and ran == []  # 600k: nothing gained
+    assert collector.deep_sweep_if_due() == 0.0 and ran == []  # 700k: under a quarter more
+    collector.deep_sweep_if_due()  # 760k: over a quarter more
+    assert ran == [1]
+    collector.note_run_end()  # 1.3M counted at a run's end
+    monkeypatch.setattr(collector, "_frozen_after_deep", 600_000)
+    monkeypatch.setattr(collector, "_frozen_counted", 1_100_000)
+    assert collector.deep_sweep_if_due(collector.RUN_START_DUE, recount=False) == 0.0
+    monkeypatch.setattr(collector, "_frozen_counted", 1_300_000)
+    collector.deep_sweep_if_due(collector.RUN_START_DUE, recount=False)  # twice as many
+    assert ran == [1, 1]
