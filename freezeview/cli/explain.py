@@ -149,19 +149,18 @@ def _final_figure(
         ) from exc
 
 
-_HOUSEKEEPING = {"training", "_is_full_backward_hook"}
-
-
 def _visible(
     verdicts: Iterable[AttributeVerdict], statuses: list[str] | None, show_all: bool
 ) -> list[AttributeVerdict]:
+    from ..engine.graph.inventory_values import HOUSEKEEPING  # not for --help's sake
+
     shown = []
     for v in verdicts:
         if statuses and v.status not in statuses:
             continue
         # Every module carries these; listing hundreds of them hides what matters,
         # unless one of them is kept (then it is news).
-        if not show_all and v.info.name in _HOUSEKEEPING and v.status != "kept":
+        if not show_all and v.info.name in HOUSEKEEPING and v.status != "kept":
             continue
         shown.append(v)
     return shown

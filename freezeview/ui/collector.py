@@ -23,9 +23,10 @@ So, while the app runs:
   screen's own objects only (0.05-0.1 s on a big model's screen): the step graphs the
   screen receives are not tracked by the collector at all (ui/graph_transfer.py), and a
   re-run's start frees the last run's (:func:`let_go`) off the event loop. A user who
-  never pauses gets it at a run's start once ten times as much has gathered, measured
-  by the count taken when the run before ended (:func:`note_run_end`): counting the
-  frozen objects walks them all, and a run's start is a key's.
+  never pauses gets it at a run's start once as many objects have joined the frozen
+  ones as the last one left alive, measured by the count taken when the run before
+  ended (:func:`note_run_end`): counting the frozen objects walks them all, and a run's
+  start is a key's.
 
 A snapshot is freed by reference counting alone: anything that would hold one in a
 cycle (a finished worker keeps its arguments) must let go of it. The same goes for what

@@ -15,16 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..engine.graph.inventory_values import HOUSEKEEPING  # torch-free values
 from .views import AttrView
 
-__all__ = ["HOUSEKEEPING", "RANGE_ROWS", "Rows", "TreeRows", "lay_out", "ranges"]
+__all__ = ["RANGE_ROWS", "Rows", "TreeRows", "lay_out", "ranges"]
 
 #: The rows a status filter shows: each module's children (path, data, whether a module),
 #: in order, by the module's path ("" for the root's).
 Rows = dict[str, list[tuple[str, AttrView | str, bool]]]
-
-#: Attributes every scripted module carries; listed only when kept.
-HOUSEKEEPING = frozenset({"training", "_is_full_backward_hook"})
 
 #: A module with more rows than this shows them folded in ranges of this many (of
 #: ranges, past this many squared), as debuggers show long arrays: a 2,048-block stack

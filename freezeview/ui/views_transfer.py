@@ -25,6 +25,7 @@ import pickle
 from collections.abc import Sequence
 from typing import Any
 
+from ..engine.graph.inventory_values import Inventory  # torch-free values
 from . import collector
 from .graph_transfer import yield_turn
 from .views import AttrView
@@ -73,8 +74,6 @@ class InventorySent:
 
     def received(self) -> Any:
         """The module tree, unpickled a slice at a time."""
-        from ..engine.graph.inventory_values import Inventory  # torch-free values
-
         return Inventory(modules=_joined(self.modules), attributes=_joined(self.attributes))
 
 

@@ -19,12 +19,11 @@ from typing import Any
 
 import torch
 
-from .inventory_values import FrozenConstant, FrozenContents, Inventory
+from .inventory_values import HOUSEKEEPING, FrozenConstant, FrozenContents, Inventory
 from .snapshot_values import parse_source_range
 
 __all__ = ["frozen_contents"]
 
-_HOUSEKEEPING = {"training", "_is_full_backward_hook"}
 # A value name torch made unique by a suffix: ``self.fc.weight.3``.
 _UNIQUE_SUFFIX = re.compile(r"\.\d+$")
 # What folding passes append to the name of a constant they rewrite
@@ -137,7 +136,7 @@ def frozen_contents(module: Any, inventory: Inventory) -> FrozenContents:
     kept = tuple(
         info.path
         for info in inventory.attributes
-        if info.kind != "submodule" and info.name not in _HOUSEKEEPING
+        if info.kind != "submodule" and info.name not in HOUSEKEEPING
     )
     constants.sort(key=lambda c: -c.nbytes)  # the biggest first: what the file is made of
     return FrozenContents(constants=tuple(constants), kept=kept)

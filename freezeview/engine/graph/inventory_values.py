@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 __all__ = [
+    "HOUSEKEEPING",
     "KINDS",
     "AttributeInfo",
     "FrozenConstant",
@@ -21,6 +22,9 @@ __all__ = [
 ]
 
 KINDS = ("parameter", "buffer", "submodule", "attribute")
+#: Attributes every scripted module carries: listed (explain, the app's tree, what a
+#: frozen file holds) only when they are news, as when one is kept.
+HOUSEKEEPING = frozenset({"training", "_is_full_backward_hook"})
 
 
 @dataclass(frozen=True, slots=True)

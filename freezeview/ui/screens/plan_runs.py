@@ -213,9 +213,9 @@ class PlanRuns:
         cancel: threading.Event,
     ) -> None:
         """The run (unless another has started). The screen's deep collection waits for
-        the quiet timer (screens/main.py), a key may come now: only when ten times as
-        much frozen garbage has gathered (a user who never paused), as counted at the
-        last run's end, does it run here."""
+        the quiet timer (screens/main.py), a key may come now: only when as many objects
+        have joined the frozen ones as the last one left alive (a user who never
+        paused), as counted at the last run's end, does it run here."""
         screen = self.screen
         try:
             collector.deep_sweep_if_due(collector.RUN_START_DUE, recount=False)
