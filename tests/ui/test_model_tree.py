@@ -5,13 +5,30 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.app import App, ComposeResult
 
 from freezeview.ui.views import AttrView
+from freezeview.ui.widgets.model_tree import ModelTree
 
 from .conftest import wait_ready
 from .test_app import SIZE, app_for
 
 pytestmark = pytest.mark.asyncio
+
+
+class _TreeApp(App[None]):
+    """The tree alone (no model loading beside it, whose explanation would show too);
+    the names it asks to preserve."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.toggled: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield ModelTree()
+
+    def on_model_tree_preserve_toggled(self, message: ModelTree.PreserveToggled) -> None:
+        self.toggled.append(message.path)
 
 
 def _views(inlined: int, kept: int, dropped: int) -> list[AttrView]:
@@ -219,16 +236,13 @@ async def test_a_new_explanation_relabels_the_rows_it_changes_in_place(
         assert tree._made["4"] is not dropped["4"]  # every row made anew
 
 
-async def test_thousands_of_rows_fold_in_ranges_a_selection_opens(
-    small_pt: Path, tmp_path: Path
-) -> None:
+async def test_thousands_of_rows_fold_in_ranges_a_selection_opens() -> None:
     """A 2,048-block stack opens on its ranges of 100 blocks (the rows of 8k made at
     once held the screen for a quarter of a second); past 10,000 rows, ranges of ranges.
     Selecting a row opens the ranges it is folded in; a range is not an attribute."""
-    app = app_for(small_pt, tmp_path)
+    app = _TreeApp()
     async with app.run_test(size=SIZE) as pilot:
-        await wait_ready(pilot)
-        tree = app.main_screen.model_tree
+        tree = app.query_one(ModelTree)
         blocks = [AttrView(f"{i}", "submodule", "Block", "inlined") for i in range(2048)]
         tree.show("stack.pt", blocks + _stack(2048, parts=3))
         await pilot.pause()
@@ -246,7 +260,7 @@ async def test_thousands_of_rows_fold_in_ranges_a_selection_opens(
         assert tree.selected_path is None and tree.selected_view is None
         await pilot.press("space")  # a range: nothing to preserve
         await pilot.pause()
-        assert app.preserved == []
+        assert app.toggled == []
 
         many = [AttrView(f"big.p{j}", "parameter", "Tensor", "inlined") for j in range(12_000)]
         many[11_500] = AttrView("big.p11500", "parameter", "Tensor", "kept")
@@ -265,19 +279,16 @@ async def test_thousands_of_rows_fold_in_ranges_a_selection_opens(
         assert len(inner) == 20 and inner[15].label.plain == "[p11500 … p11599]  100 rows  1 kept"
 
 
-async def test_the_trees_lines_are_freed_once_laid_out_again(
-    small_pt: Path, tmp_path: Path
-) -> None:
+async def test_the_trees_lines_are_freed_once_laid_out_again() -> None:
     """Textual's layout of a tree's lines left them in a reference cycle: frozen by the
     screen's collector, every layout of a big tree stayed until a deep sweep (16k
     objects a 2,048-block stack's explanation). Dropped, they go at once."""
     import gc
     import weakref
 
-    app = app_for(small_pt, tmp_path)
+    app = _TreeApp()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        tree = app.main_screen.model_tree
+        tree = app.query_one(ModelTree)
         # 9k lines: enough young collections while they are laid out that the cycle,
         # made first, is among the oldest objects by the end (as on a big model).
         blocks = [AttrView(f"{i}", "submodule", "Block", "inlined") for i in range(100)]
@@ -296,7 +307,7 @@ async def test_the_trees_lines_are_freed_once_laid_out_again(
 
 
 async def test_a_big_models_rows_under_a_new_filter_are_laid_out_off_the_event_loop(
-    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``f`` on a 2,048-block stack lays 45k verdicts out again (0.1 s): in a worker, and
     shown when it is done, unless the filter changed again by then."""
@@ -304,10 +315,9 @@ async def test_a_big_models_rows_under_a_new_filter_are_laid_out_off_the_event_l
 
     from freezeview.ui.widgets import model_tree
 
-    app = app_for(small_pt, tmp_path)
+    app = _TreeApp()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        tree = app.main_screen.model_tree
+        tree = app.query_one(ModelTree)
         views = _stack(3000)
         views[2001] = AttrView("1000.1.weight", "parameter", "Tensor", "kept")
         assert len(views) > model_tree.LAY_OUT_HERE
