@@ -131,6 +131,13 @@ async def test_only_the_nodes_shown_are_made(small_pt: Path, tmp_path: Path) -> 
         ]
 
 
+def _blocks(blocks: int, parts: int) -> list[AttrView]:
+    """:func:`_stack` with each block's own verdict (a submodule's), as an explanation
+    gives it: the tree opens the top-level blocks unless they are folded in ranges."""
+    modules = [AttrView(f"{i}", "submodule", "Block", "inlined") for i in range(blocks)]
+    return modules + _stack(blocks, parts)
+
+
 def _stack(blocks: int, parts: int = 2) -> list[AttrView]:
     """A stack of blocks as nn.Sequential names them: "0.0.weight", "0.1.weight", ...
     (even parts inlined, odd ones dropped)."""
@@ -154,9 +161,7 @@ async def test_laying_out_a_big_tree_draws_only_the_lines_shown(
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         tree = app.main_screen.model_tree
-        views = [AttrView(f"{i}", "submodule", "Block", "inlined") for i in range(60)] + _stack(
-            60, parts=30
-        )  # 60 top-level modules, shown open: 1,861 lines
+        views = _blocks(60, parts=30)  # 60 top-level modules, shown open: 1,861 lines
         drawn: list[object] = []
         render_label = type(tree).render_label
 
@@ -243,8 +248,7 @@ async def test_thousands_of_rows_fold_in_ranges_a_selection_opens() -> None:
     app = _TreeApp()
     async with app.run_test(size=SIZE) as pilot:
         tree = app.query_one(ModelTree)
-        blocks = [AttrView(f"{i}", "submodule", "Block", "inlined") for i in range(2048)]
-        tree.show("stack.pt", blocks + _stack(2048, parts=3))
+        tree.show("stack.pt", _blocks(2048, parts=3))
         await pilot.pause()
         assert len(tree._tree_nodes) == 21  # its ranges, nothing else
         labels = [node.label.plain for node in tree.root.children]
@@ -291,8 +295,7 @@ async def test_the_trees_lines_are_freed_once_laid_out_again() -> None:
         tree = app.query_one(ModelTree)
         # 9k lines: enough young collections while they are laid out that the cycle,
         # made first, is among the oldest objects by the end (as on a big model).
-        blocks = [AttrView(f"{i}", "submodule", "Block", "inlined") for i in range(100)]
-        tree.show("stack.pt", blocks + _stack(100, parts=90))
+        tree.show("stack.pt", _blocks(100, parts=90))
         await pilot.pause()
         lines = tree._tree_lines
         assert len(lines) > 9000
