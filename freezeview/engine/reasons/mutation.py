@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import torch
@@ -40,6 +40,10 @@ class Writer:
         source: where it came from, if torch recorded it.
         written: debug names of the values it writes.
         written_types: their TorchScript types, in the same order.
+        wildcard: found for a read in the Tensor wildcard set: the node writes a tensor
+            of that set (one alias analysis keeps for every tensor that entered a list,
+            a tuple, an attribute or an op marked ``-> *``), not a value derived from
+            the read itself. Not part of equality: the same node, however found.
     """
 
     method: str
@@ -48,6 +52,7 @@ class Writer:
     source: SourceLocation | None
     written: tuple[str, ...]
     written_types: tuple[str, ...] = ()
+    wildcard: bool = field(default=False, compare=False)
 
     def describe(self) -> str:
         """``aten::add_ at model.py:12`` style one-liner."""
@@ -279,7 +284,10 @@ class GraphWriters:
             if self._wild_found is None:
                 probe = self._wildcard_probe
                 assert probe is not None  # the wild candidates are found through it
-                self._wild_found = self._found(self._scanned_hits(probe, candidates))
+                self._wild_found = [
+                    replace(w, wildcard=True)
+                    for w in self._found(self._scanned_hits(probe, candidates))
+                ]
             found = list(self._wild_found)
         else:
             found = self._found(self._scanned_hits(value, candidates))

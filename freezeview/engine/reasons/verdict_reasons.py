@@ -9,6 +9,7 @@ per path, ``inlined``, ``kept`` or ``dropped`` with freezeview's reasons (a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..graph import AttributeInfo, Inventory
@@ -49,6 +50,16 @@ def _writer_reason(
             "analysis takes what a fork is handed as written (it does not follow the "
             "forked body), so freezing keeps it"
         )
+    elif writer.wildcard:
+        message = (
+            f"alias analysis puts this tensor in the one set it keeps for every tensor "
+            "that entered a list, a tuple or the heap (it, or a view of it, went into a "
+            "list or a tuple, an attribute, a fork, or an op whose schema marks it `-> *` "
+            f"such as aten::split or aten::chunk); {writer.kind}{where} in {writer.method} "
+            f"writes a tensor of that set{_via(writer)}, so torch keeps every tensor of "
+            "it. It folds once no preserved method writes a tensor of that set in place "
+            "(an out-of-place op instead), or once this tensor no longer enters it"
+        )
     else:
         message = f"written in place by {writer.kind}{where} in {writer.method}{_via(writer)}"
     if times > 1:
@@ -60,6 +71,21 @@ def _writer_reason(
         source=str(writer.source) if writer.source else None,
         method=writer.method,
         source_text=(writer.source.text or None) if writer.source else None,
+    )
+
+
+def _removed_write_reason(fact: WriteFact, what: str) -> Reason:
+    """A write found in code that freezing removes: a ``dead-code`` reason that names the
+    writer, never a kept reason on a dropped attribute."""
+    method = fact.writer.method if fact.writer else fact.detail
+    found = _writer_reason(fact.code, fact.writer, what, method)
+    return replace(
+        found,
+        code="dead-code",
+        message=(
+            f"{found.message}, inside that same code: freezing removes the write with "
+            "it, so the write keeps nothing"
+        ),
     )
 
 
@@ -242,6 +268,11 @@ class VerdictBuilder:
             w = fact.writer
             key = (fact.code, w.kind, str(w.source), w.method) if w else (fact.code, fact.detail)
             grouped.setdefault(key, []).append(fact)
+        if not _is_container(info.type):
+            # A write of a list is a write of the list, not of the tensors in it: alias
+            # analysis does not count it as a writer of a tensor attribute read.
+            direct = {k: f for k, f in grouped.items() if not _writes_containers_only(f[0].writer)}
+            grouped = direct or grouped
         reasons: list[Reason] = []
         for facts in grouped.values():
             fact = facts[0]
@@ -341,14 +372,7 @@ class VerdictBuilder:
                 )
             ]
             for fact in prop.facts.get(slot, []):
-                reasons.append(
-                    _writer_reason(
-                        fact.code,
-                        fact.writer,
-                        repr(info.path),
-                        fact.writer.method if fact.writer else fact.detail,
-                    )
-                )
+                reasons.append(_removed_write_reason(fact, repr(info.path)))
             return reasons
         other = sorted(set(self._other_readers(info, owner)))
         if other:
@@ -372,6 +396,16 @@ class VerdictBuilder:
                     found.extend(reads.get((mod.key, name), []))
                 stack.extend(mod.children.values())
         return found
+
+
+def _is_container(type_name: str) -> bool:
+    return type_name.startswith(("List[", "Dict[", "Dict(", "Tuple[")) or type_name.endswith("[]")
+
+
+def _writes_containers_only(writer: Writer | None) -> bool:
+    if writer is None or writer.kind == "prim::fork" or not writer.written_types:
+        return False
+    return all(_is_container(t) for t in writer.written_types)
 
 
 def _ancestors(path: str) -> list[str]:
