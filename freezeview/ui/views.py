@@ -100,6 +100,9 @@ class StepView:
     #: The run's verdict so far (the last step's is the final one): how much faster or
     #: slower the frozen forward is, and which steps did it; empty when not timed.
     verdict: str = ""
+    #: What the step did, or why it did not fire (torch's condition), as the notes
+    #: column of ``freezeview freeze`` says it; a failed step's error.
+    notes: str = ""
 
 
 @dataclass(frozen=True)
@@ -129,9 +132,10 @@ def _numerics_cell(value: Any) -> str:
 def step_view(step: Any, graph: int, node_count: int, measurement: Any = None) -> StepView:
     """The view of an engine step whose forward graph is ``graph`` (a key) of
     ``node_count`` nodes, with its latency when the run was timed (``measurement``)."""
-    # The counts only: a step's notes (why a pass did not fire, the kept attributes'
-    # reasons) are not on the app's screen, and reading them reads the graph again.
-    # A step that changed nothing added, removed and changed nothing.
+    # The counts, and the note ``freezeview freeze`` prints (what changed, or why the
+    # pass did not fire): the first note only, as the CLI's table, since the fold step's
+    # later notes (the kept attributes' reasons) run explain. A step that changed
+    # nothing added, removed and changed nothing.
     counted = bool(step.changed) or step.error is not None
     added, removed, changed = (
         (int(step.nodes_added), int(step.nodes_removed), int(step.nodes_changed))
@@ -161,4 +165,5 @@ def step_view(step: Any, graph: int, node_count: int, measurement: Any = None) -
         kind=str(step.kind),
         latency=latency,
         verdict=verdict,
+        notes=str(step.error) if step.error else str(step.first_note),
     )

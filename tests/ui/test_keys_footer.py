@@ -12,6 +12,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingsMap, BindingType
 from textual.widgets import Static
 
+from freezeview.ui.screens.main_keys import MAIN_KEYS
 from freezeview.ui.widgets.keys_footer import KeysFooter
 
 from .conftest import wait_ready
@@ -43,6 +44,9 @@ async def test_focus_moves_keep_the_footer_and_new_keys_rebuild_it(
         await wait_ready(pilot)
         screen = app.main_screen
         footer = screen.query_one(KeysFooter)
+        # The focus starts in the model tree, whose space is its own: from the IR on.
+        screen.ir.focus()
+        await pilot.pause()
         keys = shown(footer)
         assert ("n", "Next") in keys and not any(k == "w" for k, _ in keys)
         before = len(rebuilds)
@@ -104,3 +108,31 @@ async def test_the_keys_of_earlier_rebuilds_are_let_go() -> None:
         assert first and "Right key" in [k.description for k in footer.query("FooterKey")]  # type: ignore[attr-defined]
         gc.collect()
         assert [ref() for ref in first if ref() is not None] == []
+
+
+class _MainKeys(App[None]):
+    """The main screen's keys and quit, on a footer alone."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [*MAIN_KEYS, Binding("q", "quit", "Quit")]
+
+    def compose(self) -> ComposeResult:
+        yield KeysFooter()
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 160])
+async def test_help_and_quit_stay_when_the_footer_is_short(width: int) -> None:
+    """When the keys do not all fit, the least useful go first: `?` and `q` stay at any
+    width, Next stays longer than Open, and at full width every key shows."""
+    app = _MainKeys()
+    async with app.run_test(size=(width, 10)) as pilot:
+        await pilot.pause()
+        footer = app.query_one(KeysFooter)
+        keys = [k for k, _ in shown(footer)]
+        assert "question_mark" in keys and "q" in keys, keys
+        drawn = sum(k.size.width for k in footer.query("FooterKey"))  # type: ignore[attr-defined]
+        assert drawn <= width, (width, keys)
+        every = [b.key for b in MAIN_KEYS if isinstance(b, Binding)]
+        if width >= 160:
+            assert set(every) - {"w"} <= set(keys)  # (w: only when narrow, in the app)
+        else:
+            assert "o" not in keys and "n" in keys, keys

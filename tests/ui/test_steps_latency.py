@@ -42,7 +42,7 @@ async def test_latency_column_and_verdict_with_inputs(small_pt: Path, tmp_path: 
                 await wait_ready(pilot, timeout=60)
             assert "latency" in table.columns and table.row_count == len(screen.steps)
             for index, step in enumerate(screen.steps):
-                cell = str(table.get_cell_at((index, len(table.columns) - 1)))
+                cell = str(table.get_cell(str(step.index), "latency"))
                 assert cell == (step.latency or "-"), step.name
                 # A re-run shows the last run's inline and fold steps again, their graphs
                 # released: the timing they had stands.

@@ -49,7 +49,7 @@ from ..messages import (
 from ..views import AttrView, PassView, StepView
 from ..widgets.box_panel import selection_panel
 from ..widgets.graph_view import GraphView
-from ..widgets.inspector import Inspector, attribute_panel, node_panel
+from ..widgets.inspector import Inspector, attribute_panel, node_panel, step_panel
 from ..widgets.ir_pane import IRPane
 from ..widgets.ir_view import IRView
 from ..widgets.keys_footer import KeysFooter
@@ -228,10 +228,17 @@ class MainScreen(Screen[None]):
         self.watch_loading_model(True)
         self.update_titles()
         self.set_status(f"loading {self.fv_app.model_label} (torch.jit.load)…")
+        # The model tree first: space (preserve) and f (filter) work on it at once (a
+        # narrow terminal, known once laid out, focuses the pane it shows).
         self.query_one(IRView).focus()
+        self.call_after_refresh(self._first_focus)
         self.engine.load_model()
         # The screen's cyclic garbage, between runs too (no automatic full collections).
         self.set_interval(_SWEEP_SECONDS, self._quiet_sweep)
+
+    def _first_focus(self) -> None:
+        if not self.has_class("-narrow") and self.focused is self.ir:
+            self.model_tree.focus()
 
     def _quiet_sweep(self) -> None:
         # Only while the user is not at the keys: it walks what is not frozen (a few
@@ -473,6 +480,12 @@ class MainScreen(Screen[None]):
             and message.box.role != "ghost"
         ):
             self.ir_pane.go_to_node(message.node_id)
+
+    @on(StepsBar.StepInspected)
+    def _step_inspected(self, message: StepsBar.StepInspected) -> None:
+        # What the step did, or why it did not fire (freezeview freeze's note).
+        if 0 <= message.index < len(self.steps):
+            self.inspector.show(step_panel(self.steps[message.index]))
 
     @on(StepsBar.StepSelected)
     def _step_selected(self, message: StepsBar.StepSelected) -> None:

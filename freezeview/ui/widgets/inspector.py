@@ -14,10 +14,10 @@ from textual.widgets import Static
 
 if TYPE_CHECKING:
     from ...engine.graph.facts import NodeFacts
-from ..views import AttrView
+from ..views import AttrView, StepView
 from .model_tree import badge
 
-__all__ = ["Inspector", "attribute_panel", "node_panel", "shown_source"]
+__all__ = ["Inspector", "attribute_panel", "node_panel", "shown_source", "step_panel"]
 
 
 def _table() -> Table:
@@ -115,6 +115,32 @@ def node_panel(facts: NodeFacts) -> RenderableType:
         table.add_row("mutation", Text("nothing writes these values", "dim"))
     if node.schema:
         table.add_row("schema", Text(node.schema, "dim"))
+    return table
+
+
+def step_panel(step: StepView) -> RenderableType:
+    """What the inspector shows for a step of the timeline: what it did, or why it did
+    not fire (the note ``freezeview freeze`` prints), with its counts and figures."""
+    table = _table()
+    table.add_row("step", Text.assemble((f"{step.index}  {step.name}", "bold"), f"  {step.title}"))
+    if step.error:
+        table.add_row("result", Text("failed: the run stopped here", "bold red"))
+    elif step.changed:
+        table.add_row(
+            "result",
+            f"changed the graph: +{step.added} added, -{step.removed} removed, "
+            f"~{step.changed_nodes} changed ({step.node_count} nodes after it)",
+        )
+    else:
+        table.add_row("result", Text("no change: the graph is the one before it", "dim"))
+    label = "error" if step.error else ("why not" if not step.changed else "notes")
+    table.add_row(label, Text(step.notes or "-", "red" if step.error else ""))
+    if step.numerics:
+        table.add_row("numerics", f"{step.numerics} (largest output difference vs unfrozen)")
+    if step.latency:
+        table.add_row("latency", step.latency)
+    if step.verdict:
+        table.add_row("so far", step.verdict)
     return table
 
 

@@ -207,7 +207,12 @@ class ModelTree(Tree[Row]):
         """Add the selected attribute to ``preserved_attrs``, or remove it."""
         path = self.selected_path
         if not path:
-            self.notify("select an attribute or module in the model tree first", timeout=3)
+            how = (
+                "w shows the Model pane"
+                if self.screen.has_class("-narrow")
+                else "tab moves between panes, or click it"
+            )
+            self.notify(f"select an attribute or module in the model tree first ({how})", timeout=4)
             return
         self.post_message(self.PreserveToggled(path))
 

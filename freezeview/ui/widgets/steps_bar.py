@@ -13,21 +13,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.segment import Segment
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import var
+from textual.strip import Strip
 from textual.widgets import DataTable, Label, SelectionList
 from textual.widgets.selection_list import Selection
 
 from ..messages import Status
 from ..views import PassView, StepView
 
-__all__ = ["StepsBar", "pending_row", "step_row"]
+__all__ = ["PassList", "StepsBar", "notes_cell", "pending_row", "step_row"]
 
 COLUMNS = ("#", "step", "+added", "-removed", "~changed", "numerics", "time")
+#: Characters of a step's note the timeline's last column shows (the inspector shows it
+#: whole when the row is selected).
+NOTE_WIDTH = 100
+
+
+def notes_cell(step: StepView) -> Text:
+    """The timeline's notes cell: what the step did or why it did not fire, as
+    ``freezeview freeze``'s notes column says it (cut at :data:`NOTE_WIDTH`)."""
+    text = step.notes
+    if len(text) > NOTE_WIDTH:
+        text = text[: NOTE_WIDTH - 1] + "…"
+    return Text(text or "-", "red" if step.error else ("" if step.changed else "dim"))
 
 
 def step_row(step: StepView, timings: bool = True, latency: bool = False) -> tuple[Text, ...]:
@@ -59,10 +73,31 @@ def step_row(step: StepView, timings: bool = True, latency: bool = False) -> tup
     return (*cells, Text(shown or "-", "" if step.latency and "same" not in shown else "dim"))
 
 
+class PassList(SelectionList[str]):
+    """The pass checkboxes: a checked box shows ``X``, an unchecked one is empty, so
+    the two differ by more than colour (Textual's draws ``X`` in both)."""
+
+    def render_line(self, y: int) -> Strip:
+        line = super().render_line(y)
+        segments = list(line)
+        _, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        # Textual's box: left side, "X", right side, then the prompt.
+        if len(segments) < 3 or segments[1].text != "X":
+            return line
+        if not 0 <= index < self.option_count:
+            return line
+        checked = self.get_option_at_index(index).value in self._selected
+        inner = segments[1]
+        segments[1] = Segment("X" if checked else " ", inner.style, inner.control)
+        return Strip(segments, line.cell_length)
+
+
 def pending_row(index: str, latency: bool = False) -> tuple[Text, ...]:
     """The timeline row of step ``index`` while a re-run computes it (the last run's),
-    with an empty latency cell when the timeline has that column."""
-    blank = len(COLUMNS) - 2 + (1 if latency else 0)
+    with an empty latency cell when the timeline has that column, and an empty notes
+    cell."""
+    blank = len(COLUMNS) - 1 + (1 if latency else 0)
     return (Text(index, "dim"), Text("…", "dim"), *(Text("") for _ in range(blank)))
 
 
@@ -81,6 +116,13 @@ class StepsBar(Horizontal):
     @dataclass
     class StepSelected(Message):
         """Step ``index`` of the run is the one to show (-1: the loaded model)."""
+
+        index: int
+
+    @dataclass
+    class StepInspected(Message):
+        """The user went to step ``index`` (``n``, ``p``, the timeline's enter, click or
+        cursor): the inspector says what the step did, or why it did not fire."""
 
         index: int
 
@@ -106,11 +148,13 @@ class StepsBar(Horizontal):
         # Steps of the current run in the timeline; the rows after them are the last
         # run's, pending (clear_steps).
         self._arrived = 0
+        # Whether the title showed the verdict when last updated.
+        self._verdict_shown = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="passes-box"):
             yield Label("passes", classes="pane-title")
-            yield SelectionList[str](id="passes")
+            yield PassList(id="passes")
         with Vertical(id="timeline-box"):
             yield Label("steps", id="timeline-title", classes="pane-title")
             table: DataTable[Text] = DataTable(
@@ -122,6 +166,8 @@ class StepsBar(Horizontal):
         table = self.timeline
         for col in COLUMNS:
             table.add_column(col, key=col)
+        # Last, where the timeline has room for it (it scrolls sideways when narrow).
+        table.add_column("notes", key="notes")
 
     @property
     def passes(self) -> SelectionList[str]:
@@ -202,8 +248,14 @@ class StepsBar(Horizontal):
         table = self.timeline
         if step.latency and "latency" not in table.columns:
             # The first timed step: the run has sample inputs; earlier rows show "-".
+            # The notes stay the last column (the widest, cut by a narrow pane).
+            notes = {row.key: table.get_cell(row.key, "notes") for row in table.ordered_rows}
+            table.remove_column("notes")
             table.add_column("latency", key="latency", default=Text("-", "dim"))
-        row = step_row(step, timings, latency="latency" in table.columns)
+            table.add_column("notes", key="notes", default=Text(""))
+            for key, cell in notes.items():
+                table.update_cell(key, "notes", cell)
+        row = (*step_row(step, timings, latency="latency" in table.columns), notes_cell(step))
         if step.verdict:
             self._verdict = step.verdict
         # DataTable measures new cells on its next idle, but a frame painted before that
@@ -242,6 +294,7 @@ class StepsBar(Horizontal):
         """Show the next step (waits for it if it is still being computed)."""
         if self.current_step + 1 < self.step_count:
             self.current_step += 1
+            self.post_message(self.StepInspected(self.current_step))
         elif self.running:
             self._pending_next = 1
             self.post_message(Status("next step still running; it will show when ready"))
@@ -253,6 +306,7 @@ class StepsBar(Horizontal):
         self._pending_next = 0
         if self.current_step > 0:
             self.current_step -= 1
+            self.post_message(self.StepInspected(self.current_step))
         else:
             self.notify("this is the first step", timeout=2)
 
@@ -265,6 +319,14 @@ class StepsBar(Horizontal):
     def _timeline_selected(self, event: DataTable.RowSelected) -> None:
         if event.cursor_row != self.current_step and 0 <= event.cursor_row < self.step_count:
             self.current_step = event.cursor_row
+        if 0 <= event.cursor_row < self.step_count:
+            self.post_message(self.StepInspected(event.cursor_row))
+
+    @on(DataTable.RowHighlighted, "#timeline")
+    def _timeline_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        # The user's cursor in the timeline (not the cursor the bar moves for n and p).
+        if self.timeline.has_focus and 0 <= event.cursor_row < self.step_count:
+            self.post_message(self.StepInspected(event.cursor_row))
 
     # -- title -----------------------------------------------------------------------
     def watch_running(self, value: bool) -> None:
@@ -285,4 +347,11 @@ class StepsBar(Horizontal):
             status.append("  plan changed: press r to re-run", "bold black on yellow")
         elif self._verdict and not self.running:
             status.append(f"  {self._verdict}", "bold")
-        self.query_one("#timeline-title", Label).update(status, layout=False)
+        # The verdict wraps onto as many lines as the pane's width needs (a title laid
+        # out for one line cut it at the pane's edge): the title is laid out again when
+        # it shows the verdict or stops showing it, and only then (a layout repaints the
+        # bar).
+        verdict = self._verdict in status.plain if self._verdict else False
+        relayout = verdict or self._verdict_shown
+        self._verdict_shown = verdict
+        self.query_one("#timeline-title", Label).update(status, layout=relayout)
