@@ -10,13 +10,12 @@ import torch
 from torch import nn
 
 from freezeview.engine.freeze.numerics import (
-    StateGuard,
     compare_outputs,
     load_inputs,
     parse_input_shape,
     random_inputs,
-    run_graph,
 )
+from freezeview.engine.freeze.sandbox import Sandbox
 from freezeview.engine.plumbing.errors import BadInputError
 
 
@@ -87,20 +86,24 @@ def test_compare_outputs() -> None:
     assert compare_outputs(torch.tensor([float("nan")]), torch.tensor([float("nan")])).max_abs == 0
 
 
-def test_run_graph_runs_the_current_graph() -> None:
-    """A graph copy runs on the module as self, the module's cached plan notwithstanding."""
+def test_sandbox_runs_the_current_graph() -> None:
+    """A graph copy runs on the sandbox as self, the module's cached plan notwithstanding."""
     module = torch.jit.script(nn.Linear(3, 2).eval())
     x = torch.randn(4, 3)
     expect = module(x)
-    torch.testing.assert_close(run_graph(module.graph, module, (x,)), expect)
+    torch.testing.assert_close(Sandbox(module).function(module.graph)(x), expect)
 
 
-def test_state_guard_restores_in_place_and_assigned_state() -> None:
-    """Buffers written in place and attributes re-assigned come back after restore."""
+def test_sandbox_leaves_the_module_alone_and_restores_its_copy() -> None:
+    """A run writes the sandbox's copy only; restore puts back what was written in
+    place and what a prim::SetAttr re-assigned."""
     module = torch.jit.script(Counter().eval())
-    guard = StateGuard(module, ["total", "steps", "missing.path"])
-    assert len(guard) == 2
-    module(torch.ones(3))
-    assert module.steps == 1 and module.total[0].item() == 3.0
-    guard.restore()
+    box = Sandbox(module)
+    call = box.function(module.graph)
+    call(torch.ones(3))
     assert module.steps == 0 and torch.equal(module.total, torch.zeros(2))
+    assert box.copy.getattr("steps") == 1 and box.copy.getattr("total")[0].item() == 3.0
+    box.restore()
+    assert box.copy.getattr("steps") == 0
+    assert torch.equal(box.copy.getattr("total"), torch.zeros(2))
+    torch.testing.assert_close(call(torch.ones(3)), module(torch.ones(3)))

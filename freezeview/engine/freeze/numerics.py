@@ -6,18 +6,16 @@ unfrozen module's outputs on the same inputs. Folding batch norms into convoluti
 allowed to move the last bits; anything larger points at the step that did it.
 
 Running a module can change its state (a buffer updated in place, an attribute
-assigned with ``prim::SetAttr``), and a frozen module shares tensor storage with the
-module it came from. :class:`StateGuard` records such state before the first run and
-puts it back after every run, so each step is measured from the same starting point
-and the user's module is left as it was.
+assigned with ``prim::SetAttr``, a folded constant the frozen graph writes), and a
+frozen module shares tensor storage with the module it came from: the graphs are run on
+a :class:`~.sandbox.Sandbox` (a private copy), never on the modules themselves.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,13 +26,11 @@ from ..plumbing import BadInputError
 
 __all__ = [
     "Numerics",
-    "StateGuard",
     "compare_outputs",
     "flatten_outputs",
     "load_inputs",
     "parse_input_shape",
     "random_inputs",
-    "run_graph",
 ]
 
 # Names accepted after the shape in ``--input-shape 1,3,224,224:float16``.
@@ -258,83 +254,3 @@ def _close(ref: torch.Tensor, got: torch.Tensor) -> bool:
     except AssertionError:
         return False
     return True
-
-
-def run_graph(graph: torch._C.Graph, self_module: Any, inputs: Sequence[Any]) -> Any:
-    """Run a method graph (``self`` first) as a fresh function on ``self_module``.
-
-    torch caches the optimized copy of a method's graph the first time the method runs,
-    so calling a module after a pass rewrote its graph in place may run the old graph.
-    A function made from a copy of the current graph always runs what the step shows.
-
-    Args:
-        graph: the graph to run; it is copied, never modified.
-        self_module: the module bound to ``self`` (a ScriptModule or its ``_c``).
-        inputs: the positional inputs after ``self``.
-
-    Returns:
-        Whatever the graph returns.
-    """
-    cmod = getattr(self_module, "_c", self_module)
-    fn = torch._C._create_function_from_graph("freezeview_step", graph.copy())
-    with torch.no_grad():
-        return fn(cmod, *inputs)
-
-
-def _attribute_owner(cmod: torch._C.ScriptModule, path: str) -> tuple[Any, str] | None:
-    *owners, name = path.split(".")
-    obj: Any = cmod
-    for part in owners:
-        try:
-            obj = obj.getattr(part)
-        except (RuntimeError, AttributeError):
-            return None
-    if not hasattr(obj, "hasattr") or not obj.hasattr(name):
-        return None
-    return obj, name
-
-
-class StateGuard:
-    """Remember some attributes of a module and put them back after each run.
-
-    Tensors are restored in place (so storage shared with a frozen copy is restored
-    too) and re-bound if a ``prim::SetAttr`` replaced them; other values are restored
-    by assignment. Only the attributes a frozen module kept can change when it runs
-    (torch folds everything else because nothing writes it), so only those are copied.
-    """
-
-    def __init__(self, module: Any, paths: Iterable[str]) -> None:
-        self._cmod = getattr(module, "_c", module)
-        self._saved: list[tuple[Any, str, Any, Any]] = []
-        for path in paths:
-            found = _attribute_owner(self._cmod, path)
-            if found is None:
-                continue
-            owner, name = found
-            value = owner.getattr(name)
-            if isinstance(value, torch.ScriptObject) or hasattr(value, "_method_names"):
-                continue  # submodules and custom objects are not restored
-            if isinstance(value, torch.Tensor):
-                self._saved.append((owner, name, value, value.detach().clone()))
-            else:
-                try:
-                    self._saved.append((owner, name, None, copy.deepcopy(value)))
-                except Exception:
-                    continue
-
-    def restore(self) -> None:
-        """Put every remembered attribute back as it was when the guard was made."""
-        for owner, name, original, saved in self._saved:
-            try:
-                if original is not None:
-                    if owner.getattr(name) is not original:
-                        owner.setattr(name, original)
-                    with torch.no_grad():
-                        original.copy_(saved)
-                else:
-                    owner.setattr(name, copy.deepcopy(saved))
-            except (RuntimeError, TypeError, AttributeError):
-                continue
-
-    def __len__(self) -> int:
-        return len(self._saved)

@@ -43,7 +43,7 @@ from ..plumbing import BadInputError, PlanError
 from ..reasons import TorchOutcome, release_clone
 from .fold_picture import is_module_value, module_paths, resolve_attribute
 from .lazy_graph import FULL_DIFF_LIMIT, LazyGraph, OnceGraphs, SnapshotMap
-from .numerics import Numerics, StateGuard, compare_outputs, run_graph
+from .numerics import Numerics, compare_outputs
 from .passes import (
     REGISTRY,
     PassInfo,
@@ -52,6 +52,7 @@ from .passes import (
 from .pipeline_run import RunContext
 from .plan import Plan
 from .run_state import PictureSteps
+from .sandbox import Sandbox
 from .steps import FreezeResult, Progress, ProgressCallback, Step
 
 if TYPE_CHECKING:  # verdicts imports the engine's loading too; only the type is needed here
@@ -82,8 +83,11 @@ class Pipeline:
         inputs: sample inputs for ``forward``; each step then reports its numerics.
         registry: the pass registry (tests inject failing passes here).
 
-    The input module is never modified: freezing works on a clone that shares tensor
-    storage with it, and running sample inputs restores any state a run changes.
+    The input module is never modified, and neither it nor the frozen module is ever
+    run: freezing works on a clone that shares tensor storage with it, and every run on
+    the sample inputs (numerics, timing) runs on a :class:`~.sandbox.Sandbox`, a
+    private copy of the module's state and of the graph's constants. What is written
+    from ``frozen_module`` is torch's freeze of the untouched input.
     Steps hold their graph pictures, counts and notes lazily: a step's snapshot is
     taken the first time someone reads ``step.snapshot``.
 
@@ -125,7 +129,8 @@ class Pipeline:
         self._reference: Any = None
         self._reference_ready = False
         self._reference_error: str | None = None
-        self._guards: list[StateGuard] = []
+        # Private copies that runs on the sample inputs write, by the module copied.
+        self._sandboxes: dict[int, tuple[Any, Sandbox]] = {}
         self.working: torch.jit.ScriptModule | None = None
         # Per pipeline, not per run: the input module never changes.
         self.initial_graphs: dict[str, LazyGraph] = {}
@@ -236,7 +241,7 @@ class Pipeline:
         self.offered_steps = self.picture_steps = None
         self._earlier = {}
         self.working = self.frozen_module = None
-        self._guards = []
+        self._sandboxes = {}
         # The steps' lazy parts hold the pipeline (and graphs): without these links the
         # whole run waits for a full collection of the cyclic garbage collector, which
         # a long-lived process (the app's engine) runs seldom.
@@ -377,8 +382,26 @@ class Pipeline:
         return self.working
 
     def restore_state(self) -> None:
-        """Put back any module state a run on the sample inputs changed."""
+        """Put every sandbox back as its module is (runs write only sandboxes)."""
         self._restore()
+
+    def sandbox(self, module: Any) -> Sandbox:
+        """The private copy runs of ``module`` (this pipeline's input or working
+        module) use, made once and put back as the module is."""
+        key = id(getattr(module, "_c", module))
+        held = self._sandboxes.get(key)
+        if held is None:
+            held = self._sandboxes[key] = (module, Sandbox(module))
+        else:
+            held[1].restore()
+        return held[1]
+
+    def sandboxed_call(self, graph: torch._C.Graph, module: Any) -> Callable[[], Any]:
+        """One forward of ``graph`` on the sample inputs, on ``module``'s sandbox: the
+        call writes nothing the pipeline holds."""
+        run = self.sandbox(module).function(graph)
+        inputs = self.inputs or ()
+        return lambda: run(*inputs)
 
     # --- the run ----------------------------------------------------------------------
 
@@ -454,18 +477,18 @@ class Pipeline:
     # --- numerics ---------------------------------------------------------------------
 
     def prepare_numerics(self, kept_paths: set[str], frozen: torch.jit.ScriptModule) -> None:
-        """Guard state and compute the reference outputs (once per pipeline)."""
+        """Compute the reference outputs (once per pipeline), on the input's sandbox."""
         if self.inputs is None:
-            return  # nothing will run: no state to guard
-        self._guards = [StateGuard(self.module, kept_paths), StateGuard(frozen, kept_paths)]
+            return  # nothing will run
         if self._reference_ready or self._reference_error:
             return
         if not self.module._c._has_method("forward"):
             self._reference_error = "the model has no forward method"
             return
         try:
+            call = self.sandboxed_call(self.module._c._get_method("forward").graph, self.module)
             with torch.no_grad():
-                self._reference = self.module.forward(*self.inputs)
+                self._reference = call()
             self._reference_ready = True
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
@@ -476,8 +499,8 @@ class Pipeline:
             self._restore()
 
     def _restore(self) -> None:
-        for guard in self._guards:
-            guard.restore()
+        for _, box in self._sandboxes.values():
+            box.restore()
 
     def step_numerics(
         self, graph: Callable[[], torch._C.Graph | None] | torch._C.Graph | None, self_module: Any
@@ -496,7 +519,8 @@ class Pipeline:
         if graph is None:
             return None, "numerics not checked: no forward graph"
         try:
-            out = run_graph(graph, self_module, self.inputs)
+            with torch.no_grad():
+                out = self.sandboxed_call(graph, self_module)()
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             return None, f"numerics not checked: this step's graph failed on the inputs ({first})"

@@ -211,17 +211,15 @@ class MeasuredRun:
         return count
 
     def _caller(self, graph: torch._C.Graph, module: Any) -> Callable[[], Any]:
-        """One forward of ``graph`` (a fresh function of a copy) on the sample inputs."""
-        inputs = self.pipe.inputs or ()
-        cmod = getattr(module, "_c", module)
-        # A function of a copy runs exactly what the step shows: a module's method caches
-        # its optimised graph on first run and would not see later passes.
-        fn = torch._C._create_function_from_graph("freezeview_timed", graph.copy())
+        """One forward of ``graph`` (a fresh function of a copy) on the sample inputs.
 
-        def call() -> Any:
-            return fn(cmod, *inputs)
-
-        return call
+        A function of a copy runs exactly what the step shows (a module's method caches
+        its optimised graph on first run and would not see later passes), and it runs on
+        ``module``'s sandbox: a forward that writes its own state or constants writes a
+        private copy, never the module that is written (``restore_state`` puts the copy
+        back after each block).
+        """
+        return self.pipe.sandboxed_call(graph, module)
 
     def _time_unfrozen(self) -> None:
         module = self.pipe.module

@@ -1,0 +1,193 @@
+"""Run a module's graphs on a private copy of its state, so runs never reach what is written.
+
+A frozen graph's constants are the module's own tensors: ``torch._C._freeze_module``
+folds an attribute by putting the very tensor (or list of tensors) into a
+``prim::Constant``, and the clone it freezes shares every tensor with the input module.
+Most models never write those tensors, but some do where torch's alias analysis does not
+look (a tensor held in a list, a dict or a tuple; a forked or awaited call; an
+interface): the frozen graph then writes into its own constants on every call. A run of
+the input module writes the same tensors. Running either for numerics or timing would
+change the constants of the frozen module freezeview writes.
+
+:class:`Sandbox` holds a deep copy of one module (``copy.deepcopy`` of the C++ module,
+which keeps the tensors that share an object shared) and runs copies of graphs whose
+tensor constants are replaced by copies too, taken from the same table: a folded
+constant that is the same tensor as a kept attribute stays the same tensor in the copy.
+Nothing the pipeline holds, and nothing the user's file is saved from, is ever run.
+:meth:`Sandbox.restore` puts the copy back to the original's values in place (tensors
+whose version counter moved, and attributes a ``prim::SetAttr`` re-bound), so every run
+starts from the state the input had.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from ..graph import attribute_values
+
+__all__ = ["Sandbox"]
+
+
+def _tensors(value: Any, out: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Every tensor inside ``value`` (lists, tuples and dict values), in order."""
+    if isinstance(value, torch.Tensor):
+        out.append(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _tensors(item, out)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _tensors(item, out)
+    return out
+
+
+def _has_tensor(value: Any) -> bool:
+    return bool(_tensors(value, []))
+
+
+def _nodes(block: Any) -> Iterator[Any]:
+    """Every node of a graph or block, nested blocks included."""
+    for node in block.nodes():
+        yield node
+        for inner in node.blocks():
+            yield from _nodes(inner)
+
+
+def _summary(value: Any) -> Any:
+    """What identifies an attribute's value: tensors by object, modules and objects by kind."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value._cdata)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_summary(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((repr(k), _summary(v)) for k, v in value.items()))
+    if isinstance(value, (int, float, str, bool, complex)) or value is None:
+        return value
+    return ("object", type(value).__name__)
+
+
+class Sandbox:
+    """A private copy of one module's state (and of the graph constants it runs with).
+
+    Args:
+        module: a ScriptModule or its ``_c``; never run, never changed.
+
+    Example::
+
+        box = Sandbox(frozen)
+        call = box.function(frozen.graph)
+        first, second = call(x), call(x)    # frozen's constants are untouched
+        box.restore()                       # the copy is as frozen is again
+    """
+
+    def __init__(self, module: Any) -> None:
+        self._orig = getattr(module, "_c", module)
+        self.copy: torch._C.ScriptModule = copy.deepcopy(self._orig)
+        # original tensor (by TensorImpl) -> its copy; (original, copy, copy's version).
+        self._memo: dict[int, torch.Tensor] = {}
+        self._pairs: list[tuple[torch.Tensor, torch.Tensor, int]] = []
+        self._pymemo: dict[int, Any] = {}
+        self._writes_attributes = False
+        mine = attribute_values(self._orig)
+        theirs = attribute_values(self.copy) if mine is not None else None
+        self._attributes: list[tuple[str, Any]] = []
+        if mine is not None and theirs is not None and len(mine) == len(theirs):
+            for (path, ours), (_, copied) in zip(mine, theirs, strict=True):
+                self._attributes.append((path, ours))
+                for a, b in zip(_tensors(ours, []), _tensors(copied, []), strict=False):
+                    if a._cdata not in self._memo:
+                        self._memo[a._cdata] = b
+                        self._pairs.append((a, b, b._version))
+
+    def _copied(self, value: Any) -> Any:
+        """``value`` with every tensor replaced by its copy (made once per tensor)."""
+        if isinstance(value, torch.Tensor):
+            got = self._memo.get(value._cdata)
+            if got is None:
+                # Python's deepcopy keeps views of one storage sharing it.
+                got = self._memo[value._cdata] = copy.deepcopy(value.detach(), self._pymemo)
+                self._pairs.append((value, got, got._version))
+            return got
+        if isinstance(value, list):
+            return [self._copied(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self._copied(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self._copied(v) for k, v in value.items()}
+        return value
+
+    def _private(self, graph: torch._C.Graph) -> None:
+        """Point every tensor constant of ``graph`` (and of its subgraphs) at copies."""
+        for node in _nodes(graph):
+            kind = node.kind()
+            if kind == "prim::SetAttr":
+                self._writes_attributes = True
+            for name in node.attributeNames():
+                what = node.kindOf(name)
+                if what == "g":
+                    sub = node.g(name).copy()
+                    self._private(sub)
+                    node.g_(name, sub)
+                elif kind != "prim::Constant":
+                    continue
+                elif what == "t":
+                    node.t_(name, self._copied(node.t(name)))
+                elif what == "ival":
+                    value = node.ival(name)
+                    if _has_tensor(value):
+                        node.ival_(name, self._copied(value))
+
+    def function(self, graph: torch._C.Graph) -> Callable[..., Any]:
+        """A function running a private copy of ``graph`` (``self`` first) on the copy.
+
+        The graph is copied and inlined (what torch's executor does before running it),
+        so constants in called methods are reached too; ``graph`` itself is not changed.
+
+        Returns:
+            ``call(*inputs)`` giving what the graph returns.
+        """
+        private = graph.copy()
+        torch._C._jit_pass_inline(private)
+        self._private(private)
+        fn = torch._C._create_function_from_graph("freezeview_private", private)
+        target = self.copy
+
+        def call(*inputs: Any) -> Any:
+            return fn(target, *inputs)
+
+        return call
+
+    def restore(self) -> None:
+        """Put the copy back to the original's values, in place (sharing stays as it was)."""
+        with torch.no_grad():
+            for i, (orig, mine, version) in enumerate(self._pairs):
+                if mine._version != version:
+                    mine.copy_(orig)
+                    self._pairs[i] = (orig, mine, mine._version)
+        if self._writes_attributes:
+            self._rebind()
+
+    def _rebind(self) -> None:
+        """Attributes a ``prim::SetAttr`` replaced get (copies of) the original values."""
+        now = attribute_values(self.copy)
+        if now is None or len(now) != len(self._attributes):
+            return
+        for (path, ours), (_, theirs) in zip(self._attributes, now, strict=True):
+            if _summary(self._copied(ours)) == _summary(theirs):
+                continue
+            *owners, name = path.split(".")
+            owner: Any = self.copy
+            for part in owners:
+                owner = owner.getattr(part)
+            try:
+                owner.setattr(name, self._copied(ours))
+            except (RuntimeError, TypeError):
+                continue
+        with torch.no_grad():
+            for orig, mine, _ in self._pairs:
+                mine.copy_(orig)
+        self._pairs = [(a, b, b._version) for a, b, _ in self._pairs]
