@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +13,11 @@ import pytest
 _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
+
+# An error in the app (a key's action, a handler, a render) ends it under test, as
+# Textual does, so the test fails; users get a sentence and a log file instead
+# (freezeview/ui/failures.py). Set here, so the apps tests start in tmux inherit it.
+os.environ.setdefault("FREEZEVIEW_STRICT_UI", "1")
 
 
 @pytest.fixture(autouse=True)

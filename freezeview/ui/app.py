@@ -22,6 +22,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from . import collector
+from .failures import FailureLog, Guarded, sentence, strict
 from .screens.main import MainScreen
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["FreezeviewApp"]
 
 
-class FreezeviewApp(App[int]):
+class FreezeviewApp(Guarded, App[int]):
     """See what ``torch.jit.freeze`` does to one model.
 
     Args:
@@ -124,6 +125,8 @@ class FreezeviewApp(App[int]):
         #: Names of the workers still running when the user quit (the CLI then leaves
         #: without waiting for torch to return).
         self.busy_at_exit: list[str] = []
+        #: The session's log of its own errors (ui/failures.py): created at the first.
+        self.failure_log = FailureLog()
 
     @property
     def model_label(self) -> str:
@@ -207,6 +210,32 @@ class FreezeviewApp(App[int]):
         close = getattr(self.session, "close", None)
         if close is not None:
             close()
+
+    # -- errors of the app's own (ui/failures.py) ------------------------------------
+    def report_failure(self, error: BaseException, where: str, source: object = None) -> None:
+        """An error while drawing or describing something: the traceback to the log,
+        one sentence on the status line (and in the pane that failed, when ``source``
+        can show it); the app and the engine process go on."""
+        path = self.failure_log.record(error, where)
+        text = sentence(error, where, path)
+        show = getattr(source, "show_failure", None)
+        try:
+            if show is not None:
+                show(text)
+            main = self.main_screen
+            main.set_status(text, error=True)
+            if self.failure_log.count == 1 or show is None:
+                self.notify(text, title="freezeview hit a defect", severity="error", timeout=10)
+        except Exception:  # saying it must not fail in turn
+            pass
+
+    def _handle_exception(self, error: Exception) -> None:
+        # What the guarded handlers did not catch (a widget's render, a timer): Textual
+        # would end the app; logged and said instead, unless the tests want it to end.
+        if strict():
+            super()._handle_exception(error)
+            return
+        self.report_failure(error, "drawing the screen")
 
     # -- commands --------------------------------------------------------------------
     def all_bindings(self) -> list[Binding]:

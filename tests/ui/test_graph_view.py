@@ -18,7 +18,7 @@ from freezeview.ui.graph_canvas import BOX_ADDED, BOX_CHANGED, BOX_REMOVED
 from freezeview.ui.session import Session
 from freezeview.ui.widgets.graph_view import GraphView
 
-from .conftest import wait_ready
+from .conftest import step_graph, wait_ready
 
 pytestmark = pytest.mark.asyncio
 
@@ -393,3 +393,49 @@ async def test_v_lays_the_screen_out_before_moving_the_focus(
         await pilot.press("v")
         await pilot.pause()
         assert not screen.graph_view.display and screen.focused is screen.ir
+
+
+async def test_a_removed_op_is_described_from_the_step_before(
+    small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A ghost's ids are the step before's: looked up in the step's own graph they name
+    # another node, or none (a KeyError ended the app).
+    from freezeview.ui.screens import main
+
+    seen: list[tuple[object, object, int | None]] = []
+    panel = main.selection_panel
+
+    def recording(box, snapshot, node_id, views, inventory):  # type: ignore[no-untyped-def]
+        seen.append((box, snapshot, node_id))
+        return panel(box, snapshot, node_id, views, inventory)
+
+    monkeypatch.setattr(main, "selection_panel", recording)
+    app = app_for(small_pt, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = app.main_screen
+        await pilot.press("n", "v")
+        view = await wait_graph(pilot)
+        await pilot.press("plus", "plus", "plus")
+        view = await wait_graph(pilot)
+        layout = view.layout_shown
+        assert layout is not None
+        ghosts = [b for b in layout.boxes.values() if b.role == "ghost"]
+        assert ghosts, "the fold step's diff draws the attributes it removed"
+        before = step_graph(screen, screen.current_step - 1)
+        after = step_graph(screen, screen.current_step)
+        for ghost in ghosts:
+            seen.clear()
+            view.select_box(ghost)
+            for _ in range(100):
+                await pilot.pause(0.02)
+                if seen:
+                    break
+            _, snapshot, node_id = seen[-1]
+            assert snapshot is not None and node_id is not None
+            assert snapshot.node(node_id).kind == before.node(node_id).kind
+            assert len(snapshot.nodes_in_order()) == len(before.nodes_in_order())
+            # Nor does the drawn graph's node of the same id find the ghost's box.
+            mine = layout.box_of(node_id)
+            if node_id < len(after.nodes_in_order()):
+                assert mine is None or mine.role != "ghost"

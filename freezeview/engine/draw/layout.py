@@ -508,8 +508,12 @@ def layout_graph(
                 t0 = time.perf_counter()
                 width, height, placed, edges, frames = _parse(data, view, clusters, fit)
                 build += time.perf_counter() - t0
-                by_node = {i: b.key for b in placed.values() for i in b.node_ids}
-                by_ghost = {i: b.key for b in placed.values() for i in b.ghost_ids}
+                # A ghost's node ids are the before-graph's (the op it stands for was
+                # removed): they go by ghost, never for the drawn graph's node of that id.
+                by_node = {
+                    i: b.key for b in placed.values() if b.role != "ghost" for i in b.node_ids
+                }
+                by_ghost = {i: b.key for b in placed.values() for i in _ghost_ids(b)}
                 return GraphLayout(
                     width=width,
                     height=height,
@@ -560,3 +564,8 @@ def layout_graph(
         assert not isinstance(nxt, bool)
         notes.append(f"{why} with {level_name(current)}; drew {level_name(nxt)} instead.")
         current = nxt
+
+
+def _ghost_ids(box: BoxLayout) -> tuple[int, ...]:
+    """The before-graph ids a box stands for: a scope box's removed ops, or a ghost's own."""
+    return box.ghost_ids or (box.node_ids if box.role == "ghost" else ())

@@ -35,6 +35,7 @@ from textual.screen import Screen
 from textual.widgets import Header, Label, Tab, Tabs
 
 from .. import collector
+from ..failures import Guarded
 from ..messages import (
     EngineFailed,
     ExplanationReady,
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
 __all__ = ["MainScreen"]
 
 
-class MainScreen(Screen[None]):
+class MainScreen(Guarded, Screen[None]):
     """The one screen users work in (see the module docstring)."""
 
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
@@ -205,6 +206,11 @@ class MainScreen(Screen[None]):
     def set_status(self, text: str | Text, error: bool = False) -> None:
         """One line above the footer: what the app is doing, or the last error."""
         self.query_one(StatusLine).show(text, error)
+
+    def show_failure(self, text: str) -> None:
+        """A handler of this screen failed (ui/failures.py): the screen's handlers
+        describe things in the inspector, which says so instead."""
+        self.inspector.show(Text(text, "bold red"))
 
     def update_titles(self) -> None:
         """The IR pane's and the timeline's titles, and the narrow IR tab's label."""

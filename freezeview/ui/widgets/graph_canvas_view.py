@@ -19,12 +19,13 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...engine.draw.layout_values import BoxLayout
+from ..failures import Guarded, strict
 from ..graph_canvas import STYLE_NAMES, Canvas
 
 __all__ = ["GraphCanvasView"]
 
 
-class GraphCanvasView(ScrollView, can_focus=True):
+class GraphCanvasView(Guarded, ScrollView, can_focus=True):
     """A scrollable window onto a drawn graph (keys are the graph view's)."""
 
     DEFAULT_CSS = """
@@ -179,7 +180,26 @@ class GraphCanvasView(ScrollView, can_focus=True):
             self.post_message(self.Clicked(self.canvas.layout.box_at(x, y)))
 
     # -- drawing -------------------------------------------------------------------
+    def show_failure(self, text: str) -> None:
+        """A handler or the drawing failed (ui/failures.py): the view says so."""
+        self.show_canvas(None, text)
+
     def render_line(self, y: int) -> Strip:
+        try:
+            return self._render_row(y)
+        except Exception as error:  # said on screen, logged (failures.py)
+            if strict():
+                raise
+            # Said once: the canvas is dropped, the next frames draw the sentence.
+            report = getattr(self.app, "report_failure", None)
+            if report is None:
+                raise
+            self.call_later(report, error, "drawing the graph view", self)
+            self.canvas = None
+            self.message = "the graph could not be drawn: see the status line"
+            return Strip.blank(self.size.width, self.rich_style)
+
+    def _render_row(self, y: int) -> Strip:
         width = self.size.width
         base = self.rich_style
         canvas = self.canvas

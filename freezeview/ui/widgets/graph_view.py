@@ -30,6 +30,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from ...engine.draw.layout_values import BoxLayout, GraphLayout
 from ..collector import Handoff
+from ..failures import Guarded
 from ..graph_canvas import Canvas
 from ..messages import EngineFailed, Status
 from ..views import StepView
@@ -50,7 +51,7 @@ class _Drawn:
     canvas: Canvas | None
 
 
-class GraphView(Vertical, can_focus=True):
+class GraphView(Guarded, Vertical, can_focus=True):
     """The step's graph (or diff) drawn with characters; see the module docstring."""
 
     BINDINGS = [
@@ -131,6 +132,11 @@ class GraphView(Vertical, can_focus=True):
         yield Input(placeholder="find a box: op, module or attribute", id="graph-search")
         yield GraphCanvasView(id="graph-canvas")
 
+    def show_failure(self, text: str) -> None:
+        """A handler of the view failed (ui/failures.py): the canvas says so."""
+        self.drawn = None
+        self.canvas_view.show_canvas(None, text)
+
     @property
     def canvas_view(self) -> GraphCanvasView:
         """The drawing surface."""
@@ -163,9 +169,7 @@ class GraphView(Vertical, can_focus=True):
         """Show step ``index`` of run ``run_id`` (the layout is asked for if needed)."""
         if run_id != self.run_id:
             self._kept.clear()
-        selected = self.selected
-        if selected is not None and selected.node_ids:
-            self._follow = selected.node_ids[0]  # n/p: the view follows the node
+        self._follow = _node_of(self.selected)  # n/p: the view follows the node
         self.session = session
         self.run_id = run_id
         self.steps = list(steps)
@@ -370,9 +374,7 @@ class GraphView(Vertical, can_focus=True):
         if not 0 <= i < len(levels):
             self.post_message(Status("already at " + ("every op" if step > 0 else "the top level")))
             return
-        selected = self.selected
-        if selected is not None and selected.node_ids:
-            self._follow = selected.node_ids[0]
+        self._follow = _node_of(self.selected)
         self.level = levels[i]
         self.request()
 
@@ -387,9 +389,7 @@ class GraphView(Vertical, can_focus=True):
     def action_toggle_diff(self) -> None:
         """Graph <-> diff against the step before."""
         self.diff = not self.diff
-        selected = self.selected
-        if selected is not None and selected.node_ids:
-            self._follow = selected.node_ids[0]
+        self._follow = _node_of(self.selected)
         self.request()
 
     def action_open_box(self) -> None:
@@ -407,7 +407,7 @@ class GraphView(Vertical, can_focus=True):
                 self.post_message(Status(f"{box.lines[0]} is an op: nothing to open"))
                 return
             self.opened = tuple(s for s in self.opened if s not in opened)
-            self._follow = box.node_ids[0] if box.node_ids else None
+            self._follow = _node_of(box)
         self.request()
 
     def _reading_order(self) -> list[BoxLayout]:
@@ -474,9 +474,13 @@ class GraphView(Vertical, can_focus=True):
         self.canvas_view.select(box)
         step = self._step()
         node_id: int | None = None
-        if box.role == "ghost" and box.ghost_ids and self.index > 0:
-            step = self.steps[self.index - 1]
-            node_id = box.ghost_ids[0]
+        if box.role == "ghost":
+            # A removed op is described from the graph it was removed from: its ids
+            # are the step before's (it no longer exists in this step's graph).
+            ghost = box.ghost_ids or box.node_ids
+            if ghost and self.index > 0:
+                step = self.steps[self.index - 1]
+                node_id = ghost[0]
         elif box.role != "scope" and box.node_ids:
             node_id = box.node_ids[0]
         said = (self.index, box.role, node_id if node_id is not None else box.key)
@@ -558,6 +562,14 @@ class GraphView(Vertical, can_focus=True):
         self.mount(kind(str(message.path), id="graph-image"))
         self.focus()  # the canvas is hidden: the view's own keys (i) stay live
         self.post_message(Status(f"the picture: {message.path.name} (i: back to characters)"))
+
+
+def _node_of(box: BoxLayout | None) -> int | None:
+    """The drawn graph's node a box shows, for the view to follow across a zoom, a step
+    or graph/diff: none for a removed op (a ghost's ids are the step before's)."""
+    if box is None or box.role == "ghost" or not box.node_ids:
+        return None
+    return box.node_ids[0]
 
 
 # The title's tail, longest first: the box count and the diff's colour legend, then a
