@@ -58,6 +58,35 @@ _CURSOR_REST = 0.08
 _SYNC_DIFF_NODES = 200
 
 
+def code_header(step: StepView, steps: Sequence[StepView], which: str) -> str:
+    """The comment above the ``.code`` view of ``step``: whose code it is.
+
+    TorchScript prints ``.code`` for a module, and a run has two: the loaded module and
+    the final frozen one; the steps between are graphs (their IR and diff are the
+    step's own). ``which`` is ``final`` or ``loaded``.
+    """
+    last = steps[-1] if steps else step
+    this = f"step {step.index} ({step.name})"
+    inside = (
+        "TorchScript prints .code only for a module; a step inside the run is a graph: "
+        "d shows its diff, then its IR."
+    )
+    if which == "final" and step is last:
+        text = f".code of the final frozen module: this step, {this}, is the run's last."
+    elif which == "final":
+        text = (
+            f".code of the final frozen module, after the run's last step, {last.index} "
+            f"({last.name}): not {this}'s own. {inside}"
+        )
+    else:
+        text = (
+            f".code of the loaded module, before freezing: not {this}'s own. {inside} "
+            "The frozen module's .code shows at the steps after fold_attributes."
+        )
+    lines = textwrap.wrap(text, 60)
+    return "".join(f"# {line}\n" for line in lines)
+
+
 class IRPane(Vertical):
     """Title, IR text view and search box (see the module docstring)."""
 
@@ -338,7 +367,9 @@ class IRPane(Vertical):
         step = self.current()
         final = self._source.final_code if self._source else None
         if step is not None and step.name not in ("inline", "fold_attributes") and final:
-            return "# .code of the final frozen module\n" + final
+            return code_header(step, self.steps, "final") + final
+        if step is not None:
+            return code_header(step, self.steps, "loaded") + self._loaded_code
         return self._loaded_code
 
     def show_current(self) -> None:
@@ -378,6 +409,10 @@ class IRPane(Vertical):
         """The pane's title: the step, its changes, the view and the node count."""
         step = self.current()
         mode = {"ir": "IR", "code": ".code", "diff": "diff"}[self.view_mode]
+        if self.view_mode == "code" and step is not None and step is not self.steps[-1]:
+            # Whose .code it is: a module's, never a step's inside the run.
+            early = step.name in ("inline", "fold_attributes") or not self.run_finished
+            mode = ".code of the loaded module" if early else ".code of the frozen module"
         title = Text()
         if self.failed:
             title.append("no model", "bold red")
