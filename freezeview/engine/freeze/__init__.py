@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .passes import REGISTRY, PassInfo, default_passes, needs_guard
     from .pipeline import Pipeline, freeze
     from .plan import Plan
+    from .sandbox import Sandbox
     from .steps import Progress, Step, release_graphs
 
 __getattr__, __dir__ = lazy_exports(
@@ -34,6 +35,7 @@ __getattr__, __dir__ = lazy_exports(
         "Pipeline": "pipeline",
         "freeze": "pipeline",
         "Plan": "plan",
+        "Sandbox": "sandbox",
         "Progress": "steps",
         "Step": "steps",
         "release_graphs": "steps",
@@ -47,6 +49,7 @@ __all__ = [
     "Pipeline",
     "Plan",
     "Progress",
+    "Sandbox",
     "Step",
     "compare_outputs",
     "default_passes",

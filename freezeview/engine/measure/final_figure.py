@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ..freeze import Sandbox
 from ..plumbing import PlanError
 from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, time_pair
 from .measure_values import Measurement
@@ -22,11 +23,11 @@ __all__ = ["final_figure"]
 
 
 def _caller(module: Any, inputs: Sequence[Any]) -> Callable[[], Any]:
-    cmod = module._c
-    fn = torch._C._create_function_from_graph(
-        "freezeview_timed", cmod._get_method("forward").graph.copy()
-    )
-    return lambda: fn(cmod, *inputs)
+    """One forward on ``inputs``, run on a private copy of ``module`` (a
+    :class:`~freezeview.engine.freeze.Sandbox`): a forward that writes its state or its
+    folded constants leaves the user's model, and what is frozen from it later, alone."""
+    run = Sandbox(module).function(module._c._get_method("forward").graph)
+    return lambda: run(*inputs)
 
 
 def final_figure(
