@@ -422,6 +422,12 @@ class MainScreen(Guarded, Screen[None]):
             self.query_one(Tabs).active = "tab-ir"
         self.ir_pane.open_search()
 
+    def action_find_attribute(self) -> None:
+        """Find an attribute in the model tree by part of its dotted path."""
+        if self.has_class("-narrow"):
+            self.query_one(Tabs).active = "tab-model"
+        self.model_tree.open_find()
+
     def action_help(self) -> None:
         """Show every key."""
         from .help import HelpScreen

@@ -43,5 +43,12 @@ MAIN_KEYS: list[BindingType] = [
         tooltip="Open the last picture (g) or review page (e) in the local browser",
     ),
     Binding("slash", "search", "Search", key_display="/", tooltip="Search the IR pane"),
+    Binding(
+        "ctrl+f",
+        "find_attribute",
+        "Find attr",
+        key_display="^f",
+        tooltip="Find an attribute in the model tree by part of its dotted path (enter: next)",
+    ),
     Binding("question_mark", "help", "Help", key_display="?", tooltip="Show every key"),
 ]

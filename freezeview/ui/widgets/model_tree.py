@@ -19,7 +19,7 @@ from textual import work
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import Tree
+from textual.widgets import Input, Tree
 from textual.widgets.tree import TreeNode
 
 from ..collector import Handoff
@@ -27,7 +27,7 @@ from ..messages import Status
 from ..tree_rows import RANGE_ROWS, TreeRows, lay_out, ranges
 from ..views import AttrView
 
-__all__ = ["FILTERS", "RANGE_ROWS", "STATUS_STYLES", "ModelTree", "RowRange", "badge"]
+__all__ = ["FILTERS", "RANGE_ROWS", "STATUS_STYLES", "ModelTree", "RowRange", "TreeFind", "badge"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,6 +418,36 @@ class ModelTree(Tree[Row]):
         path = self.selected_path
         return self.view_of(path) if path else None
 
+    # -- find by name (ctrl+f) -----------------------------------------------------------
+    def open_find(self) -> None:
+        """Show the find box above the tree and focus it: typing jumps to the first
+        attribute whose dotted path holds the text, enter to the next."""
+        found = self.screen.query("#tree-find")
+        box = found.first(TreeFind) if found else None
+        if box is None:
+            box = TreeFind(self)
+            assert self.parent is not None
+            self.parent.mount(box, before=self)
+        box.display = True
+        box.focus()
+
+    def find(self, text: str, after: str | None = None) -> tuple[int, int]:
+        """Put the cursor on the first attribute or module (after ``after``, around the
+        end) whose dotted path holds ``text`` (case ignored) among the rows the filter
+        shows; returns (which match, how many), (0, 0) when none."""
+        needle = text.strip().lower()
+        if not needle:
+            return 0, 0
+        shown = self._rows.parent_of
+        matches = [v.path for v in self._views if needle in v.path.lower() and v.path in shown]
+        if not matches:
+            return 0, 0
+        at = 0
+        if after in matches:
+            at = (matches.index(after) + 1) % len(matches)
+        self.select_path(matches[at])
+        return at + 1, len(matches)
+
     def select_path(self, path: str) -> bool:
         """Move the cursor to ``path``; False if it is not shown."""
         if path not in self._rows.parent_of:
@@ -425,6 +455,46 @@ class ModelTree(Tree[Row]):
         node = self._reveal(path)
         self.call_after_refresh(self.move_cursor, node)
         return True
+
+
+class TreeFind(Input):
+    """The model tree's find box (ctrl+f): a part of a dotted path, such as
+    ``layer3.2.bn`` or ``running_var``; enter goes to the next match, escape closes."""
+
+    DEFAULT_CSS = """
+    TreeFind {
+        height: 3;
+    }
+    """
+    BINDINGS = [Binding("escape", "close", "Close find", show=False)]
+
+    def __init__(self, tree: ModelTree) -> None:
+        super().__init__(
+            placeholder="find an attribute by its path (enter: next, esc: close)", id="tree-find"
+        )
+        self._tree = tree
+
+    def _say(self, text: str, found: tuple[int, int]) -> None:
+        at, count = found
+        tree = self._tree
+        if count:
+            self.post_message(Status(f"{at} of {count} attribute paths hold {text.strip()!r}"))
+        elif text.strip():
+            shown = "" if tree.status_filter == "all" else f" (tree shows: {tree.status_filter})"
+            self.post_message(Status(f"no attribute path holds {text.strip()!r}{shown}", True))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._say(event.value, self._tree.find(event.value))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._say(event.value, self._tree.find(event.value, after=self._tree.selected_path))
+
+    def action_close(self) -> None:
+        """Hide the box; the tree takes the focus, on the attribute found."""
+        self.display = False
+        self._tree.focus()
 
 
 def _label_facts(v: AttrView) -> tuple[bool, str, str, str, str | None, str]:
