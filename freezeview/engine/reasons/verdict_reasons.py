@@ -207,8 +207,10 @@ class VerdictBuilder:
                 if prop.slot_survives(child, n) and n not in ("training", "_is_full_backward_hook")
             ] or [n for n in child.order if prop.slot_survives(child, n)]
             if held and not any(r.code in ("preserved", "module-kept") for r in reasons):
-                shown = ", ".join(held[:5]) + (", ..." if len(held) > 5 else "")
-                reasons.append(Reason("holds-kept", f"holds kept attributes: {shown}"))
+                # By dotted path: a bare name read like a count ("attributes: 0").
+                paths = [f"{info.path}.{n}" for n in held[:5]]
+                shown = ", ".join(paths) + (", ..." if len(held) > 5 else "")
+                reasons.append(Reason("holds-kept", f"holds kept attributes (by path): {shown}"))
         if not reasons and not prop.methods:
             reasons.append(
                 Reason(
