@@ -22,6 +22,7 @@ from . import (
     recurrent,
     refused,
     submodule_methods,
+    written,
 )
 from ._case import Case, default_inputs, image_inputs, scripted, seeded, traced
 
@@ -50,6 +51,7 @@ CASES: list[Case] = [
     *submodule_methods.CASES,
     *frozen.CASES,
     *enums.CASES,
+    *written.CASES,
 ]
 
 _names = [case.name for case in CASES]

@@ -84,6 +84,8 @@ class FreezeReplay(ReplayGraphs):
         self.mutable_slots: set[tuple[int, str]] = set()
         self.read: set[tuple[int, str]] = set()
         self.folded: dict[tuple[int, str], set[str]] = {}
+        # The constants folding put in each graph (by context index): value id -> slot.
+        self.constant_slots: dict[int, dict[int, tuple[int, str]]] = {}
         self.not_materializable: set[tuple[int, str]] = set()
         self.unreplaced: dict[int, set[int]] = {}
         self.used: dict[tuple[int, str], None] = {}
@@ -187,6 +189,11 @@ class FreezeReplay(ReplayGraphs):
     # -- phase 1: mutations across all preserved methods ------------------------------------
 
     def record_mutations(self) -> None:
+        # freeze_module.cpp walks a torch.jit.fork body with a copy of its propagator
+        # (``std::bind(&AttributePropagator::recordMutableAttrs, *this, ...)``): what the
+        # copy records as written is lost, so a write inside a fork's body keeps nothing
+        # and torch folds the attribute anyway. The write is still a fact for the reasons
+        # (``written-constant``, or a write the frozen graph no longer makes).
         for ctx in self.contexts:
             graph = ctx.graph
             writers = ctx.writers
@@ -210,6 +217,8 @@ class FreezeReplay(ReplayGraphs):
                     if is_object(attr) or not is_mutable(attr):
                         continue
                     used.append((mod.key, name))
+                if ctx.is_fork:
+                    continue
                 if kind == "prim::SetAttr" or writers.has_writers(node.output()):
                     self.mutable_slots.add((mod.key, name))
                     self._insert_mutable(mod, name)
@@ -270,8 +279,8 @@ class FreezeReplay(ReplayGraphs):
         # the body no longer reads; a body that still reads its module then (the GetAttr
         # of a submodule, which no constant replaces, is only cleaned up with the body
         # afterwards) keeps that module on the frozen model.
-        for ctx in self.contexts:
-            self._fold(ctx)
+        for index, ctx in enumerate(self.contexts):
+            self.constant_slots[index] = self._fold(ctx)
         for ctx in self.contexts:
             # The parts of runOptimization that decide which reads survive; dead-code
             # elimination first, as there, to drop the emptied GetAttr nodes.
@@ -282,12 +291,14 @@ class FreezeReplay(ReplayGraphs):
             # graph (constant_propagation.cpp), so no second pass is needed here.
             torch._C._jit_pass_constant_propagation(ctx.graph)
 
-    def _fold(self, ctx: GraphContext) -> None:
-        """Replace each foldable ``prim::GetAttr`` of one graph by its constant."""
+    def _fold(self, ctx: GraphContext) -> dict[int, tuple[int, str]]:
+        """Replace each foldable ``prim::GetAttr`` of one graph by its constant; the
+        constants inserted, by value id, with the slot each holds."""
         graph, method = ctx.graph, ctx.method
         self._use_graph(graph, ctx.base)
         first = next(iter(graph.block().nodes()), None)
         constants: dict[tuple[int, str], torch._C.Value | None] = {}
+        kept_reads: dict[int, tuple[int, str]] = {}
         reads = graph.findAllNodes("prim::GetAttr", True)  # type: ignore[attr-defined]
         for i, node in enumerate(reads, 1):
             if not i % _PAUSE_EVERY:
@@ -318,6 +329,9 @@ class FreezeReplay(ReplayGraphs):
                 # Python cannot build this constant (a TorchScript object); torch can,
                 # so the read counts as folded even though it stays in our copy.
                 self.unreplaced.setdefault(id(ctx), set()).add(node.output().unique())
+                kept_reads[node.output().unique()] = slot
+        made = {value.unique(): slot for slot, value in constants.items() if value is not None}
+        return made | kept_reads
 
     # -- phase 3: clean-up of the module --------------------------------------------------
 

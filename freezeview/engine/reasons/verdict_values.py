@@ -23,6 +23,9 @@ __all__ = [
 #: (tests/test_docs_reasons.py holds the page to this set).
 REASON_CODES: dict[str, str] = {
     "folded": "inlined: a preserved method reads it and freezing folds it into a constant",
+    "written-constant": (
+        "inlined, yet the frozen graph writes it: the frozen model mutates its own constant"
+    ),
     "unused": "dropped: no preserved method reads it",
     "dead-code": "dropped: only read in code that freezing's clean-up removes",
     "preserved": "kept: named in preserved_attrs, or under a named submodule",

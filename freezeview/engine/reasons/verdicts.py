@@ -40,6 +40,7 @@ from ..graph import (
 from ..load import LoadedModel, check_eval, load_model
 from ..plumbing import BadInputError, PlanError, collector_paused
 from .agreement import settle
+from .constant_writes import constant_writes, mark_written_constants
 from .module_objects import ModuleView
 from .refusals import torch_refusal
 from .replay import FreezeReplay
@@ -249,6 +250,7 @@ def _explain(
         # Read in full: torch would keep its frozen graphs as long as the model lives.
         release_clone(outcome.frozen, cmod)
     shown, disagreements = settle(verdicts, statuses, outcome)
+    shown = mark_written_constants(shown, prop, constant_writes(prop))
     return Explanation(
         model=display,
         torch_version=torch.__version__,
