@@ -104,6 +104,13 @@ class StepView:
     #: column of ``freezeview freeze`` says it; a failed step's error.
     notes: str = ""
 
+    @property
+    def label(self) -> str:
+        """``5 · conv -> batchnorm (round 1)``: the step's number, counted from 0, and its
+        title, as ``freezeview freeze``'s table, the timeline, the review page and the
+        file names of ``g`` and ``export`` (``05-fold_conv_bn.svg``) number it."""
+        return f"{self.index} · {self.title}"
+
 
 @dataclass(frozen=True)
 class OpenedView:
