@@ -25,6 +25,7 @@ from bad_inputs.run import FREEZEVIEW, available_commands, interrupt_after
 
 from freezeview.engine.plumbing import atomic
 from freezeview.engine.plumbing.atomic import (
+    atomic_directory,
     atomic_path,
     check_output_path,
     save_module,
@@ -141,8 +142,9 @@ def test_check_output_path_refusals(tmp_path: Path) -> None:
     assert check_output_path(existing, force=True) == existing
     with pytest.raises(OutputError, match="is a directory"):
         check_output_path(tmp_path)
-    with pytest.raises(OutputError, match=r"directory .*nope does not exist; create it first"):
-        check_output_path(tmp_path / "nope" / "out.pt")
+    # A missing directory is made when the file is written (as mkdir -p), not refused.
+    assert check_output_path(tmp_path / "nope" / "out.pt") == tmp_path / "nope" / "out.pt"
+    assert not (tmp_path / "nope").exists()
     with pytest.raises(OutputError, match=r"out\.pt is a file, not a directory"):
         check_output_path(existing / "deeper" / "x.pt")
 
@@ -341,3 +343,21 @@ def test_same_name_writes_under_the_final_name(tmp_path: Path) -> None:
         tmp.write_bytes(b"half")
         raise RuntimeError("a pass failed")
     assert out.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
+
+
+def test_missing_directories_are_made_and_taken_away_on_failure(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "deeper" / "x.pt"
+    write_text(target, "whole")
+    assert target.read_text() == "whole"
+    failed = tmp_path / "gone" / "deeper" / "x.pt"
+    with pytest.raises(RuntimeError), atomic_path(failed) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("a failing pass")
+    assert not (tmp_path / "gone").exists()  # nothing written, no empty folders either
+    exported = tmp_path / "pictures" / "run1"
+    with atomic_directory(exported) as work:
+        (work / "a.svg").write_text("<svg/>")
+    assert (exported / "a.svg").read_text() == "<svg/>"
+    with pytest.raises(RuntimeError), atomic_directory(tmp_path / "none" / "run") as work:
+        raise RuntimeError("graphviz failed")
+    assert not (tmp_path / "none").exists()

@@ -65,6 +65,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="exit 1 when an attribute went from inlined to kept, kept bytes grew or a "
         "pass stopped firing",
     )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="also list the `training` flags and hook placeholders every module carries",
+    )
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
     parser.set_defaults(func=run)
 
@@ -102,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     if style == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     elif style == "markdown":
-        sys.stdout.write(render_markdown(result))
+        sys.stdout.write(render_markdown(result, show_all=args.all))
     else:
-        sys.stdout.write(render_text(result))
+        sys.stdout.write(render_text(result, show_all=args.all))
     return 1 if args.fail_on_regression and result.regressions else 0

@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     if is_loopback(args.host):
         err.print(
             f"Only this machine can open it. From your own machine: "
-            f"[bold]ssh -N -L {args.port}:127.0.0.1:{args.port} {_login()}[/], "
+            f"[bold]ssh -N -L {args.port}:127.0.0.1:{args.port} {escape(_login())}[/], "
             f"then open http://127.0.0.1:{args.port} there."
         )
     else:
@@ -196,10 +196,34 @@ def _login() -> str:
     import getpass
 
     try:
-        user = getpass.getuser()
+        user: str | None = getpass.getuser()
     except (KeyError, OSError):
-        user = "you"
-    return f"{user}@{socket.getfqdn() or socket.gethostname()}"
+        user = None
+    names: list[str] = []
+    for ask in (socket.getfqdn, socket.gethostname):
+        try:
+            names.append(ask())
+        except OSError:
+            continue
+    return tunnel_login(user, names)
+
+
+def tunnel_login(user: str | None, names: list[str]) -> str:
+    """``user@host`` for the SSH tunnel hint: the first of ``names`` (the machine's fully
+    qualified name, then its host name) that another machine could reach, never a
+    loopback name such as ``localhost`` (which would tunnel to the user's own machine);
+    ``<user>`` and ``<this-host>`` where freezeview cannot tell."""
+    host = next((n for n in names if n and not _is_loopback_name(n)), "<this-host>")
+    return f"{user or '<user>'}@{host}"
+
+
+def _is_loopback_name(name: str) -> bool:
+    lowered = name.lower().rstrip(".")
+    return (
+        lowered in ("localhost", "ip6-localhost", "ip6-loopback")
+        or lowered.startswith("localhost.")
+        or is_loopback(lowered)
+    )
 
 
 def child_main(argv: list[str]) -> int:

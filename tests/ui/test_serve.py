@@ -215,3 +215,33 @@ def test_serve_in_chromium_offline(small_pt: Path, tmp_path: Path) -> None:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_the_tunnel_hint_names_this_machine_never_localhost(
+    small_pt: Path,
+    fake_server: type[FakeServer],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import getpass
+
+    # A machine whose fully qualified name resolves to localhost (a common /etc/hosts).
+    monkeypatch.setattr(socket, "getfqdn", lambda *a: "localhost")
+    monkeypatch.setattr(socket, "gethostname", lambda: "gpu-box")
+    monkeypatch.setattr(getpass, "getuser", lambda: "ana")
+    assert main(["serve", str(small_pt)]) == 0
+    line = next(x for x in capsys.readouterr().err.splitlines() if "ssh -N" in x)
+    assert "ana@gpu-box" in line and "localhost" not in line
+    # Nothing but loopback names and no user name: placeholders, never localhost.
+    monkeypatch.setattr(socket, "gethostname", lambda: "localhost.localdomain")
+
+    def no_user() -> str:
+        raise KeyError("uid not in passwd")
+
+    monkeypatch.setattr(getpass, "getuser", no_user)
+    assert main(["serve", str(small_pt)]) == 0
+    line = next(x for x in capsys.readouterr().err.splitlines() if "ssh -N" in x)
+    assert "<user>@<this-host>" in line and "localhost" not in line
+    assert serve_module.tunnel_login("me", ["127.0.0.1", "::1", "box.example.org"]) == (
+        "me@box.example.org"
+    )

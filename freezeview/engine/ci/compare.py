@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from ..freeze import Plan
+from ..graph import HOUSEKEEPING
 from ..measure import Change, compare_latency, format_ms
 from ..plumbing import collector_paused
 from ..reasons import AttributeVerdict, Reason
@@ -193,6 +194,26 @@ class Comparison:
         }
 
 
+def _shown(path: str, *statuses: str, show_all: bool) -> bool:
+    """Whether a row is shown: the ``training`` flags and hook placeholders every module
+    carries are hidden, as explain hides them, unless one is kept (then it is news)."""
+    return show_all or path.rsplit(".", 1)[-1] not in HOUSEKEEPING or "kept" in statuses
+
+
+def _hidden_note(comparison: Comparison, show_all: bool) -> str | None:
+    c = comparison
+    rows = [(ch.path, ch.old, ch.new) for ch in c.changes]
+    rows += [(v.path, v.status) for v in (*c.added, *c.removed)]
+    hidden = sum(not _shown(row[0], *row[1:], show_all=show_all) for row in rows)
+    if not hidden:
+        return None
+    rows_word = "row" if hidden == 1 else "rows"
+    return (
+        f"{hidden} housekeeping {rows_word} hidden: training flags and hook placeholders; "
+        "--all shows them"
+    )
+
+
 def _because(reasons: Sequence[Reason]) -> str:
     located = next((r for r in reasons if r.source), reasons[0] if reasons else None)
     return f": {located.one_line()}" if located is not None else ""
@@ -276,8 +297,10 @@ def compare(
     )
 
 
-def render_markdown(comparison: Comparison) -> str:
-    """A pull-request comment: what freezing does differently, regressions first."""
+def render_markdown(comparison: Comparison, *, show_all: bool = False) -> str:
+    """A pull-request comment: what freezing does differently, regressions first.
+
+    ``show_all`` also lists the housekeeping rows (``training``, hook placeholders)."""
     c = comparison
     old, new = Path(c.old.model).name, Path(c.new.model).name
     lines = [f"### freezeview compare: `{old}` → `{new}`", ""]
@@ -294,13 +317,18 @@ def render_markdown(comparison: Comparison) -> str:
     if c.changes:
         lines += ["| attribute | before | after | why (after) |", "|---|---|---|---|"]
         for change in c.changes:
+            if not _shown(change.path, change.old, change.new, show_all=show_all):
+                continue
             why = _because(change.reasons).removeprefix(": ").replace("|", "\\|")
             lines.append(f"| `{change.path}` | {change.old} | {change.new} | {why} |")
         lines.append("")
-    if c.added or c.removed:
-        lines.append(f"Attributes added: {len(c.added)}, removed: {len(c.removed)}")
+    added = [v for v in c.added if _shown(v.path, v.status, show_all=show_all)]
+    removed = [v for v in c.removed if _shown(v.path, v.status, show_all=show_all)]
+    if added or removed:
+        lines.append(f"Attributes added: {len(added)}, removed: {len(removed)}")
         for a, b in c.renamed_hints:
-            lines.append(f"- `{a}` → `{b}`? (similar names)")
+            if _shown(a, show_all=show_all):
+                lines.append(f"- `{a}` → `{b}`? (similar names)")
         lines.append("")
     if c.pass_changes:
         lines.append(
@@ -324,26 +352,35 @@ def render_markdown(comparison: Comparison) -> str:
         lines.append("")
     if c.latency_lines():
         lines.append("Latency: " + "; ".join(c.latency_lines()))
+        lines.append("")
+    note = _hidden_note(c, show_all)
+    if note:
+        lines.append(f"<sub>{note}</sub>")
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render_text(comparison: Comparison) -> str:
-    """Plain text for the terminal."""
+def render_text(comparison: Comparison, *, show_all: bool = False) -> str:
+    """Plain text for the terminal; ``show_all`` also lists the housekeeping rows."""
     c = comparison
     lines = [f"freezeview compare: {c.old.model} -> {c.new.model} (torch {torch.__version__})"]
     if c.identical:
         lines.append("freezing treats both models the same.")
     for change in c.changes:
+        if not _shown(change.path, change.old, change.new, show_all=show_all):
+            continue
         mark = "REGRESSION " if change.regression else ""
         lines.append(
             f"  {mark}{change.path}: {change.old} -> {change.new}{_because(change.reasons)}"
         )
     for verdict in c.added:
-        lines.append(f"  added {verdict.path} ({verdict.status})")
+        if _shown(verdict.path, verdict.status, show_all=show_all):
+            lines.append(f"  added {verdict.path} ({verdict.status})")
     for verdict in c.removed:
-        lines.append(f"  removed {verdict.path} (was {verdict.status})")
+        if _shown(verdict.path, verdict.status, show_all=show_all):
+            lines.append(f"  removed {verdict.path} (was {verdict.status})")
     for a, b in c.renamed_hints:
-        lines.append(f"  hint: {a} -> {b}? (similar names: a renamed module?)")
+        if _shown(a, show_all=show_all):
+            lines.append(f"  hint: {a} -> {b}? (similar names: a renamed module?)")
     lines.append(f"  kept tensor bytes: {c.old.kept_bytes:,} -> {c.new.kept_bytes:,}")
     for name, (fired_old, fired_new) in c.pass_changes.items():
         lines.append(f"  pass {name}: fired {fired_old}x -> {fired_new}x")
@@ -354,6 +391,9 @@ def render_text(comparison: Comparison) -> str:
             n = facts.numerics
             lines.append(f"  numerics ({label}): max abs {n.max_abs:.3g}, max rel {n.max_rel:.3g}")
     lines.extend(f"  {line}" for line in c.latency_lines())
+    note = _hidden_note(c, show_all)
+    if note:
+        lines.append(f"  ({note})")
     regressions = c.regressions
     lines.append(f"{len(regressions)} regression(s):" if regressions else "no regression.")
     lines.extend(f"  {sentence}" for sentence in regressions)

@@ -40,6 +40,7 @@ unknown pass, a pattern that is empty or matches no attribute of the model.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import tomllib
@@ -256,6 +257,13 @@ def _number(path: Path, line: int, name: str, value: Any) -> float:
     return float(value)
 
 
+def _closest(name: str, known: Any) -> str:
+    """`` did you mean 'x'?`` for the known name closest to a mistyped one, or ``""``."""
+    names = sorted(known)
+    close = difflib.get_close_matches(name.replace("-", "_"), names, n=2, cutoff=0.6)
+    return (" did you mean " + " or ".join(repr(c) for c in close) + "?") if close else ""
+
+
 def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
     """Read and check an expectations file.
 
@@ -304,13 +312,15 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
                     raise _fail(
                         p,
                         where.key_line(section, key),
-                        f"unknown pass {key!r} in [passes] (see `freezeview passes`).",
+                        f"unknown pass {key!r} in [passes];{_closest(key, known_passes)} "
+                        "see `freezeview passes`.",
                     )
             elif key not in allowed:
                 raise _fail(
                     p,
                     where.key_line(section, key),
-                    f"unknown key {key!r} in [{section}]; known: {', '.join(allowed)}.",
+                    f"unknown key {key!r} in [{section}];{_closest(key, allowed)} known: "
+                    f"{', '.join(allowed)}.",
                 )
 
     line = where.key_line
@@ -325,7 +335,8 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
                 raise _fail(
                     p,
                     where.values.get(("plan", "passes", name), line("plan", "passes")),
-                    f"unknown pass {name!r} in plan.passes (see `freezeview passes`).",
+                    f"unknown pass {name!r} in plan.passes;{_closest(name, known_passes)} "
+                    "see `freezeview passes`.",
                 )
 
     values = where.values

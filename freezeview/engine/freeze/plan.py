@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +13,19 @@ import torch
 from ..plumbing import PlanError
 from .passes import REGISTRY, PassInfo, default_passes
 
-__all__ = ["Plan"]
+__all__ = ["Plan", "did_you_mean"]
+
+
+def did_you_mean(name: str, known: Sequence[str] | Mapping[str, Any]) -> str:
+    """`` did you mean 'x'?`` for the known names closest to a mistyped ``name`` (spaces
+    and dashes read as underscores, case ignored), or ``""`` when none is close."""
+    names = list(known)
+    folded = {n.lower().replace("-", "_").replace(" ", "_"): n for n in names}
+    key = name.lower().replace("-", "_").replace(" ", "_")
+    close = [folded[c] for c in difflib.get_close_matches(key, list(folded), n=2, cutoff=0.6)]
+    if not close:
+        return ""
+    return " did you mean " + " or ".join(repr(c) for c in close) + "?"
 
 
 @dataclass(frozen=True)
@@ -78,7 +91,11 @@ class Plan:
         for pid in self.passes:
             info = reg.get(pid)
             if info is None:
-                raise PlanError(f"unknown pass {pid!r}; valid passes are: {', '.join(reg)}.")
+                hint = did_you_mean(pid, reg)
+                raise PlanError(
+                    f"unknown pass {pid!r};{hint} {'V' if hint else 'v'}alid passes are: "
+                    f"{', '.join(reg)}."
+                )
             if pid in seen:
                 raise PlanError(f"pass {pid!r} is listed twice; list each pass once.")
             seen.add(pid)

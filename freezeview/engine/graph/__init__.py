@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .frozen_contents import frozen_contents
     from .inventory import build_inventory, module_iterators, raw_module
     from .inventory_values import (
+        HOUSEKEEPING,
         AttributeInfo,
         FrozenConstant,
         FrozenContents,
@@ -43,6 +44,7 @@ __getattr__, __dir__ = lazy_exports(
         "build_inventory": "inventory",
         "module_iterators": "inventory",
         "raw_module": "inventory",
+        "HOUSEKEEPING": "inventory_values",
         "AttributeInfo": "inventory_values",
         "FrozenConstant": "inventory_values",
         "FrozenContents": "inventory_values",
@@ -65,6 +67,7 @@ __getattr__, __dir__ = lazy_exports(
 )
 
 __all__ = [
+    "HOUSEKEEPING",
     "RECENT_LINES",
     "AttributeInfo",
     "FrozenConstant",

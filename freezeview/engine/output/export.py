@@ -79,9 +79,9 @@ def _check_directory(directory: Path, names: Sequence[str], force: bool) -> None
     if directory.exists() and not directory.is_dir():
         raise OutputError(f"{directory} is a file; give a directory to write the pictures into.")
     if not directory.exists():
-        # The same sentences as for any output file: a missing parent, a parent that is a
-        # file, a read-only location. The directory itself appears only once every file
-        # of the export is written (atomic.atomic_directory).
+        # The same sentences as for any output file: a parent that is a file, a
+        # read-only location (missing parents are made). The directory itself appears
+        # only once every file of the export is written (atomic.atomic_directory).
         atomic.check_output_path(directory)
         return
     atomic.check_output_path(directory / (names[0] if names else "index.html"), force=True)

@@ -120,30 +120,53 @@ def check_output_path(path: str | os.PathLike[str], *, force: bool = False) -> P
     parent = _parent(p)
     if p.is_dir():
         raise OutputError(f"{p} is a directory: give a file name to write (e.g. {p / 'out'}).")
+    existing = parent
     if not parent.is_dir():
-        # Walk up to say precisely which part of the path is wrong.
-        probe = parent
-        while not probe.exists() and _parent(probe) != probe:
-            probe = _parent(probe)
-        if probe.exists() and not probe.is_dir():
+        # Missing directories are made when the file is written (as mkdir -p): the
+        # nearest one that exists must be a writable directory.
+        while not existing.exists() and _parent(existing) != existing:
+            existing = _parent(existing)
+        if existing.exists() and not existing.is_dir():
             raise OutputError(
-                f"cannot write {p}: {probe} is a file, not a directory; choose another output path."
+                f"cannot write {p}: {existing} is a file, not a directory; choose another "
+                "output path."
             )
-        raise OutputError(
-            f"cannot write {p}: directory {parent} does not exist; create it first "
-            f"(mkdir -p {parent}) or choose another output path."
-        )
     _refuse_input(p)
     if p.exists() and not force:
         raise OutputError(f"{p} already exists: pass --force to overwrite it.")
     try:
-        _probe_writable(parent)
+        _probe_writable(existing)
     except OSError as exc:
         raise OutputError(
-            f"cannot write {p}: directory {parent} is not writable ({_why(exc)}); choose "
+            f"cannot write {p}: directory {existing} is not writable ({_why(exc)}); choose "
             "another output path."
         ) from None
     return p
+
+
+def _make_parents(directory: Path) -> list[Path]:
+    """Make ``directory`` and its missing parents (as ``mkdir -p``); return the ones made,
+    deepest first, for :func:`_remove_made` to take away again when nothing is written."""
+    missing: list[Path] = []
+    probe = directory
+    while not probe.exists() and _parent(probe) != probe:
+        missing.append(probe)
+        probe = _parent(probe)
+    made: list[Path] = []
+    try:
+        for folder in reversed(missing):
+            folder.mkdir()
+            made.append(folder)
+    except OSError:
+        _remove_made(made[::-1])
+        raise
+    return made[::-1]
+
+
+def _remove_made(made: list[Path]) -> None:
+    for folder in made:  # deepest first; a folder something else wrote into stays
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -228,7 +251,9 @@ def atomic_path(
     _refuse_input(target)
     with _termination_as_interrupt():
         folder: Path | None = None
+        made: list[Path] = []
         try:
+            made = _make_parents(parent)
             if same_name:
                 folder = Path(
                     tempfile.mkdtemp(prefix=f".{target.name}.", suffix=_TMP_SUFFIX, dir=parent)
@@ -241,6 +266,7 @@ def atomic_path(
                 )
         except OSError as exc:
             _remove_folder(folder)
+            _remove_made(made)
             raise OutputError(f"cannot write {target}: {_why(exc)}.") from exc
         tmp = Path(tmp_name)
         try:
@@ -255,12 +281,14 @@ def atomic_path(
                 _fsync_dir(parent)
         except OSError as exc:
             _remove(tmp, folder)
+            _remove_made(made)
             raise OutputError(
                 f"cannot write {target}: {_why(exc)}; nothing was written (any previous "
                 "file is unchanged)."
             ) from exc
         except BaseException:
             _remove(tmp, folder)
+            _remove_made(made)
             raise
 
 
@@ -277,7 +305,8 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     half set of outputs. In the main thread SIGTERM and SIGHUP unwind like Ctrl-C.
 
     Args:
-        path: the final directory (its parent must exist).
+        path: the final directory (missing parents are made, and taken away again
+            when nothing is written).
 
     Yields:
         The temporary directory to write into (flat: files only).
@@ -289,9 +318,12 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     target = Path(path)
     parent = _parent(target)
     with _termination_as_interrupt():
+        made: list[Path] = []
         try:
+            made = _make_parents(parent)
             work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=_TMP_SUFFIX, dir=parent))
         except OSError as exc:
+            _remove_made(made)
             raise OutputError(f"cannot create {target}: {_why(exc)}.") from exc
         try:
             yield work
@@ -309,12 +341,14 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
             _fsync_dir(parent)
         except OSError as exc:
             shutil.rmtree(work, ignore_errors=True)
+            _remove_made(made)
             raise OutputError(
                 f"cannot write {target}: {_why(exc)}; nothing was written (any previous "
                 "files are unchanged)."
             ) from exc
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
+            _remove_made(made)
             raise
 
 
@@ -355,7 +389,7 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Atomically write ``data`` to ``path``.
 
     Args:
-        path: the final file (its directory must exist).
+        path: the final file (missing directories are made, as mkdir -p).
         data: the whole content.
 
     Returns:
@@ -371,7 +405,7 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Atomically write UTF-8 ``text`` to ``path``.
 
     Args:
-        path: the final file (its directory must exist).
+        path: the final file (missing directories are made, as mkdir -p).
         text: the whole content.
 
     Returns:
