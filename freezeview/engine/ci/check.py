@@ -238,6 +238,18 @@ def _status_violation(verdict: _Status, expected: str) -> Violation:
     )
 
 
+def _written_violation(verdict: _Status) -> Violation:
+    reason = next(r for r in verdict.reasons if r.code == "written-constant")
+    return Violation(
+        f"{verdict.path}: expected no write to its folded constant, torch folds it and the "
+        f"frozen graph writes it{_why(reason)}",
+        path=verdict.path,
+        expected="no write to a folded constant",
+        actual="written-constant",
+        reason=reason,
+    )
+
+
 def _check_patterns(expectations: Expectations, index: _PathIndex, model: str) -> None:
     for kind, pattern, line in expectations.patterns:
         if not index.any_match(pattern):
@@ -264,6 +276,10 @@ def _rule_result(
             if not allowed(v.path)
         )
         return RuleResult(rule, bad, len(kept))
+    if rule.kind == "written-constants":
+        written = [v for v in verdicts if "written-constant" in tuple(r.code for r in v.reasons)]
+        bad = tuple(_written_violation(v) for v in written)
+        return RuleResult(rule, bad, max(len(verdicts), 1))
     if rule.kind == "max-kept-bytes":
         if facts.kept_bytes <= rule.value:
             return RuleResult(rule, (), 1)
@@ -374,12 +390,14 @@ def check(model: Any, expectations: str | Path | Expectations) -> CheckReport:
         measure = (expected.threads, expected.time_budget) if expected.measures else None
         inputs = _inputs(expected)
         run = torch_facts(loaded, plan_of(expected), inputs, measure, per_step=False)
-        if run.statuses is not None:
+        # Whether a folded constant is written is freezeview's finding, not a status.
+        writes_rule = any(rule.kind == "written-constants" for rule in expected.rules)
+        if run.statuses is not None and not writes_rule:
             index = _PathIndex(run.statuses)
             _check_patterns(expected, index, run.model)
             results = [_rule_result(rule, expected, run, index) for rule in expected.rules]
         else:  # only freezeview's module tree can tell (a fork, an opaque object)
-            facts = run.facts()
+            facts = run.facts(reasons=writes_rule)
             index = _PathIndex(facts.explanation.attributes)
             _check_patterns(expected, index, facts.model)
             results = [_rule_result(rule, expected, facts, index) for rule in expected.rules]

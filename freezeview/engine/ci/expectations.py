@@ -12,6 +12,7 @@ A TOML file, read with the standard library, committed next to the model's code:
     inlined = ["conv*.weight", "layer1.*"]   # each matching attribute must be inlined
     kept = ["steps", "history"]              # nothing else may be kept
     dropped = ["*.num_batches_tracked"]      # each matching attribute must be dropped
+    written_constants = false   # no folded constant the frozen graph writes
 
     [limits]
     max_kept_tensor_bytes = 4096
@@ -69,6 +70,7 @@ _SECTIONS: dict[str, dict[str, str]] = {
         "inlined": "a list of patterns",
         "kept": "a list of patterns",
         "dropped": "a list of patterns",
+        "written_constants": "true or false",
     },
     "limits": {"max_kept_tensor_bytes": "a whole number of bytes, 0 or more"},
     "passes": {},  # pass ids, checked against the registry
@@ -102,7 +104,8 @@ class Rule:
     """One expectation: one JUnit test case, one line of ``check``'s report.
 
     Attributes:
-        kind: ``inlined``, ``kept``, ``dropped``, ``max-kept-bytes``, ``pass``,
+        kind: ``inlined``, ``kept``, ``dropped``, ``written-constants``,
+            ``max-kept-bytes``, ``pass``,
             ``numerics``, or a deployment rule: ``max-latency-ratio``,
             ``max-constant-bytes``, ``portable``, ``roundtrip``.
         target: the pattern (``inlined``/``dropped``), the patterns joined by ``, ``
@@ -126,6 +129,8 @@ class Rule:
             return f"attributes.kept: only {self.target or 'nothing'}"
         if self.kind == "max-kept-bytes":
             return f"limits.max_kept_tensor_bytes: {self.value}"
+        if self.kind == "written-constants":
+            return "attributes.written_constants: false (no folded constant is written)"
         if self.kind == "pass":
             return (
                 f"passes.{self.target}: fires {'never' if self.value == 0 else f'>= {self.value}x'}"
@@ -356,6 +361,10 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
             rules.append(Rule("kept", ", ".join(items), None, line("attributes", "kept")))
         else:
             rules.extend(Rule(kind, v, None, n) for v, n in located)
+    if "written_constants" in attributes:
+        n = line("attributes", "written_constants")
+        if not _flag(p, n, "attributes.written_constants", attributes["written_constants"]):
+            rules.append(Rule("written-constants", "", False, n))
 
     limits = doc.get("limits", {})
     if "max_kept_tensor_bytes" in limits:
