@@ -38,13 +38,45 @@ def test_changed_steps_are_timed_against_the_unfrozen_module() -> None:
     for before, step in itertools.pairwise(steps):
         if not step.changed:
             assert m.constant_bytes[step.index] == m.constant_bytes[before.index]
-    # The verdict's figures: the unfrozen forward and the last pass's graph, timed again
-    # side by side once the run finished.
+    # The verdict's figures: the unfrozen forward and the last pass's graph, each timed
+    # once, the figures the table shows.
     assert m.last_step == m.steps[max(m.steps)]
-    assert m.pair is not None and m.frozen == m.pair[1] and m.baseline == m.pair[0]
+    assert m.frozen == m.last_step and m.baseline == m.unfrozen
     assert m.overall is not None and m.overall.ratio == m.frozen.median / m.baseline.median
-    assert {t.latency for t in run.timings} == {m.unfrozen, *m.steps.values(), *m.pair}
+    assert {t.latency for t in run.timings} == {m.unfrozen, *m.steps.values()}
+    assert len(run.timings) == 1 + len(m.steps)
+    assert {t.latency.mode for t in run.timings} == {"inference_mode"}
     assert all(t.calls >= t.latency.runs for t in run.timings)
+
+
+def test_forwards_run_under_inference_mode_unless_autograd_is_asked(monkeypatch) -> None:
+    """Read off torch inside every timed call: inference mode by default, grad with
+    ``autograd=True``, and the latency says which."""
+    import freezeview.engine.measure.measured_run as measured_run
+
+    real = measured_run.time_forward
+    seen: list[tuple[bool, bool]] = []
+
+    def recording(call, **kwargs):  # type: ignore[no-untyped-def]
+        def wrapped():  # type: ignore[no-untyped-def]
+            seen.append((torch.is_inference_mode_enabled(), torch.is_grad_enabled()))
+            return call()
+
+        return real(wrapped, **kwargs)
+
+    monkeypatch.setattr(measured_run, "time_forward", recording)
+    for autograd, expected, mode in (
+        (False, (True, False), "inference_mode"),
+        (True, (False, True), "autograd"),
+    ):
+        seen.clear()
+        plan = Plan(passes=default_passes(True, False))
+        x = (torch.randn(SMALL_INPUT_SHAPE),)
+        run = MeasuredRun(Pipeline(small_conv_net(), plan, x), budget=BUDGET, autograd=autograd)
+        list(run.run())
+        m = run.finish(check_roundtrip=False)
+        assert seen and set(seen) == {expected}
+        assert m.modes == (mode,) and mode in m.timed_under()
 
 
 def test_final_constant_bytes_equal_torch_freeze() -> None:

@@ -18,6 +18,7 @@ from .options import (
     add_measure_options,
     add_model_options,
     add_plan_options,
+    autograd_from_args,
     inputs_from_args,
     load_from_args,
     measure_from_args,
@@ -84,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         ),
     )
     add_input_options(parser)
-    add_measure_options(parser)
+    add_measure_options(parser, autograd=True)
     parser.set_defaults(func=run)
 
 
@@ -108,7 +109,14 @@ def run(args: argparse.Namespace) -> int:
         print_disagreements(report_console(stderr=True), result)
     figure = None
     if measured and inputs is not None:
-        figure = _final_figure(loaded.module, inputs, preserved_from_args(args), threads, budget)
+        figure = _final_figure(
+            loaded.module,
+            inputs,
+            preserved_from_args(args),
+            threads,
+            budget,
+            autograd=autograd_from_args(args),
+        )
     if args.json:
         data = result.to_json()
         if figure is not None:
@@ -130,7 +138,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _final_figure(
-    module: Any, inputs: tuple[Any, ...], preserved: list[str], threads: int, budget: float
+    module: Any,
+    inputs: tuple[Any, ...],
+    preserved: list[str],
+    threads: int,
+    budget: float,
+    *,
+    autograd: bool = False,
 ) -> Measurement:
     """torch.jit.freeze's forward against the unfrozen one, or one sentence why not."""
     from ..engine.measure import final_figure
@@ -138,7 +152,12 @@ def _final_figure(
 
     try:
         return final_figure(
-            module, inputs, preserved_attrs=preserved, threads=threads, budget=budget
+            module,
+            inputs,
+            preserved_attrs=preserved,
+            threads=threads,
+            budget=budget,
+            autograd=autograd,
         )
     except FreezeviewError:
         raise

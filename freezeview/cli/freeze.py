@@ -18,6 +18,7 @@ from .options import (
     add_model_options,
     add_pass_options,
     add_plan_options,
+    autograd_from_args,
     inputs_from_args,
     load_from_args,
     measure_from_args,
@@ -58,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(MKLDNN results cannot be saved)",
     )
     add_input_options(parser)
-    add_measure_options(parser)
+    add_measure_options(parser, autograd=True)
     parser.add_argument(
         "--json",
         action="store_true",
@@ -109,7 +110,13 @@ def run(args: argparse.Namespace) -> int:
     # graphs are at hand; without inputs nothing runs. The bytes are counted where they
     # are shown (every JSON line; the table's constants column, which comes with sample
     # inputs), after the step before let go of what this step's counts can do without.
-    measured = MeasuredRun(pipe, threads=threads, budget=budget, defer_constants=True)
+    measured = MeasuredRun(
+        pipe,
+        threads=threads,
+        budget=budget,
+        defer_constants=True,
+        autograd=autograd_from_args(args),
+    )
     shows_constants = args.json or inputs is not None
 
     def shown() -> Measurement | None:

@@ -20,6 +20,7 @@ __all__ = [
     "add_model_options",
     "add_pass_options",
     "add_plan_options",
+    "autograd_from_args",
     "inputs_from_args",
     "load_from_args",
     "measure_from_args",
@@ -167,8 +168,9 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_measure_options(parser: argparse.ArgumentParser) -> None:
-    """How forwards are timed when sample inputs are given: ``--threads``, ``--time-budget``."""
+def add_measure_options(parser: argparse.ArgumentParser, *, autograd: bool = False) -> None:
+    """How forwards are timed when sample inputs are given: ``--threads``, ``--time-budget``
+    (and ``--autograd`` where the command honours it)."""
     parser.add_argument(
         "--threads",
         metavar="N",
@@ -182,6 +184,14 @@ def add_measure_options(parser: argparse.ArgumentParser) -> None:
         help="seconds of timing per step at most, after warm-up (default 0.25; 0 times "
         "nothing and skips the fresh-process round trip)",
     )
+    if autograd:
+        parser.add_argument(
+            "--autograd",
+            action="store_true",
+            help="time forwards with autograd on, as a plain call in a training script; "
+            "default: under torch.inference_mode(), as deployments run them (no_grad where "
+            "a forward fails under inference_mode)",
+        )
 
 
 def measure_from_args(args: argparse.Namespace) -> tuple[int, float]:
@@ -203,6 +213,11 @@ def measure_from_args(args: argparse.Namespace) -> tuple[int, float]:
     if not budget >= 0 or budget == float("inf"):
         raise BadInputError(f"--time-budget {text!r} is not a number of seconds (0 or more).")
     return threads, budget
+
+
+def autograd_from_args(args: argparse.Namespace) -> bool:
+    """True when ``--autograd`` asks to time forwards with autograd on."""
+    return bool(getattr(args, "autograd", False))
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:

@@ -38,6 +38,7 @@ def final_figure(
     optimize_for_inference: bool = False,
     threads: int = DEFAULT_THREADS,
     budget: float = DEFAULT_BUDGET,
+    autograd: bool = False,
 ) -> Measurement:
     """Time the unfrozen and the frozen forward on ``inputs``.
 
@@ -48,6 +49,7 @@ def final_figure(
         optimize_for_inference: run ``torch.jit.optimize_for_inference`` after freezing.
         threads: torch's intra-op threads while timing.
         budget: seconds of timing per forward.
+        autograd: time with autograd on instead of under ``torch.inference_mode()``.
 
     Returns:
         A :class:`Measurement` with the unfrozen latency and one step, ``freeze``.
@@ -69,7 +71,11 @@ def final_figure(
         ) from exc
     # Blocks alternating between the two: a busy machine slows both alike.
     first, second = time_pair(
-        _caller(module, inputs), _caller(frozen, inputs), threads=threads, budget=2 * budget
+        _caller(module, inputs),
+        _caller(frozen, inputs),
+        threads=threads,
+        budget=2 * budget,
+        autograd=autograd,
     )
     unfrozen, after = first.latency, second.latency
     title = "torch.jit.freeze" + (" + optimize_for_inference" if optimize_for_inference else "")

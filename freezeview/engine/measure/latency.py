@@ -13,8 +13,12 @@ or a time limit is reached. :func:`time_forward` is the same loop, written out s
 * no statement is compiled per step (``Timer`` builds a ``timeit`` template each time).
 
 The thread count is fixed with ``torch.set_num_threads`` for the measurement and put
-back afterwards, whatever happens. Calls are plain calls (autograd as the caller left
-it), as ``torch.utils.benchmark`` makes them.
+back afterwards, whatever happens. Calls run the way deployments run a forward: under
+``torch.inference_mode()`` (no autograd recording, no version counters), or under
+``torch.no_grad()`` where a forward fails under inference mode (some ops refuse
+inference tensors); with ``autograd=True`` under ``torch.enable_grad()``, what a plain
+call in a training script pays (recording gradients for every parameter it uses, which
+freezing removes). The mode a timing ran under is in :attr:`Latency.mode`.
 """
 
 from __future__ import annotations
@@ -22,13 +26,13 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from .measure_values import Latency
+from .measure_values import MIN_BLOCKS, Latency
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -53,7 +57,7 @@ _MIN_BLOCK_SECONDS = 2e-4
 _PAIR_BLOCK_SECONDS = 0.02
 # The median is stable when the blocks' spread (MAD) is within this fraction of it.
 _STABLE_SPREAD = 0.02
-_MIN_BLOCKS = 5
+_MIN_BLOCKS = MIN_BLOCKS
 _MAX_BLOCK_CALLS = 10_000
 
 
@@ -106,12 +110,32 @@ def _spread(values: list[float]) -> float:
     return statistics.median(abs(v - middle) for v in values)
 
 
-class _Runner:
-    """One forward, run in timed blocks; counts every call and the time inside them."""
+def _grad_mode(mode: str) -> AbstractContextManager[Any]:
+    """The autograd state calls are timed under: ``inference_mode``, ``no_grad`` or
+    ``autograd``."""
+    if mode == "inference_mode":
+        return torch.inference_mode()
+    if mode == "no_grad":
+        return torch.no_grad()
+    return torch.enable_grad()
 
-    def __init__(self, call: Callable[[], Any], after_call: Callable[[], None] | None) -> None:
+
+class _Runner:
+    """One forward, run in timed blocks; counts every call and the time inside them.
+
+    ``autograd`` False: calls run under ``torch.inference_mode()``, or ``torch.no_grad()``
+    when the first call fails under inference mode (the mode is then ``no_grad``).
+    """
+
+    def __init__(
+        self,
+        call: Callable[[], Any],
+        after_call: Callable[[], None] | None,
+        autograd: bool = False,
+    ) -> None:
         self.call = call
         self.after_call = after_call
+        self.mode = "autograd" if autograd else "inference_mode"
         self.calls = 0
         self.call_seconds = 0.0
         self.number = 1
@@ -121,19 +145,35 @@ class _Runner:
 
     def block(self, number: int) -> float:
         call = self.call
-        t0 = time.perf_counter()
-        for _ in range(number):
-            call()
-        spent = time.perf_counter() - t0
+        # The state the module's forward may change is put back outside the mode: what
+        # it puts back must stay a normal tensor, never an inference one.
+        try:
+            with _grad_mode(self.mode):
+                t0 = time.perf_counter()
+                for _ in range(number):
+                    call()
+                spent = time.perf_counter() - t0
+        finally:
+            if self.after_call is not None:
+                self.after_call()
         self.calls += number
         self.call_seconds += spent
-        if self.after_call is not None:
-            self.after_call()
         return spent
+
+    def first_call(self) -> None:
+        """The first warm-up call; under inference mode, falls back to ``no_grad``."""
+        try:
+            self.block(1)
+        except Exception:
+            if self.mode != "inference_mode":
+                raise
+            self.mode = "no_grad"
+            self.block(1)
 
     def prepare(self, min_block: float = _MIN_BLOCK_SECONDS) -> None:
         """Warm up, then size a block so that it lasts ``min_block`` seconds at least."""
-        for _ in range(_warmup_calls()):
+        self.first_call()
+        for _ in range(_warmup_calls() - 1):
             self.block(1)
         spent = self.block(self.number)
         while spent < min_block and self.number < _MAX_BLOCK_CALLS:
@@ -165,6 +205,8 @@ class _Runner:
             runs=len(values) * self.number,
             threads=threads,
             warmup=self.warmup,
+            blocks=len(values),
+            mode=self.mode,
         )
         return Timing(latency, self.calls, self.call_seconds, time.perf_counter() - started)
 
@@ -183,6 +225,7 @@ def time_forward(
     threads: int = DEFAULT_THREADS,
     budget: float = DEFAULT_BUDGET,
     after_call: Callable[[], None] | None = None,
+    autograd: bool = False,
 ) -> Timing:
     """Time ``call()`` (one forward on the sample inputs) for a stable median.
 
@@ -193,12 +236,14 @@ def time_forward(
             would take more than twice the budget).
         after_call: run after every block outside the timed region (puts back module
             state a forward changed).
+        autograd: time with autograd on (``torch.enable_grad()``) instead of under
+            ``torch.inference_mode()`` (``no_grad`` where inference mode fails).
 
     Returns:
         A :class:`Timing`: the statistics and what the measurement cost.
     """
     started = time.perf_counter()
-    runner = _Runner(call, after_call)
+    runner = _Runner(call, after_call, autograd)
     with fixed_threads(threads):
         runner.prepare()
         while True:
@@ -217,6 +262,7 @@ def time_pair(
     threads: int = DEFAULT_THREADS,
     budget: float = DEFAULT_BUDGET,
     after_call: Callable[[], None] | None = None,
+    autograd: bool = False,
 ) -> tuple[Timing, Timing]:
     """Time two forwards in alternating blocks, for a ratio another process cannot skew.
 
@@ -230,12 +276,13 @@ def time_pair(
         threads: torch's intra-op threads while timing (restored afterwards).
         budget: seconds of timed blocks for the two together.
         after_call: run after every block outside the timed region.
+        autograd: as :func:`time_forward`'s.
 
     Returns:
         The two :class:`Timing` values; each one's ``seconds`` is the whole pair's.
     """
     started = time.perf_counter()
-    runners = (_Runner(first, after_call), _Runner(second, after_call))
+    runners = (_Runner(first, after_call, autograd), _Runner(second, after_call, autograd))
     with fixed_threads(threads):
         for runner in runners:
             runner.prepare(_PAIR_BLOCK_SECONDS)

@@ -28,6 +28,8 @@ __all__ = [
 #: A change smaller than this fraction is called the same even on a quiet machine: the
 #: same graph timed twice moves by a few percent (caches, frequency, other processes).
 NOISE_FLOOR = 0.05
+#: Fewer timed blocks than this and a median is not stable (the timing loop's minimum).
+MIN_BLOCKS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,9 @@ class Latency:
         runs: forward calls timed (warm-up and block sizing not counted).
         threads: torch's intra-op threads while timing.
         warmup: forward calls made before timing.
+        blocks: timed blocks the median is taken over (0: not known).
+        mode: what the calls ran under: ``inference_mode`` (the default),
+            ``no_grad`` (where the forward fails under inference mode) or ``autograd``.
     """
 
     median: float
@@ -52,19 +57,28 @@ class Latency:
     runs: int
     threads: int
     warmup: int = 0
+    blocks: int = 0
+    mode: str = "inference_mode"
 
     @property
     def noise(self) -> float:
         """The spread relative to the median."""
         return self.spread / self.median if self.median > 0 else 0.0
 
+    @property
+    def stable(self) -> bool:
+        """Five timed blocks or more: fewer give a median, not a stable one."""
+        return self.blocks == 0 or self.blocks >= MIN_BLOCKS
+
     def to_json(self) -> dict[str, Any]:
-        """``{"median", "min", "max", "runs"}`` (milliseconds), as freeze --json writes it."""
+        """``{"median", "min", "max", "runs", "timed_under"}`` (milliseconds), as freeze
+        --json writes it."""
         return {
             "median": round(self.median, 6),
             "min": round(self.min, 6),
             "max": round(self.max, 6),
             "runs": self.runs,
+            "timed_under": self.mode,
         }
 
 
@@ -197,6 +211,11 @@ class Portability:
 class Measurement:
     """Everything measured on one run: latency and constant bytes per step, the verdict.
 
+    Each forward is timed once: the unfrozen module's first, then every step that
+    changed the graph, in its turn. The verdict compares the unfrozen figure with the
+    final graph's (the last timed step), the very figures the table and the JSON show,
+    so each step's change against the step before it multiplies up to the whole.
+
     Attributes:
         threads: torch's intra-op threads while timing.
         budget: the time budget per timed forward, in seconds.
@@ -208,9 +227,6 @@ class Measurement:
         notes: step index -> why it was not timed.
         sizes: the result's sizes (None until the run finished).
         portability: the result's portability (None until the run finished).
-        pair: the unfrozen and the final forward timed again in alternating blocks
-            once the run finished (:func:`.latency.time_pair`): the verdict's figures,
-            which a busy machine cannot skew the way it skews two timings minutes apart.
     """
 
     threads: int
@@ -223,19 +239,15 @@ class Measurement:
     notes: Mapping[int, str] = field(default_factory=dict)
     sizes: Sizes | None = None
     portability: Portability | None = None
-    pair: tuple[Latency, Latency] | None = None
 
     @property
     def baseline(self) -> Latency | None:
-        """The unfrozen latency the verdict compares with (the paired one when timed)."""
-        return self.pair[0] if self.pair is not None else self.unfrozen
+        """The unfrozen latency the verdict compares with (the one the table shows)."""
+        return self.unfrozen
 
     @property
     def frozen(self) -> Latency | None:
-        """The final graph's latency: paired with the unfrozen one when timed so, else
-        the last timed step after torch's clean-up."""
-        if self.pair is not None:
-            return self.pair[1]
+        """The final graph's latency: the last timed step after torch's clean-up."""
         return self.last_step
 
     @property
@@ -275,9 +287,46 @@ class Measurement:
         return out
 
     def deciding_steps(self) -> list[tuple[int, Change]]:
-        """The steps whose own change is outside the noise, largest first."""
+        """The steps whose own change is outside the noise, largest first (either way)."""
         moved = [(i, c) for i, c in self.contributions() if not c.same]
         return sorted(moved, key=lambda item: -abs(item[1].ratio - 1.0))
+
+    def causes(self) -> list[tuple[int, Change]]:
+        """The steps the verdict names: outside the noise and moving the way the whole
+        moved (a slower step never made a speed-up), largest first; none when the whole
+        is inside the noise."""
+        overall = self.overall
+        if overall is None or overall.same:
+            return []
+        faster = overall.ratio < 1
+        return [(i, c) for i, c in self.deciding_steps() if (c.ratio < 1) == faster]
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """What the forwards were timed under (``inference_mode`` first when present)."""
+        found = {lat.mode for lat in (self.unfrozen, *self.steps.values()) if lat is not None}
+        order = ("inference_mode", "no_grad", "autograd")
+        return tuple(m for m in order if m in found) + tuple(sorted(found - set(order)))
+
+    def timed_under(self) -> str:
+        """``timed under inference_mode``, or which steps fell back to ``no_grad``."""
+        modes = self.modes
+        if not modes:
+            return ""
+        if len(modes) == 1:
+            return _MODE_TEXT.get(modes[0], modes[0])
+        fell = [str(i) for i, lat in sorted(self.steps.items()) if lat.mode == "no_grad"]
+        if self.unfrozen is not None and self.unfrozen.mode == "no_grad":
+            fell.insert(0, "unfrozen")
+        where = ", ".join(fell)
+        return (
+            f"{_MODE_TEXT.get(modes[0], modes[0])} "
+            f"(no_grad for {where}: its forward fails under inference_mode)"
+        )
+
+    def unstable(self) -> list[Latency]:
+        """The verdict's figures whose median rests on too few timed blocks."""
+        return [lat for lat in (self.baseline, self.frozen) if lat is not None and not lat.stable]
 
     def latency_json(self) -> dict[str, Any] | None:
         """freeze --json's result ``latency_ms`` object (None: nothing was timed)."""
@@ -289,37 +338,85 @@ class Measurement:
         return {
             "unfrozen": baseline.to_json(),
             "frozen": frozen.to_json() if frozen is not None else None,
-            "ratio": round(overall.ratio, 6) if overall is not None else None,
+            "ratio": float(f"{overall.ratio:.6g}") if overall is not None else None,
             "threads": self.threads,
+            "timed_under": baseline.mode,
             "inside_noise": overall.same if overall is not None else None,
-            "made_by": [self.names[i] for i, _ in self.deciding_steps()],
+            "stable": not self.unstable(),
+            "made_by": [self.names[i] for i, _ in self.causes()],
             "verdict": verdict_text(self),
         }
+
+
+_MODE_TEXT = {
+    "inference_mode": "timed under inference_mode",
+    "no_grad": "timed under no_grad",
+    "autograd": "timed with autograd on",
+}
+
+
+def _suggested_budget(latencies: list[Latency]) -> str:
+    """A ``--time-budget`` that times ten calls of the slowest forward: ``2``, ``0.5``."""
+    slowest = max(lat.median for lat in latencies) / 1000
+    seconds = max(1.0, slowest * 10)
+    return f"{seconds:.0f}" if seconds >= 1 else f"{seconds:.1g}"
 
 
 def verdict_text(measurement: Measurement) -> str:
     """The final line: how much faster or slower the frozen module is, and which steps did it.
 
+    The figures are the table's (the unfrozen forward and the final step's). Only steps
+    outside the noise that moved the way the whole moved are named; when none did
+    though the whole is outside the noise, the sentence says the small changes add up.
+    A median over fewer than five timed blocks is called unstable, with a larger
+    ``--time-budget`` to ask for.
+
     Example: ``frozen forward 1.7x faster than unfrozen (0.0153 ms vs 0.0260 ms, median,
-    1 thread); made by: clean-up -41%``.
+    1 thread, inference_mode); made by: clean-up -41%``.
     """
     overall = measurement.overall
     unfrozen, frozen = measurement.baseline, measurement.frozen
     if overall is None or unfrozen is None or frozen is None:
         return "latency not measured: give sample inputs (--inputs or --input-shape)"
     threads = f"{measurement.threads} thread{'s' if measurement.threads != 1 else ''}"
-    figures = f"({format_ms(frozen.median)} vs {format_ms(unfrozen.median)}, median, {threads})"
+    mode = "/".join(measurement.modes) or frozen.mode
+    figures = (
+        f"({format_ms(frozen.median)} vs {format_ms(unfrozen.median)}, median, {threads}, {mode})"
+    )
     if overall.same:
         head = f"frozen forward as fast as unfrozen, inside the noise ±{overall.noise * 100:.0f}%"
     elif overall.ratio < 1:
         head = f"frozen forward {1 / overall.ratio:.2g}x faster than unfrozen"
     else:
         head = f"frozen forward {overall.ratio:.2g}x slower than unfrozen"
-    deciding = measurement.deciding_steps()
-    if deciding:
-        named = ", ".join(f"{measurement.titles.get(i, str(i))} {c.text()}" for i, c in deciding)
-        return f"{head} {figures}; made by: {named}"
-    return f"{head} {figures}; no single step moved it outside the noise"
+    moved = measurement.deciding_steps()
+    causes = measurement.causes()
+
+    def named(items: list[tuple[int, Change]]) -> str:
+        return ", ".join(f"{measurement.titles.get(i, str(i))} {c.text()}" for i, c in items)
+
+    if overall.same:
+        both = {c.ratio < 1 for _, c in moved} == {True, False}
+        tail = f"; {named(moved)} cancel out" if both else ""
+    elif causes:
+        tail = f"; made by: {named(causes)}"
+    elif moved:
+        way = "faster" if overall.ratio < 1 else "slower"
+        tail = (
+            f"; no step alone made it {way} outside the noise (against it: {named(moved)}): "
+            "the steps' small changes add up"
+        )
+    else:
+        tail = "; every step is within the noise, the whole is not: their small changes add up"
+    unstable = measurement.unstable()
+    if unstable:
+        few = min(unstable, key=lambda lat: lat.blocks)
+        runs = f"{few.runs} runs" + (f" in {few.blocks} blocks" if few.runs != few.blocks else "")
+        tail += (
+            f"; a median over {runs} is not stable: "
+            f"give --time-budget {_suggested_budget(unstable)} or more"
+        )
+    return f"{head} {figures}{tail}"
 
 
 def latency_cell(measurement: Measurement | None, index: int) -> str:

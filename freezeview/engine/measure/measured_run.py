@@ -29,7 +29,7 @@ from .constants import (
     duplicate_bytes,
     kept_attribute_bytes,
 )
-from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, Timing, time_forward, time_pair
+from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, Timing, time_forward
 from .measure_values import Latency, Measurement, Sizes
 from .portability import portability, roundtrip
 
@@ -48,6 +48,8 @@ class MeasuredRun:
         threads: torch's intra-op threads while timing (``--threads``).
         budget: seconds of timing per forward (``--time-budget``); 0 times nothing and
             skips the round trip.
+        autograd: time with autograd on (``--autograd``) instead of under
+            ``torch.inference_mode()`` (:func:`.latency.time_forward`).
         defer_constants: count a step's constant bytes only when the caller asks
             (:meth:`count_constants`, while the step's graphs are still held), not as it
             is yielded: a reader that never shows them (the CLI's table without sample
@@ -67,7 +69,7 @@ class MeasuredRun:
     # did not change, their graphs released by then; the same step runs as fast, so
     # its timing stands instead of a "-" in the latency column. Weak: a step no run
     # shows any more takes its entry with it.
-    _timed: weakref.WeakKeyDictionary[Step, tuple[tuple[int, float, int], Latency]] = (
+    _timed: weakref.WeakKeyDictionary[Step, tuple[tuple[int, float, int, bool], Latency]] = (
         weakref.WeakKeyDictionary()
     )
 
@@ -78,8 +80,10 @@ class MeasuredRun:
         threads: int = DEFAULT_THREADS,
         budget: float = DEFAULT_BUDGET,
         defer_constants: bool = False,
+        autograd: bool = False,
     ) -> None:
         self.pipe = pipe
+        self.autograd = autograd
         self.defer_constants = defer_constants
         self.threads = threads
         self.budget = budget
@@ -93,7 +97,6 @@ class MeasuredRun:
         self._backend_step: str | None = None
         self._final_outputs: Any = None
         self._final_call: Callable[[], Any] | None = None
-        self._unfrozen_call: Callable[[], Any] | None = None
         self._result: Measurement | None = None
 
     @property
@@ -156,7 +159,7 @@ class MeasuredRun:
             self._backend_step = step.name
         if not self.timing:
             return
-        how = (self.threads, self.budget, id(self.pipe.inputs))
+        how = (self.threads, self.budget, id(self.pipe.inputs), self.autograd)
         if "forward" not in graphs:
             known = self._timed.get(step)
             if known is not None and known[0] == how:
@@ -176,6 +179,7 @@ class MeasuredRun:
                 threads=self.threads,
                 budget=self.budget,
                 after_call=self.pipe.restore_state,
+                autograd=self.autograd,
             )
         except Exception as exc:
             self.pipe.restore_state()
@@ -228,14 +232,17 @@ class MeasuredRun:
         call = self._caller(module._c._get_method("forward").graph, module)
         try:
             timing = time_forward(
-                call, threads=self.threads, budget=self.budget, after_call=self.pipe.restore_state
+                call,
+                threads=self.threads,
+                budget=self.budget,
+                after_call=self.pipe.restore_state,
+                autograd=self.autograd,
             )
         except Exception:
             self.pipe.restore_state()
             return
         self.timings.append(timing)
         self._unfrozen = timing.latency
-        self._unfrozen_call = call
 
     # --- the result -------------------------------------------------------------------
 
@@ -260,7 +267,6 @@ class MeasuredRun:
         """
         base = self.measurement
         module = self.pipe.frozen_module
-        pair = self._pair() if module is not None else None
         sizes = None
         port = None
         if module is not None:
@@ -295,33 +301,8 @@ class MeasuredRun:
             notes=base.notes,
             sizes=sizes,
             portability=port,
-            pair=pair,
         )
         return self._result
-
-    def _pair(self) -> tuple[Latency, Latency] | None:
-        """The verdict's figures: the unfrozen and the final forward, blocks alternating.
-
-        Each step was timed in its turn, seconds apart; the machine may have been busier
-        for one than the other. The final ratio is what users act on, so the two ends
-        are timed once more side by side (a budget each).
-        """
-        first, second = self._unfrozen_call, self._final_call
-        if not self.timing or first is None or second is None:
-            return None
-        try:
-            a, b = time_pair(
-                first,
-                second,
-                threads=self.threads,
-                budget=2 * self.budget,
-                after_call=self.pipe.restore_state,
-            )
-        except Exception:
-            self.pipe.restore_state()
-            return None
-        self.timings += [a, b]
-        return a.latency, b.latency
 
     def _roundtrip(
         self, module: Any, graph: torch._C.Graph, inputs: Any, output_file: str | Path | None

@@ -224,8 +224,10 @@ def steps_table(
 def measurement_lines(measurement: Measurement) -> list[str]:
     """What a run's measurement says in lines of text: latency, sizes, portability.
 
-    The first line is the unfrozen baseline (how it was timed), the second the verdict
-    (how much faster or slower the frozen module is, and which steps did it).
+    The first line is the unfrozen baseline (how it was timed: threads, under
+    ``inference_mode`` or with autograd), the second the verdict (how much faster or
+    slower the frozen module is, and which steps did it), on the same figures as the
+    steps table's latency column.
     """
     lines: list[str] = []
     u = measurement.unfrozen
@@ -234,7 +236,7 @@ def measurement_lines(measurement: Measurement) -> list[str]:
             f"unfrozen forward: {format_ms(u.median)} median, {format_ms(u.min)} - "
             f"{format_ms(u.max)} over {u.runs} runs after {u.warmup} warm-up runs; "
             f"{measurement.threads} thread{'s' if measurement.threads != 1 else ''}, "
-            f"at most {measurement.budget:g} s of timing per step"
+            f"{measurement.timed_under()}, at most {measurement.budget:g} s of timing per step"
         )
         lines.append(verdict_text(measurement))
     for index, note in sorted(measurement.notes.items()):
