@@ -52,7 +52,7 @@ from .passes import (
 from .pipeline_run import RunContext
 from .plan import Plan
 from .run_state import PictureSteps
-from .sandbox import Sandbox
+from .sandbox import Sandbox, SandboxError
 from .steps import FreezeResult, Progress, ProgressCallback, Step
 
 if TYPE_CHECKING:  # verdicts imports the engine's loading too; only the type is needed here
@@ -490,6 +490,8 @@ class Pipeline:
             with torch.no_grad():
                 self._reference = call()
             self._reference_ready = True
+        except SandboxError as exc:
+            self._reference_error = f"not run ({exc})"
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             raise BadInputError(

@@ -29,7 +29,12 @@ import torch
 
 from ..graph import attribute_values
 
-__all__ = ["Sandbox"]
+__all__ = ["Sandbox", "SandboxError"]
+
+
+class SandboxError(RuntimeError):
+    """A graph holds a constant freezeview cannot copy (a TorchScript object): running
+    it would write what is saved, so it is not run."""
 
 
 def _tensors(value: Any, out: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -86,7 +91,11 @@ class Sandbox:
 
     def __init__(self, module: Any) -> None:
         self._orig = getattr(module, "_c", module)
-        self.copy: torch._C.ScriptModule = copy.deepcopy(self._orig)
+        try:
+            self.copy: torch._C.ScriptModule = copy.deepcopy(self._orig)
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise SandboxError(f"torch could not copy the module to run it ({first})") from exc
         # original tensor (by TensorImpl) -> its copy; (original, copy, copy's version).
         self._memo: dict[int, torch.Tensor] = {}
         self._pairs: list[tuple[torch.Tensor, torch.Tensor, int]] = []
@@ -136,10 +145,21 @@ class Sandbox:
                     continue
                 elif what == "t":
                     node.t_(name, self._copied(node.t(name)))
-                elif what == "ival":
-                    value = node.ival(name)
-                    if _has_tensor(value):
-                        node.ival_(name, self._copied(value))
+                elif what == "ival" and node.output().type().kind() == "ClassType":
+                    # A folded TorchScript object: Python cannot copy it, and a run
+                    # could change it inside the module that is written.
+                    raise SandboxError(
+                        "the frozen graph holds a TorchScript object as a constant, which "
+                        "freezeview cannot copy, and running the graph could change what "
+                        "is written"
+                    )
+                elif what == "ival" and "Tensor" in node.output().type().annotation_str:
+                    try:  # an object or enum Python cannot import holds no tensor here
+                        value = node.ival(name)
+                        if _has_tensor(value):
+                            node.ival_(name, self._copied(value))
+                    except (RuntimeError, TypeError, ValueError):
+                        continue
 
     def function(self, graph: torch._C.Graph) -> Callable[..., Any]:
         """A function running a private copy of ``graph`` (``self`` first) on the copy.

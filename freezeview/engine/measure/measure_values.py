@@ -18,6 +18,7 @@ __all__ = [
     "Latency",
     "Measurement",
     "Portability",
+    "SecondCall",
     "Sizes",
     "compare_latency",
     "format_ms",
@@ -207,6 +208,30 @@ class Portability:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class SecondCall:
+    """The frozen module run twice on the sample inputs (a private copy, never the file).
+
+    A frozen graph that writes its own constants (an attribute held in a list, a dict or
+    a tuple, or written through a forked call, that torch folded) gives other outputs
+    on each call; so does a kept attribute the forward updates.
+
+    Attributes:
+        same: the second call's outputs equal the first's (within torch's tolerances);
+            None when the check could not run (``note`` says why).
+        max_abs: the largest absolute difference between the two calls' outputs.
+        note: one sentence when they differ, or why the check could not run.
+    """
+
+    same: bool | None
+    max_abs: float | None = None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """freeze --json's ``second_call`` object."""
+        return {"same": self.same, "max_abs_difference": self.max_abs, "note": self.note}
+
+
 @dataclass(frozen=True)
 class Measurement:
     """Everything measured on one run: latency and constant bytes per step, the verdict.
@@ -227,6 +252,8 @@ class Measurement:
         notes: step index -> why it was not timed.
         sizes: the result's sizes (None until the run finished).
         portability: the result's portability (None until the run finished).
+        second_call: the frozen module run twice on the sample inputs (None: no
+            inputs, or the run has not finished).
     """
 
     threads: int
@@ -239,6 +266,7 @@ class Measurement:
     notes: Mapping[int, str] = field(default_factory=dict)
     sizes: Sizes | None = None
     portability: Portability | None = None
+    second_call: SecondCall | None = None
 
     @property
     def baseline(self) -> Latency | None:

@@ -13,6 +13,7 @@ read off graphs the steps hold anyway.
 
 from __future__ import annotations
 
+import copy
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ from typing import Any
 
 import torch
 
-from ..freeze import Pipeline, Progress, Step
+from ..freeze import Pipeline, Progress, Step, compare_outputs
 from .constants import (
     backend_only_nodes,
     constant_bytes,
@@ -30,7 +31,7 @@ from .constants import (
     kept_attribute_bytes,
 )
 from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, Timing, time_forward
-from .measure_values import Latency, Measurement, Sizes
+from .measure_values import Latency, Measurement, SecondCall, Sizes
 from .portability import portability, roundtrip
 
 __all__ = ["MeasuredRun"]
@@ -172,8 +173,8 @@ class MeasuredRun:
             return
         if self._unfrozen is None:
             self._time_unfrozen()
-        call = self._caller(graphs["forward"], module)
         try:
+            call = self._caller(graphs["forward"], module)
             timing = time_forward(
                 call,
                 threads=self.threads,
@@ -229,8 +230,8 @@ class MeasuredRun:
         module = self.pipe.module
         if not module._c._has_method("forward"):
             return
-        call = self._caller(module._c._get_method("forward").graph, module)
         try:
+            call = self._caller(module._c._get_method("forward").graph, module)
             timing = time_forward(
                 call,
                 threads=self.threads,
@@ -269,6 +270,7 @@ class MeasuredRun:
         module = self.pipe.frozen_module
         sizes = None
         port = None
+        second_call: SecondCall | None = None
         if module is not None:
             methods = self.pipe.methods_for(self.pipe.plan)
             cmod = module._c
@@ -285,8 +287,13 @@ class MeasuredRun:
             inputs = self.pipe.inputs
             if check_roundtrip is None:
                 check_roundtrip = self.budget > 0
-            if check_roundtrip and inputs is not None and "forward" in graphs:
-                result = self._roundtrip(module, graphs["forward"], inputs, output_file)
+            if inputs is not None and "forward" in graphs:
+                first, second, why = self._two_calls(module, graphs["forward"])
+                second_call = _second_call(first, second, why)
+                if check_roundtrip and not why:
+                    result = self._roundtrip(module, inputs, first, second, output_file)
+                elif check_roundtrip:
+                    result = (None, f"round trip not checked: {why}")
             port = portability(
                 module, graphs, roundtrip_result=result, backend_step=self._backend_step
             )
@@ -301,22 +308,56 @@ class MeasuredRun:
             notes=base.notes,
             sizes=sizes,
             portability=port,
+            second_call=second_call,
         )
         return self._result
 
-    def _roundtrip(
-        self, module: Any, graph: torch._C.Graph, inputs: Any, output_file: str | Path | None
-    ) -> tuple[str | None, str]:
-        call = self._final_call or self._caller(graph, module)
+    def _two_calls(self, module: Any, graph: torch._C.Graph) -> tuple[Any, Any, str]:
+        """The frozen module's first two calls on the sample inputs, and why not.
+
+        They run on the module's sandbox put back as the module is (an untouched freeze:
+        the frozen module itself, which is what gets written, never runs), and each
+        call's outputs are copied before the next call can write into them.
+        """
         try:
+            call = self._caller(graph, module)
             with torch.no_grad():
-                expected = call()
+                first = copy.deepcopy(call())
+                second = copy.deepcopy(call())
         except Exception as exc:
-            return None, f"round trip not checked: the forward failed ({_first_line(exc)})"
+            return None, None, f"the frozen forward failed ({_first_line(exc)})"
         finally:
             self.pipe.restore_state()
+        return first, second, ""
+
+    def _roundtrip(
+        self, module: Any, inputs: Any, first: Any, second: Any, output_file: str | Path | None
+    ) -> tuple[str | None, str]:
+        """The written file (or a save of ``module``), loaded and run once in a fresh
+        process, against an untouched freeze's first call (``first``); ``second`` tells
+        which side moved when they differ."""
         saved = output_file if output_file is not None and Path(output_file).is_file() else None
-        return roundtrip(module, inputs, expected, saved=saved)
+        return roundtrip(module, inputs, first, saved=saved, second=second)
+
+
+def _second_call(first: Any, second: Any, why: str) -> SecondCall:
+    """What two successive calls of the frozen module say about it."""
+    if why:
+        return SecondCall(same=None, note=f"not run twice: {why}.")
+    numerics = compare_outputs(first, second)
+    same = numerics.exact or (numerics.allclose and not numerics.note)
+    if same:
+        return SecondCall(same=True, max_abs=numerics.max_abs)
+    detail = numerics.note or f"max abs difference {numerics.max_abs:.3g}"
+    return SecondCall(
+        same=False,
+        max_abs=numerics.max_abs,
+        note=(
+            f"the frozen model's outputs change from one call to the next ({detail} "
+            "between its first two calls): it writes its own constants or state, so what "
+            "it returns depends on how often it ran."
+        ),
+    )
 
 
 def _size(path: str | Path | None) -> int | None:

@@ -111,15 +111,20 @@ def roundtrip(
     *,
     saved: str | os.PathLike[str] | None = None,
     timeout: float = ROUNDTRIP_TIMEOUT,
+    second: Any = None,
 ) -> tuple[str, str]:
     """Save ``module``, load it in a fresh process and compare its outputs with ``expected``.
 
     Args:
         module: the frozen module (saved with ``torch.jit.save`` unless ``saved`` is given).
         inputs: the sample inputs.
-        expected: what the frozen module returned on them in this process.
+        expected: what an untouched copy of the frozen module returned on its first call
+            in this process (the fresh process makes the file's first call too).
         saved: a file the module was already saved to (``freeze -o``): loaded as is.
         timeout: seconds the fresh process may take.
+        second: what the same copy returned on its second call, when known: where the
+            outputs differ, it tells which side moved (the frozen model changing its
+            own outputs from call to call, or the save and load).
 
     Returns:
         ``("same" | "differs" | "unsaveable", sentence)``; the sentence says why when the
@@ -166,4 +171,30 @@ def roundtrip(
     if numerics.exact or (numerics.allclose and not numerics.note):
         return "same", ""
     detail = numerics.note or f"max abs difference {numerics.max_abs:.3g}"
-    return "differs", f"outputs after a save and a load in a fresh process differ ({detail})."
+    said = f"outputs after a save and a load in a fresh process differ ({detail})"
+    return "differs", said + _which_side(expected, second, got)
+
+
+def _same(a: Any, b: Any) -> bool:
+    numerics = compare_outputs(a, b)
+    return numerics.exact or (numerics.allclose and not numerics.note)
+
+
+def _which_side(first: Any, second: Any, got: Any) -> str:
+    """Why the fresh process's first call differs from an untouched freeze's first call."""
+    if second is None:
+        return "."
+    if _same(first, second):
+        return (
+            ": the frozen model gives the same outputs call after call, so the save and "
+            "the load changed them."
+        )
+    if _same(second, got):
+        return (
+            ": the file's first call gives what an untouched freeze gives on its second "
+            "call, so the file holds the state left by a run."
+        )
+    return (
+        ": the frozen model changes its own outputs from call to call (it writes its "
+        "own constants or state), so the outputs depend on how often it ran."
+    )

@@ -116,6 +116,11 @@ def result_json(
             if measurement is not None and measurement.sizes is not None
             else None
         ),
+        "second_call": (
+            measurement.second_call.to_json()
+            if measurement is not None and measurement.second_call is not None
+            else None
+        ),
     }
 
 
@@ -274,6 +279,12 @@ def measurement_lines(measurement: Measurement) -> list[str]:
         lines.append(text)
         if port.note:
             lines.append(port.note)
+    again = measurement.second_call
+    if again is not None:
+        if again.same:
+            lines.append("run twice: the frozen model gave the same outputs on both calls")
+        else:
+            lines.append(f"run twice: {again.note}")
     return lines
 
 
