@@ -7,6 +7,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .console import is_terminal
 from .options import (
@@ -16,6 +17,9 @@ from .options import (
     measure_from_args,
     split_names,
 )
+
+if TYPE_CHECKING:
+    from ..ui.remote_session import RemoteSession
 
 __all__ = ["open_app", "register", "run", "terminal_missing"]
 
@@ -90,18 +94,33 @@ def run(args: argparse.Namespace) -> int:
     return open_app(args)
 
 
+def _check_plan(session: RemoteSession, preserved: list[str], display: str) -> None:
+    """The preserved names checked by the engine process before the screen shows; a bad
+    one (or a model that fails to load) ends freezeview with the CLI's sentence, exit 2
+    (the app was given a plan it cannot open)."""
+    from ..engine.plumbing.errors import BadInputError, FreezeviewError
+
+    try:
+        session.check_plan(preserved, display)
+    except FreezeviewError as exc:
+        session.close()
+        raise BadInputError(exc.detail, hint=exc.hint) from None
+    except BaseException:
+        session.close()
+        raise
+
+
 def open_app(args: argparse.Namespace) -> int:
     """Start the engine process and run the app on ``args`` (the ``app`` options) until
     the user quits; ``freezeview serve`` runs this for each browser that connects."""
     path = Path(args.model)
-    # Cheap checks before the screen takes over the terminal, so a typo gets the usual
-    # one-line error; everything else (damaged files, torch errors) shows in the app.
-    if not path.is_file():
-        # torch is imported only on this error path (the first screen must not wait for
-        # it); the sentence is the same as every other subcommand's.
-        from ..engine.load.loading import check_model_file
+    # Cheap checks before the screen takes over the terminal, so a typo, or a file that
+    # is no TorchScript model at all (a state_dict, a pickle), gets the one-line error
+    # every subcommand gives, exit 2; damage inside the archive and torch's own errors
+    # show in the app. No torch here: the first screen must not wait for it.
+    from ..engine.load.archive import check_model_kind
 
-        check_model_file(path)
+    check_model_kind(path)
     plan = {
         "preserved": split_names(args.preserve),
         "passes": split_names([args.passes]) if args.passes else None,
@@ -117,6 +136,11 @@ def open_app(args: argparse.Namespace) -> int:
     from ..ui.remote_session import RemoteSession
 
     session = RemoteSession(path, **plan)
+    if plan["preserved"]:
+        # Preserved names the model lacks fail here too, with explain's sentence: the
+        # engine process checks them once the model has loaded (the screen waits for
+        # that only when names were given).
+        _check_plan(session, plan["preserved"], args.model)
     try:
         # Asked before Textual starts reading the keys (the terminal answers on stdin).
         from ..ui.graphics import detect_graphics

@@ -148,7 +148,7 @@ def _final_figure(
 ) -> Measurement:
     """torch.jit.freeze's forward against the unfrozen one, or one sentence why not."""
     from ..engine.measure import final_figure
-    from ..engine.plumbing.errors import BadInputError, FreezeviewError
+    from ..engine.plumbing.errors import FreezeviewError, inputs_rejected
 
     try:
         return final_figure(
@@ -162,10 +162,7 @@ def _final_figure(
     except FreezeviewError:
         raise
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise BadInputError(
-            f"the sample inputs do not fit the model: its forward failed on them ({first})."
-        ) from exc
+        raise inputs_rejected(exc, inputs) from exc
 
 
 def _visible(

@@ -164,7 +164,7 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="1,3,224,224",
         help="random float32 input of this shape (repeatable, one per forward argument; "
-        "append :float16 etc. for another dtype)",
+        "append :int64, :float16 etc. for another dtype)",
     )
 
 

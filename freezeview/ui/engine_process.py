@@ -155,6 +155,13 @@ class _Engine:
             raise self._open_error
         return self._opened
 
+    def call_check_plan(self, rid: int, preserved: list[str], display: str) -> Any:
+        self._open_done.wait()
+        if self._open_error is not None:
+            raise self._open_error
+        self.session.check_preserved(preserved, display)
+        return None
+
     def call_explain(self, rid: int, preserved: list[str]) -> Any:
         cancel = self.cancels.setdefault(rid, threading.Event())
 

@@ -322,6 +322,12 @@ class RemoteSession:
         self._opened = opened
         return opened
 
+    def check_plan(self, preserved: Sequence[str], display: str) -> None:
+        """Wait for the model to load and check the preserved names (the CLI's check
+        before the screen shows): raises the load's error, or PlanError with explain's
+        sentence for a name the model does not have."""
+        self._call("check_plan", list(preserved), display)
+
     def explain(
         self,
         preserved: Sequence[str],

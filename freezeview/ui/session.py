@@ -212,6 +212,19 @@ class Session:
             passes=tuple(self.available_passes()),
         )
 
+    def check_preserved(self, names: Sequence[str], display: str) -> None:
+        """Raise PlanError, with explain's sentence, for the first of ``names`` the
+        model has no attribute, submodule or method of (``display`` names the model
+        as the command line does); the app's start-up check, before the screen shows."""
+        from ..engine.plumbing.errors import PlanError
+        from ..engine.reasons import unknown_name
+
+        module = self.load().module
+        for name in names:
+            if not _names_something(module, name):
+                close = self.build_inventory().suggest(name)
+                raise PlanError(unknown_name(name, display, close))
+
     def build_inventory(self) -> Inventory:
         """The module tree and every attribute."""
         from ..engine.graph.inventory import build_inventory
@@ -561,6 +574,18 @@ class Session:
         result = export(self.load(), out_dir, plan=_plan(preserved, passes), force=True)
         self.last_notes = list(result.notes)
         return [Path(f) for f in result.files]
+
+
+def _names_something(module: Any, name: str) -> bool:
+    """Whether dotted ``name`` is an attribute, a submodule or a method of ``module`` (a
+    ScriptModule), as torch's ``preserved_attrs`` reads it."""
+    *path, leaf = name.split(".")
+    for part in path:
+        child = dict(module.named_children()).get(part)
+        if child is None:
+            return False
+        module = child
+    return bool(leaf) and bool(module._c.hasattr(leaf) or module._c._has_method(leaf))
 
 
 def _frozen_note(loaded: LoadedModel, inventory: Inventory) -> tuple[str, ...]:

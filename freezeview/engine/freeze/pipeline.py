@@ -39,7 +39,7 @@ import torch
 
 from ..graph import RECENT_LINES, GraphSnapshot
 from ..load import LoadedModel, check_eval, load_model
-from ..plumbing import BadInputError, PlanError
+from ..plumbing import PlanError, inputs_rejected, torch_cause
 from ..reasons import TorchOutcome, release_clone
 from .fold_picture import is_module_value, module_paths, resolve_attribute
 from .lazy_graph import FULL_DIFF_LIMIT, LazyGraph, OnceGraphs, SnapshotMap
@@ -493,10 +493,7 @@ class Pipeline:
         except SandboxError as exc:
             self._reference_error = f"not run ({exc})"
         except Exception as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            raise BadInputError(
-                f"the sample inputs do not fit the model: forward failed on them ({first})."
-            ) from exc
+            raise inputs_rejected(exc, self.inputs) from exc
         finally:
             self._restore()
 
@@ -524,8 +521,8 @@ class Pipeline:
             with torch.no_grad():
                 out = self.sandboxed_call(graph, self_module)()
         except Exception as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            return None, f"numerics not checked: this step's graph failed on the inputs ({first})"
+            why = torch_cause(exc)
+            return None, f"numerics not checked: this step's graph failed on the inputs ({why})"
         finally:
             self._restore()
         return compare_outputs(self._reference, out), ""

@@ -24,8 +24,6 @@ import zipfile
 import zlib
 from pathlib import Path
 
-import torch
-
 from ..plumbing import BadInputError
 from .pickle_scan import (
     PICKLE_PROTO,
@@ -39,7 +37,7 @@ from .pickle_scan import (
     storage_refs,
 )
 
-__all__ = ["check_model_file"]
+__all__ = ["check_model_file", "check_model_kind"]
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _EMPTY_ZIP_MAGIC = b"PK\x05\x06"
@@ -486,6 +484,40 @@ def check_model_file(path: str | os.PathLike[str]) -> Path:
     return p
 
 
+def check_model_kind(path: str | os.PathLike[str]) -> Path:
+    """The cheap part of :func:`check_model_file`: the path, and whether the file is a
+    TorchScript archive at all, with the same sentences (a ``torch.save`` state_dict, a
+    plain pickle, safetensors, a ``torch.export`` archive... are refused).
+
+    It reads the file's first bytes and the zip directory, never the members' data, and
+    imports no torch: the app runs it before its screen shows, and leaves the rest of
+    the checks (damage, checksums, tensor records) to the engine process's load.
+
+    Raises:
+        BadInputError: with one sentence saying what the file is and what to do.
+    """
+    p = Path(path)
+    size = _check_path(p)
+    try:
+        head = _read_head(p, 16)
+        if head[:4] != _ZIP_MAGIC:
+            _check_archive(p, head, size)  # raises: what the file is
+            return p  # (never reached)
+        try:
+            archive = zipfile.ZipFile(p)
+        except Exception:
+            return p  # damage: the full check says what (check_model_file)
+        with archive:
+            members = {_member_short(i.filename) for i in archive.infolist()}
+            if members and not any(m.startswith("code/") for m in members):
+                _refuse_non_torchscript_zip(p, archive, members)
+    except BadInputError:
+        raise
+    except Exception:
+        return p  # whatever the cheap look cannot tell, the full check says
+    return p
+
+
 def first_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's text (torch often starts with a newline)."""
     for line in str(exc).splitlines():
@@ -501,6 +533,10 @@ def _element_size(storage_type: str) -> int | None:
     short = storage_type.rsplit(".", 1)[-1]
     if not re.fullmatch(r"\w+Storage", short):
         return None
+    # torch only here: the rest of the checks run before torch is imported (the app's
+    # start-up check, check_model_kind).
+    import torch
+
     # The typed storage classes are deprecated (and warn when touched), but they are
     # still the one table from the names TorchScript writes to dtypes.
     with warnings.catch_warnings():

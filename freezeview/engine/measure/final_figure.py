@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..freeze import Sandbox
-from ..plumbing import PlanError
+from ..plumbing import PlanError, torch_cause
 from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, time_pair
 from .measure_values import Measurement
 
@@ -65,7 +65,7 @@ def final_figure(
             if optimize_for_inference:
                 frozen = torch.jit.optimize_for_inference(frozen)
     except Exception as exc:
-        said = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        said = torch_cause(exc)
         raise PlanError(
             f"latency not measured: torch could not freeze the model ({said})."
         ) from exc

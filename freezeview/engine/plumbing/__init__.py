@@ -18,7 +18,14 @@ from .lazy import lazy_exports
 if TYPE_CHECKING:
     from .atomic import protect_input
     from .collector import collector_paused
-    from .errors import BadInputError, FreezeviewError, OutputError, PlanError
+    from .errors import (
+        BadInputError,
+        FreezeviewError,
+        OutputError,
+        PlanError,
+        inputs_rejected,
+        torch_cause,
+    )
     from .forked import Forked, renewed_in_children
     from .heap import give_back_freed_memory
     from .interrupts import interrupts_deferred
@@ -34,6 +41,8 @@ __getattr__, __dir__ = lazy_exports(
         "FreezeviewError": "errors",
         "OutputError": "errors",
         "PlanError": "errors",
+        "inputs_rejected": "errors",
+        "torch_cause": "errors",
         "Forked": "forked",
         "renewed_in_children": "forked",
         "give_back_freed_memory": "heap",
@@ -52,8 +61,10 @@ __all__ = [
     "capture_stderr_fd",
     "collector_paused",
     "give_back_freed_memory",
+    "inputs_rejected",
     "interrupts_deferred",
     "protect_input",
     "renewed_in_children",
     "reuse_equal",
+    "torch_cause",
 ]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .refusals import torch_refusal
+    from .refusals import torch_refusal, unknown_name
     from .torch_freeze import TorchOutcome, module_statuses, release_clone, torch_outcome
     from .verdict_values import REASON_CODES, AttributeVerdict, Explanation, Reason
     from .verdicts import carry_inventory, explain, torch_statuses_only
@@ -23,6 +23,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "torch_refusal": "refusals",
+        "unknown_name": "refusals",
         "TorchOutcome": "torch_freeze",
         "module_statuses": "torch_freeze",
         "release_clone": "torch_freeze",
@@ -50,4 +51,5 @@ __all__ = [
     "torch_outcome",
     "torch_refusal",
     "torch_statuses_only",
+    "unknown_name",
 ]

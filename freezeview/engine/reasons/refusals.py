@@ -9,6 +9,7 @@ same thing whichever code path met the problem first.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 __all__ = ["refusal", "torch_refusal"]
 
@@ -71,6 +72,17 @@ _TORCH_MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
 def refusal(key: str, model: str, *, method: str = "forward", name: str = "") -> str:
     """The one-sentence reason torch cannot freeze ``model`` (see ``_REFUSALS``)."""
     return _REFUSALS[key].format(model=model, method=method, name=name)
+
+
+def unknown_name(name: str, model: str, close: Sequence[str] = ()) -> str:
+    """The sentence for a preserved name ``model`` has no attribute, submodule or method
+    of, with the ``close`` names that exist: the one wording of explain, freeze and the
+    app's start-up check."""
+    hint = f"; closest: {', '.join(close)}" if close else ""
+    return (
+        f"unknown name {name!r} in preserved attributes: {model} has no attribute, "
+        f"submodule or method of that name{hint}."
+    )
 
 
 def torch_refusal(message: str, model: str) -> str:

@@ -27,7 +27,7 @@ from .module_objects import (
     materializable,
 )
 from .mutation import GraphWriters, Writer
-from .refusals import refusal
+from .refusals import refusal, unknown_name
 from .replay_graphs import (
     GraphContext,
     ReplayGraphs,
@@ -142,12 +142,7 @@ class FreezeReplay(ReplayGraphs):
             self._unknown(name, inventory)
 
     def _unknown(self, name: str, inventory: Inventory) -> None:
-        close = inventory.suggest(name)
-        hint = f"; closest: {', '.join(close)}" if close else ""
-        raise PlanError(
-            f"unknown name {name!r} in preserved attributes: {self.display} has no attribute, "
-            f"submodule or method of that name{hint}."
-        )
+        raise PlanError(unknown_name(name, self.display, inventory.suggest(name)))
 
     def _insert_mutable(self, mod: ModuleObject, name: str) -> None:
         value = mod.attrs[name]

@@ -19,6 +19,7 @@ from textual import work
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
+from textual.widget import Widget
 from textual.widgets import Input, Tree
 from textual.widgets.tree import TreeNode
 
@@ -426,8 +427,9 @@ class ModelTree(Tree[Row]):
         box = found.first(TreeFind) if found else None
         if box is None:
             box = TreeFind(self)
-            assert self.parent is not None
-            self.parent.mount(box, before=self)
+            parent = self.parent
+            assert isinstance(parent, Widget)
+            parent.mount(box, before=self)
         box.display = True
         box.focus()
 

@@ -53,7 +53,7 @@ def step_row(step: StepView, timings: bool = True, latency: bool = False) -> tup
     style = "" if step.changed else "dim"
     if step.error:
         style = "bold red"
-    name = Text(step.name, style)
+    name = Text(step.title, style)  # freezeview freeze's title: one name per step
     if step.error:
         name.append(" ✗", "bold red")
     elif not step.changed:
@@ -253,8 +253,8 @@ class StepsBar(Horizontal):
             table.remove_column("notes")
             table.add_column("latency", key="latency", default=Text("-", "dim"))
             table.add_column("notes", key="notes", default=Text(""))
-            for key, cell in notes.items():
-                table.update_cell(key, "notes", cell)
+            for row_key, cell in notes.items():
+                table.update_cell(row_key, "notes", cell)
         row = (*step_row(step, timings, latency="latency" in table.columns), notes_cell(step))
         if step.verdict:
             self._verdict = step.verdict
