@@ -15,7 +15,7 @@ import torch
 from measure_models import small_conv_net
 
 from freezeview.cli import main
-from freezeview.engine.ci.deployment_rules import hold_deployment_rule
+from freezeview.engine.ci.deployment_rules import constant_bytes_limit, hold_deployment_rule
 from freezeview.engine.ci.expectations import ExpectationsError, Rule, read_expectations
 from freezeview.engine.freeze import REGISTRY
 from freezeview.engine.measure import constant_bytes
@@ -45,7 +45,11 @@ def test_written_defaults_hold_and_match_torch(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         reference = torch.jit.freeze(small_conv_net())
-    assert f"max_constant_bytes = {constant_bytes([reference.graph])}" in text
+    today = constant_bytes([reference.graph])
+    # A limit with room above torch's figure today, and today's figure in a comment.
+    assert f"max_constant_bytes = {constant_bytes_limit(today)}" in text
+    assert f"# today {today:,} bytes" in text
+    assert today < constant_bytes_limit(today) <= today + max(today // 10, 1024) + 1024
     assert "portable = true" in text and "roundtrip = true" in text
     assert "max_latency_ratio = " in text and "time_budget = 0.02" in text
     kinds = {r.kind for r in read_expectations(expect, set(REGISTRY)).rules}

@@ -169,8 +169,10 @@ def _write(args: argparse.Namespace) -> int:
     )
     write_text(out, text)
     counts = facts.explanation.counts()
+    fired = len(facts.passes_fired)
     print(
         f"wrote {out}: {counts['inlined']} inlined, {counts['kept']} kept, "
-        f"{facts.kept_bytes:,} bytes of kept tensors, {len(facts.passes_fired)} passes firing."
+        f"{facts.kept_bytes:,} bytes of kept tensors, {fired} {'pass' if fired == 1 else 'passes'} "
+        "firing."
     )
     return 0

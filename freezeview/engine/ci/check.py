@@ -29,6 +29,7 @@ from ..reasons import AttributeVerdict, Reason
 from .deployment_rules import deployment_toml, hold_deployment_rule
 from .expectations import Expectations, ExpectationsError, Rule, read_expectations
 from .model_facts import FreezeFacts, TorchFacts, as_loaded, torch_facts
+from .path_ranges import group_paths, has_range, is_pattern, path_matcher
 
 __all__ = [
     "CheckReport",
@@ -166,7 +167,14 @@ def plan_of(expectations: Expectations) -> Plan:
 
 
 def _is_glob(pattern: str) -> bool:
-    return any(c in pattern for c in "*?[")
+    return is_pattern(pattern)
+
+
+def _matcher(pattern: str) -> Callable[[str], object]:
+    """fnmatch's test for a glob; with an index range (``layers.0-11.w``) the range's."""
+    if has_range(pattern):
+        return path_matcher(pattern)
+    return re.compile(fnmatch.translate(pattern)).match
 
 
 class _Status(Protocol):
@@ -196,7 +204,7 @@ class _PathIndex:
     def any_match(self, pattern: str) -> bool:
         if not _is_glob(pattern):
             return pattern in self.by_path
-        match = re.compile(fnmatch.translate(pattern)).match
+        match = _matcher(pattern)
         return any(match(v.path) for v in self.verdicts)
 
     def matching(self, pattern: str) -> list[_Status]:
@@ -208,12 +216,12 @@ class _PathIndex:
         if not _is_glob(pattern):
             found = self.by_path.get(pattern)
             return [found] if found is not None else []
-        match = re.compile(fnmatch.translate(pattern)).match
+        match = _matcher(pattern)
         return [v for v in self.verdicts if v.kind != "submodule" and match(v.path)]
 
     def allowed(self, patterns: Sequence[str]) -> Callable[[str], bool]:
         literal = {p for p in patterns if not _is_glob(p)}
-        globs = [re.compile(fnmatch.translate(p)).match for p in patterns if _is_glob(p)]
+        globs = [_matcher(p) for p in patterns if _is_glob(p)]
         return lambda path: path in literal or any(m(path) for m in globs)
 
 
@@ -467,8 +475,11 @@ def expectations_text(
     """
     plan = facts.plan
     verdicts = facts.explanation.attributes
-    inlined = [v.path for v in verdicts if v.status == "inlined" and v.kind != "submodule"]
-    kept = [v.path for v in verdicts if v.status == "kept"]
+    # Repeated blocks once (`layer1.0-2.conv1.weight`), exactly the paths they stand for.
+    inlined = group_paths(
+        [v.path for v in verdicts if v.status == "inlined" and v.kind != "submodule"]
+    )
+    kept = group_paths([v.path for v in verdicts if v.status == "kept"])
     lines = [
         f"# freezeview expectations for {Path(facts.model).name}: what torch.jit.freeze does",
         f"# to it today (torch {torch.__version__}). Commit this file and run",
@@ -489,7 +500,9 @@ def expectations_text(
     lines += [
         "",
         "[attributes]",
-        "# Each attribute listed here must stay inlined (glob patterns: * ? [...]).",
+        "# Each attribute listed here must stay inlined (glob patterns: * ? [...]). An",
+        "# index range stands for each index: layer1.0-2.conv1.weight is layer1.0.conv1.weight,",
+        "# layer1.1.conv1.weight and layer1.2.conv1.weight; {0-3,5} lists several runs.",
         f"inlined = {_toml_list(inlined)}",
         "# Only these may be kept as module attributes.",
         f"kept = {_toml_list(kept)}",

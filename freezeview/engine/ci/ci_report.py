@@ -103,10 +103,12 @@ def render_github(
 def _summary(report: CheckReport) -> str:
     broken = sum(not r.ok for r in report.results)
     count = len(report.violations)
+    total = len(report.results)
     if not broken:
-        return f"freezeview check: {len(report.results)} rules hold for {report.model}."
+        holds = "rule holds" if total == 1 else "rules hold"
+        return f"freezeview check: {total} {holds} for {report.model}."
     return (
-        f"freezeview check: {broken} of {len(report.results)} rules broken for "
+        f"freezeview check: {broken} of {total} rule{'s' if total != 1 else ''} broken for "
         f"{report.model} ({count} violation{'s' if count != 1 else ''})."
     )
 

@@ -202,7 +202,7 @@ def _shown(path: str, *statuses: str, show_all: bool) -> bool:
 
 def _hidden_note(comparison: Comparison, show_all: bool) -> str | None:
     c = comparison
-    rows = [(ch.path, ch.old, ch.new) for ch in c.changes]
+    rows: list[tuple[str, ...]] = [(ch.path, ch.old, ch.new) for ch in c.changes]
     rows += [(v.path, v.status) for v in (*c.added, *c.removed)]
     hidden = sum(not _shown(row[0], *row[1:], show_all=show_all) for row in rows)
     if not hidden:
@@ -395,6 +395,7 @@ def render_text(comparison: Comparison, *, show_all: bool = False) -> str:
     if note:
         lines.append(f"  ({note})")
     regressions = c.regressions
-    lines.append(f"{len(regressions)} regression(s):" if regressions else "no regression.")
+    many = "regression" if len(regressions) == 1 else "regressions"
+    lines.append(f"{len(regressions)} {many}:" if regressions else "no regression.")
     lines.extend(f"  {sentence}" for sentence in regressions)
     return "\n".join(lines) + "\n"

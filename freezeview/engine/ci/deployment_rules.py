@@ -13,7 +13,7 @@ from typing import NamedTuple
 from ..measure import Measurement, format_ms
 from .expectations import Rule
 
-__all__ = ["Broken", "deployment_toml", "hold_deployment_rule"]
+__all__ = ["Broken", "constant_bytes_limit", "deployment_toml", "hold_deployment_rule"]
 
 
 class Broken(NamedTuple):
@@ -142,12 +142,20 @@ def hold_deployment_rule(rule: Rule, measurement: Measurement | None) -> Broken 
     return _HOLDERS[rule.kind](rule, measurement)
 
 
+def constant_bytes_limit(today: int) -> int:
+    """``max_constant_bytes`` to write for a model with ``today`` bytes of tensor
+    constants: a tenth of room, at least 1 kB, rounded up to a whole kB (1,024 bytes)."""
+    room = max(today // 10, 1024)
+    return -(-(today + room) // 1024) * 1024
+
+
 def deployment_toml(measurement: Measurement, *, threads: int, budget: float) -> list[str]:
     """``[deployment]`` lines from the current model: sensible defaults to commit.
 
     The latency limit is 1.0 (freezing must not make it slower) when the frozen forward
     is not slower today, else today's ratio with a quarter of room; the constant bytes are
-    today's (folds are deterministic on one torch); ``portable`` and ``roundtrip`` are
+    today's with a tenth of room (:func:`constant_bytes_limit`: a limit equal to today's
+    breaks on any small change of the model); ``portable`` and ``roundtrip`` are
     written when they hold today.
     """
     lines = ["", "[deployment]"]
@@ -156,7 +164,10 @@ def deployment_toml(measurement: Measurement, *, threads: int, budget: float) ->
         limit = 1.0 if overall.same or overall.ratio <= 1.0 else round(overall.ratio * 1.25, 2)
         lines.append(f"max_latency_ratio = {limit!r}  # today {overall.ratio:.2f}x")
     if measurement.sizes is not None:
-        lines.append(f"max_constant_bytes = {measurement.sizes.constant_bytes}")
+        today = measurement.sizes.constant_bytes
+        lines.append(f"# today {today:,} bytes; the limit leaves a tenth of room (at least 1 kB),")
+        lines.append("# so a small change passes: lower it to hold today's figure exactly.")
+        lines.append(f"max_constant_bytes = {constant_bytes_limit(today)}")
     port = measurement.portability
     if port is not None and port.portable:
         lines.append("portable = true")

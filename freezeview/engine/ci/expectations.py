@@ -8,7 +8,8 @@ A TOML file, read with the standard library, committed next to the model's code:
     optimize_for_inference = false
     # passes = ["remove_dropout", "fold_conv_bn"]   # default: what torch.jit.freeze runs
 
-    [attributes]                # glob patterns over dotted paths (fnmatch: * ? [...])
+    [attributes]                # glob patterns over dotted paths (fnmatch: * ? [...]),
+                                # index ranges: layers.0-11.linear1.weight, b.{0-3,5}.w
     inlined = ["conv*.weight", "layer1.*"]   # each matching attribute must be inlined
     kept = ["steps", "history"]              # nothing else may be kept
     dropped = ["*.num_batches_tracked"]      # each matching attribute must be dropped
@@ -126,7 +127,9 @@ class Rule:
         if self.kind in ("inlined", "dropped"):
             return f"attributes.{self.kind}: {self.target}"
         if self.kind == "kept":
-            return f"attributes.kept: only {self.target or 'nothing'}"
+            if not self.target:
+                return "attributes.kept: nothing may be kept"
+            return f"attributes.kept: only {self.target}"
         if self.kind == "max-kept-bytes":
             return f"limits.max_kept_tensor_bytes: {self.value}"
         if self.kind == "written-constants":

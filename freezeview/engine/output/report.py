@@ -165,10 +165,9 @@ def step_row(
     delta = (
         f"+{step.nodes_added}/-{step.nodes_removed}/~{step.nodes_changed}" if step.changed else "-"
     )
-    # The first note only: the rest can cost more than the whole run (explain).
+    # The first note only: the rest can cost more than the whole run (explain). Whole:
+    # the column folds it on a terminal, and a file or pipe has no width to cut it to.
     notes = step.error or step.first_note
-    if len(notes) > 160 and not step.error:
-        notes = notes[:157] + "..."
     row: list[str | Text] = [
         str(step.index),
         status,
