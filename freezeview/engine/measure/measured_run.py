@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from ..freeze import Pipeline, Progress, Step, compare_outputs
+from ..plumbing import torch_cause
 from .constants import (
     backend_only_nodes,
     constant_bytes,
@@ -38,7 +39,8 @@ __all__ = ["MeasuredRun"]
 
 
 def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    """torch's own line that says why (the last one of a TorchScript interpreter error)."""
+    return torch_cause(exc)
 
 
 class MeasuredRun:
