@@ -185,3 +185,62 @@ def test_a_png_export_opens_fitted_too(browser, tmp_path: Path) -> None:  # type
     assert img["x"] >= view["x"] - 1 and img["x"] + img["w"] <= view["x"] + view["w"] + 1
     assert errors == []
     context.close()
+
+
+def test_the_attributes_tab_shows_each_status_and_reason(page) -> None:  # type: ignore[no-untyped-def]
+    """At 1400 px the Attributes tab widens the sidebar: no row's status or reason is cut
+    off or scrolled out of the sidebar (it was 300 px around a 491 px table)."""
+    page.click(".tabs button[data-tab=attrs-tab]")
+    page.wait_for_timeout(100)
+    sidebar = _rect(page, "nav#sidebar")
+    assert page.eval_on_selector("nav#sidebar", "e => e.scrollWidth <= e.clientWidth + 1")
+    cells = page.eval_on_selector_all(
+        "#attr-table tr[data-path]",
+        "rows => rows.map(r => { const s = r.cells[1].getBoundingClientRect(), "
+        "w = r.cells[2].getBoundingClientRect(); return [s.right, w.width, w.right]; })",
+    )
+    assert cells
+    for status_right, reason_width, reason_right in cells:
+        assert status_right <= sidebar["x"] + sidebar["w"]
+        assert reason_right <= sidebar["x"] + sidebar["w"] + 1
+        assert reason_width >= 200
+    # Back on the steps, the sidebar is narrow again and the picture has its room.
+    page.click(".tabs button[data-tab=steps-tab]")
+    page.wait_for_timeout(100)
+    assert _rect(page, "nav#sidebar")["w"] < sidebar["w"]
+
+
+def test_the_details_follow_the_step_shown(page) -> None:  # type: ignore[no-untyped-def]
+    """After n the details describe a box of the picture shown, or the step: never the
+    box of the step before (a removed op's details stayed)."""
+    page.keyboard.press("n")
+    first = page.evaluate("window.freezeview.state.picture")
+    ids = page.eval_on_selector_all("#canvas g.node", "els => els.map(e => e.id)")
+    assert ids
+    for box in ids[:8]:
+        page.evaluate(f"window.freezeview.show({first!r}, true)")
+        page.evaluate(f"window.freezeview.showBox({box!r})")
+        before = page.inner_text("#details-body")
+        page.keyboard.press("n")
+        now = page.inner_text("#details-body")
+        here = page.eval_on_selector_all("#canvas g.node", "els => els.map(e => e.id)")
+        if box in here:
+            page.evaluate(f"window.freezeview.showBox({box!r})")
+            assert now == page.inner_text("#details-body")
+        else:
+            assert now != before and now.startswith("step "), now
+        assert page.evaluate("window.freezeview.state.selected") in (box, None)
+
+
+def test_every_step_says_what_it_did_or_why_not(page) -> None:  # type: ignore[no-untyped-def]
+    """The timeline lists the steps that changed nothing too, each with its note (why the
+    pass did not fire), as ``freezeview freeze``'s notes column."""
+    unchanged = page.eval_on_selector_all(
+        "#timeline li.unchanged",
+        "els => els.map(e => [e.offsetParent !== null, "
+        "(e.querySelector('.notes') || {}).textContent || ''])",
+    )
+    assert unchanged
+    for visible, note in unchanged:
+        assert visible and note.strip(), unchanged
+    assert any(note.startswith("did not fire") for _, note in unchanged), unchanged

@@ -312,7 +312,8 @@ def _diff_html(text: str) -> str:
 def _timeline_item(entry: PageStep) -> str:
     step = entry.step
     unchanged = not step.changed
-    classes = "unchanged hidden" if unchanged else ""
+    # Listed, dimmed: their notes say why the pass did not fire (n and p pass them by).
+    classes = "unchanged" if unchanged else ""
     numerics = ""
     if step.numerics is not None:
         numerics = f" · max abs {step.numerics.max_abs:.2g}"
@@ -508,7 +509,7 @@ def review_page_parts(
         '<button data-tab="attrs-tab">Attributes</button></div>',
         '<section class="tab" id="steps-tab">',
         '<label class="meta"><input type="checkbox" id="show-unchanged"> '
-        "show steps that changed nothing</label>",
+        "n and p stop at steps that changed nothing too</label>",
         '<ol id="timeline">' + "".join(_timeline_item(s) for s in steps) + "</ol></section>",
         '<section class="tab" id="attrs-tab" hidden>',
         '<input id="attr-filter" placeholder="filter attributes (path, status, reason)">',

@@ -114,7 +114,24 @@
       li.classList.toggle("current", li.dataset.picture === id);
     });
     runSearch();
+    // The details follow the picture: the box selected, if this picture has it, else
+    // what the step did (never the box of the step shown before).
+    const boxes = data.boxes[id] || {};
+    if (state.selected && boxes[state.selected]) showBox(state.selected);
+    else { state.selected = null; details.innerHTML = stepDetails(id); }
     if (state.highlight) highlightAttribute(state.highlight);
+  }
+  function stepDetails(id) {
+    const li = stepItems.find((item) => item.dataset.picture === id);
+    if (!li) return '<p class="meta">Click a box in the picture, or an attribute in the table, for its details.</p>';
+    const part = (selector) => { const e = li.querySelector(selector); return e ? e.textContent : ""; };
+    // The item's own text (its number and title), without the counts and notes below.
+    const title = Array.from(li.childNodes).filter((n) => n.nodeName === "B" || n.nodeType === 3)
+      .map((n) => n.textContent).join("").trim();
+    return `<h2>step ${escapeHtml(title)}</h2><dl>` +
+      `<dt>what it did</dt><dd>${escapeHtml(part(".counts"))}</dd>` +
+      (part(".notes") ? `<dt>notes</dt><dd>${escapeHtml(part(".notes"))}</dd>` : "") +
+      '</dl><p class="meta">Click a box for its details.</p>';
   }
   select.addEventListener("change", () => show(select.value, false));
 
@@ -133,9 +150,6 @@
   stepItems.forEach((li) => li.addEventListener("click", () => {
     if (li.dataset.picture) show(li.dataset.picture, true);
   }));
-  showUnchanged.addEventListener("change", () => {
-    stepItems.forEach((li) => li.classList.toggle("hidden", li.classList.contains("unchanged") && !showUnchanged.checked));
-  });
   document.getElementById("prev").addEventListener("click", () => moveStep(-1));
   document.getElementById("next").addEventListener("click", () => moveStep(1));
   document.getElementById("zoom-in").addEventListener("click", () => zoomAt(1.25, viewport.clientWidth / 2, viewport.clientHeight / 2));
@@ -267,6 +281,9 @@
   document.querySelectorAll(".tabs button").forEach((button) => button.addEventListener("click", () => {
     document.querySelectorAll(".tabs button").forEach((b) => b.classList.toggle("active", b === button));
     document.querySelectorAll(".tab").forEach((t) => { t.hidden = t.id !== button.dataset.tab; });
+    // The attributes' table takes the room it needs; the picture keeps what is left.
+    document.getElementById("layout").classList.toggle("attrs", button.dataset.tab === "attrs-tab");
+    if (state.scale) fit();
   }));
   document.addEventListener("keydown", (event) => {
     if (event.target.matches && event.target.matches("input, select, textarea")) return;
