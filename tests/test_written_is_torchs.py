@@ -85,6 +85,8 @@ SHAPES: dict[str, tuple[Any, Any]] = {
     "list": (lambda: torch.jit.script(ListWrite().eval()), _one_input),
     "aliased": (lambda: torch.jit.script(Aliased().eval()), _one_input),
     "fork": (lambda: torch.jit.script(Forked().eval()), _one_input),
+    # torch.jit.freeze's output saved: the list is a graph constant the file carries.
+    "already-frozen": (lambda: torch_freeze(torch.jit.script(ListWrite().eval())), _one_input),
 }
 CORPUS_SHAPES = [
     "written_dict_value",
@@ -204,7 +206,7 @@ def _check(
 
 
 @pytest.mark.parametrize("run", ["budget-0", "no-inputs"])
-@pytest.mark.parametrize("shape", ["list", "aliased"])
+@pytest.mark.parametrize("shape", ["list", "aliased", "already-frozen"])
 def test_written_file_is_torchs(
     shape: str, run: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
