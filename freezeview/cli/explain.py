@@ -198,7 +198,7 @@ def _reason_text(v: AttributeVerdict) -> Text:
             text.append("\n")
         text.append(f"{reason.code}", style="bold")
         text.append(f": {reason.message}")
-        if reason.node and reason.code in ("set-attr", "in-place-write"):
+        if reason.node and reason.code in ("set-attr", "in-place-write", "written-constant"):
             # The IR line's trailing `# file:line:col` repeats the source shown below.
             text.append(f"\n  {reason.node.split(' # ', 1)[0]}", style="cyan")
         if reason.source and reason.code in _LOCATED:
@@ -209,7 +209,14 @@ def _reason_text(v: AttributeVerdict) -> Text:
 
 
 # Reason codes whose node and source line are worth a line of their own.
-_LOCATED = ("set-attr", "in-place-write", "dead-code", "forked", "undetermined")
+_LOCATED = (
+    "set-attr",
+    "in-place-write",
+    "written-constant",
+    "dead-code",
+    "forked",
+    "undetermined",
+)
 
 
 def _type_text(v: AttributeVerdict) -> str:
@@ -276,6 +283,7 @@ def render_explanation(
     from rich.markup import escape
 
     from .explain_groups import collapse_rows, group_modules
+    from .written import print_written_warning
 
     shown = _visible(result.attributes, statuses, show_all)
     by_owner = _groups(shown)
@@ -333,6 +341,8 @@ def render_explanation(
     console.print(f"[bold]{result.summary()}[/]{more}")
     for warning in result.warnings:
         console.print(f"[dim]torch said: {warning}[/]")
+    # Whatever --status, --all and the grouping showed: a written constant is always told.
+    print_written_warning(console, result.written_constants())
 
 
 def _print_table(

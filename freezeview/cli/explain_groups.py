@@ -9,8 +9,9 @@ Two modules are alike when they have the same TorchScript class and the same sho
 rows, row for row: attribute, kind, type, value, status and every reason field. The
 only difference allowed is the IR's value names (``%num_batches_tracked.2`` against
 ``.7``), which number each inlined copy of the same code; a group whose members' names
-differ says whose names are shown. A module with a kept attribute is never grouped: kept is what a
-user reads explain for. Integer-named rows of one table (a container's children, ``0``
+differ says whose names are shown. A module with a kept attribute, or a folded one the
+frozen graph still writes (``written-constant``), is never grouped: that is what a user
+reads explain for. Integer-named rows of one table (a container's children, ``0``
 to ``511``) collapse the same way into one row.
 
 ``--json`` is untouched by all this; ``--each-module`` turns it off.
@@ -77,6 +78,11 @@ class RowGroup:
         return f"{path_pattern([v.info.name for v in self.rows])} ({len(self.rows)} alike)"
 
 
+def _news(v: AttributeVerdict) -> bool:
+    """A row that must print under its own name: kept, or a written folded constant."""
+    return v.status == "kept" or any(r.code == "written-constant" for r in v.reasons)
+
+
 def _norm(text: str | None) -> str | None:
     return _VALUE_NAME.sub("%", text) if text and "%" in text else text
 
@@ -118,8 +124,8 @@ def group_modules(
             and owner != ""
             and type_name is not None
             and rows
-            # A kept attribute is the news explain is read for: never folded away.
-            and all(v.status != "kept" for v in rows)
+            # A kept or written attribute is the news explain is read for: never folded away.
+            and not any(_news(v) for v in rows)
         )
         if not groupable:
             groups.append(ModuleGroup([owner], rows))
@@ -144,12 +150,13 @@ def collapse_rows(
     *,
     each: bool = False,
 ) -> list[RowGroup]:
-    """``rows`` with integer-named, alike, not kept rows merged, in first-seen order."""
+    """``rows`` with integer-named, alike rows merged (never a kept or written one), in
+    first-seen order."""
     out: list[RowGroup] = []
     by_key: dict[Hashable, RowGroup] = {}
     exact_of: dict[int, tuple[Hashable, ...]] = {}
     for v in rows:
-        if each or v.status == "kept" or not _is_index(v.info.name):
+        if each or _news(v) or not _is_index(v.info.name):
             out.append(RowGroup([v]))
             continue
         key, exact = row_keys(v, cells)

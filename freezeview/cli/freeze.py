@@ -28,6 +28,7 @@ from .options import (
 if TYPE_CHECKING:
     from ..engine.freeze.pipeline import Pipeline, Plan, Step
     from ..engine.measure import Measurement
+    from ..engine.reasons.verdict_values import ConstantWrite
 
 __all__ = ["import_engine", "register", "run"]
 
@@ -165,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
                         warnings=pipe.warnings,
                         measurement=measured.measurement,
                     )
+                    | {"written_constants": None}  # no frozen module to ask
                 )
                 + "\n"
             )
@@ -206,6 +208,7 @@ def _report(
     """The result: a JSON line, or the measurement's lines (latency verdict last)."""
     from ..engine.output.report import measurement_lines, result_json
 
+    writes = _written_constants(pipe)
     if args.json:
         result = result_json(
             steps,
@@ -215,11 +218,13 @@ def _report(
             warnings=pipe.warnings,
             measurement=measurement,
         )
+        result["written_constants"] = [w.to_json() for w in writes]
         sys.stdout.write(json.dumps(result) + "\n")
         return
     from rich.markup import escape
 
     from .console import report_console
+    from .written import print_written_warning
 
     console = report_console()
     lines = measurement_lines(measurement)
@@ -227,5 +232,23 @@ def _report(
     verdict = lines.pop(1) if measurement.unfrozen is not None else None
     for line in lines:
         console.print(escape(line))
+    # Next to "run twice" (the last of the lines): what makes outputs change per call.
+    print_written_warning(console, writes)
     if verdict is not None:
         console.print(f"[bold]{escape(verdict)}[/]")
+
+
+def _written_constants(pipe: Pipeline) -> list[ConstantWrite]:
+    """The folded attributes the frozen module's graphs write (``written-constant``).
+
+    A walk of the frozen graphs says whether any constant is written at all; only then
+    is explain asked which attributes they are (on a large model it costs about as much
+    as freezing).
+    """
+    from ..engine.reasons.constant_writes import frozen_writes_a_constant
+
+    module = pipe.frozen_module
+    if module is None or not frozen_writes_a_constant(module):
+        return []
+    explanation = pipe.explanation()
+    return explanation.written_constants() if explanation is not None else []

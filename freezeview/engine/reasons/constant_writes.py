@@ -29,7 +29,12 @@ from .mutation import Writer, iter_nodes, node_source, node_text
 from .replay import FreezeReplay
 from .verdict_values import AttributeVerdict, Reason
 
-__all__ = ["WrittenConstant", "constant_writes", "mark_written_constants"]
+__all__ = [
+    "WrittenConstant",
+    "constant_writes",
+    "frozen_writes_a_constant",
+    "mark_written_constants",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +279,35 @@ def constant_writes(prop: FreezeReplay) -> dict[tuple[int, str], list[WrittenCon
                 known = found.setdefault(slot, [])
                 known += [entry for entry in walk.hits if entry not in known]
     return found
+
+
+def frozen_writes_a_constant(module: torch.jit.ScriptModule) -> bool:
+    """Whether a frozen module's graphs write one of their own constants.
+
+    The same walk as :func:`constant_writes`, from every constant of every method graph
+    and ``torch.jit.fork`` body of an already frozen module (``freeze``'s result), with
+    no replay: a one-pass question that says whether explain's ``written-constant``
+    reasons are worth asking for. Which attribute a constant was folded from is
+    explain's to say.
+    """
+    graphs: list[tuple[torch._C.Graph, str, bool]] = [
+        (module._c._get_method(name).graph, name, False) for name in module._c._method_names()
+    ]
+    while graphs:
+        graph, method, in_fork = graphs.pop()
+        for node in iter_nodes(graph.block()):
+            if node.kind() == "prim::fork":
+                graphs.append((node.g("Subgraph"), method, True))
+            if node.kind() != "prim::Constant" or node.outputsSize() != 1:
+                continue
+            value = node.output()
+            if not _mutable(value):
+                continue
+            walk = _Walk(method, frozenset(), in_fork)
+            walk.follow(value)
+            if walk.hits:
+                return True
+    return False
 
 
 def _place(writer: Writer) -> dict[str, str | None]:

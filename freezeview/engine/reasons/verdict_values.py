@@ -5,6 +5,8 @@ torch-free, so the app's screen and the reports can hold them without importing 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,10 +15,14 @@ from ..graph import AttributeInfo, FrozenContents, Inventory
 __all__ = [
     "REASON_CODES",
     "STATUSES",
+    "WRITTEN_HELP",
     "AttributeVerdict",
+    "ConstantWrite",
     "Disagreement",
     "Explanation",
     "Reason",
+    "written_constants",
+    "written_warning",
 ]
 
 #: The closed set of reason codes, with what each means. Documented in docs/reasons.md
@@ -120,6 +126,68 @@ class AttributeVerdict:
         return data
 
 
+#: Where the user reads what a written constant does and what to change in the model.
+WRITTEN_HELP = "docs/troubleshooting.md#the-frozen-model-mutates-its-own-constants"
+
+_NODE_KIND = re.compile(r"=\s*([\w:.]+)\(")
+
+
+def written_warning(count: int) -> str:
+    """The warning every output gives for ``count`` written constants (``written-constant``
+    attributes), without a leading ``warning:``."""
+    noun = "folded attribute is" if count == 1 else "folded attributes are"
+    them = "constants" if count > 1 else "constant"
+    return (
+        f"{count} {noun} still written by the frozen graph: the frozen model mutates "
+        f"its own {them}, its outputs can change from call to call, and a saved file "
+        f"holds whatever the {them} held at save time"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConstantWrite:
+    """One node of the frozen graph writing one folded attribute (a ``written-constant``
+    reason), as the warnings of explain, freeze, the app and the review page list it."""
+
+    path: str
+    reason: Reason
+
+    @property
+    def kind(self) -> str:
+        """The writing node's kind (``aten::add_``), read from its IR line."""
+        found = _NODE_KIND.search(self.reason.node or "")
+        return found.group(1) if found else "a node"
+
+    def where(self) -> str:
+        """``aten::add_ in forward at /src/m.py:11``: the writer and its source line."""
+        text = self.kind
+        if self.reason.method:
+            text += f" in {self.reason.method}"
+        if self.reason.source:
+            text += f" at {self.reason.source}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of the ``written_constants`` lists of explain and freeze ``--json``."""
+        return {
+            "path": self.path,
+            "node": self.reason.node,
+            "source": self.reason.source,
+            "method": self.reason.method,
+            "source_text": self.reason.source_text,
+        }
+
+
+def written_constants(verdicts: Iterable[AttributeVerdict]) -> list[ConstantWrite]:
+    """Each folded attribute the frozen graph writes, once per writing node, in order."""
+    return [
+        ConstantWrite(v.path, r)
+        for v in verdicts
+        for r in v.reasons
+        if r.code == "written-constant"
+    ]
+
+
 @dataclass
 class Explanation:
     """The verdict for every attribute of a model under one plan.
@@ -161,6 +229,10 @@ class Explanation:
         """The verdicts with the given status, in tree order."""
         return [v for v in self.attributes if v.status == status]
 
+    def written_constants(self) -> list[ConstantWrite]:
+        """The writes of folded constants the frozen graph makes (``written-constant``)."""
+        return written_constants(self.attributes)
+
     @property
     def plan(self) -> dict[str, Any]:
         """The plan the verdicts hold for."""
@@ -175,6 +247,7 @@ class Explanation:
             "summary": self.counts(),
             "attributes": [v.to_json() for v in self.attributes],
             "disagreements": [d.to_json() for d in self.disagreements],
+            "written_constants": [w.to_json() for w in self.written_constants()],
         }
         if self.frozen is not None:
             data["already_frozen"] = self.frozen.to_json()
