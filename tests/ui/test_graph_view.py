@@ -68,7 +68,7 @@ async def test_v_opens_the_graph_with_every_box_label(small_pt: Path, tmp_path: 
         for box in layout.boxes.values():
             for line in box.lines:
                 assert line in text, f"{line!r} is not drawn"
-        assert "step 1/" in str(view.query_one("#graph-title").render())
+        assert "step 0 · inline calls" in str(view.query_one("#graph-title").render())
         # v again hides it; the IR pane has the keys.
         await pilot.press("v")
         assert not screen.graph_shown and not view.display

@@ -221,7 +221,8 @@ class MainScreen(Guarded, Screen[None]):
     def _update_tab_label(self) -> None:
         if self.has_class("-narrow"):
             tab = self.query_one("#tab-ir", Tab)
-            label = f"IR {self.current_step + 1}/{len(self.steps)}"
+            index = self.current_step
+            label = f"IR {self.steps[index].index}" if 0 <= index < len(self.steps) else "IR"
             if tab.label_text != label:
                 tab.label = label
 
@@ -369,8 +370,13 @@ class MainScreen(Guarded, Screen[None]):
         (about 0.2 s with a big model's IR on screen).
         """
         panes = [self.query_one(f"#{name}") for name in ("main", *_PANES)]
+        # Back to what app.tcss says. Clearing a rule asks for no layout (Textual's
+        # Styles.clear_rule), and the containers keep their cached arrangement: each
+        # pane asks for one, or a hidden graph view stayed on screen, over the model
+        # pane, until something else laid the screen out.
         for pane in panes:
-            pane.styles.clear_rule("display")  # back to what app.tcss says
+            if pane.styles.clear_rule("display"):
+                pane.refresh(layout=True)
         if not self.graph_shown:
             return
         self.graph_view.display = True
@@ -400,7 +406,7 @@ class MainScreen(Guarded, Screen[None]):
         step = self.steps[index]
         before = self.steps[index - 1].graph if index > 0 else None
         out = self.fv_app.output_dir / "steps"
-        self.set_status(f"rendering step {step.name} into {out}…")
+        self.set_status(f"rendering step {step.label} into {out}…")
         self.engine.render_step(step, before, out)
 
     def action_export(self) -> None:

@@ -125,7 +125,7 @@ class PlanRuns:
         screen.ir_pane.update_title()
         screen._update_tab_label()
         if message.step.error:
-            screen.set_status(f"step {message.step.name} failed: {message.step.error}", error=True)
+            screen.set_status(f"step {message.step.label} failed: {message.step.error}", error=True)
 
     def final_code_ready(self, message: FinalCodeReady) -> None:
         """The final frozen module's ``.code`` arrived (read when the view showed it)."""

@@ -253,7 +253,7 @@ class GraphView(Guarded, Vertical, can_focus=True):
         self._want = key
         self.drawn = None
         what = "diff" if key[2] else "graph"
-        self.canvas_view.show_canvas(None, f"laying out the {what} of step {step.name} with dot…")
+        self.canvas_view.show_canvas(None, f"laying out the {what} of step {step.label} with dot…")
         self.update_title(busy=True)
         # The graphs go by key: the engine has them (it snapshots them if need be).
         before = self.steps[self.index - 1].graph if key[2] else None
@@ -346,15 +346,15 @@ class GraphView(Guarded, Vertical, can_focus=True):
             title.append("graph", "bold")
         else:
             what = "diff" if self.diff and self.index > 0 else "graph"
-            title.append(f"{what} · step {self.index + 1}/{len(self.steps)} · {step.name}", "bold")
+            title.append(f"{what} · step {step.label}", "bold")
         layout = self.layout_shown
         label = self.query_one("#graph-title", Label)
         if busy:
             title.append("  laying out…", "italic yellow")
         elif layout is not None:
             level = "every op" if layout.level is None else f"module level {layout.level}"
-            title.append(f"  [{level}]", "bold cyan")
-            title = _fitted(title, len(layout.boxes), layout.diff, label.content_size.width)
+            tail = Text(f"  [{level}]", "bold cyan")
+            title = _fitted(title, tail, len(layout.boxes), layout.diff, label.content_size.width)
         # One line, updated without a relayout of the view (the canvas keeps its rows).
         label.update(title, layout=False)
 
@@ -581,17 +581,21 @@ _LEGENDS = (
 )
 
 
-def _fitted(head: Text, boxes: int, diff: bool, width: int) -> Text:
-    """``head`` with the box count and, for a diff, the colour legend, in the longest
-    form that fits ``width`` cells (0: no width known yet, the longest form)."""
+def _fitted(head: Text, level: Text, boxes: int, diff: bool, width: int) -> Text:
+    """``head`` (the step) and ``level`` with the box count and, for a diff, the colour
+    legend, in the longest form that fits ``width`` cells (0: no width known yet, the
+    longest form); where even the shortest does not fit, the step's title is cut."""
     count = (f"  {boxes} boxes", "dim")
     tails: list[tuple[tuple[str, str], ...]] = (
         [(count, *legend) for legend in _LEGENDS] if diff else [(count,)]
     )
     for tail in tails:
-        title = head.copy()
+        end = level.copy()
         for text, style in tail:
-            title.append(text, style)
+            end.append(text, style)
+        title = head + end
         if not width or title.cell_len <= width:
             return title
-    return title
+    cut = head.copy()
+    cut.truncate(max(8, width - end.cell_len), overflow="ellipsis")
+    return cut + end

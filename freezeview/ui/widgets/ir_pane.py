@@ -66,7 +66,7 @@ def code_header(step: StepView, steps: Sequence[StepView], which: str) -> str:
     step's own). ``which`` is ``final`` or ``loaded``.
     """
     last = steps[-1] if steps else step
-    this = f"step {step.index} ({step.name})"
+    this = f"step {step.label}"
     inside = (
         "TorchScript prints .code only for a module; a step inside the run is a graph: "
         "d shows its diff, then its IR."
@@ -75,8 +75,8 @@ def code_header(step: StepView, steps: Sequence[StepView], which: str) -> str:
         text = f".code of the final frozen module: this step, {this}, is the run's last."
     elif which == "final":
         text = (
-            f".code of the final frozen module, after the run's last step, {last.index} "
-            f"({last.name}): not {this}'s own. {inside}"
+            f".code of the final frozen module, after the run's last step, "
+            f"{last.label}: not {this}'s own. {inside}"
         )
     else:
         text = (
@@ -317,12 +317,13 @@ class IRPane(Vertical):
             return lambda: "(the first step has nothing before it to compare with)\n"
         source = self._source
         assert source is not None
-        a = f"{self.index - 1:02d}-{self.steps[self.index - 1].name}"
-        b = f"{step.index:02d}-{step.name}"
+        # The step's number and title as the header, the timeline and the CLI say them.
+        a = self.steps[self.index - 1].label
+        b = step.label
 
         def build() -> str:
             text = source.diff_text(previous, snap, a, b)
-            return text or f"(step {step.name} did not change the graph)\n"
+            return text or f"(step {step.label} did not change the graph)\n"
 
         return build
 
@@ -387,7 +388,7 @@ class IRPane(Vertical):
         elif missing:
             step = self.current()
             assert step is not None
-            self.ir.set_document(f"taking the graph of step {step.name}…\n", "text")
+            self.ir.set_document(f"taking the graph of step {step.label}…\n", "text")
             self.taking_graph = True
             self.take_graphs(self.run_id, missing)
         else:
@@ -419,8 +420,8 @@ class IRPane(Vertical):
         elif step is None:
             title.append("loaded model (inlined forward)", "bold")
         else:
-            title.append(f"step {self.index + 1}/{len(self.steps)}", "bold")
-            title.append(f" · {step.name} · ")
+            title.append(f"step {step.label}", "bold")
+            title.append(" · ")
             title.append(f"+{step.added} ", "green")
             title.append(f"-{step.removed} ", "red")
             title.append(f"~{step.changed_nodes}", "yellow")
