@@ -52,6 +52,12 @@ class AttrView:
         return self.path.rsplit(".", 1)[-1]
 
     @property
+    def written_constant(self) -> bool:
+        """Folded, yet the frozen graph still writes it (a ``written-constant`` reason):
+        the frozen model mutates its own constant."""
+        return any(r.code == "written-constant" for r in self.reasons)
+
+    @property
     def owner(self) -> str:
         """Dotted path of the module holding it (``""`` for the root)."""
         return self.path.rsplit(".", 1)[0] if "." in self.path else ""

@@ -36,6 +36,9 @@ def attribute_panel(view: AttrView, info: Any = None, lines: int = 0) -> Rendera
         lines: how many lines of the current IR read or write it.
     """
     table = _table()
+    parts: list[RenderableType] = []
+    if view.written_constant:
+        parts += [_written_warning(view), Text("")]
     table.add_row("attribute", Text(view.path, "bold"))
     table.add_row(
         "status", Text.assemble(badge(view.status), "  preserved" if view.preserved else "")
@@ -54,7 +57,7 @@ def attribute_panel(view: AttrView, info: Any = None, lines: int = 0) -> Rendera
         if getattr(info, "writers", ()):
             table.add_row("written by", ", ".join(info.writers))
     table.add_row("in this IR", f"{lines} line(s) read or write it (marked)")
-    parts: list[RenderableType] = [table]
+    parts.append(table)
     for reason in view.reasons:
         r = _table()
         r.add_row("reason", Text.assemble((reason.code, "bold yellow"), "  ", reason.message))
@@ -69,6 +72,29 @@ def attribute_panel(view: AttrView, info: Any = None, lines: int = 0) -> Rendera
         parts.append(Text(""))
         parts.append(r)
     return Group(*parts)
+
+
+def _written_warning(view: AttrView) -> RenderableType:
+    """The inspector's first lines for a folded attribute the frozen graph still writes:
+    what that does, each writing node with its source line, and where to read more."""
+    from ...engine.reasons.verdict_values import WRITTEN_HELP  # torch-free values
+
+    table = _table()
+    table.add_row(
+        Text("⚠ warning", "bold white on red"),
+        Text(
+            "folded into the graph as a constant, yet the frozen graph still writes it: "
+            "the frozen model mutates its own constant, its outputs can change from call "
+            "to call, and a saved file holds whatever the constant held at save time",
+            "bold red",
+        ),
+    )
+    for reason in view.reasons:
+        if reason.code == "written-constant":
+            where = shown_source(reason.source) if reason.source else "no source line recorded"
+            table.add_row("written at", Text.assemble((where, "bold"), f"  {reason.source_text}"))
+    table.add_row("what to do", Text(WRITTEN_HELP, "dim"))
+    return table
 
 
 def _python_line(text: str) -> Syntax:

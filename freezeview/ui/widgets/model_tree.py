@@ -58,6 +58,9 @@ STATUS_STYLES = {
     "kept": "bold black on yellow",
     "dropped": "dim",
 }
+#: A folded attribute the frozen graph still writes: its row's mark, loud.
+WRITTEN_MARK = "⚠ written-constant"
+WRITTEN_STYLE = "bold white on red"
 #: The tree's status filters, in the order ``f`` cycles through them.
 FILTERS = ("all", "inlined", "kept", "dropped")
 
@@ -502,6 +505,8 @@ class TreeFind(Input):
 def _label_facts(v: AttrView) -> tuple[bool, str, str, str, str | None, str]:
     """What a row's label shows of ``v``: equal facts, the same label."""
     kept_reason = v.reasons[0].code if v.status == "kept" and v.reasons else None
+    if v.written_constant:
+        kept_reason = WRITTEN_MARK
     return (v.preserved, v.name, v.kind, v.status, kept_reason, v.value)
 
 
@@ -514,7 +519,10 @@ def _label_text(
     text.append(name, "bold" if kind == "submodule" else "")
     text.append(" ")
     text.append_text(badge(status))
-    if kept_reason:
+    if kept_reason == WRITTEN_MARK:
+        text.append(" ")
+        text.append(kept_reason, WRITTEN_STYLE)
+    elif kept_reason:
         text.append(f" {kept_reason}", "yellow")
     short = {"parameter": "param", "buffer": "buffer", "attribute": "attr"}.get(kind)
     if short:
