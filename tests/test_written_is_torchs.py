@@ -303,8 +303,55 @@ def test_every_corpus_family(
     _check(tmp_path, capsys, case.build(), inputs, run, case.preserved_attrs)
 
 
+def _family_heads() -> list[Case]:
+    """The first freezable case of each corpus family (module of tests/corpus)."""
+    import corpus
+
+    heads = []
+    for family in sorted(n for n in dir(corpus) if hasattr(getattr(corpus, n), "CASES")):
+        cases = getattr(corpus, family).CASES
+        head = next((c for c in cases if c in _FREEZABLE), None)
+        if head is not None:
+            heads.append(head)
+    return heads
+
+
+_HEADS = _family_heads()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", _HEADS, ids=[c.name for c in _HEADS])
+def test_every_corpus_family_at_the_default_budget(
+    case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One case per family with every step timed and the round trip run."""
+    _check(tmp_path, capsys, case.build(), case.inputs, "default-budget", case.preserved_attrs)
+    assert len(_HEADS) >= 10
+
+
 def test_signature_counts_fork_subgraphs() -> None:
     """The comparison reaches into fork subgraphs (where torch folds ``a.calls``)."""
     frozen = torch_freeze(SHAPES["fork"][0]())
     kinds: Counter[str] = frozen_graph_signature(frozen.graph)
     assert kinds["prim::fork"] == 1 and kinds["aten::add_"] >= 2
+
+
+def test_the_apps_runs_leave_its_model_as_loaded(tmp_path: Path) -> None:
+    """The app's runs with sample inputs (numerics and timing of every step) run
+    private copies: the loaded model it explains, exports and freezes again afterwards
+    is the file's, and torch's freeze of it still gives torch's first call."""
+    from freezeview.engine.freeze.passes import default_passes
+    from freezeview.ui.session import Session
+
+    source = _save(SHAPES["list"][0](), tmp_path / "model.pt")
+    inputs_file = tmp_path / "inputs.pt"
+    torch.save(_one_input(), str(inputs_file))
+    session = Session(path=source, inputs_file=inputs_file, time_budget=0.01)
+    session.load()
+    for _ in range(2):  # a run, then a re-run of the same loaded model
+        views = list(session.run_steps([], default_passes(True, False)))
+        assert views
+    loaded = session.module
+    assert loaded._c.getattr("a")[0].tolist() == [1, 2, 3, 4, 5, 6]
+    first, _ = _two_calls(torch_freeze(loaded), _one_input())
+    assert int(first) == 31
