@@ -28,7 +28,7 @@ from ..draw import RenderResult
 from ..freeze import Plan, Step
 from ..graph import GraphSnapshot, NodeSnapshot, parse_source_range
 from ..plumbing import atomic
-from ..reasons import Explanation
+from ..reasons import WRITTEN_HELP, Explanation, written_warning
 from .export_values import StepSummary
 
 __all__ = [
@@ -333,8 +333,34 @@ def _timeline_item(entry: PageStep) -> str:
 
 
 def _verdicts(explanation: Explanation) -> list[Any]:
-    order = {"kept": 0, "inlined": 1, "dropped": 2}
-    return sorted(explanation.attributes, key=lambda v: (order[v.status], v.path))
+    # Kept first, then the written constants (folded, yet written: a warning), then the rest.
+    order = {"kept": 0, "inlined": 2, "dropped": 3}
+    return sorted(
+        explanation.attributes,
+        key=lambda v: (1 if "written-constant" in v.codes else order[v.status], v.path),
+    )
+
+
+def _written_banner(explanation: Explanation | None) -> str:
+    """The header's warning about folded attributes the frozen graph still writes
+    (``written-constant``): each one with its writing node and source line."""
+    writes = explanation.written_constants() if explanation is not None else []
+    if not writes:
+        return ""
+    esc = html.escape
+    count = len(dict.fromkeys(w.path for w in writes))
+    items = "".join(
+        f'<li><a href="#" data-path="{esc(w.path)}"><code>{esc(w.path)}</code></a> written by '
+        f"{esc(w.where())}"
+        + (f' <code class="src">{esc(w.reason.source_text)}</code>' if w.reason.source_text else "")
+        + "</li>"
+        for w in writes
+    )
+    return (
+        f'<div class="written-warning" id="written-warning"><b>⚠ warning:</b> '
+        f"{esc(written_warning(count))}.<ul>{items}</ul>"
+        f'<span class="meta">What to change in the model: {esc(WRITTEN_HELP)}</span></div>'
+    )
 
 
 def _attribute_table(explanation: Explanation | None) -> str:
@@ -344,9 +370,13 @@ def _attribute_table(explanation: Explanation | None) -> str:
     for verdict in _verdicts(explanation):
         first = verdict.reasons[0] if verdict.reasons else None
         why = f"{first.code}: {first.message}" if first else ""
+        written = "written-constant" in verdict.codes
+        mark = ' <span class="badge written">⚠ written</span>' if written else ""
         rows.append(
-            f'<tr data-path="{html.escape(verdict.path)}"><td>{html.escape(verdict.path)}</td>'
-            f'<td><span class="badge {verdict.status}">{verdict.status}</span></td>'
+            f'<tr data-path="{html.escape(verdict.path)}"'
+            + (' class="written"' if written else "")
+            + f"><td>{html.escape(verdict.path)}</td>"
+            f'<td><span class="badge {verdict.status}">{verdict.status}</span>{mark}</td>'
             f'<td class="meta">{html.escape(why[:160])}</td></tr>'
         )
     return '<table id="attr-table">' + "".join(rows) + "</table>"
@@ -502,6 +532,7 @@ def review_page_parts(
         " Drag to pan, wheel or <kbd>+</kbd>/<kbd>-</kbd> to zoom, <kbd>0</kbd> fits, "
         "<kbd>n</kbd>/<kbd>p</kbd> step, <kbd>/</kbd> searches; click a box for its details.</p>",
         *(f'<p class="note">{esc(n)}</p>' for n in notes),
+        _written_banner(explanation),
         "</header>",
         '<div id="layout">',
         '<nav id="sidebar"><div class="tabs">'

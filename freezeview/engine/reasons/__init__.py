@@ -16,7 +16,14 @@ from ..plumbing.lazy import lazy_exports
 if TYPE_CHECKING:
     from .refusals import torch_refusal, unknown_name
     from .torch_freeze import TorchOutcome, module_statuses, release_clone, torch_outcome
-    from .verdict_values import REASON_CODES, AttributeVerdict, Explanation, Reason
+    from .verdict_values import (
+        REASON_CODES,
+        WRITTEN_HELP,
+        AttributeVerdict,
+        Explanation,
+        Reason,
+        written_warning,
+    )
     from .verdicts import carry_inventory, explain, torch_statuses_only
 
 __getattr__, __dir__ = lazy_exports(
@@ -32,6 +39,8 @@ __getattr__, __dir__ = lazy_exports(
         "Explanation": "verdict_values",
         "REASON_CODES": "verdict_values",
         "Reason": "verdict_values",
+        "WRITTEN_HELP": "verdict_values",
+        "written_warning": "verdict_values",
         "carry_inventory": "verdicts",
         "explain": "verdicts",
         "torch_statuses_only": "verdicts",
@@ -40,6 +49,7 @@ __getattr__, __dir__ = lazy_exports(
 
 __all__ = [
     "REASON_CODES",
+    "WRITTEN_HELP",
     "AttributeVerdict",
     "Explanation",
     "Reason",
@@ -52,4 +62,5 @@ __all__ = [
     "torch_refusal",
     "torch_statuses_only",
     "unknown_name",
+    "written_warning",
 ]

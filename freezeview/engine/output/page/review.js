@@ -276,6 +276,12 @@
     highlightAttribute(tr.dataset.path);
     if (state.matches.length) nextMatch(1);
   }));
+  // The header's written-constant warning: each attribute it names, as its table row does.
+  document.querySelectorAll("#written-warning a[data-path]").forEach((link) => link.addEventListener("click", (event) => {
+    event.preventDefault();
+    highlightAttribute(link.dataset.path);
+    if (state.matches.length) nextMatch(1);
+  }));
 
   // -- tabs and keys -------------------------------------------------------------------
   document.querySelectorAll(".tabs button").forEach((button) => button.addEventListener("click", () => {
