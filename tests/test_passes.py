@@ -178,7 +178,7 @@ CASES: dict[str, tuple[type[nn.Module] | None, type[nn.Module], str]] = {
     "concat_frozen_linear": (None, TwoLinears, "CUDA"),
     "fold_conv_bn": (ConvBn, ConvBnTwoUses, "2 uses"),
     "fold_conv_add_or_sub": (ConvAdd, ConvAddSpatial, "shape [1, 4, 8, 8]"),
-    "fold_conv_mul_or_div": (ConvMul, ConvMulInput, "not constants"),
+    "fold_conv_mul_or_div": (ConvMul, ConvMulInput, "is not a constant"),
     "fold_linear_bn": (LinearBn, LinearBnNoStats, "no running statistics"),
     "fuse_conv_add_relu": (None, ConvBn, "CUDA" if _CPU_ONLY else ""),
     "convert_to_mkldnn": (ConvBn, ReluOnly, "no convolution or aten::linear"),

@@ -35,12 +35,23 @@ __all__ = [
 _CONV_KINDS = frozenset({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution"})
 #: The kinds whose module scope a diagnosis may name (``_where``); the others' scopes
 #: are never read, so the pipeline's diagnoses use a partial snapshot.
+_ADD_KINDS = frozenset({"aten::add", "aten::sub"})
+_MUL_KINDS = frozenset({"aten::mul", "aten::div"})
+# The in-place forms torch's folds never take: the nearest candidates in many graphs
+# (a ResNet's ``out += identity`` is an aten::add_).
+_INPLACE = {kind + "_": kind for kind in _ADD_KINDS | _MUL_KINDS}
+# Dropouts torch's removal does not take (it removes dropout and feature_dropout only).
+_OTHER_DROPOUTS = frozenset(
+    {"aten::alpha_dropout", "aten::alpha_dropout_", "aten::feature_alpha_dropout"}
+)
 SCOPED_KINDS = (
     DROPOUT_KINDS
+    | _OTHER_DROPOUTS
     | _CONV_KINDS
-    | frozenset(
-        {"aten::linear", "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::batch_norm"}
-    )
+    | _ADD_KINDS
+    | _MUL_KINDS
+    | frozenset(_INPLACE)
+    | frozenset({"aten::linear", "aten::batch_norm"})
 )
 _DEVICE_RE = re.compile(r"device=(\w+)")
 
@@ -180,12 +191,6 @@ def _where(node: NodeSnapshot) -> str:
     return f"{node.kind}{scope}{line}"
 
 
-def _first(reasons: list[str], noun: str) -> str:
-    unique = list(dict.fromkeys(reasons))
-    more = f" (and {len(unique) - 2} more)" if len(unique) > 2 else ""
-    return f"{len(reasons)} {noun} found but none qualified: " + "; ".join(unique[:2]) + more
-
-
 def _param_reason(g: _Graph, node: NodeSnapshot, role: str) -> str | None:
     missing = g.non_constant_inputs(node)
     if not missing:
@@ -199,25 +204,42 @@ def _param_reason(g: _Graph, node: NodeSnapshot, role: str) -> str | None:
     return f"the {role}'s parameters are not constants (%{missing[0]} is {what})"
 
 
+_DROPOUT_RULE = (
+    "torch removes an aten::dropout or aten::feature_dropout (or their in-place forms) "
+    "whose training flag is the constant False"
+)
+_CONCAT_RULE = (
+    "torch merges aten::linear layers that read the same input, in the same block, "
+    "with constant weight and bias on CUDA, of one dtype and one trailing shape"
+)
+
+
 def diagnose_dropout(snap: Diagnosed) -> str:
     """Why dropout removal left ``snap`` unchanged."""
     g = _Graph(snap)
     drops = g.nodes(DROPOUT_KINDS)
     if not drops:
-        return "no aten::dropout or aten::feature_dropout node in the graph"
-    reasons = []
+        others = g.nodes(_OTHER_DROPOUTS)
+        if others:
+            return (
+                f"no aten::dropout or aten::feature_dropout node in the graph ({_DROPOUT_RULE}); "
+                f"{_where(others[0])} is another kind of dropout, which the pass never removes"
+            )
+        return f"no aten::dropout or aten::feature_dropout node in the graph ({_DROPOUT_RULE})"
+    found = []
     for node in drops:
         training = node.inputs[2] if len(node.inputs) > 2 else ""
         producer = g.producer(training)
         if producer is None or producer.kind != "prim::Constant":
-            reasons.append(
-                f"{_where(node)}: its training flag is not a constant (the module's "
-                "`training` attribute was kept)"
+            why = (
+                f"its training flag is not a constant ({_made_by(g, training)}: the "
+                "module's `training` attribute was kept)"
             )
         else:
             value = producer.constant.text if producer.constant else "?"
-            reasons.append(f"{_where(node)}: training is {value}")
-    return _first(reasons, "dropout nodes")
+            why = f"its training flag is the constant {value}"
+        found.append((node, [why]))
+    return _none_qualifies(_DROPOUT_RULE, found)
 
 
 def diagnose_concat_linear(snap: Diagnosed) -> str:
@@ -225,81 +247,164 @@ def diagnose_concat_linear(snap: Diagnosed) -> str:
     g = _Graph(snap)
     linears = g.nodes({"aten::linear"})
     if not linears:
-        return "no aten::linear in the graph"
+        return f"no aten::linear in the graph ({_CONCAT_RULE})"
     by_input: dict[str, list[NodeSnapshot]] = {}
-    reasons = []
+    found: list[tuple[NodeSnapshot, list[str]]] = []
     for node in linears:
-        if len(node.inputs) < 3 or g.producer(node.inputs[2]) is None:
-            reasons.append(f"{_where(node)} has no bias")
-            continue
-        bias = g.producer(node.inputs[2])
-        if bias is not None and bias.constant is not None and bias.constant.kind == "none":
-            reasons.append(f"{_where(node)} has no bias")
+        bias = g.producer(node.inputs[2]) if len(node.inputs) > 2 else None
+        if bias is None or (bias.constant is not None and bias.constant.kind == "none"):
+            found.append((node, ["it has no bias"]))
             continue
         param = _param_reason(g, node, "linear")
         if param:
-            reasons.append(f"{_where(node)}: {param}")
+            found.append((node, [param]))
             continue
         device = g.device(node.inputs[1])
         if device != "cuda":
-            reasons.append(
-                f"{_where(node)}: its weight is on {device or 'an unknown device'}; "
-                "torch merges linear layers only when their weights are on CUDA"
-            )
+            found.append((node, [f"its weight is on {device or 'an unknown device'}, not CUDA"]))
             continue
         by_input.setdefault(node.inputs[0], []).append(node)
-    if any(len(group) > 1 for group in by_input.values()):
-        return "linear layers share an input but their weights differ in shape, dtype or device"
-    if not reasons:
-        return "no two linear layers with constant weights read the same input"
-    return _first(reasons, "aten::linear nodes")
+    for group in by_input.values():
+        for node in group:
+            why = (
+                "no other qualifying aten::linear reads its input"
+                if len(group) == 1
+                else "the linear layers reading its input differ in dtype, device or "
+                "trailing shape, or one cannot move before the other"
+            )
+            found.append((node, [why]))
+    return _none_qualifies(_CONCAT_RULE, found)
+
+
+def _made_by(g: _Graph, value: str) -> str:
+    """``computed at run time by aten::relu_``, ``read with prim::GetAttr 'w', a kept
+    attribute`` or ``a graph input``: where a value that is not a constant comes from."""
+    producer = g.producer(value)
+    if producer is None:
+        return "a graph input"
+    if producer.kind == "prim::GetAttr":
+        return f"read with prim::GetAttr {producer.attribute('name')!r}, a kept attribute"
+    return f"computed at run time by {producer.kind}"
+
+
+def _operand_reason(g: _Graph, op: NodeSnapshot, label: str) -> str | None:
+    """Why ``op``'s own inputs after the first are not all constants (torch's
+    ``nonConstantParameters``), naming the first one that is not."""
+    missing = g.non_constant_inputs(op)
+    if not missing:
+        return None
+    name = missing[0]
+    if op.kind in _ADD_KINDS | _MUL_KINDS | frozenset(_INPLACE) and tuple(op.inputs[1:2]) == (
+        name,
+    ):
+        return f"its other operand %{name} is not a constant ({_made_by(g, name)})"
+    return f"the {label}'s parameters are not constants (%{name} is {_made_by(g, name)})"
+
+
+def _transposed(g: _Graph, conv: NodeSnapshot) -> bool:
+    """torch's ``supportedConvNode``: an ``aten::_convolution`` whose ``transposed`` input
+    (its seventh) is not the constant False counts as transposed."""
+    if conv.kind != "aten::_convolution":
+        return False
+    flag = g.producer(conv.inputs[6]) if len(conv.inputs) > 6 else None
+    if flag is None or flag.kind != "prim::Constant" or flag.constant is None:
+        return True
+    return flag.constant.text not in ("0", "False", "false")
+
+
+def _fold_reasons(
+    g: _Graph,
+    op: NodeSnapshot,
+    op_label: str,
+    producer_kinds: frozenset[str],
+    producer_label: str,
+    extra: Callable[[_Graph, NodeSnapshot, NodeSnapshot], str | None] | None,
+    single_use: bool,
+) -> list[str]:
+    """Every condition of torch's fold that ``op`` fails, in the order torch checks them."""
+    reasons: list[str] = []
+    if op.kind in _INPLACE:
+        reasons.append(f"in-place (torch folds only the out-of-place {op_label})")
+    src = g.producer(op.inputs[0]) if op.inputs else None
+    if src is None or src.kind not in producer_kinds:
+        made_by = src.kind if src is not None else "a graph input"
+        reasons.append(f"its first input comes from {made_by}, not a {producer_label}")
+    elif _transposed(g, src):
+        reasons.append(f"its first input is a transposed convolution's ({_where(src)})")
+    else:
+        uses = g.use_count(src.output_names[0]) if src.outputs else 0
+        if single_use and uses > 1:
+            reasons.append(
+                f"the {producer_label}'s output ({_where(src)}) has {uses} uses; it must "
+                "feed only this node"
+            )
+        param = _param_reason(g, src, producer_label)
+        if param:
+            reasons.append(param)
+    operand = _operand_reason(g, op, op_label)
+    if operand:
+        reasons.append(operand)
+    if not reasons and src is not None and extra is not None:
+        reason = extra(g, src, op)
+        if reason:
+            reasons.append(reason)
+    return reasons
+
+
+_VALUE_NAME = re.compile(r"%[\w.]+")
+
+
+def _none_qualifies(rule: str, found: list[tuple[NodeSnapshot, list[str]]]) -> str:
+    """torch's rule, then the nearest candidates (fewest failed conditions) and why.
+
+    Candidates that fail alike (the same kind and conditions, value names aside) are
+    told once, with how many more there are.
+    """
+    groups: dict[str, list[tuple[NodeSnapshot, str]]] = {}
+    for node, reasons in sorted(found, key=lambda item: len(item[1])):
+        why = "; ".join(reasons) or "torch left it all the same (see torch's own checks)"
+        key = f"{node.kind}: {_VALUE_NAME.sub('%', why)}"
+        groups.setdefault(key, []).append((node, why))
+    shown = []
+    for members in list(groups.values())[:2]:
+        node, why = members[0]
+        more = f" ({len(members) - 1} more alike)" if len(members) > 1 else ""
+        shown.append(f"{_where(node)}{more}: {why}")
+    count = len(found)
+    if count == 1:
+        return f"{rule}; the only candidate: {shown[0]}"
+    text = f"{rule}; none of the {count} candidates qualifies; nearest: {shown[0]}"
+    if len(shown) > 1:
+        text += f"; next: {shown[1]}"
+    return text
 
 
 def _diagnose_after(
     snap: Diagnosed,
-    op_kinds: set[str],
+    op_kinds: frozenset[str],
     op_label: str,
     producer_kinds: frozenset[str],
     producer_label: str,
+    rule: str,
     extra: Callable[[_Graph, NodeSnapshot, NodeSnapshot], str | None] | None = None,
     *,
     single_use: bool = True,
 ) -> str:
     g = _Graph(snap)
-    ops = g.nodes(op_kinds)
+    near = frozenset(k for k, base in _INPLACE.items() if base in op_kinds)
+    ops = g.nodes(op_kinds | near)
     if not ops:
-        return f"no {op_label} node in the graph"
-    reasons = []
-    for op in ops:
-        src = g.producer(op.inputs[0]) if op.inputs else None
-        if src is None or src.kind not in producer_kinds:
-            made_by = src.kind if src is not None else "a graph input"
-            reasons.append(f"{_where(op)} reads {made_by}, not a {producer_label}")
-            continue
-        if src.kind == "aten::_convolution" and src.attribute("transposed") == "1":
-            reasons.append(f"{_where(src)} is a transposed convolution")
-            continue
-        uses = g.use_count(src.output_names[0]) if src.outputs else 0
-        if single_use and uses > 1:
-            reasons.append(
-                f"{producer_label} output has {uses} uses ({_where(src)}); folding needs it "
-                f"to feed only the {op_label}"
-            )
-            continue
-        reason = _param_reason(g, src, producer_label) or _param_reason(g, op, op_label)
-        if reason:
-            reasons.append(reason)
-            continue
-        if extra is not None:
-            reason = extra(g, src, op)
-            if reason:
-                reasons.append(reason)
-                continue
-        reasons.append(f"{_where(op)} looks foldable, yet torch left it (see torch's own checks)")
-    return _first(reasons, f"{op_label} nodes")
+        return f"no {op_label} node in the graph ({rule})"
+    found = [
+        (op, _fold_reasons(g, op, op_label, producer_kinds, producer_label, extra, single_use))
+        for op in ops
+    ]
+    return _none_qualifies(rule, found)
 
 
 def _broadcast_reason(g: _Graph, conv: NodeSnapshot, op: NodeSnapshot) -> str | None:
+    """torch's ``checkConvAndBroadcastingOpPreConditions`` past the constants and uses:
+    floating weights, an operand tensor of 1s but for the output channels in dimension 1."""
     weight_shape = g.constant_shape(conv.inputs[1])
     weight_dtype = g.constant_dtype(conv.inputs[1]) or ""
     if weight_dtype and not weight_dtype.startswith(("float", "bfloat", "half", "double")):
@@ -317,9 +422,6 @@ def _broadcast_reason(g: _Graph, conv: NodeSnapshot, op: NodeSnapshot) -> str | 
             f"the constant operand has shape {list(shape)}: it must be 1 everywhere except "
             f"dimension 1, which may be the {out_channels} output channels"
         )
-    op_dtype = g.constant_dtype(op.inputs[1]) or ""
-    if op_dtype and not op_dtype.startswith(("float", "bfloat", "half", "double")):
-        return f"the constant operand is {op_dtype}; only floating operands are folded"
     return None
 
 
@@ -327,18 +429,41 @@ def _bn_stats_reason(g: _Graph, src: NodeSnapshot, bn: NodeSnapshot) -> str | No
     if len(bn.inputs) > 4:
         mean = g.producer(bn.inputs[3])
         if mean is not None and mean.constant is not None and mean.constant.kind == "none":
-            return f"{_where(bn)} has no running statistics (track_running_stats=False)"
+            return "it has no running statistics (track_running_stats=False)"
     return None
+
+
+_CONV_BN_RULE = (
+    "torch folds an aten::batch_norm whose first input is a (non-transposed) "
+    "convolution's output used only there, every parameter of both a constant"
+)
+_CONV_ADD_RULE = (
+    "torch folds an out-of-place aten::add/aten::sub whose first input is a "
+    "(non-transposed) convolution's output used only there, with constant convolution "
+    "parameters and a constant other operand (a scalar, or a tensor of 1s but for the "
+    "output channels in dimension 1)"
+)
+_CONV_MUL_RULE = (
+    "torch folds an out-of-place aten::mul/aten::div whose first input is a "
+    "(non-transposed) convolution's output used only there, with constant convolution "
+    "parameters and a constant other operand (a scalar, or a tensor of 1s but for the "
+    "output channels in dimension 1)"
+)
+_LINEAR_BN_RULE = (
+    "torch folds an aten::batch_norm with running statistics whose first input is an "
+    "aten::linear's output, every parameter of both a constant"
+)
 
 
 def diagnose_conv_bn(snap: Diagnosed) -> str:
     """Why no batch_norm of ``snap`` folded into its convolution."""
     return _diagnose_after(
         snap,
-        {"aten::batch_norm"},
+        frozenset({"aten::batch_norm"}),
         "aten::batch_norm",
         _CONV_KINDS,
         "convolution",
+        _CONV_BN_RULE,
         _bn_stats_reason,
     )
 
@@ -347,10 +472,11 @@ def diagnose_conv_add(snap: Diagnosed) -> str:
     """Why no add/sub of ``snap`` folded into its convolution."""
     return _diagnose_after(
         snap,
-        {"aten::add", "aten::sub"},
+        _ADD_KINDS,
         "aten::add/sub",
         _CONV_KINDS,
         "convolution",
+        _CONV_ADD_RULE,
         _broadcast_reason,
     )
 
@@ -359,10 +485,11 @@ def diagnose_conv_mul(snap: Diagnosed) -> str:
     """Why no mul/div of ``snap`` folded into its convolution."""
     return _diagnose_after(
         snap,
-        {"aten::mul", "aten::div"},
+        _MUL_KINDS,
         "aten::mul/div",
         _CONV_KINDS,
         "convolution",
+        _CONV_MUL_RULE,
         _broadcast_reason,
     )
 
@@ -371,14 +498,23 @@ def diagnose_linear_bn(snap: Diagnosed) -> str:
     """Why no batch_norm of ``snap`` folded into its linear layer."""
     return _diagnose_after(
         snap,
-        {"aten::batch_norm"},
+        frozenset({"aten::batch_norm"}),
         "aten::batch_norm",
         frozenset({"aten::linear"}),
         "linear",
+        _LINEAR_BN_RULE,
         _bn_stats_reason,
         # torch's linear-bn fold, unlike the conv folds, does not require a single use.
         single_use=False,
     )
+
+
+_TRANSPOSE_RULE = "torch pre-transposes an aten::linear whose weight and bias are constants"
+_MKLDNN_RULE = (
+    "torch moves to MKLDNN an aten::conv2d/conv3d or aten::linear whose parameters are "
+    "constants and whose weight is a CPU float tensor, with the ops around it, where it "
+    "judges that profitable"
+)
 
 
 def diagnose_transpose(snap: Diagnosed) -> str:
@@ -386,9 +522,9 @@ def diagnose_transpose(snap: Diagnosed) -> str:
     g = _Graph(snap)
     linears = g.nodes({"aten::linear"})
     if not linears:
-        return "no aten::linear in the graph"
-    reasons = [f"{_where(n)}: {_param_reason(g, n, 'linear') or 'unexpected'}" for n in linears]
-    return _first(reasons, "aten::linear nodes")
+        return f"no aten::linear in the graph ({_TRANSPOSE_RULE})"
+    found = [(n, [r] if (r := _param_reason(g, n, "linear")) else []) for n in linears]
+    return _none_qualifies(_TRANSPOSE_RULE, found)
 
 
 def diagnose_mkldnn(snap: Diagnosed) -> str:
@@ -398,19 +534,26 @@ def diagnose_mkldnn(snap: Diagnosed) -> str:
     g = _Graph(snap)
     ops = g.nodes(_CONV_KINDS | {"aten::linear"})
     if not ops:
-        return "no convolution or aten::linear for MKLDNN to take over"
-    reasons = []
+        return f"no convolution or aten::linear for MKLDNN to take over ({_MKLDNN_RULE})"
+    found = []
     for node in ops:
-        reason = _param_reason(g, node, node.kind)
-        if reason is None:
-            dtype = g.constant_dtype(node.inputs[1]) if len(node.inputs) > 1 else None
-            reason = (
-                f"{_where(node)}: weight is {dtype}, MKLDNN takes float32 only"
-                if dtype and dtype != "float32"
-                else f"{_where(node)}: torch judged the conversion not profitable here"
-            )
-        reasons.append(reason)
-    return _first(reasons, "convolution/linear nodes")
+        reasons = []
+        if node.kind not in ("aten::conv2d", "aten::conv3d", "aten::linear"):
+            reasons.append(f"MKLDNN takes aten::conv2d/conv3d, not {node.kind}")
+        param = _param_reason(g, node, node.kind)
+        if param:
+            reasons.append(param)
+        elif len(node.inputs) > 1:
+            dtype = g.constant_dtype(node.inputs[1])
+            device = g.device(node.inputs[1])
+            if dtype and dtype != "float32":
+                reasons.append(f"its weight is {dtype}; MKLDNN takes float32")
+            if device and device != "cpu":
+                reasons.append(f"its weight is on {device}, not the CPU")
+        if not reasons:
+            reasons.append("torch judged the conversion not profitable here")
+        found.append((node, reasons))
+    return _none_qualifies(_MKLDNN_RULE, found)
 
 
 def diagnose_conv_add_relu(snap: Diagnosed) -> str:
