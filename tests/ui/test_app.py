@@ -237,7 +237,8 @@ async def test_ir_line_shows_node_facts(small_pt: Path, tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         screen = app.main_screen
-        screen.ir.focus()
+        screen.ir.focus()  # (the focus starts in the model tree)
+        await pilot.pause()
         line = next(i for i, t in enumerate(screen.ir.plain_lines()) if "aten::add_" in t)
         screen.ir.cursor_line = line
         await pilot.pause()
