@@ -148,7 +148,7 @@ def step_panel(step: StepView) -> RenderableType:
     """What the inspector shows for a step of the timeline: what it did, or why it did
     not fire (the note ``freezeview freeze`` prints), with its counts and figures."""
     table = _table()
-    table.add_row("step", Text.assemble((f"{step.index}  {step.name}", "bold"), f"  {step.title}"))
+    table.add_row("step", Text.assemble((step.label, "bold"), (f"  {step.name}", "dim")))
     if step.error:
         table.add_row("result", Text("failed: the run stopped here", "bold red"))
     elif step.changed:
