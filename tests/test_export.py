@@ -105,8 +105,9 @@ def test_existing_outputs_need_force(tmp_path: Path) -> None:
         export(module, tmp_path / "o")
     assert (tmp_path / "o" / "after.svg").stat().st_mtime_ns == before
     export(module, tmp_path / "o", force=True)
-    with pytest.raises(OutputError, match="does not exist"):
-        export(module, tmp_path / "missing" / "deeper")
+    # Missing parent directories are made, as mkdir -p.
+    export(module, tmp_path / "missing" / "deeper", side_by_side=False)
+    assert (tmp_path / "missing" / "deeper" / "after.svg").is_file()
     (tmp_path / "file").write_text("x")
     with pytest.raises(OutputError, match="is a file"):
         export(module, tmp_path / "file")

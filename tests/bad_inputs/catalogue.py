@@ -462,12 +462,6 @@ def _hostile_inputs(tmp: Path) -> Built:
     return Built(model=p, args={"*": ["--inputs", str(inputs)]}, guarded=(p, inputs), marker=marker)
 
 
-def _out_missing_dir(tmp: Path) -> Built:
-    p = _valid(tmp)
-    base = tmp / "no" / "such" / "dir"
-    return Built(model=p, outputs={"freeze": base / "out.pt", "export": base / "out"}, guarded=(p,))
-
-
 def _out_file_parent(tmp: Path) -> Built:
     p = _valid(tmp)
     return Built(model=p, outputs={"freeze": p / "out.pt", "export": p / "out"}, guarded=(p,))
@@ -784,16 +778,6 @@ CATALOGUE: tuple[BadInput, ...] = (
         names_file=False,
         stage="usage",
         needs=("--inputs",),
-    ),
-    BadInput(
-        "output-missing-dir",
-        "-o into a directory that does not exist",
-        _out_missing_dir,
-        r"does not exist",
-        2,
-        commands=("freeze", "export"),
-        names_file=False,
-        stage="output",
     ),
     BadInput(
         "output-file-as-dir",

@@ -56,6 +56,7 @@ from .render_plan import (
     coarser_level,
     level_name,
 )
+from .svg_fit import fit_to_window
 from .view_scopes import count_at_level
 
 __all__ = [
@@ -425,6 +426,8 @@ def level_attempts(
             )
         current = nxt
     assert picture is not None
+    if fmt == "svg":
+        data = fit_to_window(data)  # whole in a browser, not its top-left corner
     start = time.perf_counter()
     atomic.write_bytes(path, data)
     write = time.perf_counter() - start
