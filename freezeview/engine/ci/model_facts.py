@@ -25,7 +25,14 @@ from ..freeze import Numerics, Pipeline, Plan
 from ..load import LoadedModel, check_eval, in_training_mode, load_model
 from ..measure import MeasuredRun, Measurement
 from ..plumbing import PlanError
-from ..reasons import Explanation, TorchOutcome, explain, module_statuses, torch_statuses_only
+from ..reasons import (
+    Explanation,
+    TorchOutcome,
+    explain,
+    frozen_writes_a_constant,
+    module_statuses,
+    torch_statuses_only,
+)
 
 __all__ = [
     "FreezeFacts",
@@ -398,6 +405,12 @@ class TorchFacts:
     def kept_tensors(self) -> tuple[tuple[str, int], ...]:
         """``(path, bytes)`` of each kept tensor, largest first."""
         return self._kept[1] if self._kept is not None else self.facts().kept_tensors
+
+    def writes_a_constant(self) -> bool:
+        """Whether the frozen graphs write one of their own constants: one walk of
+        them, where which attribute each constant was folded from takes freezeview's
+        reasons (``written-constant``)."""
+        return frozen_writes_a_constant(self._run.frozen)
 
     def facts(self, reasons: bool = False) -> FreezeFacts:
         """The run's :class:`FreezeFacts` (built on the first call), with reasons if asked.

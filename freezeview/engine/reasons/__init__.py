@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from .constant_writes import frozen_writes_a_constant
     from .refusals import torch_refusal, unknown_name
     from .torch_freeze import TorchOutcome, module_statuses, release_clone, torch_outcome
     from .verdict_values import (
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "frozen_writes_a_constant": "constant_writes",
         "torch_refusal": "refusals",
         "unknown_name": "refusals",
         "TorchOutcome": "torch_freeze",
@@ -56,6 +58,7 @@ __all__ = [
     "TorchOutcome",
     "carry_inventory",
     "explain",
+    "frozen_writes_a_constant",
     "module_statuses",
     "release_clone",
     "torch_outcome",
