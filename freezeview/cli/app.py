@@ -94,6 +94,15 @@ def run(args: argparse.Namespace) -> int:
     return open_app(args)
 
 
+def _names_in_archive(path: Path, preserved: list[str]) -> bool:
+    """Whether every preserved name is an attribute or submodule path the archive's
+    ``data.pkl`` lists (read without torch, in milliseconds)."""
+    from ..engine.load.archive_names import archive_attribute_paths
+
+    known = archive_attribute_paths(path)
+    return known is not None and all(name in known for name in preserved)
+
+
 def _check_plan(session: RemoteSession, preserved: list[str], display: str) -> None:
     """The preserved names checked by the engine process before the screen shows; a bad
     one (or a model that fails to load) ends freezeview with the CLI's sentence, exit 2
@@ -136,10 +145,11 @@ def open_app(args: argparse.Namespace) -> int:
     from ..ui.remote_session import RemoteSession
 
     session = RemoteSession(path, **plan)
-    if plan["preserved"]:
+    if plan["preserved"] and not _names_in_archive(path, plan["preserved"]):
         # Preserved names the model lacks fail here too, with explain's sentence: the
         # engine process checks them once the model has loaded (the screen waits for
-        # that only when names were given).
+        # that only when the archive's own attribute list does not hold every name: a
+        # method, or an unknown name).
         _check_plan(session, plan["preserved"], args.model)
     try:
         # Asked before Textual starts reading the keys (the terminal answers on stdin).
