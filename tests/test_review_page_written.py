@@ -71,3 +71,32 @@ def test_the_banner_and_the_rows_name_what_torch_s_frozen_module_writes(
     assert "mutates its own constant" in text and "from call to call" in text
     assert "written by aten::add_ in forward at " in text
     assert "troubleshooting.md#the-frozen-model-mutates-its-own-constants" in text
+
+
+@pytest.mark.slow
+def test_a_click_on_the_banner_shows_the_attribute(tmp_path: Path) -> None:
+    """In Chromium: the banner's link selects the attribute as its table row does."""
+    import shutil
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed")
+    result = export(case_by_name("written_dict_value").build(), tmp_path / "out", fmt="dot")
+    assert result.index is not None
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        tab = browser.new_page()
+        errors: list[str] = []
+        tab.on("pageerror", lambda e: errors.append(str(e)))
+        tab.goto(result.index.as_uri())
+        tab.wait_for_selector("body[data-ready=true]")
+        tab.click('#written-warning a[data-path="stats"]')
+        assert tab.inner_text("#details h2") == "stats"
+        assert "written-constant" in tab.inner_text("#details")
+        current = tab.eval_on_selector_all(
+            "#attr-table tr.current", "els => els.map(e => e.dataset.path)"
+        )
+        assert current == ["stats"]
+        browser.close()
+    assert errors == []
