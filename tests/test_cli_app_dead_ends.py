@@ -148,3 +148,16 @@ def test_the_file_kind_check_imports_no_torch(tmp_path: Path) -> None:
 def test_a_known_preserved_name_opens_the_app(model: Path, tmp_path: Path) -> None:
     _, screen = _app_on_a_terminal([str(model), "--preserve", "temperature"], tmp_path)
     assert "\x1b[?1049h" in screen, screen[-2000:]
+
+
+def test_serve_refuses_a_file_that_is_no_torchscript_before_any_browser(tmp_path: Path) -> None:
+    path = _state_dict(tmp_path)
+    done = subprocess.run(
+        [str(SCRIPT), "serve", str(path), "--port", "0"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 2, done.stderr
+    assert _words(done.stderr) == _explain_says([str(path)], tmp_path)

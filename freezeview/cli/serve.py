@@ -123,10 +123,11 @@ def run(args: argparse.Namespace) -> int:
 
     build_parser(("app",)).parse_args(["app", args.model, *app_options])
     path = Path(args.model)
-    if not path.is_file():
-        from ..engine.load.loading import check_model_file
+    # What the app refuses before its screen (a typo, a state_dict, a pickle), refused
+    # here before any browser connects, in the same sentence and without torch.
+    from ..engine.load.archive import check_model_kind
 
-        check_model_file(path)
+    check_model_kind(path)
     try:
         from textual_serve.server import Server
     except ImportError as exc:
