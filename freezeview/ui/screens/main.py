@@ -106,6 +106,8 @@ class MainScreen(Guarded, Screen[None]):
         self._run_plan: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
         #: Starts the explain and the runs, and takes what their workers give.
         self.runs = PlanRuns(self)
+        #: The attribute's panel last put in the inspector (its marks update it).
+        self._attribute_shown: object = None
 
     @property
     def last_output(self) -> Path | None:
@@ -468,8 +470,12 @@ class MainScreen(Guarded, Screen[None]):
     @on(IRPane.MarksShown)
     def _marks_shown(self, message: IRPane.MarksShown) -> None:
         # The inspector counts the marked lines: on a big graph they come after it showed.
+        # Only while the inspector still shows that attribute: the user may have
+        # selected a box or an IR line since (a step's marks come after n).
         tree = self.model_tree
-        if message.path == tree.selected_path:
+        shown = self._attribute_shown
+        showing = shown is not None and self.inspector.shown is shown
+        if message.path == tree.selected_path and showing:
             self._show_attribute(tree.selected_view)
 
     def _show_attribute(self, view: AttrView | None) -> None:
@@ -478,7 +484,9 @@ class MainScreen(Guarded, Screen[None]):
             return
         inventory = self.session.inventory if self.session else None
         info = inventory.by_path(view.path) if inventory else None
-        self.inspector.show(attribute_panel(view, info, len(self.ir.marked_lines)))
+        panel = attribute_panel(view, info, len(self.ir.marked_lines))
+        self._attribute_shown = panel
+        self.inspector.show(panel)
 
     @on(IRPane.NodeSelected)
     def _node_selected(self, message: IRPane.NodeSelected) -> None:
