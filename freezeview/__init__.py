@@ -132,7 +132,7 @@ def export(
     progress: Callable[[str], None] | None = None,
     parallel: bool | None = None,
     inputs: Sequence[object] | None = None,
-    measure: tuple[int, float] = (1, 0.25),
+    measure: tuple[int, float] | tuple[int, float, bool] = (1, 0.25),
 ) -> ExportResult:
     """Freeze ``model`` step by step and write its pictures and diffs into ``directory``.
 
@@ -150,7 +150,9 @@ def export(
             only when this process runs no other thread). The files are the same.
         inputs: sample inputs: the review page's timeline then shows each step's
             numerics and forward latency against the unfrozen module, and the verdict.
-        measure: ``(threads, seconds per step)`` for that timing.
+        measure: ``(threads, seconds per step)`` for that timing, under
+            ``torch.inference_mode()``; ``(threads, seconds, True)`` times with autograd
+            on instead.
 
     Returns:
         What was written: the pictures, the IR diffs and ``result.index``, the page.
@@ -219,7 +221,7 @@ def compare(
     *,
     inputs: Sequence[Any] | None = None,
     eval_mode: bool = False,
-    measure: tuple[int, float] | None = None,
+    measure: tuple[int, float] | tuple[int, float, bool] | None = None,
 ) -> Comparison:
     """Freeze two versions of a model with one plan and say what freezing does differently.
 
@@ -230,7 +232,8 @@ def compare(
         inputs: sample inputs for both models' numerics, or None.
         eval_mode: switch training-mode modules to eval mode.
         measure: ``(threads, seconds per step)``: with ``inputs``, also time both frozen
-            forwards (``comparison.latency_change``, shown, never a regression).
+            forwards under ``torch.inference_mode()`` (``(threads, seconds, True)``: with
+            autograd on) (``comparison.latency_change``, shown, never a regression).
 
     Returns:
         The comparison: status changes, kept bytes, passes that fire differently, and

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import warnings
 
+import pytest
 import torch
 from measure_models import SMALL_INPUT_SHAPE, small_conv_net
 
@@ -138,3 +139,27 @@ def test_deferred_constants_build_no_picture_until_asked() -> None:
     for step in steps:
         lazy.count_constants(step)
     assert lazy.measurement.constant_bytes == expected
+
+
+def test_the_measure_tuple_asks_for_autograd_as_its_third_item() -> None:
+    """The Python API's ``measure``: ``(threads, budget)`` times under inference_mode,
+    ``(threads, budget, True)`` with autograd on."""
+    pipe = Pipeline(small_conv_net(), Plan(passes=default_passes(True, False)), None)
+    assert MeasuredRun.of(pipe, (2, 0.5)).autograd is False
+    run = MeasuredRun.of(pipe, (2, 0.5, True))
+    assert run.autograd is True and run.threads == 2 and run.budget == 0.5
+
+
+@pytest.mark.slow
+def test_compare_times_as_its_measure_asks(tmp_path) -> None:
+    """compare's JSON says what each model's forwards were timed under."""
+    import freezeview
+
+    path = tmp_path / "small.pt"
+    torch.jit.save(small_conv_net(), str(path))
+    x = (torch.randn(SMALL_INPUT_SHAPE),)
+    for measure, mode in (((1, BUDGET), "inference_mode"), ((1, BUDGET, True), "autograd")):
+        data = freezeview.compare(str(path), str(path), inputs=x, measure=measure).to_json()
+        latency = data["latency_ms"]
+        assert latency is not None
+        assert latency["old"]["timed_under"] == mode == latency["new"]["timed_under"]

@@ -17,6 +17,7 @@ from .options import (
     add_measure_options,
     add_pass_options,
     add_plan_options,
+    autograd_from_args,
     inputs_from_args,
     measure_from_args,
     plan_from_args,
@@ -50,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_plan_options(parser)
     add_pass_options(parser)
     add_input_options(parser)
-    add_measure_options(parser)
+    add_measure_options(parser, autograd=True)
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="the JSON document on stdout")
     out.add_argument(
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     for note in dict.fromkeys(n for m in models for n in m.notes):
         print(f"note: {note}", file=sys.stderr)
-    measure = (threads, budget) if budget > 0 else None
+    measure = (threads, budget, autograd_from_args(args)) if budget > 0 else None
     result = compare(
         models[0], models[1], plan, inputs=inputs, eval_mode=args.eval, measure=measure
     )

@@ -18,6 +18,7 @@ from .options import (
     add_model_options,
     add_pass_options,
     add_plan_options,
+    autograd_from_args,
     inputs_from_args,
     load_from_args,
     measure_from_args,
@@ -61,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--force", action="store_true", help="overwrite existing output files")
     add_pass_options(parser)
     add_input_options(parser)
-    add_measure_options(parser)
+    add_measure_options(parser, autograd=True)
     parser.add_argument(
         "--format",
         choices=FORMATS,
@@ -196,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
             # the diffs need: the forked helper is safe (engine/plumbing/forked.py).
             parallel=args.parallel,
             inputs=inputs,
-            measure=(threads, budget),
+            measure=(threads, budget, autograd_from_args(args)),
         )
     if args.json:
         json.dump(_json(result), sys.stdout, indent=2)

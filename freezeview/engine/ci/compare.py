@@ -240,7 +240,7 @@ def compare(
     *,
     inputs: Sequence[Any] | None = None,
     eval_mode: bool = False,
-    measure: tuple[int, float] | None = None,
+    measure: tuple[int, float] | tuple[int, float, bool] | None = None,
 ) -> Comparison:
     """Freeze two models with one plan and say what differs.
 
@@ -249,8 +249,9 @@ def compare(
         plan: the plan for both (default: torch's, nothing preserved).
         inputs: sample inputs for both models' numerics, or None.
         eval_mode: switch training-mode modules to eval mode.
-        measure: ``(threads, budget)``: with ``inputs``, also time both frozen
-            forwards (one model after the other, never at once).
+        measure: ``(threads, budget)``, or ``(threads, budget, autograd)``: with
+            ``inputs``, also time both frozen forwards (one model after the other, never
+            at once; under inference_mode unless ``autograd``).
 
     Returns:
         A :class:`Comparison`.

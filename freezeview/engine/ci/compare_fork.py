@@ -120,7 +120,7 @@ def gather_pair(
     *,
     fork: bool | None = None,
     gather: Callable[..., FreezeFacts] | None = None,
-    measure: tuple[int, float] | None = None,
+    measure: tuple[int, float] | tuple[int, float, bool] | None = None,
 ) -> tuple[FreezeFacts, FreezeFacts]:
     """Both models' facts (statuses only, no reasons), the new model's by a forked child.
 

@@ -218,8 +218,9 @@ class _Run(NamedTuple):
     per_step: bool = True
 
 
-#: ``(threads, time budget in seconds)`` for a measured run (:class:`MeasuredRun`).
-Measure = tuple[int, float]
+#: ``(threads, time budget in seconds)`` for a measured run (:class:`MeasuredRun`), and
+#: optionally ``autograd`` (time with autograd on instead of under inference_mode).
+Measure = tuple[int, float] | tuple[int, float, bool]
 
 
 def _run(
@@ -243,7 +244,7 @@ def _run(
     pipe = Pipeline(loaded, plan, inputs)
     measured = None
     if measure is not None:
-        measured = MeasuredRun(pipe, threads=measure[0], budget=measure[1])
+        measured = MeasuredRun.of(pipe, measure)
         per_step = per_step or measured.timing
         steps = list(measured.run()) if per_step else pipe.run_all()
     else:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +101,15 @@ class MeasuredRun:
         self._final_outputs: Any = None
         self._final_call: Callable[[], Any] | None = None
         self._result: Measurement | None = None
+
+    @classmethod
+    def of(cls, pipe: Pipeline, measure: Sequence[Any], **kwargs: Any) -> MeasuredRun:
+        """A run measured as ``measure`` asks: ``(threads, budget)``, or ``(threads,
+        budget, autograd)`` (the Python API's ``measure`` argument)."""
+        autograd = bool(measure[2]) if len(measure) > 2 else False
+        return cls(
+            pipe, threads=int(measure[0]), budget=float(measure[1]), autograd=autograd, **kwargs
+        )
 
     @property
     def timing(self) -> bool:

@@ -199,7 +199,7 @@ def export(
     progress: Callable[[str], None] | None = None,
     parallel: bool | None = None,
     inputs: Sequence[object] | None = None,
-    measure: tuple[int, float] = (1, 0.25),
+    measure: tuple[int, float] | tuple[int, float, bool] = (1, 0.25),
 ) -> ExportResult:
     """Freeze ``model`` step by step and write its pictures and diffs into ``directory``.
 

@@ -167,7 +167,7 @@ def run_for_export(
     *,
     per_step: bool = False,
     inputs: Sequence[object] | None = None,
-    measure: tuple[int, float] = (1, 0.25),
+    measure: tuple[int, float] | tuple[int, float, bool] = (1, 0.25),
 ) -> FrozenRun:
     """Run the stepwise freeze of ``loaded`` and read all an export shows of it.
 
@@ -188,7 +188,8 @@ def run_for_export(
         result: where the times are booked (``freeze_seconds``, ``snapshot_seconds``,
             ``notes_seconds``, ``reasons_seconds``).
         per_step: keep every step's snapshot (one picture and diff per step).
-        inputs: sample inputs, measured per step (``measure``: threads, seconds a step).
+        inputs: sample inputs, measured per step (``measure``: threads, seconds a step,
+            and optionally True to time with autograd on).
 
     Raises:
         PlanError: a step failed, or the model has no forward method to draw.
@@ -198,7 +199,7 @@ def run_for_export(
     pipe.read_in_order = not per_step
     measured = None
     if inputs is not None and measure[1] > 0:
-        measured = MeasuredRun(pipe, threads=measure[0], budget=measure[1])
+        measured = MeasuredRun.of(pipe, measure)
         run = measured.run()
     else:
         run = pipe.run()
