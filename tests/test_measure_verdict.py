@@ -96,6 +96,9 @@ def test_too_few_blocks_say_so_and_ask_for_a_larger_budget() -> None:
     assert "is not stable" in text and "--time-budget 2 or more" in text
     data = m.latency_json()
     assert data is not None and data["stable"] is False
+    # Ten runs of a 133 ms forward need 1.33 s: the budget asked for is rounded up.
+    slow = _measurement(_lat(133.0, blocks=4), {2: _lat(80.0, blocks=4)})
+    assert "--time-budget 2 or more" in verdict_text(slow)
     stable = _measurement(_lat(200.0), {2: _lat(100.0)})
     assert "not stable" not in verdict_text(stable)
 

@@ -8,6 +8,7 @@ and :class:`Portability` say what the frozen result weighs and what ties it to o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -384,10 +385,10 @@ _MODE_TEXT = {
 
 
 def _suggested_budget(latencies: list[Latency]) -> str:
-    """A ``--time-budget`` that times ten calls of the slowest forward: ``2``, ``0.5``."""
+    """A ``--time-budget`` that times ten calls of the slowest forward, in whole seconds
+    (one at least): ``2`` for a 133 ms forward."""
     slowest = max(lat.median for lat in latencies) / 1000
-    seconds = max(1.0, slowest * 10)
-    return f"{seconds:.0f}" if seconds >= 1 else f"{seconds:.1g}"
+    return str(max(1, math.ceil(slowest * 10)))
 
 
 def verdict_text(measurement: Measurement) -> str:
