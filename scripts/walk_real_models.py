@@ -387,6 +387,7 @@ async def walk_app(
     random_keys: int = 200,
     every_step_export: bool = False,
     full: bool = False,
+    max_steps: int = 0,
     log: Callable[[str], None] | None = None,
 ) -> WalkResult:
     """Walk every context's keys at every step, then ``random_keys`` keys in a seeded
@@ -395,6 +396,7 @@ async def walk_app(
     Every context's own keys are pressed at every step; the main screen's keys (``n``,
     ``r``, ``space``, ...: bound on the screen, so the same wherever the focus is) in
     every context too with ``full``, else in one context per step, each context in turn.
+    ``max_steps`` (0: every step) walks that many steps, spread from the first to the last.
     """
     result = WalkResult()
     app = pilot.app
@@ -432,7 +434,10 @@ async def walk_app(
         check_invariants(app, result, label)
         result.steps += 1
         index = step + 1
-        if index >= len(screen.steps):
+        if max_steps and result.steps < max_steps and len(screen.steps) > max_steps:
+            # A quick walk: the steps spread from the first to the last.
+            index = max(index, round(result.steps * (len(screen.steps) - 1) / (max_steps - 1)))
+        if index >= len(screen.steps) or (max_steps and result.steps >= max_steps):
             break
     rng = random.Random(seed)
     pool = sorted(every_key)
@@ -471,6 +476,7 @@ async def walk_model(
     random_keys: int,
     every_step_export: bool,
     full: bool,
+    max_steps: int,
     time_budget: float,
     verbose: bool,
 ) -> tuple[WalkResult, int | None]:
@@ -490,6 +496,7 @@ async def walk_model(
             random_keys=random_keys,
             every_step_export=every_step_export,
             full=full,
+            max_steps=max_steps,
             log=log,
         )
         await pilot.press("q")
@@ -519,6 +526,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="press the main screen's keys in every context at every step (slow: r re-runs)",
     )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=0,
+        help="a quick walk: this many steps, first to last (default 0: every step)",
+    )
     parser.add_argument("--verbose", action="store_true", help="say each step on stderr")
     args = parser.parse_args(argv)
     os.environ["FREEZEVIEW_STRICT_UI"] = "1"  # any error ends the app and fails the walk
@@ -538,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
                         random_keys=args.random_keys,
                         every_step_export=args.every_step_export,
                         full=args.full,
+                        max_steps=args.max_steps,
                         time_budget=args.time_budget,
                         verbose=args.verbose,
                     )
