@@ -105,15 +105,11 @@ def _names_in_archive(path: Path, preserved: list[str]) -> bool:
 
 def _check_plan(session: RemoteSession, preserved: list[str], display: str) -> None:
     """The preserved names checked by the engine process before the screen shows; a bad
-    one (or a model that fails to load) ends freezeview with the CLI's sentence, exit 2
-    (the app was given a plan it cannot open)."""
-    from ..engine.plumbing.errors import BadInputError, FreezeviewError
-
+    one (or a model that fails to load) ends freezeview with the CLI's sentence and the
+    CLI's exit code for the same input (1 for a plan naming what the model lacks, 2 for
+    a file that cannot be read): the app and ``freezeview explain`` answer alike."""
     try:
         session.check_plan(preserved, display)
-    except FreezeviewError as exc:
-        session.close()
-        raise BadInputError(exc.detail, hint=exc.hint) from None
     except BaseException:
         session.close()
         raise
