@@ -7,8 +7,9 @@ linear at 1x3x16x16, each with and without ``optimize_for_inference``), in one r
    :class:`~freezeview.engine.measure.MeasuredRun`) against the same ratio measured
    independently with ``torch.utils.benchmark.Timer.blocked_autorange`` on the modules
    themselves (``m(x)`` for the scripted module, and for ``torch.jit.freeze(m)``, plus
-   ``torch.jit.optimize_for_inference`` when asked), one thread, plain calls, the two
-   Timers' ``timeit`` blocks alternating. Target:
+   ``torch.jit.optimize_for_inference`` when asked), one thread, under
+   ``torch.inference_mode()`` as freezeview times (``--autograd``: both with autograd
+   on), the two Timers' ``timeit`` blocks alternating. Target:
    within 15 %. On the small model with optimize_for_inference the plan must be reported
    slower and the MKLDNN conversion step named.
 2. **cost**: the time spent measuring (every ``MeasuredRun.observe`` call: function
@@ -53,14 +54,16 @@ def build(name: str) -> tuple[torch.jit.ScriptModule, torch.Tensor]:
     return models.small_conv_net(), torch.randn(*models.SMALL_INPUT_SHAPE)
 
 
-def independent_ratio(name: str, optimize: bool, budget: float) -> float:
+def independent_ratio(name: str, optimize: bool, budget: float, autograd: bool = False) -> float:
     """frozen / unfrozen medians measured with torch.utils.benchmark alone.
 
     Each module gets its own ``Timer``; ``blocked_autorange`` (short) sizes its blocks
     (``number_per_run``) and warms it up, then ``Timer.timeit(number)`` blocks of the two
-    alternate until ``2 * budget`` seconds are spent (the protocol freezeview's verdict
-    uses, with torch's timer: on a shared machine two timings seconds apart measure the
-    machine, not the models). Each side's median per call.
+    alternate until ``2 * budget`` seconds are spent (on a shared machine two timings
+    seconds apart measure the machine, not the models; freezeview times each forward
+    once, in its turn, so its ratio moves more than this reference's on a busy machine).
+    Each side's median per call, under ``torch.inference_mode()`` as freezeview times
+    (with autograd on when asked).
     """
     module, x = build(name)
     with warnings.catch_warnings():
@@ -68,12 +71,19 @@ def independent_ratio(name: str, optimize: bool, budget: float) -> float:
         frozen = torch.jit.freeze(build(name)[0])
         if optimize:
             frozen = torch.jit.optimize_for_inference(frozen)
+    # Grad mode is thread-local and the Timers run their statements in this thread.
+    with torch.enable_grad() if autograd else torch.inference_mode():
+        return _alternate(module, frozen, x, budget)
+
+
+def _alternate(module: Any, frozen: Any, x: torch.Tensor, budget: float) -> float:
+    """The two Timers' blocks, alternating; frozen median / unfrozen median."""
     timers = []
     for fn in (module, frozen):
         for _ in range(3):  # the profiling executor's runs, then its optimised graph
             fn(x)
         timer = benchmark.Timer("fn(x)", globals={"fn": fn, "x": x}, num_threads=1)
-        # Blocks of 20 ms at least, as freezeview's pairs: the first calls after the other
+        # Blocks of 20 ms at least: the first calls after the other
         # module's block run on its caches and must not weigh in the median.
         first = timer.blocked_autorange(min_run_time=0.05)
         number = max(first.number_per_run, int(0.02 / first.median) + 1)
@@ -90,11 +100,13 @@ def independent_ratio(name: str, optimize: bool, budget: float) -> float:
     return statistics.median(per_call[1]) / statistics.median(per_call[0])
 
 
-def freezeview_run(name: str, optimize: bool, budget: float) -> dict[str, Any]:
+def freezeview_run(
+    name: str, optimize: bool, budget: float, autograd: bool = False
+) -> dict[str, Any]:
     """One measured freezeview run: its ratio, verdict and what measuring cost."""
     module, x = build(name)
     plan = Plan(passes=default_passes(True, optimize), optimize_for_inference=optimize)
-    run = MeasuredRun(Pipeline(module, plan, (x,)), budget=budget)
+    run = MeasuredRun(Pipeline(module, plan, (x,)), budget=budget, autograd=autograd)
     observe = run.observe
     observing = 0.0
 
@@ -111,14 +123,12 @@ def freezeview_run(name: str, optimize: bool, budget: float) -> dict[str, Any]:
     m = run.finish()
     finish_seconds = time.perf_counter() - start
     calls = sum(t.call_seconds for t in run.timings)
-    # The verdict's paired timing (the last two timings, one pair) is measuring too.
-    paired = run.timings[-1].seconds if m.pair is not None else 0.0
     overall = m.overall
     return {
         "ratio": overall.ratio if overall is not None else float("nan"),
         "verdict": verdict_text(m),
-        "made_by": [m.names[i] for i, _ in m.deciding_steps()],
-        "observing": observing + paired,
+        "made_by": [m.names[i] for i, _ in m.causes()],
+        "observing": observing,
         "calls": calls,
         "forward_calls": sum(t.calls for t in run.timings),
         "finish": finish_seconds,
@@ -159,19 +169,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=float, default=1.0, help="seconds per timed forward")
     parser.add_argument("--model", choices=("small", "resnet50"), action="append")
+    parser.add_argument("--autograd", action="store_true", help="time both sides with autograd on")
     args = parser.parse_args()
     names = args.model or ["small", "resnet50"]
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, 1 thread, budget {args.budget} s per forward\n")
     print(
         "| model | plan | freezeview ratio | torch.utils.benchmark ratio | difference |"
-        " measuring / forward calls | finish: pair + round trip | steps named |"
+        " measuring / forward calls | finish: round trip | steps named |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for name in names:
         for optimize in (False, True):
-            ours = freezeview_run(name, optimize, args.budget)
-            theirs = independent_ratio(name, optimize, args.budget)
+            ours = freezeview_run(name, optimize, args.budget, args.autograd)
+            theirs = independent_ratio(name, optimize, args.budget, args.autograd)
             diff = ours["ratio"] / theirs - 1
             plan = "freeze + optimize_for_inference" if optimize else "freeze"
             print(
