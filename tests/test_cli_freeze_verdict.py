@@ -38,6 +38,7 @@ def model(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_verdict_table_and_unfrozen_line_quote_the_same_figures(
     model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
