@@ -1,9 +1,13 @@
 """Why a frozen-graph pass did not fire, read off the graph it left unchanged.
 
 Each ``diagnose_*`` function takes the snapshot of a graph a pass did not change and
-says in one sentence what kept the pass's pattern from matching (a dropout whose
-``training`` flag was kept, a convolution output with two uses, weights read from a
-kept attribute, ...). :mod:`.passes` hangs one on each pass of its registry.
+says in one sentence what kept the pass's pattern from matching: torch's own condition
+(as its C++ pass checks it: frozen_conv_folding.cpp, frozen_linear_folding.cpp,
+remove_dropout.cpp, frozen_concat_linear.cpp, frozen_ops_to_mkldnn.cpp), then the
+nearest candidate node and every condition it fails, in torch's order (an in-place
+``aten::add_``, a dropout whose ``training`` flag was kept, a convolution output with
+two uses, weights read from a kept attribute, ...); with none of the nodes the pass
+rewrites, just that. :mod:`.passes` hangs one on each pass of its registry.
 """
 
 from __future__ import annotations
