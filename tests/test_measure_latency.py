@@ -111,3 +111,15 @@ def test_verdict_names_the_steps_that_moved_it() -> None:
     same = Measurement(1, 0.1, _lat(2.0), {2: _lat(2.01)}, names={2: "cleanup"})
     assert "as fast as unfrozen" in verdict_text(same)
     assert "not measured" in verdict_text(Measurement(1, 0.1))
+
+
+def test_few_blocks_take_half_the_range_but_the_slowest_as_noise() -> None:
+    """Of five blocks the MAD says little: the noise is at least half the range of the
+    four fastest (the slowest, an interruption, left out); of ten or more, the MAD."""
+    from freezeview.engine.measure.latency import _noise_spread, _spread
+
+    few = [1.00, 1.20, 0.90, 1.05, 9.0]
+    assert _noise_spread(few) == pytest.approx((1.20 - 0.90) / 2)
+    assert _noise_spread(few) > _spread(few)
+    many = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.3, 0.7, 1.0]
+    assert _noise_spread(many) == _spread(many)

@@ -110,6 +110,23 @@ def _spread(values: list[float]) -> float:
     return statistics.median(abs(v - middle) for v in values)
 
 
+# Below this many blocks the MAD is no estimate of the noise (of three blocks it is the
+# smaller of two deviations, often near 0).
+_FEW_BLOCKS = 10
+
+
+def _noise_spread(values: list[float]) -> float:
+    """The spread a comparison of two timings takes as noise: the MAD, and with fewer
+    than ten blocks at least half the range of all blocks but the slowest (one block an
+    interruption slowed is left out; a machine that moves every block by 20 % moves a
+    timing seconds later by as much)."""
+    mad = _spread(values)
+    if len(values) >= _FEW_BLOCKS or len(values) < 3:
+        return mad
+    kept = sorted(values)[:-1]
+    return max(mad, (kept[-1] - kept[0]) / 2)
+
+
 def _grad_mode(mode: str) -> AbstractContextManager[Any]:
     """The autograd state calls are timed under: ``inference_mode``, ``no_grad`` or
     ``autograd``."""
@@ -201,7 +218,7 @@ class _Runner:
             median=statistics.median(values) * 1000,
             min=min(values) * 1000,
             max=max(values) * 1000,
-            spread=_spread(values) * 1000,
+            spread=_noise_spread(values) * 1000,
             runs=len(values) * self.number,
             threads=threads,
             warmup=self.warmup,

@@ -43,7 +43,8 @@ class Latency:
         min: the fastest block's time per call.
         max: the slowest block's time per call.
         spread: the median absolute deviation of the blocks' times per call (the noise;
-            robust to blocks another process interrupted, unlike the IQR).
+            robust to blocks another process interrupted, unlike the IQR); with fewer
+            than ten blocks at least half the range of all blocks but the slowest.
         runs: forward calls timed (warm-up and block sizing not counted).
         threads: torch's intra-op threads while timing.
         warmup: forward calls made before timing.
