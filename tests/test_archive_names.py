@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from corpus import CASES
 from models.small import example_module
 
 from freezeview.engine.graph.inventory import build_inventory
 from freezeview.engine.load.archive_names import archive_attribute_paths
-from tests.corpus import CASES
 
 
 def _torch_has(module: torch.jit.ScriptModule, path: str) -> bool:
