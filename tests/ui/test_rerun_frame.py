@@ -77,7 +77,7 @@ async def test_a_reruns_start_keeps_the_timelines_size_and_the_screen_whole(
         await wait_ready(pilot)
         assert table.row_count == rows and bar.step_count == rows
         assert [table.get_row_at(i)[1].plain for i in range(rows)] == [
-            s.name + ("" if s.changed else " (no change)") for s in screen.steps
+            s.title + ("" if s.changed else " (no change)") for s in screen.steps
         ]
         # A run with fewer steps: the rows no step took go when it ends.
         session.gate, session.limit = None, 3
