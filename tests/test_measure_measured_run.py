@@ -39,13 +39,16 @@ def test_changed_steps_are_timed_against_the_unfrozen_module() -> None:
     for before, step in itertools.pairwise(steps):
         if not step.changed:
             assert m.constant_bytes[step.index] == m.constant_bytes[before.index]
-    # The verdict's figures: the unfrozen forward and the last pass's graph, each timed
-    # once, the figures the table shows.
+    # The verdict's figures: the unfrozen forward and the last pass's graph, timed
+    # again together after the run (the last two timings), the figures the table shows.
     assert m.last_step == m.steps[max(m.steps)]
     assert m.frozen == m.last_step and m.baseline == m.unfrozen
     assert m.overall is not None and m.overall.ratio == m.frozen.median / m.baseline.median
-    assert {t.latency for t in run.timings} == {m.unfrozen, *m.steps.values()}
-    assert len(run.timings) == 1 + len(m.steps)
+    assert m.interleaved and (m.unfrozen, m.frozen) == tuple(t.latency for t in run.timings[-2:])
+    assert {t.latency for t in run.timings[1:-2]} >= {
+        lat for i, lat in m.steps.items() if i != max(m.steps)
+    }
+    assert len(run.timings) == 1 + len(m.steps) + 2
     assert {t.latency.mode for t in run.timings} == {"inference_mode"}
     assert all(t.calls >= t.latency.runs for t in run.timings)
 
@@ -92,6 +95,52 @@ def test_final_constant_bytes_equal_torch_freeze() -> None:
     assert m.sizes.duplicate_constant_bytes == 0 and m.sizes.kept_attribute_bytes == 0
     # The inline step still reads every weight with prim::GetAttr.
     assert m.constant_bytes[0] == 0
+
+
+class _Counting(torch.nn.Module):
+    """Writes its own buffer on every call: a run on the real module shows in it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.register_buffer("calls", torch.zeros(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls.add_(1)
+        return self.bn(self.conv(x)).sum() + self.calls
+
+
+def test_the_verdicts_pair_runs_on_private_copies(monkeypatch, tmp_path) -> None:
+    """The pair timed for the verdict runs the unfrozen and the frozen forward on their
+    sandboxes: the input module and the frozen module (what gets written) keep their
+    state, and the file written afterwards holds torch's freeze of the untouched input."""
+    import freezeview.engine.measure.measured_run as measured_run
+
+    called: list[tuple[object, object]] = []
+    real = measured_run.time_pair
+
+    def pair(first, second, **kwargs):  # type: ignore[no-untyped-def]
+        for _ in range(3):
+            first(), second()
+        called.append((first, second))
+        return real(first, second, **kwargs)
+
+    monkeypatch.setattr(measured_run, "time_pair", pair)
+    module = torch.jit.script(_Counting().eval())
+    pipe = Pipeline(module, Plan(passes=default_passes(True, False)), (torch.randn(1, 3, 6, 6),))
+    run = MeasuredRun(pipe, budget=BUDGET)
+    list(run.run())
+    assert run.time_verdict() and len(called) == 1
+    assert run.time_verdict() and len(called) == 1  # once per run
+    frozen = pipe.frozen_module
+    assert frozen is not None
+    assert module.calls.item() == 0 and frozen.calls.item() == 0
+    run.finish(check_roundtrip=False)
+    assert len(called) == 1 and run.measurement.interleaved
+    path = tmp_path / "f.pt"
+    torch.jit.save(frozen, str(path))
+    assert torch.jit.load(str(path)).calls.item() == 0
 
 
 def test_without_inputs_nothing_runs() -> None:

@@ -137,3 +137,52 @@ def test_a_forward_failing_under_inference_mode_is_timed_under_no_grad() -> None
     assert first.latency.mode == "no_grad" and second.latency.mode == "inference_mode"
     m = Measurement(1, 0.01, first.latency, {3: second.latency}, names={3: "cleanup"})
     assert "no_grad for unfrozen" in m.timed_under()
+
+
+def test_the_pair_is_timed_in_alternating_blocks(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A stubbed clock: A costs 1 ms a call, B 2 ms. After each one's warm-up, the timed
+    calls come in blocks A, B, A, B, ... (never two blocks of one in a row), each block
+    is put back after (``after_call``), and the medians are the stubbed costs exactly."""
+    import types
+
+    import freezeview.engine.measure.latency as latency
+
+    now = [0.0]
+    order: list[str] = []
+
+    def fake(name: str, cost: float):  # type: ignore[no-untyped-def]
+        def call() -> None:
+            order.append(name)
+            now[0] += cost
+
+        return call
+
+    restored: list[int] = []
+    monkeypatch.setattr(latency, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    first, second = time_pair(
+        fake("A", 1e-3),
+        fake("B", 2e-3),
+        budget=0.2,
+        after_call=lambda: restored.append(len(order)),
+    )
+    warm = first.latency.warmup + second.latency.warmup
+    assert order[: first.latency.warmup] == ["A"] * first.latency.warmup
+    timed = order[warm:]
+    # Runs of one name, in order: A, B, A, B, ..., as many of each.
+    runs: list[tuple[str, int]] = []
+    for name in timed:
+        if runs and runs[-1][0] == name:
+            runs[-1] = (name, runs[-1][1] + 1)
+        else:
+            runs.append((name, 1))
+    assert [name for name, _ in runs] == ["A", "B"] * (len(runs) // 2)
+    assert len(runs) >= 2 * 5
+    assert {n for name, n in runs if name == "A"} == {first.latency.runs // first.latency.blocks}
+    assert first.latency.blocks == second.latency.blocks == len(runs) // 2
+    assert abs(first.latency.median - 1.0) < 1e-9 and abs(second.latency.median - 2.0) < 1e-9
+    # Every timed block ended with the state put back, before the other one ran.
+    ends = set(restored)
+    position = warm
+    for _, n in runs:
+        position += n
+        assert position in ends

@@ -145,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
             rows.append(step_row(step, show_numerics=inputs is not None, measurement=shown()))
         if len(steps) > 1:
             release_graphs(steps[-2], step)
+    # The unfrozen and the final frozen forward timed again, in alternating blocks: the
+    # table's final row and unfrozen line, the verdict and the result's JSON quote them.
+    measured.time_verdict()
     if not args.json:
         from .console import fit_table, report_console
 

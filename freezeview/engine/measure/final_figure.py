@@ -86,4 +86,5 @@ def final_figure(
         steps={0: after},
         titles={0: title},
         names={0: "freeze"},
+        interleaved=True,
     )

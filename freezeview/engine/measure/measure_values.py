@@ -238,10 +238,12 @@ class SecondCall:
 class Measurement:
     """Everything measured on one run: latency and constant bytes per step, the verdict.
 
-    Each forward is timed once: the unfrozen module's first, then every step that
-    changed the graph, in its turn. The verdict compares the unfrozen figure with the
-    final graph's (the last timed step), the very figures the table and the JSON show,
-    so each step's change against the step before it multiplies up to the whole.
+    The unfrozen module's forward is timed first, then every step that changed the
+    graph, in its turn; once the run is over, the unfrozen module and the final frozen
+    one are timed again together, in alternating blocks (``interleaved``), and that pair
+    replaces the unfrozen figure and the final step's. The verdict compares those two,
+    the very figures the table and the JSON show, so each step's change against the
+    step before it multiplies up to the whole.
 
     Attributes:
         threads: torch's intra-op threads while timing.
@@ -252,6 +254,8 @@ class Measurement:
         names: step index -> the step's name.
         constant_bytes: step index -> bytes of tensor constants in its graphs.
         notes: step index -> why it was not timed.
+        interleaved: the unfrozen and the final figures were timed together, in
+            alternating blocks (False: each in its turn, minutes apart on a large model).
         sizes: the result's sizes (None until the run finished).
         portability: the result's portability (None until the run finished).
         second_call: the frozen module run twice on the sample inputs (None: no
@@ -266,6 +270,7 @@ class Measurement:
     names: Mapping[int, str] = field(default_factory=dict)
     constant_bytes: Mapping[int, int | None] = field(default_factory=dict)
     notes: Mapping[int, str] = field(default_factory=dict)
+    interleaved: bool = False
     sizes: Sizes | None = None
     portability: Portability | None = None
     second_call: SecondCall | None = None
@@ -373,6 +378,7 @@ class Measurement:
             "timed_under": baseline.mode,
             "inside_noise": overall.same if overall is not None else None,
             "stable": not self.unstable(),
+            "interleaved": self.interleaved,
             "made_by": [self.names[i] for i, _ in self.causes()],
             "verdict": verdict_text(self),
         }

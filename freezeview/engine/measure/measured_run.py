@@ -4,8 +4,12 @@
 step. The moment a step is yielded its graphs are still at hand, so then - and only for
 steps that changed the graph - it counts the bytes of tensor constants and, with sample
 inputs, times the step's forward graph on them (:func:`.latency.time_forward`): the
-unfrozen module first, so every step is compared with what the user had. After the last
-step :meth:`MeasuredRun.finish` adds the result's sizes and portability.
+unfrozen module first, so every step is compared with what the user had. Once the run is
+over, :meth:`MeasuredRun.time_verdict` times the unfrozen module and the final frozen one
+again, in alternating blocks (:func:`.latency.time_pair`): load that moves between two
+timings minutes apart then moves both alike, and that pair is the one figure of each the
+verdict, the table's unfrozen line and final row and the JSON quote. After the last step
+:meth:`MeasuredRun.finish` adds the result's sizes and portability.
 
 Without sample inputs nothing runs (no forward, no timing): only the constant bytes,
 read off graphs the steps hold anyway.
@@ -31,7 +35,7 @@ from .constants import (
     duplicate_bytes,
     kept_attribute_bytes,
 )
-from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, Timing, time_forward
+from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, Timing, time_forward, time_pair
 from .measure_values import Latency, Measurement, SecondCall, Sizes
 from .portability import portability, roundtrip
 
@@ -49,8 +53,8 @@ class MeasuredRun:
     Args:
         pipe: the pipeline (its ``inputs`` are the sample inputs; None: nothing is timed).
         threads: torch's intra-op threads while timing (``--threads``).
-        budget: seconds of timing per forward (``--time-budget``); 0 times nothing and
-            skips the round trip.
+        budget: seconds of timing per forward (``--time-budget``); 0 times nothing (the
+            round trip, a check of outputs, still runs).
         autograd: time with autograd on (``--autograd``) instead of under
             ``torch.inference_mode()`` (:func:`.latency.time_forward`).
         defer_constants: count a step's constant bytes only when the caller asks
@@ -98,8 +102,8 @@ class MeasuredRun:
         self._bytes: dict[int, int | None] = {}
         self._notes: dict[int, str] = {}
         self._backend_step: str | None = None
-        self._final_outputs: Any = None
-        self._final_call: Callable[[], Any] | None = None
+        self._last_changed: int | None = None
+        self._paired = False
         self._result: Measurement | None = None
 
     @classmethod
@@ -130,6 +134,7 @@ class MeasuredRun:
             names=dict(self._names),
             constant_bytes=dict(self._bytes),
             notes=dict(self._notes),
+            interleaved=self._paired,
         )
 
     def run(
@@ -150,7 +155,8 @@ class MeasuredRun:
         self._bytes.clear()
         self._notes.clear()
         self._backend_step = None
-        self._final_call = None
+        self._last_changed = None
+        self._paired = False
         self._result = None
 
     # --- per step ---------------------------------------------------------------------
@@ -163,6 +169,7 @@ class MeasuredRun:
             self.count_constants(step)
         if step.error is not None or not step.changed:
             return
+        self._last_changed = step.index
         inference = step.kind == "inference" and self._backend_step is None
         if not inference and not self.timing:
             return  # nothing more to read off the graphs: no picture is built for it
@@ -201,8 +208,6 @@ class MeasuredRun:
         self.timings.append(timing)
         self._steps[step.index] = timing.latency
         self._timed[step] = (how, timing.latency)
-        if step.name not in ("inline", "fold_attributes"):
-            self._final_call = call
 
     def count_constants(self, step: Step) -> int | None:
         """Count (once) the bytes of tensor constants in a just-yielded step's graphs.
@@ -256,6 +261,58 @@ class MeasuredRun:
         self.timings.append(timing)
         self._unfrozen = timing.latency
 
+    def _final_index(self) -> int | None:
+        """The step whose latency is the final graph's: the last timed step after torch's
+        clean-up, when it is also the last step that changed the graph (None otherwise)."""
+        final = None
+        for index in sorted(self._steps, reverse=True):
+            if self._names.get(index) not in ("inline", "fold_attributes"):
+                final = index
+                break
+        return final if final is not None and final == self._last_changed else None
+
+    def time_verdict(self) -> bool:
+        """Time the unfrozen module and the final frozen module again, in alternating
+        blocks, for the verdict: what the machine's load does meanwhile, it does to both.
+
+        Called once the run is over (the frozen module exists), before the table is
+        drawn; :meth:`finish` calls it when nobody did. The pair replaces the unfrozen
+        figure and the final step's, so the verdict, the table's unfrozen line and final
+        row and the JSON's result quote one figure each. Both run on their sandboxes
+        (private copies put back after every block), with the budget, threads and
+        autograd rule of every other timing (the budget once per forward). Where the
+        pair cannot be timed, the figures timed in their turn stay.
+
+        Returns:
+            True when the verdict's figures are an interleaved pair.
+        """
+        if self._paired or not self.timing or self._unfrozen is None:
+            return self._paired
+        frozen = self.pipe.frozen_module
+        final = self._final_index()
+        if frozen is None or final is None or not frozen._c._has_method("forward"):
+            return False
+        module = self.pipe.module
+        try:
+            before = self._caller(module._c._get_method("forward").graph, module)
+            after = self._caller(frozen._c._get_method("forward").graph, frozen)
+            first, second = time_pair(
+                before,
+                after,
+                threads=self.threads,
+                budget=2 * self.budget,
+                after_call=self.pipe.restore_state,
+                autograd=self.autograd,
+            )
+        except Exception:
+            self.pipe.restore_state()
+            return False
+        self.timings.extend((first, second))
+        self._unfrozen = first.latency
+        self._steps[final] = second.latency
+        self._paired = True
+        return True
+
     # --- the result -------------------------------------------------------------------
 
     def finish(
@@ -272,11 +329,12 @@ class MeasuredRun:
             output_file: the frozen file written from the result (its size is reported,
                 and the round trip loads it instead of saving again).
             check_roundtrip: save and load in a fresh process when there are inputs
-                (default: unless the budget is 0, which measures nothing that runs).
+                (default: yes, whatever the time budget: it checks outputs, not speed).
 
         Returns:
             The complete :class:`Measurement` (also :attr:`measurement` from now on).
         """
+        self.time_verdict()
         base = self.measurement
         module = self.pipe.frozen_module
         sizes = None
@@ -297,7 +355,7 @@ class MeasuredRun:
             result: tuple[str | None, str] = (None, "")
             inputs = self.pipe.inputs
             if check_roundtrip is None:
-                check_roundtrip = self.budget > 0
+                check_roundtrip = True
             if inputs is not None and "forward" in graphs:
                 first, second, why = self._two_calls(module, graphs["forward"])
                 second_call = _second_call(first, second, why)
@@ -317,6 +375,7 @@ class MeasuredRun:
             names=base.names,
             constant_bytes=base.constant_bytes,
             notes=base.notes,
+            interleaved=base.interleaved,
             sizes=sizes,
             portability=port,
             second_call=second_call,

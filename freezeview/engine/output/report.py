@@ -151,8 +151,9 @@ def step_row(
     """One row of :func:`steps_table`: reads only what the row shows.
 
     The CLI takes each row as its step arrives, so the step's graphs can go before the
-    next step runs. With a ``measurement`` the row has the constant bytes and, when
-    forwards are timed, the latency and its change against the unfrozen module.
+    next step runs. With a ``measurement`` the row has the constant bytes and a latency
+    cell (the step's latency and its change against the unfrozen module), which
+    :func:`steps_table` fills again when it draws the row.
     """
     from rich.text import Text
 
@@ -179,8 +180,9 @@ def step_row(
         row.append(numerics_text(step.numerics))
     if measurement is not None:
         row.append(bytes_text(measurement.constant_bytes.get(step.index)))
-        if measurement.unfrozen is not None:
-            row.append(latency_cell(measurement, step.index))
+        # Always a cell (the column may come only with a later step's timing): the table
+        # fills it when it is drawn, from the figures the verdict quotes.
+        row.append(latency_cell(measurement, step.index))
     row.append(Text(notes, style="red" if step.error else ("" if step.changed else "dim")))
     return row
 
@@ -197,9 +199,13 @@ def steps_table(
     Args:
         steps: the steps, in order.
         show_numerics: add the numerics column.
-        rows: the rows, if already taken with :func:`step_row` (same ``show_numerics``
-            and ``measurement``).
-        measurement: adds the constants column, and the latency column when timed.
+        rows: the rows, if already taken with :func:`step_row` (same ``show_numerics``,
+            a ``measurement`` given to both or to neither), one per step.
+        measurement: adds the constants column, and the latency column when timed. Its
+            cells are read from ``measurement`` as it is now: after the run the unfrozen
+            figure and the final step's are the interleaved pair the verdict quotes
+            (:meth:`~freezeview.engine.measure.MeasuredRun.time_verdict`), and every
+            row's change is against that one unfrozen figure.
     """
     from rich.table import Table
 
@@ -220,8 +226,16 @@ def steps_table(
         rows = [
             step_row(step, show_numerics=show_numerics, measurement=measurement) for step in steps
         ]
-    for row in rows:
-        table.add_row(*row)
+    # The latency cell sits before the notes: filled now, or gone when nothing was timed.
+    at = 6 + int(show_numerics)
+    for step, row in zip(steps, rows, strict=False):
+        cells = list(row)
+        if measurement is not None and len(cells) > at:
+            if measurement.unfrozen is not None:
+                cells[at] = latency_cell(measurement, step.index)
+            else:
+                del cells[at]
+        table.add_row(*cells)
     return table
 
 
@@ -236,9 +250,12 @@ def measurement_lines(measurement: Measurement) -> list[str]:
     lines: list[str] = []
     u = measurement.unfrozen
     if u is not None:
+        together = (
+            ", in alternating blocks with the frozen forward" if measurement.interleaved else ""
+        )
         lines.append(
             f"unfrozen forward: {format_ms(u.median)} median, {format_ms(u.min)} - "
-            f"{format_ms(u.max)} over {u.runs} runs after {u.warmup} warm-up runs; "
+            f"{format_ms(u.max)} over {u.runs} runs after {u.warmup} warm-up runs{together}; "
             f"{measurement.threads} thread{'s' if measurement.threads != 1 else ''}, "
             f"{measurement.timed_under()}, at most {measurement.budget:g} s of timing per step"
         )
@@ -261,23 +278,30 @@ def measurement_lines(measurement: Measurement) -> list[str]:
         lines.append(text)
     port = measurement.portability
     if port is not None:
-        where = ", ".join(port.devices) or "no tensor constants"
-        text = f"portability: constants on {where}"
-        if port.dtypes:
-            text += f" ({', '.join(port.dtypes)})"
+        if port.devices:
+            text = f"portability: constants on {', '.join(port.devices)}"
+            if port.dtypes:
+                text += f" ({', '.join(port.dtypes)})"
+        else:
+            text = "portability: no tensor constants"
         if port.backend_only_nodes:
             kinds = ", ".join(f"{k} x{n}" for k, n in sorted(port.backend_only_nodes.items()))
             by = f" (from step {port.step})" if port.step else ""
             text += f"; backend-only nodes{by}: {kinds}"
         else:
             text += "; no backend-only nodes"
+        note = port.note
         if port.roundtrip == "same":
             text += "; saved and loaded in a fresh process: same outputs"
         elif port.roundtrip is None and port.saveable:
-            text += "; saveable (round trip not checked: no sample inputs)"
+            # Why it was not checked: the note's own reason (a forward that failed),
+            # else no sample inputs (with inputs the round trip always runs).
+            why = note.rstrip(".") if note else "round trip not checked: no sample inputs"
+            text += f"; saveable ({why})"
+            note = ""
         lines.append(text)
-        if port.note:
-            lines.append(port.note)
+        if note:
+            lines.append(note)
     again = measurement.second_call
     if again is not None:
         if again.same:
