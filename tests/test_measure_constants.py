@@ -96,3 +96,35 @@ def test_backend_only_nodes_appear_with_optimize_for_inference_only() -> None:
         assert found == {}
     # The MKLDNN constants hold dense-sized copies of the folded conv weight and bias.
     assert constant_bytes([optimized.graph]) >= constant_bytes([frozen.graph])
+
+
+class TensorList(nn.Module):
+    """Writes a tensor it holds in a list: freezing folds the list into a ``Tensor[]``
+    constant (the write keeps it from folding further)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = [torch.tensor([1, 2, 3, 4, 5, 6])]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.a[0][1] += 10
+        return self.a[0].sum() + x.sum()
+
+
+def test_tensors_inside_list_constants_are_counted() -> None:
+    """The tensors torch puts in a folded list constant count, as torch holds them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frozen = torch.jit.freeze(torch.jit.script(TensorList().eval()))
+    held = [
+        t
+        for node in frozen.graph.findAllNodes("prim::Constant")
+        if node.output().type().kind() == "ListType"
+        for t in node.output().toIValue()
+        if isinstance(t, torch.Tensor)
+    ]
+    assert held, "torch no longer folds the list into a constant"
+    tensors = constant_tensors([frozen.graph])
+    assert {t.data_ptr() for t in tensors} == {t.data_ptr() for t in held}
+    assert constant_bytes([frozen.graph]) == sum(t.numel() * t.element_size() for t in held)
+    assert devices_and_dtypes(tensors) == (["cpu"], ["int64"])

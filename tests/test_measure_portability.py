@@ -13,6 +13,7 @@ import torch
 from measure_models import SMALL_INPUT_SHAPE, small_conv_net
 from torch import nn
 
+from freezeview.engine.measure.measure_values import Measurement, Portability
 from freezeview.engine.measure.portability import portability, roundtrip, unsaveable_reason
 
 
@@ -56,3 +57,56 @@ def test_mkldnn_constants_are_unsaveable_as_torch_says() -> None:
     report = portability(optimized, {"forward": optimized.graph}, backend_step="convert_to_mkldnn")
     assert not report.saveable and not report.portable
     assert report.roundtrip == "unsaveable" and report.step == "convert_to_mkldnn"
+
+
+class _NoTensors(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2 + 1
+
+
+def test_portability_line_reads_naturally_without_tensor_constants() -> None:
+    from freezeview.engine.output.report import measurement_lines
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frozen = torch.jit.freeze(torch.jit.script(_NoTensors().eval()))
+    report = portability(frozen, {"forward": frozen.graph}, roundtrip_result=("same", ""))
+    assert report.devices == ()
+    m = Measurement(1, 0.0, portability=report)
+    line = next(t for t in measurement_lines(m) if t.startswith("portability:"))
+    assert line.startswith("portability: no tensor constants; no backend-only nodes")
+    assert "constants on" not in line
+
+
+def test_budget_zero_still_checks_the_round_trip(monkeypatch) -> None:
+    """``--time-budget 0`` times nothing but, with inputs, still runs the round trip (a
+    check of outputs); a round trip that could not run says why, not "no inputs"."""
+    import freezeview.engine.measure.measured_run as measured_run
+    from freezeview.engine.freeze import Pipeline, Plan, default_passes
+    from freezeview.engine.measure import MeasuredRun
+    from freezeview.engine.output.report import measurement_lines
+
+    asked: list[object] = []
+
+    def fake(module, inputs, expected, **kwargs):  # type: ignore[no-untyped-def]
+        asked.append(expected)
+        return "same", ""
+
+    monkeypatch.setattr(measured_run, "roundtrip", fake)
+    plan = Plan(passes=default_passes(True, False))
+    x = (torch.randn(SMALL_INPUT_SHAPE),)
+    run = MeasuredRun(Pipeline(small_conv_net(), plan, x), budget=0)
+    list(run.run())
+    m = run.finish()
+    assert len(asked) == 1 and run.timings == [] and m.unfrozen is None
+    assert m.portability is not None and m.portability.roundtrip == "same"
+    text = "\n".join(measurement_lines(m))
+    assert "saved and loaded in a fresh process: same outputs" in text
+    assert "no sample inputs" not in text
+    # Not checked for a reason of its own: that reason, once.
+    failed = Portability(("cpu",), ("float32",), {}, True, None, "round trip not checked: why.")
+    lines = measurement_lines(Measurement(1, 0.0, portability=failed))
+    assert sum("round trip not checked" in t for t in lines) == 1
+    assert (
+        "no sample inputs" not in "\n".join(lines) and "(round trip not checked: why)" in lines[0]
+    )

@@ -49,7 +49,8 @@ def _storage_key(tensor: torch.Tensor) -> tuple[Any, ...]:
 
 
 def constant_tensors(graphs: Iterable[torch._C.Graph]) -> list[torch.Tensor]:
-    """Every tensor a constant node of the graphs holds (nested blocks included).
+    """Every tensor a constant node of the graphs holds (nested blocks included), those
+    inside list, tuple and dict constants too.
 
     Each distinct storage appears once (the same weight read by two methods' graphs,
     or by two constant nodes, is one tensor in the file).
@@ -59,13 +60,45 @@ def constant_tensors(graphs: Iterable[torch._C.Graph]) -> list[torch.Tensor]:
     for graph in graphs:
         for kind in _CONSTANT_KINDS:
             for node in graph.findAllNodes(kind, True):  # type: ignore[attr-defined]
-                if not node.hasAttribute("value") or node.kindOf("value") != "t":
-                    continue
-                tensor = node.t("value")
-                key = _storage_key(tensor)
-                if key not in seen:
-                    seen.add(key)
-                    out.append(tensor)
+                for tensor in _node_tensors(node):
+                    key = _storage_key(tensor)
+                    if key not in seen:
+                        seen.add(key)
+                        out.append(tensor)
+    return out
+
+
+def _node_tensors(node: torch._C.Node) -> list[torch.Tensor]:
+    """The tensors one constant node holds: its tensor, or those inside the list, tuple
+    or dict it holds (a folded ``self.a = [torch.tensor(...)]`` is a ``Tensor[]``
+    constant); none for a TorchScript object (its tensors are its own business)."""
+    if not node.hasAttribute("value"):
+        return []
+    what = node.kindOf("value")
+    if what == "t":
+        return [node.t("value")]
+    if what != "ival":
+        return []
+    kind = node.output().type()
+    if kind.kind() == "ClassType" or "Tensor" not in kind.annotation_str:
+        return []
+    try:
+        value = node.ival("value")  # type: ignore[attr-defined]
+    except (RuntimeError, TypeError, ValueError):
+        return []  # an object or enum Python cannot import
+    return _inside(value, [])
+
+
+def _inside(value: Any, out: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Every tensor in ``value`` (lists, tuples and dict values), in order."""
+    if isinstance(value, torch.Tensor):
+        out.append(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _inside(item, out)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _inside(item, out)
     return out
 
 
