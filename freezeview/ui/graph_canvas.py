@@ -133,7 +133,11 @@ class Canvas:
         self._codes: list[bytearray] = [bytearray(self.width) for _ in range(self.height)]
         for frame in layout.clusters:
             self._cluster(frame.x, frame.y, frame.w, frame.h, frame.label, frame.status)
-        self._edges()
+        crossed = self._edges()
+        # A frame's label goes where no edge crosses its top line, and is drawn over
+        # the edges where every place is crossed: a label is never cut by an edge.
+        for frame in layout.clusters:
+            self._cluster_label(frame.x, frame.y, frame.w, frame.label, frame.status, crossed)
         for box in layout.boxes.values():
             self._box(box)
         self._ends()
@@ -164,9 +168,21 @@ class Canvas:
         self._put(x + w - 1, y, tr, style)
         self._put(x, y + h - 1, bl, style)
         self._put(x + w - 1, y + h - 1, br, style)
-        self._text(x + 2, y, f" {label} ", style, w - 4)
 
-    def _edges(self) -> None:
+    def _cluster_label(
+        self, x: int, y: int, w: int, label: str, status: str, crossed: set[tuple[int, int]]
+    ) -> None:
+        style = CLUSTER_CHANGED if status != "same" else CLUSTER
+        text = f" {label} "[: max(0, w - 4)]
+        start = x + 2
+        for at in range(x + 2, x + w - 2 - len(text) + 1):
+            if not any((i, y) in crossed for i in range(at - 1, at + len(text) + 1)):
+                start = at
+                break
+        self._text(start, y, text, style, x + w - 2 - start)
+
+    def _edges(self) -> set[tuple[int, int]]:
+        """Draw every edge; the cells they pass through."""
         masks: dict[tuple[int, int], int] = {}
         styles: dict[tuple[int, int], int] = {}
         for edge in self.layout.edges:
@@ -187,6 +203,7 @@ class Canvas:
             if styles[(x, y)] == EDGE_REMOVED:
                 char = dashed.get(char, char)
             self._put(x, y, char, styles[(x, y)])
+        return set(masks)
 
     def _box(self, box: BoxLayout) -> None:
         tl, top, tr, side, bl, br = box_frame(box)

@@ -117,10 +117,42 @@ class GraphCanvasView(Guarded, ScrollView, can_focus=True):
         """Scroll so ``box`` is in view: centred when any part of it was off screen."""
         x0, y0 = self.scroll_offset
         w, h = self.size
+        if not w or not h:
+            # Not laid out yet (the view just opened): centred once it has a size, or
+            # the box would be centred on the window's left edge, cut in half.
+            self.call_after_refresh(self._centre_later, box)
+            return
         inside = x0 <= box.x and box.x + box.w <= x0 + w and y0 <= box.y and box.y + box.h <= y0 + h
         if not inside:
             cx, cy = box.centre
-            self.scroll_to(x=max(0, cx - w // 2), y=max(0, cy - h // 2), animate=False)
+            y = max(0, cy - h // 2)
+            x = self._uncut(max(0, cx - w // 2), y, box)
+            self.scroll_to(x=x, y=y, animate=False)
+
+    def _centre_later(self, box: BoxLayout) -> None:
+        if self.selected is box and self.size.width and self.size.height:
+            self.centre_on(box)
+
+    def _uncut(self, x: int, y: int, keep: BoxLayout) -> int:
+        """A left edge for the window at ``x`` that cuts no box in view in two: moved
+        left to the frame of a box it would cut, while ``keep`` stays whole in view."""
+        canvas = self.canvas
+        if canvas is None:
+            return x
+        w, h = self.size
+        for _ in range(4):
+            cut = [
+                b
+                for b in canvas.layout.boxes.values()
+                if b.x < x < b.x + b.w and b.y < y + h and y < b.y + b.h
+            ]
+            if not cut:
+                return x
+            left = min(b.x for b in cut)
+            if keep.x + keep.w > left + w:
+                return x  # moving left would cut the selected box instead
+            x = max(0, left)
+        return x
 
     def on_mount(self) -> None:
         self._resolve_styles()

@@ -169,6 +169,8 @@ class GraphView(Guarded, Vertical, can_focus=True):
         """Show step ``index`` of run ``run_id`` (the layout is asked for if needed)."""
         if run_id != self.run_id:
             self._kept.clear()
+        if (run_id, index) != (self.run_id, self.index):
+            self._forget_search()
         self._follow = _node_of(self.selected)  # n/p: the view follows the node
         self.session = session
         self.run_id = run_id
@@ -443,6 +445,19 @@ class GraphView(Guarded, Vertical, can_focus=True):
         search = self.query_one("#graph-search", Input)
         search.remove_class("-visible")
         self.canvas_view.focus()
+
+    def _forget_search(self) -> None:
+        """Another step: the last search's box count is about a graph no longer shown."""
+        search = self.query_one("#graph-search", Input)
+        if not (self._matches or search.value or search.has_class("-visible")):
+            return
+        self._matches = []
+        if search.has_focus:
+            self.canvas_view.focus()
+        search.remove_class("-visible")
+        with search.prevent(Input.Changed):
+            search.value = ""
+        self.post_message(Status(""))
 
     @on(Input.Changed, "#graph-search")
     def _search_changed(self, event: Input.Changed) -> None:

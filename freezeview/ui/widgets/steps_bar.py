@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -321,6 +321,14 @@ class StepsBar(Horizontal):
             self.current_step = event.cursor_row
         if 0 <= event.cursor_row < self.step_count:
             self.post_message(self.StepInspected(event.cursor_row))
+
+    @on(events.DescendantBlur)
+    def _timeline_left(self, event: events.DescendantBlur) -> None:
+        # Left with the cursor on a row not selected (looked at, not shown): the cursor
+        # goes back to the step shown, the one the headers name.
+        step = self.current_step
+        if event.widget is self.timeline and 0 <= step < self.step_count:
+            self.timeline.move_cursor(row=step, animate=False)
 
     @on(DataTable.RowHighlighted, "#timeline")
     def _timeline_highlighted(self, event: DataTable.RowHighlighted) -> None:
