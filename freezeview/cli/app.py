@@ -14,6 +14,7 @@ from .options import (
     add_extension_options,
     add_input_options,
     add_measure_options,
+    autograd_from_args,
     measure_from_args,
     split_names,
 )
@@ -47,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="comma-separated pass ids to run (default: what torch.jit.freeze runs)",
     )
     add_input_options(parser)
-    add_measure_options(parser)
+    add_measure_options(parser, autograd=True)
     parser.add_argument(
         "--eval", action="store_true", help="switch a training-mode module to eval mode"
     )
@@ -136,6 +137,7 @@ def open_app(args: argparse.Namespace) -> int:
         "libraries": list(args.libraries or ()),
     }
     plan["threads"], plan["time_budget"] = measure_from_args(args)
+    plan["autograd"] = autograd_from_args(args)
     # The engine process first: it imports torch and loads the model on the other core
     # while this process imports Textual and draws the first screen.
     from ..ui.remote_session import RemoteSession

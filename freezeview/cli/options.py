@@ -182,7 +182,7 @@ def add_measure_options(parser: argparse.ArgumentParser, *, autograd: bool = Fal
         metavar="SECONDS",
         default="0.25",
         help="seconds of timing per step at most, after warm-up (default 0.25; 0 times "
-        "nothing and skips the fresh-process round trip)",
+        "nothing, the fresh-process round trip still runs)",
     )
     if autograd:
         parser.add_argument(

@@ -56,6 +56,8 @@ class FreezeviewApp(Guarded, App[int]):
             view's ``i`` shows real pictures only with one.
         threads, time_budget: torch threads and seconds per step when each step's
             forward is timed on the sample inputs (``--threads``, ``--time-budget``).
+        autograd: time those forwards with autograd on (``--autograd``) instead of under
+            ``torch.inference_mode()``; the verdict names the mode either way.
     """
 
     CSS_PATH = "app.tcss"
@@ -82,6 +84,7 @@ class FreezeviewApp(Guarded, App[int]):
         graphics: str | None = None,
         threads: int = 1,
         time_budget: float = 0.25,
+        autograd: bool = False,
     ) -> None:
         super().__init__()
         #: The terminal's picture protocol, or None (the graph view's characters only).
@@ -108,6 +111,7 @@ class FreezeviewApp(Guarded, App[int]):
             "libraries": list(libraries),
             "threads": threads,
             "time_budget": time_budget,
+            "autograd": autograd,
         }
         if session is not None:
             session.on_warning = self.record_warning

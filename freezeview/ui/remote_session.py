@@ -97,7 +97,7 @@ class RemoteSession:
     Args:
         path: the ``.pt`` file.
         preserved, passes, inputs_file, input_shapes, eval_mode, imports, libraries,
-            threads, time_budget: as
+            threads, time_budget, autograd: as
             for ``Session`` (the engine process imports and loads them before the model).
         on_warning: called (from a reader thread) with each warning torch raised.
     """
@@ -116,6 +116,7 @@ class RemoteSession:
         on_warning: Callable[[str], None] | None = None,
         threads: int = 1,
         time_budget: float = 0.25,
+        autograd: bool = False,
     ) -> None:
         self.path = Path(path)
         self._config: dict[str, Any] = {
@@ -129,6 +130,7 @@ class RemoteSession:
             "libraries": list(libraries),
             "threads": threads,
             "time_budget": time_budget,
+            "autograd": autograd,
         }
         self.on_warning = on_warning
         #: The inventory from the last explanation (the inspector reads it).

@@ -72,6 +72,9 @@ class Session:
     #: torch threads and seconds per step when timing each step's forward (with inputs).
     threads: int = 1
     time_budget: float = 0.25
+    #: Time those forwards with autograd on (``--autograd``) instead of under
+    #: ``torch.inference_mode()``.
+    autograd: bool = False
     inventory: Inventory | None = None
     #: ``.code`` of the frozen module at the end of the last run (None before).
     final_code: str | None = None
@@ -369,7 +372,11 @@ class Session:
         # Constant bytes are on no screen of the app: not counted (nor the fold step's
         # picture built for them).
         measured = MeasuredRun(
-            pipeline, threads=self.threads, budget=self.time_budget, defer_constants=True
+            pipeline,
+            threads=self.threads,
+            budget=self.time_budget,
+            defer_constants=True,
+            autograd=self.autograd,
         )
         self.final_code = None
         previous: tuple[int, int] | None = None

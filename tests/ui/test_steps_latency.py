@@ -41,7 +41,7 @@ async def test_latency_column_and_verdict_with_inputs(small_pt: Path, tmp_path: 
                 await pilot.press("r")
                 await wait_ready(pilot, timeout=60)
             assert "latency" in table.columns and table.row_count == len(screen.steps)
-            for index, step in enumerate(screen.steps):
+            for step in screen.steps:
                 cell = str(table.get_cell(str(step.index), "latency"))
                 assert cell == (step.latency or "-"), step.name
                 # A re-run shows the last run's inline and fold steps again, their graphs
@@ -59,3 +59,74 @@ async def test_no_latency_column_without_inputs(small_pt: Path, tmp_path: Path) 
         screen = app.main_screen
         assert "latency" not in screen.steps_bar.timeline.columns
         assert all(step.latency == "" and step.verdict == "" for step in screen.steps)
+
+
+@pytest.mark.parametrize(
+    ("autograd", "expected", "word"),
+    [(False, (True, False), "inference_mode"), (True, (False, True), "autograd")],
+)
+async def test_the_verdict_names_how_forwards_were_timed(
+    small_pt: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    autograd: bool,
+    expected: tuple[bool, bool],
+    word: str,
+) -> None:
+    """The app's ``--autograd`` reaches the timing (read off torch inside each timed
+    call), and the verdict on the steps bar names the mode."""
+    import torch
+
+    import freezeview.engine.measure.measured_run as measured_run
+
+    real = measured_run.time_forward
+    seen: set[tuple[bool, bool]] = set()
+
+    def recording(call, **kwargs):  # type: ignore[no-untyped-def]
+        def wrapped():  # type: ignore[no-untyped-def]
+            seen.add((torch.is_inference_mode_enabled(), torch.is_grad_enabled()))
+            return call()
+
+        return real(wrapped, **kwargs)
+
+    monkeypatch.setattr(measured_run, "time_forward", recording)
+    shapes = ["1,3,8,8"]
+    session = Session(path=small_pt, input_shapes=shapes, time_budget=0.01, autograd=autograd)
+    app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=session, input_shapes=shapes)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot, timeout=60)
+        screen = app.main_screen
+        verdict = screen.steps[-1].verdict
+        assert word in verdict
+        other = "autograd" if word == "inference_mode" else "inference_mode"
+        assert other not in verdict
+        assert verdict in str(screen.query_one("#timeline-title").render())
+    assert seen == {expected}
+
+
+async def test_the_apps_autograd_option_reaches_the_engine_session(
+    small_pt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``freezeview MODEL.pt --autograd`` hands ``autograd`` to the engine process's
+    session (what RemoteSession sends is what Session is made of)."""
+    import freezeview.ui.remote_session as remote_session
+    from freezeview.cli import build_parser
+    from freezeview.cli.app import open_app
+
+    got: dict[str, object] = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake(path, **plan):  # type: ignore[no-untyped-def]
+        got.update(plan, path=path)
+        raise Stop
+
+    monkeypatch.setattr(remote_session, "RemoteSession", fake)
+    for argv, autograd in (([], False), (["--autograd"], True)):
+        args = build_parser(("app",)).parse_args(["app", str(small_pt), *argv])
+        with pytest.raises(Stop):
+            open_app(args)
+        assert got["autograd"] is autograd
+        session = Session(**got)  # type: ignore[arg-type]
+        assert session.autograd is autograd

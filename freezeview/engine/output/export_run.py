@@ -233,6 +233,9 @@ def run_for_export(
     if failed is not None:
         pipe.release()
         raise PlanError(f"step {failed.index} ({failed.title}) failed: {failed.error}")
+    if measured is not None:
+        # The verdict's pair, timed again together (alternating blocks), as freeze does.
+        measured.time_verdict()
     shown = [s for s in steps if _shows_forward(s)]
     if not shown:
         pipe.release()
