@@ -126,3 +126,20 @@ def test_a_missing_model_is_one_sentence_and_exit_2(
 def test_python_api(models: dict[str, Path]) -> None:
     result = freezeview.compare(str(models["base"]), str(models["in-place"]))
     assert [c.path for c in result.changes if c.regression] == ["cache"]
+
+
+def test_two_files_of_one_name_are_told_apart_in_the_notes(
+    models: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A model and torch's frozen copy of it, both named base.pt in two folders.
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old, new = tmp_path / "old" / "base.pt", tmp_path / "new" / "base.pt"
+    old.write_bytes(models["base"].read_bytes())
+    module = torch.jit.load(str(models["base"])).eval()
+    torch.jit.save(torch.jit.freeze(module), str(new))
+    main(["compare", str(old), str(new), "--time-budget", "0"])
+    err = capsys.readouterr().err
+    # The note names the side and the path, never the bare name both files share.
+    assert f"note: the new model ({new}) is already frozen" in err
+    assert "note: base.pt" not in err and "old model" not in err

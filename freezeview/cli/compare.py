@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 from .options import (
     add_extension_options,
@@ -24,7 +26,7 @@ from .options import (
     split_names,
 )
 
-__all__ = ["import_engine", "register", "run"]
+__all__ = ["import_engine", "load_notes", "register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -80,6 +82,27 @@ def import_engine() -> None:
     from ..engine.ci.compare import compare  # noqa: F401
 
 
+def load_notes(models: Sequence[Any], paths: Sequence[str]) -> list[str]:
+    """What loading each model said, each note once.
+
+    A note names its model by file name (``fork_wait.pt is already frozen``); when both
+    files share that name (a model and its frozen copy in another folder), each note
+    names its side and path instead: ``the old model (models/fork_wait.pt) is already
+    frozen``.
+    """
+    if len({m.name for m in models}) == len(models):
+        return list(dict.fromkeys(n for m in models for n in m.notes))
+    notes: list[str] = []
+    for side, model, path in zip(("old", "new"), models, paths, strict=False):
+        label = f"the {side} model ({path})"
+        for note in model.notes:
+            if note.startswith(f"{model.name} "):
+                notes.append(label + note[len(model.name) :])
+            else:
+                notes.append(f"{label}: {note}")
+    return list(dict.fromkeys(notes))
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview compare``; returns the exit code."""
     from ..engine.ci.compare import compare, render_markdown, render_text
@@ -98,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         )
         for path in (args.old, args.new)
     ]
-    for note in dict.fromkeys(n for m in models for n in m.notes):
+    for note in load_notes(models, (args.old, args.new)):
         print(f"note: {note}", file=sys.stderr)
     measure = (threads, budget, autograd_from_args(args)) if budget > 0 else None
     result = compare(
