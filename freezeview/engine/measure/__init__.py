@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         compare_latency,
         format_ms,
         latency_cell,
+        stability_note,
         verdict_text,
     )
     from .measured_run import MeasuredRun
@@ -57,6 +58,7 @@ __getattr__, __dir__ = lazy_exports(
         "compare_latency": "measure_values",
         "format_ms": "measure_values",
         "latency_cell": "measure_values",
+        "stability_note": "measure_values",
         "verdict_text": "measure_values",
         "MeasuredRun": "measured_run",
         "roundtrip": "portability",
@@ -84,6 +86,7 @@ __all__ = [
     "format_ms",
     "latency_cell",
     "roundtrip",
+    "stability_note",
     "time_forward",
     "unsaveable_reason",
     "verdict_text",

@@ -24,6 +24,7 @@ __all__ = [
     "compare_latency",
     "format_ms",
     "latency_cell",
+    "stability_note",
     "verdict_text",
 ]
 
@@ -32,6 +33,9 @@ __all__ = [
 NOISE_FLOOR = 0.05
 #: Fewer timed blocks than this and a median is not stable (the timing loop's minimum).
 MIN_BLOCKS = 5
+#: From this many timed blocks on a median is stable whatever their spread; between
+#: :data:`MIN_BLOCKS` and this, only when the spread is within :data:`NOISE_FLOOR`.
+STEADY_BLOCKS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +74,11 @@ class Latency:
 
     @property
     def stable(self) -> bool:
-        """Five timed blocks or more: fewer give a median, not a stable one."""
-        return self.blocks == 0 or self.blocks >= MIN_BLOCKS
+        """Ten timed blocks or more, or five within the noise floor: fewer give a median,
+        not a stable one (a few widely spread blocks move as much the next time)."""
+        if self.blocks == 0 or self.blocks >= STEADY_BLOCKS:
+            return True
+        return self.blocks >= MIN_BLOCKS and self.noise <= NOISE_FLOOR
 
     def to_json(self) -> dict[str, Any]:
         """``{"median", "min", "max", "runs", "timed_under"}`` (milliseconds), as freeze
@@ -404,8 +411,9 @@ def verdict_text(measurement: Measurement) -> str:
     The figures are the table's (the unfrozen forward and the final step's). Only steps
     outside the noise that moved the way the whole moved are named; when none did
     though the whole is outside the noise, the sentence says the small changes add up.
-    A median over fewer than five timed blocks is called unstable, with a larger
-    ``--time-budget`` to ask for.
+    A median that is not stable (fewer than ten timed blocks, or five to nine spread
+    beyond the noise floor) is called so, with a larger ``--time-budget`` to ask for
+    (:func:`stability_note`).
 
     Example: ``frozen forward 1.7x faster than unfrozen (0.0153 ms vs 0.0260 ms, median,
     1 thread, inference_mode); made by: clean-up -41%``.
@@ -444,15 +452,22 @@ def verdict_text(measurement: Measurement) -> str:
         )
     else:
         tail = "; every step is within the noise, the whole is not: their small changes add up"
+    return f"{head} {figures}{tail}{stability_note(measurement)}"
+
+
+def stability_note(measurement: Measurement) -> str:
+    """``; a median over 5 runs is not stable: give --time-budget 1 or more`` when a
+    figure of the verdict rests on too few timed blocks (:attr:`Latency.stable`), else
+    ``""``: the clause the verdict ends with, and ``check`` quotes."""
     unstable = measurement.unstable()
-    if unstable:
-        few = min(unstable, key=lambda lat: lat.blocks)
-        runs = f"{few.runs} runs" + (f" in {few.blocks} blocks" if few.runs != few.blocks else "")
-        tail += (
-            f"; a median over {runs} is not stable: "
-            f"give --time-budget {_suggested_budget(unstable)} or more"
-        )
-    return f"{head} {figures}{tail}"
+    if not unstable:
+        return ""
+    few = min(unstable, key=lambda lat: lat.blocks)
+    runs = f"{few.runs} runs" + (f" in {few.blocks} blocks" if few.runs != few.blocks else "")
+    return (
+        f"; a median over {runs} is not stable: "
+        f"give --time-budget {_suggested_budget(unstable)} or more"
+    )
 
 
 def latency_cell(measurement: Measurement | None, index: int) -> str:

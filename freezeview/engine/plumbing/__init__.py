@@ -5,7 +5,8 @@ Takes nothing from the other stages; gives them the error types users see
 done by a forked copy of the process (:mod:`.forked`), Ctrl-C that waits for torch's
 C++ (:mod:`.interrupts`), the paused garbage collector (:mod:`.collector`), freed memory
 given back to the system (:mod:`.heap`), equal values held once (:mod:`.sharing`),
-torch's C++ standard error captured (:mod:`.stderr_capture`) and the lazy names of
+torch's C++ standard error captured (:mod:`.stderr_capture`), counts and their nouns
+agreed (:mod:`.wording`) and the lazy names of
 every stage's ``__init__`` (:mod:`.lazy`).
 """
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from .interrupts import interrupts_deferred
     from .sharing import reuse_equal
     from .stderr_capture import capture_stderr_fd
+    from .wording import plural
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -49,6 +51,7 @@ __getattr__, __dir__ = lazy_exports(
         "interrupts_deferred": "interrupts",
         "reuse_equal": "sharing",
         "capture_stderr_fd": "stderr_capture",
+        "plural": "wording",
     },
 )
 
@@ -63,6 +66,7 @@ __all__ = [
     "give_back_freed_memory",
     "inputs_rejected",
     "interrupts_deferred",
+    "plural",
     "protect_input",
     "renewed_in_children",
     "reuse_equal",
