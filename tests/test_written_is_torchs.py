@@ -355,3 +355,14 @@ def test_the_apps_runs_leave_its_model_as_loaded(tmp_path: Path) -> None:
     assert loaded._c.getattr("a")[0].tolist() == [1, 2, 3, 4, 5, 6]
     first, _ = _two_calls(torch_freeze(loaded), _one_input())
     assert int(first) == 31
+
+
+@pytest.mark.parametrize("name", ["quant_static_conv_bn_relu_fused", "quant_dynamic_lstm"])
+def test_quantized_models_run_and_are_written_as_torch_freezes_them(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Static and dynamic torch.ao models: their packed params (torchbind objects that
+    forward never writes) are run, for numerics and two calls, and the file is torch's."""
+    case = case_by_name(name)
+    result = _check(tmp_path, capsys, case.build(), case.inputs, "budget-0")
+    assert result["second_call"]["same"] is True

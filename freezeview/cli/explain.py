@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     result = explain(loaded, preserved_from_args(args), release=measured)
     if args.debug and result.disagreements:
         print_disagreements(report_console(stderr=True), result)
-    figure = None
+    figure: Measurement | str | None = None
     if measured and inputs is not None:
         figure = _final_figure(
             loaded.module,
@@ -119,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.json:
         data = result.to_json()
-        if figure is not None:
+        if isinstance(figure, str):
+            print(f"note: {figure}", file=sys.stderr)
+        elif figure is not None:
             data["latency_ms"] = figure.latency_json()
         json.dump(data, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -128,7 +130,11 @@ def run(args: argparse.Namespace) -> int:
     render_explanation(
         console, result, statuses=args.status, show_all=args.all, each_module=args.each_module
     )
-    if figure is not None:
+    if isinstance(figure, str):
+        from rich.markup import escape
+
+        console.print(f"[bold]{escape(figure)}[/]")
+    elif figure is not None:
         from rich.markup import escape
 
         from ..engine.measure import verdict_text
@@ -145,8 +151,11 @@ def _final_figure(
     budget: float,
     *,
     autograd: bool = False,
-) -> Measurement:
-    """torch.jit.freeze's forward against the unfrozen one, or one sentence why not."""
+) -> Measurement | str:
+    """torch.jit.freeze's forward against the unfrozen one, or one sentence why not:
+    a string when freezeview does not run the model (a constant the frozen graph
+    writes and cannot be copied), whatever the inputs."""
+    from ..engine.freeze import SandboxError
     from ..engine.measure import final_figure
     from ..engine.plumbing.errors import FreezeviewError, inputs_rejected
 
@@ -161,6 +170,8 @@ def _final_figure(
         )
     except FreezeviewError:
         raise
+    except SandboxError as exc:
+        return f"latency not measured: {exc}."
     except Exception as exc:
         raise inputs_rejected(exc, inputs) from exc
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .passes import REGISTRY, PassInfo, default_passes, needs_guard
     from .pipeline import Pipeline, freeze
     from .plan import Plan
-    from .sandbox import Sandbox
+    from .sandbox import Sandbox, SandboxError
     from .steps import Progress, Step, release_graphs
 
 __getattr__, __dir__ = lazy_exports(
@@ -36,6 +36,7 @@ __getattr__, __dir__ = lazy_exports(
         "freeze": "pipeline",
         "Plan": "plan",
         "Sandbox": "sandbox",
+        "SandboxError": "sandbox",
         "Progress": "steps",
         "Step": "steps",
         "release_graphs": "steps",
@@ -50,6 +51,7 @@ __all__ = [
     "Plan",
     "Progress",
     "Sandbox",
+    "SandboxError",
     "Step",
     "compare_outputs",
     "default_passes",

@@ -14,6 +14,12 @@ which keeps the tensors that share an object shared) and runs copies of graphs w
 tensor constants are replaced by copies too, taken from the same table: a folded
 constant that is the same tensor as a kept attribute stays the same tensor in the copy.
 Nothing the pipeline holds, and nothing the user's file is saved from, is ever run.
+A folded TorchScript object (a quantized model's packed params, torchbind objects that
+only quantized ops read) is run as it is when nothing in the graph writes it
+(:func:`~freezeview.engine.reasons.constant_writers`); one the graph writes cannot be
+copied, and such a graph is not run (:class:`SandboxError`, naming the writer).
+A graph function has no default values: :meth:`Sandbox.function` fills the arguments
+the inputs leave out from the module's ``forward`` schema, as calling ``forward`` does.
 :meth:`Sandbox.restore` puts the copy back to the original's values in place (tensors
 whose version counter moved, and attributes a ``prim::SetAttr`` re-bound), so every run
 starts from the state the input had.
@@ -28,13 +34,15 @@ from typing import Any
 import torch
 
 from ..graph import attribute_values
+from ..reasons import constant_writers
 
 __all__ = ["Sandbox", "SandboxError"]
 
 
 class SandboxError(RuntimeError):
-    """A graph holds a constant freezeview cannot copy (a TorchScript object): running
-    it would write what is saved, so it is not run."""
+    """A graph writes a constant freezeview cannot copy (a TorchScript object), or torch
+    cannot copy the module: running it would write what is saved, so it is not run.
+    The inputs are not at fault."""
 
 
 def _tensors(value: Any, out: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -73,6 +81,33 @@ def _summary(value: Any) -> Any:
     if isinstance(value, (int, float, str, bool, complex)) or value is None:
         return value
     return ("object", type(value).__name__)
+
+
+def _defaults(module: Any, method: str, arity: int) -> list[tuple[bool, Any]]:
+    """Per argument after ``self``: (has a default, the default) from ``module``'s
+    ``method`` schema; empty when the method is missing or its arity is not ``arity``."""
+    try:
+        arguments = list(module._get_method(method).schema.arguments)
+    except (AttributeError, RuntimeError):
+        return []
+    if len(arguments) != arity:
+        return []
+    return [(arg.has_default_value(), arg.default_value) for arg in arguments[1:]]
+
+
+def _check_unwritten_object(value: torch._C.Value, in_fork: bool) -> None:
+    """Let a run read a folded TorchScript object that nothing in the graph writes (a
+    quantized op's packed params); refuse one the graph writes, naming the writer."""
+    writers = constant_writers(value, in_fork=in_fork)
+    if not writers:
+        return
+    kind = value.type()
+    name = kind.qualified_name() if isinstance(kind, torch._C.ClassType) else str(kind)
+    raise SandboxError(
+        f"the frozen graph writes a TorchScript object it holds as a constant ({name}, "
+        f"written by {writers[0].writer.describe()}); freezeview cannot copy that object, "
+        "and running the graph would change the model that is written, so it is not run"
+    )
 
 
 class Sandbox:
@@ -129,7 +164,7 @@ class Sandbox:
             return {k: self._copied(v) for k, v in value.items()}
         return value
 
-    def _private(self, graph: torch._C.Graph) -> None:
+    def _private(self, graph: torch._C.Graph, in_fork: bool = False) -> None:
         """Point every tensor constant of ``graph`` (and of its subgraphs) at copies."""
         for node in _nodes(graph):
             kind = node.kind()
@@ -139,20 +174,14 @@ class Sandbox:
                 what = node.kindOf(name)
                 if what == "g":
                     sub = node.g(name).copy()
-                    self._private(sub)
+                    self._private(sub, in_fork or kind == "prim::fork")
                     node.g_(name, sub)
                 elif kind != "prim::Constant":
                     continue
                 elif what == "t":
                     node.t_(name, self._copied(node.t(name)))
                 elif what == "ival" and node.output().type().kind() == "ClassType":
-                    # A folded TorchScript object: Python cannot copy it, and a run
-                    # could change it inside the module that is written.
-                    raise SandboxError(
-                        "the frozen graph holds a TorchScript object as a constant, which "
-                        "freezeview cannot copy, and running the graph could change what "
-                        "is written"
-                    )
+                    _check_unwritten_object(node.output(), in_fork)
                 elif what == "ival" and "Tensor" in node.output().type().annotation_str:
                     try:  # an object or enum Python cannot import holds no tensor here
                         value = node.ival(name)
@@ -161,22 +190,37 @@ class Sandbox:
                     except (RuntimeError, TypeError, ValueError):
                         continue
 
-    def function(self, graph: torch._C.Graph) -> Callable[..., Any]:
+    def function(self, graph: torch._C.Graph, method: str = "forward") -> Callable[..., Any]:
         """A function running a private copy of ``graph`` (``self`` first) on the copy.
 
         The graph is copied and inlined (what torch's executor does before running it),
         so constants in called methods are reached too; ``graph`` itself is not changed.
+        A function made from a graph knows no default values: the arguments the inputs
+        leave out are given the defaults of the module's ``method`` (``forward(src,
+        mask=None)`` called with ``src`` alone), as calling the method does. The
+        function bears the method's name, so torch's own errors name ``forward``.
+
+        Args:
+            graph: a graph of ``method`` (its inputs: ``self``, then the arguments).
+            method: the module's method whose defaults fill missing arguments.
 
         Returns:
             ``call(*inputs)`` giving what the graph returns.
+
+        Raises:
+            SandboxError: the graph writes a TorchScript object it holds as a constant.
         """
         private = graph.copy()
         torch._C._jit_pass_inline(private)
         self._private(private)
-        fn = torch._C._create_function_from_graph("freezeview_private", private)
+        fn = torch._C._create_function_from_graph(method, private)
         target = self.copy
+        defaults = _defaults(self._orig, method, len(list(private.inputs())))
 
         def call(*inputs: Any) -> Any:
+            missing = defaults[len(inputs) :]
+            if missing and all(has for has, _ in missing):
+                inputs = (*inputs, *(value for _, value in missing))
             return fn(target, *inputs)
 
         return call

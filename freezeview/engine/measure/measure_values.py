@@ -421,6 +421,9 @@ def verdict_text(measurement: Measurement) -> str:
     overall = measurement.overall
     unfrozen, frozen = measurement.baseline, measurement.frozen
     if overall is None or unfrozen is None or frozen is None:
+        why = next(iter(measurement.notes.values()), "") if unfrozen is not None else ""
+        if why:  # inputs were given: the step's own note says why it was not timed
+            return f"latency not measured: the frozen forward was {why}"
         return "latency not measured: give sample inputs (--inputs or --input-shape)"
     threads = f"{measurement.threads} thread{'s' if measurement.threads != 1 else ''}"
     mode = "/".join(measurement.modes) or frozen.mode

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from ..freeze import Pipeline, Progress, Step, compare_outputs
+from ..freeze import Pipeline, Progress, SandboxError, Step, compare_outputs
 from ..plumbing import torch_cause
 from .constants import (
     backend_only_nodes,
@@ -202,6 +202,9 @@ class MeasuredRun:
             )
         except Exception as exc:
             self.pipe.restore_state()
+            if isinstance(exc, SandboxError):  # refused before it ran: not the inputs
+                self._notes[step.index] = f"not timed: {exc}"
+                return
             why = _first_line(exc)
             self._notes[step.index] = f"not timed: its forward failed on the inputs ({why})"
             return
@@ -394,6 +397,8 @@ class MeasuredRun:
             with torch.no_grad():
                 first = copy.deepcopy(call())
                 second = copy.deepcopy(call())
+        except SandboxError as exc:
+            return None, None, str(exc)
         except Exception as exc:
             return None, None, f"the frozen forward failed ({_first_line(exc)})"
         finally:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .constant_writes import frozen_writes_a_constant
+    from .constant_writes import constant_writers, frozen_writes_a_constant
     from .refusals import torch_refusal, unknown_name
     from .torch_freeze import TorchOutcome, module_statuses, release_clone, torch_outcome
     from .verdict_values import (
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "constant_writers": "constant_writes",
         "frozen_writes_a_constant": "constant_writes",
         "torch_refusal": "refusals",
         "unknown_name": "refusals",
@@ -57,6 +58,7 @@ __all__ = [
     "Reason",
     "TorchOutcome",
     "carry_inventory",
+    "constant_writers",
     "explain",
     "frozen_writes_a_constant",
     "module_statuses",

@@ -31,6 +31,7 @@ from .verdict_values import AttributeVerdict, Reason
 
 __all__ = [
     "WrittenConstant",
+    "constant_writers",
     "constant_writes",
     "frozen_writes_a_constant",
     "mark_written_constants",
@@ -279,6 +280,42 @@ def constant_writes(prop: FreezeReplay) -> dict[tuple[int, str], list[WrittenCon
                 known = found.setdefault(slot, [])
                 known += [entry for entry in walk.hits if entry not in known]
     return found
+
+
+def constant_writers(
+    value: torch._C.Value, method: str = "forward", in_fork: bool = False
+) -> list[WrittenConstant]:
+    """The nodes that write one constant of a frozen graph (none: nothing writes it).
+
+    The walk of :func:`constant_writes` from ``value`` (a ``prim::Constant``'s output):
+    a quantized op reading a packed-params object writes nothing; a ``prim::SetAttr``
+    on an object, or an in-place op on a tensor it holds, does. A call into a method
+    of a TorchScript object (``prim::CallMethod``) is a body the walk cannot see: it
+    counts as a write unless the object is a torchbind one (``__torch__.torch.classes``,
+    whose methods are C++ code reading their own state, as packed params are).
+
+    Args:
+        value: the constant's value, in the graph (or ``torch.jit.fork`` body) that
+            holds it.
+        method: the method named in each writer.
+        in_fork: ``value`` is inside a fork body.
+
+    Returns:
+        Each writing node once, in the order met.
+    """
+    if not _mutable(value):
+        return []
+    walk = _Walk(method, frozenset(), in_fork)
+    walk.follow(value)
+    hits = list(walk.hits)
+    torchbind = _type_name(value).startswith("__torch__.torch.classes.")
+    for use in value.uses():
+        user = use.user
+        if user.kind() == "prim::CallMethod" and use.offset == 0 and not torchbind:
+            entry = WrittenConstant(_writer(user, value, method), in_fork)
+            if entry not in hits:
+                hits.append(entry)
+    return hits
 
 
 def frozen_writes_a_constant(module: torch.jit.ScriptModule) -> bool:
