@@ -196,3 +196,27 @@ def test_optimize_for_inference_s_mkldnn_weights_are_listed_with_their_paths() -
         assert listed[name].nbytes == tensor.numel() * tensor.element_size()
         assert listed[name].path.split(".")[0] == "conv"  # conv.weight, conv.bias
     assert len(result.frozen.constants) == len(mkldnn) + len(_tensor_constants(module.graph))
+
+
+def test_explain_and_freeze_with_inputs_do_what_torch_does(
+    frozen_pt: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """torch.jit.freeze reads ``training``, which a frozen file lacks, and freezes the
+    module again once ``.eval()`` was called on it: explain and freeze, given inputs,
+    both time and write that freeze, and the load's note says what torch does."""
+    loaded = torch.jit.load(str(frozen_pt))
+    with pytest.raises(AttributeError):
+        _freeze(loaded)
+    loaded.eval()
+    theirs = _save(_freeze(loaded), tmp_path / "theirs.pt")
+    inputs = tmp_path / "in.pt"
+    torch.save((torch.randn(1, 3, 8, 8),), str(inputs))
+    note = " ".join(load_model(frozen_pt).notes)
+    assert "refuses" in note and "`.eval()`" in note and "again" in note
+    budget = ["--time-budget", "0.02"]
+    assert main(["explain", str(frozen_pt), "--inputs", str(inputs), *budget]) == 0
+    assert "frozen forward" in capsys.readouterr().out
+    out = tmp_path / "again.pt"
+    assert main(["freeze", str(frozen_pt), "-o", str(out), "--inputs", str(inputs), *budget]) == 0
+    ours, torchs = torch.jit.load(str(out)), torch.jit.load(str(theirs))
+    assert oracle.frozen_graph_signature(ours.graph) == oracle.frozen_graph_signature(torchs.graph)

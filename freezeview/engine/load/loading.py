@@ -101,6 +101,15 @@ class LoadedModel:
         )
 
 
+#: What the load's note says of an already-frozen file, after its name: what torch does.
+ALREADY_FROZEN_TEXT = (
+    "is already frozen (torch.jit.freeze's output: its weights are constants and its "
+    "`training` flag is gone). torch.jit.freeze refuses it as torch.jit.load gives it "
+    "(AttributeError: it reads that flag) and freezes it again once `.eval()` was called "
+    "on it; freezeview calls `.eval()` and freezes it again, as torch then does."
+)
+
+
 def is_already_frozen(module: torch.jit.ScriptModule) -> bool:
     """Whether ``module`` is already frozen (what ``torch.jit.freeze`` returns).
 
@@ -274,11 +283,7 @@ def load_model(
     if is_already_frozen(module):
         # Every command prints the load's notes (the app shows them): the one place that
         # says so for explain, freeze, export, check, compare and the app alike.
-        notes.append(
-            f"{p.name} is already frozen (torch.jit.freeze's output: its weights are "
-            "constants and its `training` flag is gone); freezeview freezes it again, as "
-            "torch does."
-        )
+        notes.append(f"{p.name} {ALREADY_FROZEN_TEXT}")
     loaded = LoadedModel(
         module=module,
         path=p,
@@ -290,6 +295,11 @@ def load_model(
         already_frozen=is_already_frozen(module),
     )
     if eval_mode and loaded.was_training:
+        module.eval()
+    if loaded.already_frozen:
+        # torch.jit.freeze reads `module.training` first; `.eval()` sets it on the
+        # Python side only (the C++ module stays without it), and torch then freezes
+        # the module again, as freezeview's own stepwise freeze does.
         module.eval()
     return loaded
 
