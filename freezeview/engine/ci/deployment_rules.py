@@ -227,13 +227,10 @@ def deployment_toml(
     if runs_model and overall is not None and measurement.frozen is not None:
         limit = latency_limit(overall.ratio, overall.noise)
         lines.append(
-            f"# today {overall.ratio:.2f}x ±{overall.noise * 100:.0f}% "
-            f"({_figures(measurement)}); the limit leaves a quarter of room, or two"
+            f"# today {overall.ratio:.2f}x ±{overall.noise * 100:.0f}% ({_figures(measurement)});"
         )
-        lines.append(
-            "# noise bands when that is more, and check holds a ratio above it by less "
-            "than the noise."
-        )
+        lines.append("# the limit leaves a quarter of room, or two noise bands when that is more,")
+        lines.append("# and check holds a ratio above it by less than the noise.")
         unstable = _unstable(measurement).removeprefix("; ")
         if unstable:
             lines.append(f"# {unstable} (time_budget below)")
