@@ -186,3 +186,34 @@ def test_the_pair_is_timed_in_alternating_blocks(monkeypatch) -> None:  # type: 
     for _, n in runs:
         position += n
         assert position in ends
+
+
+def test_the_pairs_noise_is_at_least_its_block_by_block_ratios_spread(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Load that comes and goes between block pairs (the second forward's blocks take
+    0.6 or 1.4 ms a call by turns, the first's 1 ms): their ratio is not steady, so the
+    pair's verdict is "as fast, inside the noise", never a change read off medians."""
+    import types
+
+    import freezeview.engine.measure.latency as latency
+
+    now = [0.0]
+    blocks = [0]
+
+    def first() -> None:
+        now[0] += 1e-3
+
+    def second() -> None:
+        now[0] += (0.6e-3, 1.4e-3)[(blocks[0] // 2) % 2]
+
+    def count() -> None:
+        blocks[0] += 1
+
+    monkeypatch.setattr(latency, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    a, b = time_pair(first, second, budget=0.4, after_call=count)
+    assert a.latency.min == a.latency.max  # its own blocks agree: no spread of its own
+    # The ratios are 0.6 and 1.4 by turns: 0.8 from the median (either), against it.
+    assert abs(a.latency.noise - 0.8 / b.latency.median) < 1e-6
+    assert abs(b.latency.median / a.latency.median - 1) > 0.3  # the medians alone differ
+    m = Measurement(1, 0.2, a.latency, {2: b.latency}, names={2: "cleanup"}, interleaved=True)
+    assert m.overall is not None and m.overall.same
+    assert verdict_text(m).startswith("frozen forward as fast as unfrozen, inside the noise")

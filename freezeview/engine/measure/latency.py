@@ -212,13 +212,15 @@ class _Runner:
             return False
         return _spread(values) <= _STABLE_SPREAD * statistics.median(values)
 
-    def timing(self, threads: int, started: float) -> Timing:
+    def timing(self, threads: int, started: float, noise_floor: float = 0.0) -> Timing:
+        """The statistics; ``noise_floor`` (relative) is the least spread reported."""
         values = self.per_call
+        middle = statistics.median(values)
         latency = Latency(
-            median=statistics.median(values) * 1000,
+            median=middle * 1000,
             min=min(values) * 1000,
             max=max(values) * 1000,
-            spread=_noise_spread(values) * 1000,
+            spread=max(_noise_spread(values), noise_floor * middle) * 1000,
             runs=len(values) * self.number,
             threads=threads,
             warmup=self.warmup,
@@ -288,6 +290,12 @@ def time_pair(
     them, so their ratio holds on a busy machine. The final verdict's ratio (frozen
     against unfrozen) is measured so.
 
+    Each one's spread (its noise) is at least how far the two's block-by-block ratio
+    (second's block against the first's block just before it) strays from its median,
+    all pairs but the farthest: load that comes and goes faster than a block pair moves
+    that ratio, and a comparison of the two medians is no surer than that ratio is
+    steady.
+
     Args:
         first, second: each runs one forward.
         threads: torch's intra-op threads while timing (restored afterwards).
@@ -312,4 +320,23 @@ def time_pair(
                 break
             if all(r.stable(budget / 10) for r in runners):
                 break
-    return runners[0].timing(threads, started), runners[1].timing(threads, started)
+    floor = _ratio_noise(runners[0].per_call, runners[1].per_call)
+    return runners[0].timing(threads, started, floor), runners[1].timing(threads, started, floor)
+
+
+def _ratio_noise(first: list[float], second: list[float]) -> float:
+    """How far ``second[i] / first[i]`` strays from its median over the block pairs, all
+    but the farthest pair, relative to the median (0 with fewer than three pairs).
+
+    The largest deviation, not a typical one: when load hits some pairs and not others
+    the ratios fall into two groups, and the median sits in the larger one; the verdict
+    then must not read a change off that median that the other pairs contradict.
+    """
+    ratios = [b / a for a, b in zip(first, second, strict=False) if a > 0]
+    if len(ratios) < 3:
+        return 0.0
+    middle = statistics.median(ratios)
+    if middle <= 0:
+        return 0.0
+    deviations = sorted(abs(r - middle) for r in ratios)[:-1]
+    return deviations[-1] / middle
