@@ -110,3 +110,39 @@ def test_budget_zero_still_checks_the_round_trip(monkeypatch) -> None:
     assert (
         "no sample inputs" not in "\n".join(lines) and "(round trip not checked: why)" in lines[0]
     )
+
+
+def _forking() -> tuple[torch.jit.ScriptModule, tuple[torch.Tensor, ...]]:
+    """torch's frozen module of a model that forks two submodules, and an input."""
+    from corpus import case_by_name
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frozen = torch.jit.freeze(case_by_name("fork").build())
+    x = torch.randn(2, 4)
+    return frozen, (x,)
+
+
+def test_outputs_written_before_a_crash_at_exit_are_the_round_trip(monkeypatch) -> None:
+    """A fresh process that wrote its outputs and then aborts at exit (torch's fork
+    threads do, at random) made the round trip; one that dies before writing did not."""
+    from freezeview.engine.measure import portability as module
+
+    frozen, inputs = _forking()
+    expected = frozen(*inputs)
+    assert "os._exit(0)" in module._CHILD
+    aborting = module._CHILD.replace("os._exit(0)", "os.abort()")
+    monkeypatch.setattr(module, "_CHILD", aborting)
+    assert roundtrip(frozen, inputs, expected) == ("same", "")
+    dying = module._CHILD.replace("torch.save(out,", "os.abort()\ntorch.save(out,")
+    monkeypatch.setattr(module, "_CHILD", dying)
+    assert roundtrip(frozen, inputs, expected)[0] == "unsaveable"
+
+
+@pytest.mark.slow
+def test_a_forking_model_round_trips_ten_times_in_a_row() -> None:
+    """The fresh process ends cleanly after writing, whatever torch's fork threads do."""
+    frozen, inputs = _forking()
+    expected = frozen(*inputs)
+    for _ in range(10):
+        assert roundtrip(frozen, inputs, expected) == ("same", "")
