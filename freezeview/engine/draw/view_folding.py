@@ -28,21 +28,23 @@ _BRACKETS_RE = re.compile(r"\[[^\]]*\]|\([a-z]+!?(?:\s*->\s*\*)?\)")
 
 
 @lru_cache(maxsize=4096)
-def _schema_arg_names(schema: str) -> tuple[str, ...]:
-    """Argument names from an operator schema (``aten::conv2d(Tensor input, ...)``)."""
+def _schema_args(schema: str) -> tuple[tuple[str, str], ...]:
+    """(type, name) of each argument of an operator schema (``aten::conv2d(Tensor input,
+    ...)``); list types lose their brackets (``int[2]`` is ``int``)."""
     # Defaults such as `stride=[1, 1]`, types such as `int[2]` and alias sets such as
     # `Tensor(a!)` hold commas and brackets; drop them so commas separate arguments only.
     match = _SCHEMA_ARGS_RE.search(_BRACKETS_RE.sub("", schema))
     if not match:
         return ()
-    names = []
+    args = []
     for arg in match.group(1).split(","):
         arg = arg.strip()
         if not arg or arg == "*":
             continue
         decl = arg.split("=", 1)[0].strip()
-        names.append(decl.rsplit(" ", 1)[-1])
-    return tuple(names)
+        type_, _, name = decl.rpartition(" ")
+        args.append((type_.strip(), name))
+    return tuple(args)
 
 
 def short_type(type_text: str) -> str:
@@ -122,7 +124,7 @@ class Folder:
 
     def rows(self, node: NodeSnapshot) -> list[str]:
         """Label rows for the folded inputs of ``node``."""
-        names = _schema_arg_names(node.schema) if node.schema else ()
+        args = _schema_args(node.schema) if node.schema else ()
         rows = []
         for index, value in enumerate(node.inputs):
             pid = self.producer.get(value)
@@ -131,8 +133,12 @@ class Folder:
             text = self.text[pid] or ""
             if text.startswith("self.") and self.info[pid].node.kind == "prim::GetAttr":
                 continue  # a submodule handle passed on (CallMethod); the tooltip has it
-            name = names[index] if index < len(names) else f"#{index}"
-            rows.append(clip_row(f"{name} = {text}"))
+            type_, name = args[index] if index < len(args) else ("", f"#{index}")
+            # An int fed to a `ScalarType dtype` (or a layout, a memory format) is shown
+            # by its name: `dtype = torch.quint8`, never torch's number for it.
+            constant = self.info[pid].node.constant
+            named = constant.name_as(type_) if constant is not None and type_ else None
+            rows.append(clip_row(f"{name} = {named or text}"))
         if len(rows) > MAX_ROWS:
             rows = [*rows[: MAX_ROWS - 1], f"… {len(rows) - MAX_ROWS + 1} more"]
         return rows

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .schema_text import schema_effects_text
+from .schema_text import schema_args, schema_effects_text
 
 if TYPE_CHECKING:
     from .snapshot_values import GraphSnapshot, NodeSnapshot
@@ -118,6 +118,9 @@ class NodeFacts:
         writers: for each input and output, the other nodes that write it or a value it
             may alias, as (value name, writer line).
         attribute: the attribute this node reads, writes or was folded from, if any.
+        read_as: for an int constant its users read as a dtype, a layout or a memory
+            format, each such name and where (``torch.quint8 (dtype of
+            aten::quantize_per_tensor)``).
     """
 
     node: NodeSnapshot
@@ -127,6 +130,7 @@ class NodeFacts:
     aliases: tuple[tuple[str, str], ...]
     writers: tuple[tuple[str, str], ...]
     attribute: str | None
+    read_as: tuple[str, ...] = ()
 
 
 def _alias_groups(snapshot: GraphSnapshot) -> dict[str, str]:
@@ -157,10 +161,16 @@ def node_facts(snapshot: GraphSnapshot, node_id: int) -> NodeFacts:
     consumers = snapshot.consumers()
     groups = _alias_groups(snapshot)
     inputs = []
-    for name in node.inputs:
+    args = schema_args(node.schema) if node.schema else ()
+    for index, name in enumerate(node.inputs):
         info = snapshot.value(name)
         src = producers.get(name)
-        inputs.append((name, info.type if info else "?", src.kind if src else "graph input"))
+        where = src.kind if src else "graph input"
+        if src is not None and src.constant is not None and index < len(args):
+            # An int passed as a dtype (layout, memory format) is named, as torch means it.
+            named = src.constant.name_as(args[index][0])
+            where = f"{where} {named}" if named else where
+        inputs.append((name, info.type if info else "?", where))
     outputs = []
     for out in node.outputs:
         users = tuple(dict.fromkeys(n.kind for n in consumers.get(out.name, [])))
@@ -194,6 +204,17 @@ def node_facts(snapshot: GraphSnapshot, node_id: int) -> NodeFacts:
         attribute = (f"{base}.{name}" if base else name) if base is not None else None
     elif node.constant is not None and node.constant.attribute:
         attribute = node.constant.attribute
+    read_as: list[str] = []
+    if node.constant is not None and node.constant.names:
+        for out in node.outputs:
+            for user in consumers.get(out.name, []):
+                user_args = schema_args(user.schema) if user.schema else ()
+                for i, value in enumerate(user.inputs):
+                    if value == out.name and i < len(user_args):
+                        type_, arg = user_args[i]
+                        named = node.constant.name_as(type_)
+                        if named:
+                            read_as.append(f"{named} ({arg} of {user.kind})")
     return NodeFacts(
         node=node,
         inputs=tuple(inputs),
@@ -202,4 +223,5 @@ def node_facts(snapshot: GraphSnapshot, node_id: int) -> NodeFacts:
         aliases=aliases,
         writers=tuple(dict.fromkeys(writers)),
         attribute=attribute,
+        read_as=tuple(dict.fromkeys(read_as)),
     )

@@ -8,7 +8,7 @@ schema writes and aliases here. ``tests/test_schema_text.py`` holds it to
 
 from __future__ import annotations
 
-__all__ = ["schema_effects_text"]
+__all__ = ["schema_args", "schema_effects_text"]
 
 import functools
 import re
@@ -134,3 +134,22 @@ def schema_effects_text(schema: str) -> tuple[tuple[int, ...], tuple[tuple[int, 
             if name in sets:
                 aliases.append((j, sets[name]))
     return tuple(written), tuple(aliases)
+
+
+@functools.lru_cache(maxsize=4096)
+def schema_args(schema: str) -> tuple[tuple[str, str], ...]:
+    """(type, name) of each argument of an operator schema, in order, keyword-only ones
+    included: ``(("Tensor", "self"), ("float", "scale"), ("int", "zero_point"),
+    ("ScalarType", "dtype"))`` for ``aten::quantize_per_tensor``."""
+    open_at = schema.find("(")
+    if open_at < 0:
+        return ()
+    close = _matching(schema, open_at)
+    out = []
+    for arg in _split_top(schema[open_at + 1 : close]):
+        if arg == "*":
+            continue
+        decl = arg.split("=", 1)[0].strip()
+        type_, _, name = decl.rpartition(" ")
+        out.append((type_.strip(), name))
+    return tuple(out)

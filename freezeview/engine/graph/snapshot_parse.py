@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import threading
 
+from .scalar_types import enum_names
 from .snapshot_values import BlockSnapshot, ConstantSummary, NodeSnapshot, SourceLocation, ValueInfo
 from .snapshot_walk import (
     BLOCK_KINDS,
@@ -184,7 +185,8 @@ def _constant_from_text(value_text: str | None, out: ValueInfo) -> ConstantSumma
             "bool", "True" if value_text in ("1", "True") else "False", attribute=attribute
         )
     if t == "int":
-        return ConstantSummary("int", value_text, attribute=attribute)
+        names = enum_names(int(value_text)) if value_text.lstrip("-").isdigit() else ()
+        return ConstantSummary("int", value_text, attribute=attribute, names=names)
     if t == "float":
         try:
             return ConstantSummary("float", f"{float(value_text):.6g}", attribute=attribute)

@@ -81,6 +81,10 @@ class ConstantSummary:
         shape: the tensor shape, for tensors.
         attribute: dotted attribute path the constant was folded from
             (``layer1.0.conv1.weight``), when freezing named it.
+        names: for an ``int``, the names it has where an argument's schema type is an
+            enum TorchScript passes as an int: ``(("ScalarType", "torch.quint8"),)`` for
+            13 (read from the running torch, :mod:`.scalar_types`); a box or the
+            inspector shows the one of the argument it feeds.
     """
 
     kind: str
@@ -88,6 +92,15 @@ class ConstantSummary:
     dtype: str | None = None
     shape: tuple[int, ...] | None = None
     attribute: str | None = None
+    names: tuple[tuple[str, str], ...] = ()
+
+    def name_as(self, arg_type: str) -> str | None:
+        """The constant's name as an argument of schema type ``arg_type``
+        (``torch.quint8`` for a 13 fed to ``ScalarType dtype``), or None."""
+        if not self.names:
+            return None
+        base = arg_type.strip().rstrip("?")
+        return next((name for kind, name in self.names if kind == base), None)
 
     @property
     def is_tensor(self) -> bool:
@@ -97,7 +110,7 @@ class ConstantSummary:
     def __reduce__(self) -> tuple[Any, ...]:
         return (
             ConstantSummary,
-            (self.kind, self.text, self.dtype, self.shape, self.attribute),
+            (self.kind, self.text, self.dtype, self.shape, self.attribute, self.names),
         )
 
 

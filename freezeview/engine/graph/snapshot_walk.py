@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from .scalar_types import enum_names
 from .snapshot_values import (
     BlockSnapshot,
     ConstantSummary,
@@ -93,7 +94,7 @@ def summarize_value(value: Any, attribute: str | None = None) -> ConstantSummary
     if isinstance(value, bool):
         return ConstantSummary("bool", repr(value), attribute=attribute)
     if isinstance(value, int):
-        return ConstantSummary("int", repr(value), attribute=attribute)
+        return ConstantSummary("int", repr(value), attribute=attribute, names=enum_names(value))
     if isinstance(value, float):
         return ConstantSummary("float", f"{value:.6g}", attribute=attribute)
     if isinstance(value, str):

@@ -126,6 +126,8 @@ def node_panel(facts: NodeFacts) -> RenderableType:
         table.add_row("attribute", Text(facts.attribute, "bold"))
     if node.constant is not None:
         table.add_row("constant", node.constant.text)
+    for named in facts.read_as:
+        table.add_row("read as", named)
     for name, type_, src in facts.inputs:
         table.add_row("input", Text.assemble((f"%{name}", "cyan"), f" : {type_}  ← {src}"))
     for name, type_, users in facts.outputs:
