@@ -304,13 +304,14 @@ def test_fold_step_lists_folded_and_kept() -> None:
 
 def _cleanup_note(module: torch.jit.ScriptModule, frozen: torch.jit.ScriptModule) -> str:
     from freezeview.engine.graph.module_slots import attribute_paths
+    from freezeview.engine.plumbing import plural
 
     before, after = attribute_paths(module._c), attribute_paths(frozen._c)
     kept = [path for path, is_module in after.items() if not is_module]
     removed = {path for path, is_module in before.items() if not is_module} - set(after)
     return (
-        f"{len(kept)} attribute(s) kept on the frozen module; "
-        f"{len(removed)} attribute or submodule path(s) removed"
+        f"{plural(len(kept), 'attribute')} kept on the frozen module; "
+        f"{plural(len(removed), 'attribute or submodule path')} removed"
     )
 
 
@@ -554,7 +555,8 @@ def test_stepping_takes_no_snapshot_until_asked(
     assert quiet.snapshot is steps[quiet.index - 1].snapshot
     # The fold step's notes run explain (once, for the kept reasons) ...
     fold = steps[1]
-    assert fold.notes[0].startswith(f"{len(fold.folded)} attribute(s) folded")
+    noun = "attribute" if len(fold.folded) == 1 else "attributes"
+    assert fold.notes[0].startswith(f"{len(fold.folded)} {noun} folded")
     assert explains.calls == (1 if fold.kept else 0)
     # ... and a quiet pass's notes run its diagnosis.
     assert quiet.notes[0].startswith("did not fire: ") and whys.calls == 1

@@ -38,7 +38,9 @@ def test_the_written_constants_rule_is_written_when_it_holds(
     if written:
         assert "written-constants" not in rules
         assert "# written_constants = false" in text
-        comment = next(line for line in text.splitlines() if "folded constant(s) today" in line)
+        noun = "folded constant" if len(written) == 1 else "folded constants"
+        comment = next(line for line in text.splitlines() if f"{noun} today" in line)
+        assert f"writes {len(written)} {noun} today" in comment
         assert set(comment.split(": ", 1)[1].split(", ")) == written
     else:
         assert rules.count("written-constants") == 1

@@ -426,9 +426,11 @@ def _print_names_note(console: Console, group: ModuleGroup, rows: list[RowGroup]
     from rich.markup import escape
 
     if group.names_differ:
+        others = len(group.owners) - 1
+        whose = "the other module's" if others == 1 else f"the other {others} modules'"
         console.print(
             f"  [dim]IR value names (%...) above are {escape(group.owners[0] or 'the root')}'s; "
-            f"the other {len(group.owners) - 1} modules' differ only in those names[/]"
+            f"{whose} differ only in those names[/]"
         )
     for row in rows:
         if row.names_differ:
@@ -490,9 +492,12 @@ def print_disagreements(console: Console, result: Explanation) -> None:
     freeze disagree: both statuses, the replay's reasons and torch's log lines that name
     it; then the versions involved.
     """
+    from ..engine.plumbing import plural
+
     console.print(
-        f"[bold]freezeview's replay disagrees with torch on {len(result.disagreements)} "
-        "attribute(s); torch's status is shown. Please report this with the lines below.[/]"
+        f"[bold]freezeview's replay disagrees with torch on "
+        f"{plural(len(result.disagreements), 'attribute')}; torch's status is shown. "
+        "Please report this with the lines below.[/]"
     )
     for d in result.disagreements:
         console.print(f"  {d.path}: torch {d.torch_status}, replay {d.replay_status}")

@@ -25,7 +25,7 @@ import torch
 
 from ..freeze import REGISTRY, Plan, default_passes, load_inputs, random_inputs
 from ..measure import Measurement
-from ..plumbing import collector_paused
+from ..plumbing import collector_paused, plural
 from ..reasons import AttributeVerdict, Reason
 from .deployment_rules import deployment_toml, hold_deployment_rule, latency_inside_noise
 from .expectations import Expectations, ExpectationsError, Rule, read_expectations
@@ -494,7 +494,7 @@ def _written_lines(verdicts: Sequence[AttributeVerdict]) -> list[str]:
             "written_constants = false",
         ]
     return [
-        f"# The frozen graph writes {len(written)} folded constant(s) today: "
+        f"# The frozen graph writes {plural(len(written), 'folded constant')} today: "
         f"{', '.join(written[:5])}{', ...' if len(written) > 5 else ''}",
         "# (written-constant: its outputs can change from call to call). Once fixed:",
         "# written_constants = false",

@@ -23,7 +23,7 @@ import torch
 from ..freeze import Plan
 from ..graph import HOUSEKEEPING
 from ..measure import Change, compare_latency, format_ms
-from ..plumbing import collector_paused
+from ..plumbing import collector_paused, plural
 from ..reasons import AttributeVerdict, Reason
 from .compare_fork import gather_pair
 from .model_facts import FreezeFacts, as_loaded
@@ -138,7 +138,7 @@ class Comparison:
             made = f" (made by: {', '.join(named)})" if named else ""
             lines.append(f"frozen forward ({label}): {format_ms(m.frozen.median)}{against}{made}")
         verdict = "the same, inside the noise" if change.same else change.text()
-        lines.append(f"frozen forward, new against old: {verdict} ({threads} thread(s))")
+        lines.append(f"frozen forward, new against old: {verdict} ({plural(threads, 'thread')})")
         return lines
 
     @property

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from functools import cached_property
 
 from ..graph import GraphSnapshot, NodeSnapshot, demangle
+from ..plumbing import plural
 from .diff_values import DiffFacts, GraphDiff, NodeInfo
 
 # Kinds whose value freezeview draws inside the node that reads it rather than as a
@@ -342,7 +343,7 @@ def _changes(
         if after_id not in identical:
             reasons += _own_changes(old, new)
         if len(old.inputs) != len(new.inputs):
-            reasons.append(f"{len(old.inputs)} inputs -> {len(new.inputs)}")
+            reasons.append(f"{plural(len(old.inputs), 'input')} -> {len(new.inputs)}")
         elif not (b_inside.isdisjoint(old.inputs) and a_inside.isdisjoint(new.inputs)):
             for index, (x, y) in enumerate(zip(old.inputs, new.inputs, strict=True)):
                 # Most inputs come from ops on both sides: never a change of this node.

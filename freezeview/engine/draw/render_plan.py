@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ..diff import GraphDiff
 from ..graph import GraphSnapshot
+from ..plumbing import plural
 from .box_ceiling import Overruns, box_ceiling
 from .render_dot import GraphAttrs
 from .view_prepared import drawn_scope_counts, drawn_scopes, levels
@@ -78,7 +79,7 @@ class RenderOptions:
 
 def level_name(level: int | None) -> str:
     """``"every op"`` or ``"scopes 2 deep"``, for messages."""
-    return "every op" if level is None else f"one box per module {level} level(s) deep"
+    return "every op" if level is None else f"one box per module {plural(level, 'level')} deep"
 
 
 def auto_level(

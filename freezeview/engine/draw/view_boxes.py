@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
+from ..plumbing import plural
 from .collapse_values import Cluster, ViewNode
 from .view_folding import MAX_ROWS
 from .view_prepared import ScopeOps
@@ -90,7 +91,7 @@ def box_view(
             status = "removed"
         elif counts["added"] == live and not counts["removed"]:
             status = "added"
-    rows = [f"{counts['ops']} ops" if live else "removed"]
+    rows = [plural(counts["ops"], "op") if live else "removed"]
     delta = " ".join(
         f"{sign}{counts[name]}"
         for sign, name in (("+", "added"), ("-", "removed"), ("~", "changed"))
@@ -99,7 +100,7 @@ def box_view(
     if delta:
         rows.append(delta)
     if counts["kept"]:
-        rows.append(f"{counts['kept']} kept attribute read(s)")
+        rows.append(plural(counts["kept"], "kept attribute read"))
     top = ", ".join(f"{k} x{n}" for k, n in _top_kinds(held.scopes))
     if len(held.scopes) == 1:
         ids = list(held.scopes[0].ids)
@@ -113,7 +114,7 @@ def box_view(
         rows=rows,
         cluster=cluster,
         status=status,
-        tooltip=f"module {scope}: {counts['ops']} ops ({top})"
+        tooltip=f"module {scope}: {plural(counts['ops'], 'op')} ({top})"
         + (f"; {delta}" if delta else "")
         + "; expand it to see the ops",
         node_ids=ids,

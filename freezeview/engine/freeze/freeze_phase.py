@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from ..plumbing import plural
 from ..reasons import torch_outcome
 from . import lazy_graph as _lazy
 from .fold_picture import (
@@ -239,8 +240,8 @@ class FreezePhase(RunState):
                 # for a reader of the notes: check and compare never read them.
                 dropped = pipe.module_paths()[0] - frozen_all
                 kept_note = (
-                    f"{len(kept_paths)} attribute(s) kept on the frozen module; "
-                    f"{len(dropped)} attribute or submodule path(s) removed"
+                    f"{plural(len(kept_paths), 'attribute')} kept on the frozen module; "
+                    f"{plural(len(dropped), 'attribute or submodule path')} removed"
                 )
                 return (kept_note, note) if note else (kept_note,)
 
@@ -458,7 +459,7 @@ class FreezePhase(RunState):
 
         def fold_counts() -> StepDetails:
             folded, kept = attributes.get()
-            head = f"{len(folded)} attribute(s) folded into constants, {len(kept)} kept"
+            head = f"{plural(len(folded), 'attribute')} folded into constants, {len(kept)} kept"
             a, r, c, notes = kind_counts(before, after)
             if not all(m in told for m in after):
                 build_all()

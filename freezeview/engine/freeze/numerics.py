@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from ..plumbing import BadInputError
+from ..plumbing import BadInputError, plural
 
 __all__ = [
     "Numerics",
@@ -215,7 +215,11 @@ def compare_outputs(reference: Any, candidate: Any) -> Numerics:
     got = flatten_outputs(candidate)
     if len(ref) != len(got):
         return Numerics(
-            math.inf, math.inf, False, len(ref), f"{len(got)} outputs instead of {len(ref)}"
+            math.inf,
+            math.inf,
+            False,
+            len(ref),
+            f"{plural(len(got), 'output')} instead of {len(ref)}",
         )
     max_abs = 0.0
     scale = 0.0

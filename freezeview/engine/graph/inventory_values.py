@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from ..plumbing import plural
+
 __all__ = [
     "HOUSEKEEPING",
     "KINDS",
@@ -219,12 +221,12 @@ class FrozenContents:
         return sum(c.nbytes for c in self.constants)
 
     def summary(self) -> str:
-        """``already frozen: 4 constants (1.9 KB), 0 attributes kept``."""
+        """``already frozen: 4 constants (1.9 KB), 0 attributes kept`` (``1 constant``)."""
         size = self.nbytes
         shown = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} KB"
         return (
-            f"already frozen: {len(self.constants)} constant(s) ({shown}), "
-            f"{len(self.kept)} attribute(s) kept"
+            f"already frozen: {plural(len(self.constants), 'constant')} ({shown}), "
+            f"{plural(len(self.kept), 'attribute')} kept"
         )
 
     def to_json(self) -> dict[str, object]:

@@ -58,7 +58,14 @@ from ..draw import (
 from ..freeze import Plan, Step
 from ..graph import GraphSnapshot
 from ..load import LoadedModel, load_model
-from ..plumbing import Forked, OutputError, atomic, collector_paused, give_back_freed_memory
+from ..plumbing import (
+    Forked,
+    OutputError,
+    atomic,
+    collector_paused,
+    give_back_freed_memory,
+    plural,
+)
 from .export_page import index_html
 from .export_pictures import PictureQueue
 from .export_run import run_for_export
@@ -90,7 +97,7 @@ def _check_directory(directory: Path, names: Sequence[str], force: bool) -> None
         if clash:
             raise OutputError(
                 f"{directory} already holds {clash[0]}"
-                + (f" and {len(clash) - 1} more output file(s)" if len(clash) > 1 else "")
+                + (f" and {plural(len(clash) - 1, 'more output file')}" if len(clash) > 1 else "")
                 + "; pass --force to overwrite."
             )
 

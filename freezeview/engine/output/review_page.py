@@ -27,7 +27,7 @@ import torch
 from ..draw import RenderResult
 from ..freeze import Plan, Step
 from ..graph import GraphSnapshot, NodeSnapshot, parse_source_range
-from ..plumbing import atomic
+from ..plumbing import atomic, plural
 from ..reasons import WRITTEN_HELP, Explanation, written_warning
 from .export_values import StepSummary
 
@@ -234,7 +234,7 @@ def box_facts(
             if box.role == "scope":
                 facts["scope"] = box.title
                 counts = ", ".join(f"{n} {k}" for k, n in sorted(box.counts.items()) if n)
-                facts["holds"] = counts or f"{len(box.node_ids)} ops"
+                facts["holds"] = counts or plural(len(box.node_ids), "op")
             if box.role == "attribute":
                 # Drawn as the GetAttr chain from the graph's module: `self.layer1.0.bn`.
                 facts["attribute"] = box.title.removeprefix("self.")

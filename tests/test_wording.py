@@ -1,0 +1,46 @@
+"""Counts agree with their nouns in what freezeview prints: ``1 pass``, never ``1
+passes`` or ``pass(es)`` (freezeview/engine/plumbing/wording.py and its users)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from freezeview.engine.draw.render_plan import level_name
+from freezeview.engine.plumbing import plural
+
+ROOT = Path(__file__).resolve().parent.parent / "freezeview"
+
+
+@pytest.mark.parametrize(
+    ("count", "word", "words", "text"),
+    [
+        (1, "pass", None, "1 pass"),
+        (2, "pass", None, "2 passes"),
+        (0, "constant", None, "0 constants"),
+        (1, "kept attribute read", None, "1 kept attribute read"),
+        (1024, "op", None, "1,024 ops"),
+        (3, "box", None, "3 boxes"),
+        (2, "child", "children", "2 children"),
+    ],
+)
+def test_plural_agrees_with_the_count(count: int, word: str, words: str | None, text: str) -> None:
+    assert plural(count, word, words) == text
+
+
+def test_one_level_is_a_level() -> None:
+    assert level_name(1) == "one box per module 1 level deep"
+    assert level_name(2) == "one box per module 2 levels deep"
+
+
+def test_no_printed_sentence_hedges_its_plural_with_s_in_brackets() -> None:
+    """No f-string of the CLI or the engine prints ``word(s)`` after a count."""
+    hedged = []
+    for path in [*ROOT.joinpath("cli").rglob("*.py"), *ROOT.joinpath("engine").rglob("*.py")]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if re.search(r"[\"'][^\"']*(?<![\w.])(?!str\()[a-z]+\(s\)(?! for )[^\"']*[\"']", code):
+                hedged.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not hedged, "\n".join(hedged)
