@@ -10,6 +10,9 @@ or a time limit is reached. :func:`time_forward` is the same loop, written out s
   optimises the graph on the next, so those runs are never timed;
 * every forward call it makes is counted (warm-up, sizing, blocks), which is how the
   claim "the measurement costs at most twice the forward runs it makes" is checked;
+* a block is long enough (hundreds of calls of a small forward) that the cold start
+  after the state is put back between blocks does not weigh in it, and every timing
+  (a step alone, :func:`time_pair`'s two forwards) uses the same length;
 * no statement is compiled per step (``Timer`` builds a ``timeit`` template each time).
 
 The thread count is fixed with ``torch.set_num_threads`` for the measurement and put
@@ -48,13 +51,13 @@ DEFAULT_BUDGET = 0.25
 #: torch's intra-op threads while timing (``--threads``).
 DEFAULT_THREADS = 1
 
-# A block lasts at least this long, so perf_counter's own cost (~100 ns) stays far below
-# 1% of what is timed (adaptive_autorange sizes its blocks the same way).
-_MIN_BLOCK_SECONDS = 2e-4
-# Blocks of two alternating forwards last at least this long: the first calls after the
-# other forward's block run on its caches (and, after MKLDNN ops, oneDNN's), and must
-# not weigh in the median.
-_PAIR_BLOCK_SECONDS = 0.02
+# A block lasts at least this long, one forward timed alone or two alternating: the
+# first calls after a pause (the state put back after every block, the other forward's
+# block) run on cold caches (and, after MKLDNN ops, on oneDNN's), and must not weigh in
+# the median. Blocks of a few calls run a small model ~10% slower than blocks of
+# hundreds: every timing uses the same length, so a step timed alone and the verdict's
+# pair timed together are figures of one kind.
+_BLOCK_SECONDS = 0.02
 # The median is stable when the blocks' spread (MAD) is within this fraction of it.
 _STABLE_SPREAD = 0.02
 _MIN_BLOCKS = MIN_BLOCKS
@@ -187,7 +190,7 @@ class _Runner:
             self.mode = "no_grad"
             self.block(1)
 
-    def prepare(self, min_block: float = _MIN_BLOCK_SECONDS) -> None:
+    def prepare(self, min_block: float = _BLOCK_SECONDS) -> None:
         """Warm up, then size a block so that it lasts ``min_block`` seconds at least."""
         self.first_call()
         for _ in range(_warmup_calls() - 1):
@@ -310,7 +313,7 @@ def time_pair(
     runners = (_Runner(first, after_call, autograd), _Runner(second, after_call, autograd))
     with fixed_threads(threads):
         for runner in runners:
-            runner.prepare(_PAIR_BLOCK_SECONDS)
+            runner.prepare()
         while True:
             for runner in runners:
                 runner.timed_block()
