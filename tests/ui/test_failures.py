@@ -17,9 +17,11 @@ from textual.message_pump import MessagePump
 from textual.screen import Screen
 
 from freezeview.ui import FreezeviewApp
-from freezeview.ui.failures import STRICT_ENV, FailureLog, log_dir
+from freezeview.ui.failures import STRICT_ENV, FailureLog, Guarded, log_dir
+from freezeview.ui.screens.main import MainScreen
 from freezeview.ui.session import Session
 from freezeview.ui.widgets.graph_canvas_view import GraphCanvasView
+from freezeview.ui.widgets.graph_view import GraphView
 from freezeview.ui.widgets.status_line import StatusLine
 
 from .conftest import wait_ready
@@ -42,9 +44,9 @@ def test_textual_still_has_what_the_guard_overrides() -> None:
     # The app overrides App._handle_exception for the rest (renders, timers).
     assert "def _handle_exception(self, error: Exception)" in inspect.getsource(App)
     assert "self.app._handle_exception(error)" in inspect.getsource(Screen._refresh_layout)
-    assert "_dispatch_message" in FreezeviewApp.__dict__ or any(
-        "_dispatch_message" in c.__dict__ for c in FreezeviewApp.__mro__[1:3]
-    )
+    # The guard comes before Textual's own in the app, the main screen and the graph view.
+    for guarded in (FreezeviewApp, MainScreen, GraphView, GraphCanvasView):
+        assert guarded._dispatch_message is Guarded._dispatch_message, guarded
 
 
 def test_the_log_goes_to_the_state_directory(monkeypatch: pytest.MonkeyPatch) -> None:
