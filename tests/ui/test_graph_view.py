@@ -439,3 +439,9 @@ async def test_a_removed_op_is_described_from_the_step_before(
             mine = layout.box_of(node_id)
             if node_id < len(after.nodes_in_order()):
                 assert mine is None or mine.role != "ghost"
+        # Enter on a ghost: nothing to open, said as what it is.
+        view.canvas_view.focus()
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        status = str(screen.query_one("#status").render())
+        assert "is a removed op: nothing to open" in status, status

@@ -406,7 +406,8 @@ class GraphView(Guarded, Vertical, can_focus=True):
         else:
             opened = [s for s in self.opened if box.scope == s or box.scope.startswith(s + ".")]
             if not opened:
-                self.post_message(Status(f"{box.lines[0]} is an op: nothing to open"))
+                what = "a removed op" if box.role == "ghost" else "an op"
+                self.post_message(Status(f"{box.lines[0]} is {what}: nothing to open"))
                 return
             self.opened = tuple(s for s in self.opened if s not in opened)
             self._follow = _node_of(box)
