@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_e2e_tmux import SCRIPT, _tmux, _wait_for
+from .test_e2e_tmux import SCRIPT, STRICT, _tmux, _wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,7 +47,8 @@ def test_graph_view_in_tmux(tmp_path: Path) -> None:
     done = tmp_path / "exit-code"
     # The app starts once the window's size is fixed: a window without clients is given
     # tmux's default 80x24 whenever another session of the same server comes or goes.
-    command = f"sleep 0.5; cd {tmp_path} && {SCRIPT} {model.name} -o out; echo $? > {done}"
+    # Strict: an error in the app ends it (exit 1) instead of a sentence and a log file.
+    command = f"sleep 0.5; cd {tmp_path} && {STRICT} {SCRIPT} {model.name} -o out; echo $? > {done}"
     _tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "48", command)
     _tmux("set-option", "-w", "-t", session, "window-size", "manual")
     _tmux("resize-window", "-t", session, "-x", "160", "-y", "48")

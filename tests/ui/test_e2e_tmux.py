@@ -16,6 +16,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).with_name("freezeview")
+#: The app run strict (freezeview/ui/failures.py): tmux starts it from its server's
+#: environment, not this test's, so the variable is set on the command line.
+STRICT = "FREEZEVIEW_STRICT_UI=1"
 
 pytestmark = [
     pytest.mark.slow,
@@ -59,7 +62,8 @@ def test_launch_step_export_quit_in_tmux(example: Path, tmp_path: Path) -> None:
     session = f"fv-e2e-{os.getpid()}"
     done = tmp_path / "exit-code"
     before = example.read_bytes()
-    command = f"cd {tmp_path} && {SCRIPT} {example.name} -o out; echo $? > {done}"
+    # Strict: an error in the app ends it (exit 1) instead of a sentence and a log file.
+    command = f"cd {tmp_path} && {STRICT} {SCRIPT} {example.name} -o out; echo $? > {done}"
     _tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "48", command)
     try:
         screen = _wait_for(session, lambda s: "final graph" in s)
