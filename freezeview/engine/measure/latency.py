@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from .measure_values import MIN_BLOCKS, Latency
+from .measure_values import MIN_BLOCKS, STEADY_BLOCKS, Latency
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -210,8 +210,11 @@ class _Runner:
         self.timed += spent
 
     def stable(self, min_time: float) -> bool:
+        """Stable enough to stop before the budget: as many blocks as a median needs to
+        be called stable whatever its spread (:attr:`Latency.stable`), and a small MAD.
+        Fewer blocks, spread by a few percent, would then read as unstable."""
         values = self.per_call
-        if len(values) < _MIN_BLOCKS or self.timed < min_time:
+        if len(values) < STEADY_BLOCKS or self.timed < min_time:
             return False
         return _spread(values) <= _STABLE_SPREAD * statistics.median(values)
 
