@@ -218,3 +218,15 @@ def test_the_pairs_noise_is_at_least_its_block_by_block_ratios_spread(monkeypatc
     m = Measurement(1, 0.2, a.latency, {2: b.latency}, names={2: "cleanup"}, interleaved=True)
     assert m.overall is not None and m.overall.same
     assert verdict_text(m).startswith("frozen forward as fast as unfrozen, inside the noise")
+
+
+def test_three_or_four_pairs_set_no_ratio_aside() -> None:
+    """From five block pairs on the farthest ratio is set aside; with three or four
+    every one counts (one of three pairs that disagrees is no outlier to drop)."""
+    from freezeview.engine.measure.latency import _ratio_noise
+
+    ones = [1.0] * 3
+    assert abs(_ratio_noise(ones, [0.35, 0.38, 0.9]) - 0.52 / 0.38) < 1e-9
+    five = [1.0] * 5
+    assert abs(_ratio_noise(five, [0.38, 0.37, 0.39, 0.38, 0.9]) - 0.01 / 0.38) < 1e-9
+    assert _ratio_noise([1.0, 1.0], [0.5, 2.0]) == 0.0

@@ -298,9 +298,9 @@ def time_pair(
 
     Each one's spread (its noise) is at least how far the two's block-by-block ratio
     (second's block against the first's block just before it) strays from its median,
-    all pairs but the farthest: load that comes and goes faster than a block pair moves
-    that ratio, and a comparison of the two medians is no surer than that ratio is
-    steady.
+    all pairs but the farthest (every pair when fewer than five): load that comes and
+    goes faster than a block pair moves that ratio, and a comparison of the two medians
+    is no surer than that ratio is steady.
 
     Args:
         first, second: each runs one forward.
@@ -331,8 +331,9 @@ def time_pair(
 
 
 def _ratio_noise(first: list[float], second: list[float]) -> float:
-    """How far ``second[i] / first[i]`` strays from its median over the block pairs, all
-    but the farthest pair, relative to the median (0 with fewer than three pairs).
+    """How far ``second[i] / first[i]`` strays from its median over the block pairs,
+    relative to the median: all pairs but the farthest from five pairs on, every pair
+    below five (three or four pairs leave too few to set one aside), 0 below three.
 
     The largest deviation, not a typical one: when load hits some pairs and not others
     the ratios fall into two groups, and the median sits in the larger one; the verdict
@@ -344,5 +345,7 @@ def _ratio_noise(first: list[float], second: list[float]) -> float:
     middle = statistics.median(ratios)
     if middle <= 0:
         return 0.0
-    deviations = sorted(abs(r - middle) for r in ratios)[:-1]
+    deviations = sorted(abs(r - middle) for r in ratios)
+    if len(ratios) >= _MIN_BLOCKS:
+        deviations = deviations[:-1]
     return deviations[-1] / middle
