@@ -24,6 +24,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..engine.ci import group_paths, is_index
+
 if TYPE_CHECKING:
     from ..engine.reasons.verdicts import AttributeVerdict
 
@@ -156,7 +158,7 @@ def collapse_rows(
     by_key: dict[Hashable, RowGroup] = {}
     exact_of: dict[int, tuple[Hashable, ...]] = {}
     for v in rows:
-        if each or _news(v) or not _is_index(v.info.name):
+        if each or _news(v) or not is_index(v.info.name):
             out.append(RowGroup([v]))
             continue
         key, exact = row_keys(v, cells)
@@ -171,66 +173,6 @@ def collapse_rows(
     return out
 
 
-# -- path patterns --------------------------------------------------------------------------
-
-# A path as components: a name, or a set of integers (one index or many, merged).
-_Parts = tuple[str | frozenset[int], ...]
-
-
-def _is_index(part: str) -> bool:
-    # "01" stays a name: written back as an integer it would be another path.
-    return part.isdigit() and str(int(part)) == part
-
-
-def _parts(path: str) -> _Parts:
-    return tuple(frozenset({int(p)}) if _is_index(p) else p for p in path.split("."))
-
-
-def _merge_at(items: list[_Parts], position: int) -> list[_Parts]:
-    """Items equal but at ``position``, where each holds integers, merged into one.
-
-    Every other component is equal, so the merged item's paths (the product of its
-    components) are exactly the union of the merged items' paths.
-    """
-    merged: dict[tuple[Hashable, ...], set[int]] = {}
-    order: list[tuple[Hashable, ...]] = []
-    out: dict[tuple[Hashable, ...], _Parts] = {}
-    for item in items:
-        if position >= len(item) or isinstance(item[position], str):
-            key: tuple[Hashable, ...] = ("whole", item)
-            out[key] = item
-            order.append(key)
-            continue
-        key = ("at", len(item), item[:position], item[position + 1 :])
-        if key not in merged:
-            merged[key] = set()
-            order.append(key)
-        merged[key] |= item[position]  # type: ignore[arg-type]
-    result: list[_Parts] = []
-    for key in order:
-        if key[0] == "whole":
-            result.append(out[key])
-        else:
-            _, _, before, after = key
-            result.append((*before, frozenset(merged[key]), *after))  # type: ignore[misc]
-    return result
-
-
-def _runs(numbers: frozenset[int]) -> str:
-    """``0-511``, ``7``, or ``[0-3,5,7-9]`` when the integers are not one run."""
-    ordered = sorted(numbers)
-    runs: list[str] = []
-    start = prev = ordered[0]
-    for n in [*ordered[1:], None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        runs.append(str(start) if start == prev else f"{start}-{prev}")
-        if n is not None:
-            start = prev = n
-    return runs[0] if len(runs) == 1 else f"[{','.join(runs)}]"
-
-
 def path_pattern(paths: Sequence[str]) -> str:
     """``paths`` written compactly and exactly: ``blocks.0-511.bn``.
 
@@ -238,14 +180,4 @@ def path_pattern(paths: Sequence[str]) -> str:
     a pattern stands for every combination of its components, and patterns that cannot
     merge are listed with ", ". ``layers.0-11.linear1`` is 12 paths, no more, no fewer.
     """
-    items = list(dict.fromkeys(_parts(p) for p in paths))
-    while True:
-        before = len(items)
-        width = max(len(item) for item in items)
-        for position in range(width - 1, -1, -1):
-            items = _merge_at(items, position)
-        if len(items) == before:
-            break
-    return ", ".join(
-        ".".join(_runs(c) if isinstance(c, frozenset) else c for c in item) for item in items
-    )
+    return ", ".join(group_paths(paths, brackets="[]"))

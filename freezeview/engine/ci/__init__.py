@@ -6,7 +6,9 @@
 differently to two versions. Both read one gathering of torch's facts
 (:func:`gather_facts`). The two functions live in the modules of their names; the
 package offers the values. ``[deployment]`` rules (:mod:`.deployment_rules`) read a
-measured run. Uses measure, freeze, reasons, load and plumbing.
+measured run. :func:`group_paths` writes repeated blocks' paths once
+(:mod:`.path_ranges`; explain's titles use it too). Uses measure, freeze, reasons,
+load and plumbing.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from .compare import Comparison
     from .expectations import Expectations
     from .model_facts import gather_facts
+    from .path_ranges import group_paths, is_index
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -29,6 +32,8 @@ __getattr__, __dir__ = lazy_exports(
         "Comparison": "compare",
         "Expectations": "expectations",
         "gather_facts": "model_facts",
+        "group_paths": "path_ranges",
+        "is_index": "path_ranges",
     },
 )
 
@@ -38,4 +43,6 @@ __all__ = [
     "Expectations",
     "expectations_text",
     "gather_facts",
+    "group_paths",
+    "is_index",
 ]

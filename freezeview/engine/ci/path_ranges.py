@@ -2,9 +2,10 @@
 
 An expectations file written for a ResNet-50 listed every inlined path of its 16 blocks,
 one per line. :func:`group_paths` writes paths that differ only in integer components
-(a container's children) as one pattern, as explain's tables group alike modules, and
-exactly: ``layer1.0-2.conv1.weight`` is those three paths, no more, no fewer. A
-component that is a set of indices reads ``0-11`` (one run) or ``{0-3,5,7-9}``.
+(a container's children) as one pattern, and exactly: ``layer1.0-2.conv1.weight`` is
+those three paths, no more, no fewer. A component that is a set of indices reads
+``0-11`` (one run) or ``{0-3,5,7-9}``. explain titles its groups of alike modules with
+it too (with ``[0-3,5]``: explain's patterns are not read back).
 
 :func:`path_matcher` reads such a pattern back (with fnmatch globs, ``* ? [...]``, in
 its other components). Neither form can be an attribute's own name: TorchScript names
@@ -16,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable, Sequence
 
-__all__ = ["group_paths", "has_range", "is_pattern", "path_matcher"]
+__all__ = ["group_paths", "has_range", "is_index", "is_pattern", "path_matcher"]
 
 # One component: a name, or a set of integers (one index or many, merged).
 _Parts = tuple[str | frozenset[int], ...]
@@ -24,13 +25,14 @@ _Parts = tuple[str | frozenset[int], ...]
 _RANGE = re.compile(r"^(?:\d+-\d+|\{\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*\})$")
 
 
-def _is_index(part: str) -> bool:
+def is_index(part: str) -> bool:
+    """Whether a path component is a container's integer index (``"01"`` is not)."""
     # "01" stays a name: written back as an integer it would be another path.
     return part.isdigit() and str(int(part)) == part
 
 
 def _parts(path: str) -> _Parts:
-    return tuple(frozenset({int(p)}) if _is_index(p) else p for p in path.split("."))
+    return tuple(frozenset({int(p)}) if is_index(p) else p for p in path.split("."))
 
 
 def _merge_at(items: list[_Parts], position: int) -> list[_Parts]:
@@ -62,7 +64,8 @@ def _merge_at(items: list[_Parts], position: int) -> list[_Parts]:
     return result
 
 
-def _runs(numbers: frozenset[int]) -> str:
+def _runs(numbers: frozenset[int], brackets: str) -> str:
+    """``0-511``, ``7``, or ``{0-3,5,7-9}`` (in ``brackets``) when not one run."""
     ordered = sorted(numbers)
     runs: list[str] = []
     start = prev = ordered[0]
@@ -73,13 +76,19 @@ def _runs(numbers: frozenset[int]) -> str:
         runs.append(str(start) if start == prev else f"{start}-{prev}")
         if n is not None:
             start = prev = n
-    return runs[0] if len(runs) == 1 else "{" + ",".join(runs) + "}"
+    return runs[0] if len(runs) == 1 else brackets[0] + ",".join(runs) + brackets[1]
 
 
-def group_paths(paths: Sequence[str]) -> list[str]:
+def group_paths(paths: Sequence[str], *, brackets: str = "{}") -> list[str]:
     """``paths`` written compactly and exactly, in first-seen order.
 
     Example: ``["b.0.w", "b.1.w", "b.2.w", "head"]`` -> ``["b.0-2.w", "head"]``.
+
+    Args:
+        paths: dotted attribute or module paths.
+        brackets: the two characters around a set of indices that is not one run.
+            ``{}`` (expectations files: :func:`path_matcher` reads ``[...]`` as a
+            glob); explain's titles use ``[]``.
     """
     if not paths:
         return []
@@ -92,10 +101,7 @@ def group_paths(paths: Sequence[str]) -> list[str]:
         if len(items) == before:
             break
     return [
-        ".".join(
-            (str(next(iter(c))) if len(c) == 1 else _runs(c)) if isinstance(c, frozenset) else c
-            for c in item
-        )
+        ".".join(_runs(c, brackets) if isinstance(c, frozenset) else c for c in item)
         for item in items
     ]
 
@@ -157,7 +163,7 @@ def path_matcher(pattern: str) -> Callable[[str], bool]:
         if found is None:
             return False
         return all(
-            _is_index(g) and int(g) in allowed
+            is_index(g) and int(g) in allowed
             for g, allowed in zip(found.groups(), ranges, strict=True)
         )
 
