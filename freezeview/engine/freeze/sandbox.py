@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from ..graph import attribute_values
+from ..graph import attribute_values, tensors_in
 from ..reasons import constant_writers
 
 __all__ = ["Sandbox", "SandboxError"]
@@ -43,23 +43,6 @@ class SandboxError(RuntimeError):
     """A graph writes a constant freezeview cannot copy (a TorchScript object), or torch
     cannot copy the module: running it would write what is saved, so it is not run.
     The inputs are not at fault."""
-
-
-def _tensors(value: Any, out: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Every tensor inside ``value`` (lists, tuples and dict values), in order."""
-    if isinstance(value, torch.Tensor):
-        out.append(value)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _tensors(item, out)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _tensors(item, out)
-    return out
-
-
-def _has_tensor(value: Any) -> bool:
-    return bool(_tensors(value, []))
 
 
 def _nodes(block: Any) -> Iterator[Any]:
@@ -142,7 +125,7 @@ class Sandbox:
         if mine is not None and theirs is not None and len(mine) == len(theirs):
             for (path, ours), (_, copied) in zip(mine, theirs, strict=True):
                 self._attributes.append((path, ours))
-                for a, b in zip(_tensors(ours, []), _tensors(copied, []), strict=False):
+                for a, b in zip(tensors_in(ours), tensors_in(copied), strict=False):
                     if a._cdata not in self._memo:
                         self._memo[a._cdata] = b
                         self._pairs.append((a, b, b._version))
@@ -185,7 +168,7 @@ class Sandbox:
                 elif what == "ival" and "Tensor" in node.output().type().annotation_str:
                     try:  # an object or enum Python cannot import holds no tensor here
                         value = node.ival(name)
-                        if _has_tensor(value):
+                        if tensors_in(value):
                             node.ival_(name, self._copied(value))
                     except (RuntimeError, TypeError, ValueError):
                         continue

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         Inventory,
         ModuleInfo,
     )
-    from .module_slots import ScriptEnum, attribute_paths, attribute_values
+    from .module_slots import ScriptEnum, attribute_paths, attribute_values, tensors_in
     from .naming import demangle
     from .snapshot import partial_snapshot, snapshot_graph
     from .snapshot_parse import RECENT_LINES
@@ -53,6 +53,7 @@ __getattr__, __dir__ = lazy_exports(
         "ScriptEnum": "module_slots",
         "attribute_paths": "module_slots",
         "attribute_values": "module_slots",
+        "tensors_in": "module_slots",
         "demangle": "naming",
         "snapshot_graph": "snapshot",
         "partial_snapshot": "snapshot",
@@ -90,4 +91,5 @@ __all__ = [
     "partial_snapshot",
     "raw_module",
     "snapshot_graph",
+    "tensors_in",
 ]

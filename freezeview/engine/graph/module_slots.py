@@ -25,6 +25,7 @@ __all__ = [
     "attribute_paths",
     "attribute_values",
     "module_iterators",
+    "tensors_in",
 ]
 
 # `    name = value` at the first level of the `attributes {` block of the printout.
@@ -186,3 +187,22 @@ def attribute_paths(cmod: torch._C.ScriptModule) -> dict[str, bool]:
                 children.append((path, value))
         stack.extend(reversed(children))
     return paths
+
+
+def tensors_in(value: object) -> list[torch.Tensor]:
+    """Every tensor inside an attribute's or a constant's value, in order.
+
+    Lists, tuples and dict values are looked into, to any depth; anything else (a
+    TorchScript object, a submodule) holds no tensor here.
+    """
+    out: list[torch.Tensor] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            out.append(item)
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+    return out

@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from ..graph import tensors_in
+
 __all__ = [
     "BACKEND_MARKERS",
     "backend_only_nodes",
@@ -86,20 +88,7 @@ def _node_tensors(node: torch._C.Node) -> list[torch.Tensor]:
         value = node.ival("value")  # type: ignore[attr-defined]
     except (RuntimeError, TypeError, ValueError):
         return []  # an object or enum Python cannot import
-    return _inside(value, [])
-
-
-def _inside(value: Any, out: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Every tensor in ``value`` (lists, tuples and dict values), in order."""
-    if isinstance(value, torch.Tensor):
-        out.append(value)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _inside(item, out)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _inside(item, out)
-    return out
+    return tensors_in(value)
 
 
 def constant_bytes(graphs: Iterable[torch._C.Graph]) -> int:
