@@ -6,24 +6,15 @@ torch is the oracle for every status: the frozen module's attributes.
 
 from __future__ import annotations
 
+import oracle
 import torch
 from torch import nn
 
-from freezeview.engine import REASON_CODES, explain
+from freezeview.engine import REASON_CODES, Explanation, explain
 
 
 def _torch_kept(module: torch.jit.ScriptModule) -> set[str]:
-    frozen = torch.jit.freeze(module)
-    kept: set[str] = set()
-    stack = [("", frozen._c)]
-    while stack:
-        prefix, cmod = stack.pop()
-        for name, value in torch._C._jit_debug_module_iterators(cmod)["named_attributes"]:
-            path = f"{prefix}.{name}" if prefix else name
-            kept.add(path)
-            if isinstance(value, torch._C.ScriptModule):
-                stack.append((path, value))
-    return kept
+    return oracle.frozen_attribute_paths(torch.jit.freeze(module))
 
 
 def _consistent(status: str, code: str) -> bool:
@@ -33,7 +24,7 @@ def _consistent(status: str, code: str) -> bool:
     return named not in ("kept", "inlined", "dropped") or named == status
 
 
-def _explained(module: torch.jit.ScriptModule):  # type: ignore[no-untyped-def]
+def _explained(module: torch.jit.ScriptModule) -> Explanation:
     result = explain(module)
     assert {v.path for v in result.with_status("kept")} == _torch_kept(module)
     for verdict in result.attributes:
