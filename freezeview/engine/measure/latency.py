@@ -54,9 +54,9 @@ DEFAULT_THREADS = 1
 # A block lasts at least this long, one forward timed alone or two alternating: the
 # first calls after a pause (the state put back after every block, the other forward's
 # block) run on cold caches (and, after MKLDNN ops, on oneDNN's), and must not weigh in
-# the median. Blocks of a few calls run a small model ~10% slower than blocks of
-# hundreds: every timing uses the same length, so a step timed alone and the verdict's
-# pair timed together are figures of one kind.
+# the median. Blocks of a few calls run a small model slower than blocks of hundreds:
+# every timing uses the same length, so a step timed alone and the verdict's pair timed
+# together are figures of one kind.
 _BLOCK_SECONDS = 0.02
 # The median is stable when the blocks' spread (MAD) is within this fraction of it.
 _STABLE_SPREAD = 0.02
