@@ -46,6 +46,7 @@ import difflib
 import math
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -265,7 +266,7 @@ def _number(path: Path, line: int, name: str, value: Any) -> float:
     return float(value)
 
 
-def _closest(name: str, known: Any) -> str:
+def _closest(name: str, known: Iterable[str]) -> str:
     """`` did you mean 'x'?`` for the known name closest to a mistyped one, or ``""``."""
     names = sorted(known)
     close = difflib.get_close_matches(name.replace("-", "_"), names, n=2, cutoff=0.6)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +107,12 @@ class MeasuredRun:
         self._result: Measurement | None = None
 
     @classmethod
-    def of(cls, pipe: Pipeline, measure: Sequence[Any], **kwargs: Any) -> MeasuredRun:
+    def of(
+        cls,
+        pipe: Pipeline,
+        measure: tuple[int, float] | tuple[int, float, bool],
+        **kwargs: Any,
+    ) -> MeasuredRun:
         """A run measured as ``measure`` asks: ``(threads, budget)``, or ``(threads,
         budget, autograd)`` (the Python API's ``measure`` argument)."""
         autograd = bool(measure[2]) if len(measure) > 2 else False
