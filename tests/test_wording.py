@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from freezeview.engine.draw.render_plan import level_name
-from freezeview.engine.plumbing import plural
+from freezeview.engine.plumbing import did_you_mean, plural
 
 ROOT = Path(__file__).resolve().parent.parent / "freezeview"
 
@@ -44,3 +44,12 @@ def test_no_printed_sentence_hedges_its_plural_with_s_in_brackets() -> None:
             if re.search(r"[\"'][^\"']*(?<![\w.])(?!str\()[a-z]+\(s\)(?! for )[^\"']*[\"']", code):
                 hedged.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not hedged, "\n".join(hedged)
+
+
+def test_did_you_mean_names_the_close_names_only() -> None:
+    """One "did you mean" for plans and expectations files: dashes, spaces and case
+    are forgiven, and a name close to nothing gets no hint."""
+    known = {"fold_conv_bn", "fold_conv_add_or_sub", "remove_dropout"}
+    assert did_you_mean("Fold-Conv-BN", known).startswith(" did you mean 'fold_conv_bn'")
+    assert did_you_mean("remove dropout", known) == " did you mean 'remove_dropout'?"
+    assert did_you_mean("quantize", known) == ""

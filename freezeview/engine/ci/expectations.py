@@ -42,16 +42,14 @@ unknown pass, a pattern that is empty or matches no attribute of the model.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import tomllib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..plumbing import BadInputError
+from ..plumbing import BadInputError, did_you_mean
 
 __all__ = [
     "Expectations",
@@ -266,13 +264,6 @@ def _number(path: Path, line: int, name: str, value: Any) -> float:
     return float(value)
 
 
-def _closest(name: str, known: Iterable[str]) -> str:
-    """`` did you mean 'x'?`` for the known name closest to a mistyped one, or ``""``."""
-    names = sorted(known)
-    close = difflib.get_close_matches(name.replace("-", "_"), names, n=2, cutoff=0.6)
-    return (" did you mean " + " or ".join(repr(c) for c in close) + "?") if close else ""
-
-
 def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
     """Read and check an expectations file.
 
@@ -321,14 +312,14 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
                     raise _fail(
                         p,
                         where.key_line(section, key),
-                        f"unknown pass {key!r} in [passes];{_closest(key, known_passes)} "
+                        f"unknown pass {key!r} in [passes];{did_you_mean(key, known_passes)} "
                         "see `freezeview passes`.",
                     )
             elif key not in allowed:
                 raise _fail(
                     p,
                     where.key_line(section, key),
-                    f"unknown key {key!r} in [{section}];{_closest(key, allowed)} known: "
+                    f"unknown key {key!r} in [{section}];{did_you_mean(key, allowed)} known: "
                     f"{', '.join(allowed)}.",
                 )
 
@@ -344,7 +335,7 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
                 raise _fail(
                     p,
                     where.values.get(("plan", "passes", name), line("plan", "passes")),
-                    f"unknown pass {name!r} in plan.passes;{_closest(name, known_passes)} "
+                    f"unknown pass {name!r} in plan.passes;{did_you_mean(name, known_passes)} "
                     "see `freezeview passes`.",
                 )
 

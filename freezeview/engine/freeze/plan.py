@@ -3,29 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from ..plumbing import PlanError
+from ..plumbing import PlanError, did_you_mean
 from .passes import REGISTRY, PassInfo, default_passes
 
-__all__ = ["Plan", "did_you_mean"]
-
-
-def did_you_mean(name: str, known: Sequence[str] | Mapping[str, Any]) -> str:
-    """`` did you mean 'x'?`` for the known names closest to a mistyped ``name`` (spaces
-    and dashes read as underscores, case ignored), or ``""`` when none is close."""
-    names = list(known)
-    folded = {n.lower().replace("-", "_").replace(" ", "_"): n for n in names}
-    key = name.lower().replace("-", "_").replace(" ", "_")
-    close = [folded[c] for c in difflib.get_close_matches(key, list(folded), n=2, cutoff=0.6)]
-    if not close:
-        return ""
-    return " did you mean " + " or ".join(repr(c) for c in close) + "?"
+__all__ = ["Plan"]
 
 
 @dataclass(frozen=True)

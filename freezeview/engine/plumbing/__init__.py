@@ -6,7 +6,7 @@ done by a forked copy of the process (:mod:`.forked`), Ctrl-C that waits for tor
 C++ (:mod:`.interrupts`), the paused garbage collector (:mod:`.collector`), freed memory
 given back to the system (:mod:`.heap`), equal values held once (:mod:`.sharing`),
 torch's C++ standard error captured (:mod:`.stderr_capture`), counts and their nouns
-agreed (:mod:`.wording`) and the lazy names of
+agreed and "did you mean" (:mod:`.wording`) and the lazy names of
 every stage's ``__init__`` (:mod:`.lazy`).
 """
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .interrupts import interrupts_deferred
     from .sharing import reuse_equal
     from .stderr_capture import capture_stderr_fd
-    from .wording import plural
+    from .wording import did_you_mean, plural
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -51,6 +51,7 @@ __getattr__, __dir__ = lazy_exports(
         "interrupts_deferred": "interrupts",
         "reuse_equal": "sharing",
         "capture_stderr_fd": "stderr_capture",
+        "did_you_mean": "wording",
         "plural": "wording",
     },
 )
@@ -63,6 +64,7 @@ __all__ = [
     "PlanError",
     "capture_stderr_fd",
     "collector_paused",
+    "did_you_mean",
     "give_back_freed_memory",
     "inputs_rejected",
     "interrupts_deferred",

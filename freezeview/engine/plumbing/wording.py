@@ -1,9 +1,13 @@
-"""Words that agree with their counts: ``1 pass``, ``2 passes``, never ``1 passes`` or
-``pass(es)``."""
+"""Words users read the same everywhere: counts that agree with their nouns (``1 pass``,
+``2 passes``, never ``1 passes`` or ``pass(es)``), and one "did you mean" for a
+mistyped name."""
 
 from __future__ import annotations
 
-__all__ = ["plural"]
+import difflib
+from collections.abc import Iterable
+
+__all__ = ["did_you_mean", "plural"]
 
 _ES = ("s", "x", "z", "ch", "sh")
 
@@ -23,3 +27,14 @@ def plural(count: int, word: str, words: str | None = None) -> str:
     else:
         noun = word + ("es" if word.endswith(_ES) else "s")
     return f"{count:,} {noun}"
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` did you mean 'x'?`` for the known names closest to a mistyped ``name`` (spaces
+    and dashes read as underscores, case ignored), or ``""`` when none is close."""
+    folded = {n.lower().replace("-", "_").replace(" ", "_"): n for n in known}
+    key = name.lower().replace("-", "_").replace(" ", "_")
+    close = [folded[c] for c in difflib.get_close_matches(key, list(folded), n=2, cutoff=0.6)]
+    if not close:
+        return ""
+    return " did you mean " + " or ".join(repr(c) for c in close) + "?"
