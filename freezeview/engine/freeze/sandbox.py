@@ -45,7 +45,7 @@ class SandboxError(RuntimeError):
     The inputs are not at fault."""
 
 
-def _nodes(block: Any) -> Iterator[Any]:
+def _nodes(block: torch._C.Graph | torch._C.Block) -> Iterator[torch._C.Node]:
     """Every node of a graph or block, nested blocks included."""
     for node in block.nodes():
         yield node
