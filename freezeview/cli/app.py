@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _names_in_archive(path: Path, preserved: list[str]) -> bool:
     """Whether every preserved name is an attribute or submodule path the archive's
-    ``data.pkl`` lists (read without torch, in milliseconds)."""
+    ``data.pkl`` lists (read without torch, so the check does not wait for it)."""
     from ..engine.load.archive_names import archive_attribute_paths
 
     known = archive_attribute_paths(path)
