@@ -53,3 +53,30 @@ def test_did_you_mean_names_the_close_names_only() -> None:
     assert did_you_mean("Fold-Conv-BN", known).startswith(" did you mean 'fold_conv_bn'")
     assert did_you_mean("remove dropout", known) == " did you mean 'remove_dropout'?"
     assert did_you_mean("quantize", known) == ""
+
+
+def test_an_unknown_pass_is_told_in_one_sentence_wherever_it_was_given(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``--passes`` and an expectations file's ``[passes]`` and ``plan.passes`` say an
+    unknown pass alike: the closest ids, then every valid one."""
+    from freezeview.engine.ci.expectations import read_expectations
+    from freezeview.engine.freeze import Plan
+    from freezeview.engine.freeze.passes import REGISTRY
+    from freezeview.engine.plumbing import FreezeviewError
+
+    said = []
+    try:
+        Plan(passes=["fold_conv_bm"]).validate()
+    except FreezeviewError as exc:
+        said.append(str(exc))
+    for text in ("[passes]\nfold_conv_bm = true\n", '[plan]\npasses = ["fold_conv_bm"]\n'):
+        path = tmp_path / "e.toml"
+        path.write_text(text)
+        try:
+            read_expectations(path, known_passes=set(REGISTRY))
+        except FreezeviewError as exc:
+            said.append(str(exc))
+    assert len(said) == 3
+    for sentence in said:
+        assert "unknown pass 'fold_conv_bm'" in sentence
+        assert "did you mean 'fold_conv_bn'" in sentence and "Valid passes are: " in sentence
+        assert all(pid in sentence.split("Valid passes are: ")[1] for pid in REGISTRY)

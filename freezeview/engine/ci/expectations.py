@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..plumbing import BadInputError, did_you_mean
+from ..plumbing import BadInputError, did_you_mean, unknown_pass
 
 __all__ = [
     "Expectations",
@@ -312,8 +312,7 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
                     raise _fail(
                         p,
                         where.key_line(section, key),
-                        f"unknown pass {key!r} in [passes];{did_you_mean(key, known_passes)} "
-                        "see `freezeview passes`.",
+                        unknown_pass(key, known_passes, " in [passes]"),
                     )
             elif key not in allowed:
                 raise _fail(
@@ -335,8 +334,7 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
                 raise _fail(
                     p,
                     where.values.get(("plan", "passes", name), line("plan", "passes")),
-                    f"unknown pass {name!r} in plan.passes;{did_you_mean(name, known_passes)} "
-                    "see `freezeview passes`.",
+                    unknown_pass(name, known_passes, " in plan.passes"),
                 )
 
     values = where.values

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from ..plumbing import PlanError, did_you_mean
+from ..plumbing import PlanError, unknown_pass
 from .passes import REGISTRY, PassInfo, default_passes
 
 __all__ = ["Plan"]
@@ -78,11 +78,7 @@ class Plan:
         for pid in self.passes:
             info = reg.get(pid)
             if info is None:
-                hint = did_you_mean(pid, reg)
-                raise PlanError(
-                    f"unknown pass {pid!r};{hint} {'V' if hint else 'v'}alid passes are: "
-                    f"{', '.join(reg)}."
-                )
+                raise PlanError(unknown_pass(pid, reg))
             if pid in seen:
                 raise PlanError(f"pass {pid!r} is listed twice; list each pass once.")
             seen.add(pid)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .interrupts import interrupts_deferred
     from .sharing import reuse_equal
     from .stderr_capture import capture_stderr_fd
-    from .wording import did_you_mean, plural
+    from .wording import did_you_mean, plural, unknown_pass
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -53,6 +53,7 @@ __getattr__, __dir__ = lazy_exports(
         "capture_stderr_fd": "stderr_capture",
         "did_you_mean": "wording",
         "plural": "wording",
+        "unknown_pass": "wording",
     },
 )
 
@@ -73,4 +74,5 @@ __all__ = [
     "renewed_in_children",
     "reuse_equal",
     "torch_cause",
+    "unknown_pass",
 ]

@@ -38,3 +38,15 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     if not close:
         return ""
     return " did you mean " + " or ".join(repr(c) for c in close) + "?"
+
+
+def unknown_pass(name: str, known: Iterable[str], where: str = "") -> str:
+    """The one sentence for a pass id freezeview does not know, wherever it was given
+    (``--passes``, an expectations file's ``[passes]`` or ``plan.passes``: ``where``
+    says which, e.g. `` in [passes]``): the closest ids, then every valid one."""
+    ids = sorted(known) if isinstance(known, (set, frozenset)) else list(known)
+    hint = did_you_mean(name, ids)
+    return (
+        f"unknown pass {name!r}{where};{hint} {'V' if hint else 'v'}alid passes are: "
+        f"{', '.join(ids)}."
+    )
