@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 from bad_inputs.catalogue import save_tiny
-from bad_inputs.run import FREEZEVIEW, available_commands, interrupt_after
+from bad_inputs.run import FREEZEVIEW, interrupt_after
 
 from freezeview.engine.plumbing import atomic
 from freezeview.engine.plumbing.atomic import (
@@ -225,8 +225,6 @@ def _digest(path: Path) -> str:
     ids=["SIGINT-mid-write", "SIGINT-before-rename", "SIGTERM-mid-write"],
 )
 def test_sigint_during_freeze_keeps_the_previous_file(mode: str, sig: int, tmp_path: Path) -> None:
-    if "freeze" not in available_commands():
-        pytest.skip("freezeview freeze is not in `freezeview --help` yet")
     model = save_tiny(tmp_path / "model.pt")
     out = tmp_path / "frozen.pt"
     out.write_bytes(b"the previous frozen model")
@@ -244,8 +242,6 @@ def test_sigint_during_freeze_keeps_the_previous_file(mode: str, sig: int, tmp_p
     "mode", ["mid-write", pytest.param("before-rename", marks=pytest.mark.slow)]
 )
 def test_sigint_during_export_leaves_no_partial_file(mode: str, tmp_path: Path) -> None:
-    if "export" not in available_commands():
-        pytest.skip("freezeview export is not in `freezeview --help` yet")
     model = save_tiny(tmp_path / "model.pt")
     out_dir = tmp_path / "export"
     # A first, complete export: the previous files an interrupted --force run must keep.
@@ -280,8 +276,6 @@ def test_sigint_at_random_moments_of_a_real_freeze(delay: float, tmp_path: Path)
     output is either the previous file or a complete new one, and nothing is left over.
     (A SIGINT that lands while Python is still importing torch is the start-up case
     below.)"""
-    if "freeze" not in available_commands():
-        pytest.skip("freezeview freeze is not in `freezeview --help` yet")
     model = save_tiny(tmp_path / "model.pt")
     out = tmp_path / "frozen.pt"
     out.write_bytes(b"previous")

@@ -12,11 +12,14 @@ Two ways to run, same checks:
   ``freezeview.cli.main`` (what the console script calls) per input, so the whole
   catalogue costs three torch imports;
 * a representative set through the real console script ``.venv/bin/freezeview``: the
-  hostile inputs, one input refused before torch loads the model and one after. The
-  slow set adds every other stage of failure, the hostile inputs with every subcommand,
-  and every other input once.
+  hostile inputs, one input refused before torch loads the model and one after (the
+  fast set runs one of them, a hostile pickle; the slow set the rest). The slow set
+  adds every other stage of failure, the hostile inputs with every subcommand, and
+  every other input once.
 
-A subcommand absent from ``freezeview --help`` is skipped with that reason.
+Nothing is skipped: every subcommand is in ``freezeview --help`` (a command module
+that fails to import is an error of its own, see tests/test_cli_help.py) and offers
+the options its cases need (asserted below).
 """
 
 from __future__ import annotations
@@ -26,34 +29,24 @@ from pathlib import Path
 
 import pytest
 from bad_inputs.catalogue import CATALOGUE, BadInput, Built, by_name, save_tiny
-from bad_inputs.run import Job, Outcome, available_commands, command_options, run_batch, run_cli
+from bad_inputs.run import Job, Outcome, command_options, run_batch, run_cli
 
 CLI_COMMANDS = ("explain", "freeze", "export")
-
-# Answers owned by other parts of freezeview that do not meet the bar yet; each is a
-# non-strict xfail so the rest of the catalogue stays green while the owner fixes it.
-KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 
 def _pairs() -> list[tuple[BadInput, str]]:
     return [(case, cmd) for case in CATALOGUE for cmd in case.commands if cmd in CLI_COMMANDS]
 
 
-def _param(case: BadInput, command: str) -> object:
-    marks = []
-    gap = KNOWN_GAPS.get((case.name, command))
-    if gap:
-        marks.append(pytest.mark.xfail(reason=gap, strict=False))
+def _param(case: BadInput, command: str, *, slow: bool = False) -> object:
+    marks = [pytest.mark.slow] if slow else []
     return pytest.param(case, command, id=f"{command}-{case.name}", marks=marks)
 
 
-def _skip_reason(case: BadInput, command: str) -> str | None:
-    if command not in available_commands():
-        return f"freezeview {command} is not in `freezeview --help` yet"
-    missing = [opt for opt in case.needs if opt not in command_options(command)]
-    if missing:
-        return f"freezeview {command} has no {', '.join(missing)} option"
-    return None
+@pytest.mark.parametrize(("case", "command"), [_param(c, m) for c, m in _pairs() if c.needs])
+def test_each_command_offers_the_options_its_cases_need(case: BadInput, command: str) -> None:
+    """A case that passes an option runs through commands that have it (never skipped)."""
+    assert set(case.needs) <= command_options(command), command_options(command)
 
 
 def _digest(path: Path) -> str | None:
@@ -115,8 +108,6 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
     jobs: list[Job] = []
     prepared = {}
     for case, command in _pairs():
-        if _skip_reason(case, command):
-            continue
         tmp = tmp_path_factory.mktemp(f"{command}-{case.name}")
         built, digests = _build(case, command, tmp)
         key = f"{command}:{case.name}"
@@ -130,19 +121,19 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
 
 @pytest.mark.parametrize(("case", "command"), [_param(c, m) for c, m in _pairs()])
 def test_bad_input_in_process(case: BadInput, command: str, batch: dict[str, tuple]) -> None:
-    reason = _skip_reason(case, command)
-    if reason:
-        pytest.skip(reason)
     built, digests, tmp, outcome = batch[f"{command}:{case.name}"]
     check_answer(case, command, built, tmp, outcome, digests)
 
 
 # --------------------------------------------------------------------------- console script
 
-# Through the real script in the fast set: every hostile input (nothing may ever run
-# them), one input refused before torch loads the model and one after. The slow set
-# runs the other stages of failure through the script too, and the hostile inputs with
-# every other subcommand (the in-process batch runs every pair in the fast set).
+# Through the real script: every hostile input (nothing may ever run them), one input
+# refused before torch loads the model and one after; the fast set runs the hostile
+# pickle (about a second: the script's torch import and the refusal), the slow set the
+# others. The slow set also runs the other stages of failure through the script, and
+# the hostile inputs with every other subcommand (the in-process batch runs every pair
+# in the fast set).
+_FAST_SCRIPT = {("hostile-pickle", "explain")}
 _HOSTILE_EVERY_COMMAND = {
     (name, cmd) for name in ("hostile-pickle", "hostile-torchscript") for cmd in CLI_COMMANDS
 }
@@ -174,7 +165,11 @@ def _script_params(slow: bool) -> list[object]:
         if not commands:
             continue
         if not slow:
-            params += [_param(case, c) for c in commands if (case.name, c) in _REPRESENTATIVE]
+            params += [
+                _param(case, c, slow=(case.name, c) not in _FAST_SCRIPT)
+                for c in commands
+                if (case.name, c) in _REPRESENTATIVE
+            ]
             continue
         if any((case.name, c) in _STAGES_SLOW for c in commands):
             chosen = [c for c in commands if (case.name, c) in _STAGES_SLOW]
@@ -188,23 +183,17 @@ def _script_params(slow: bool) -> list[object]:
         else:
             chosen = [commands[turn % len(commands)]]
             turn += 1
-        for command in chosen:
-            p = _param(case, command)
-            params.append(pytest.param(*p.values, id=p.id, marks=[*p.marks, pytest.mark.slow]))
+        params += [_param(case, command, slow=True) for command in chosen]
     return params
 
 
 def _run_script(case: BadInput, command: str, tmp: Path) -> None:
-    reason = _skip_reason(case, command)
-    if reason:
-        pytest.skip(reason)
     built, digests = _build(case, command, tmp)
     outcome = run_cli(_argv(case, command, built, tmp), env=built.env, timeout=120)
     check_answer(case, command, built, tmp, outcome, digests)
 
 
 @pytest.mark.parametrize(("case", "command"), _script_params(slow=False))
-@pytest.mark.slow
 def test_bad_input_console_script(case: BadInput, command: str, tmp_path: Path) -> None:
     _run_script(case, command, tmp_path)
 
@@ -220,8 +209,6 @@ def test_bad_input_console_script_all(case: BadInput, command: str, tmp_path: Pa
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     """--debug is the one way to see a traceback, for a bug report."""
     case = by_name("truncated")
-    if _skip_reason(case, "explain"):
-        pytest.skip(_skip_reason(case, "explain") or "")
     built = case.build(tmp_path)
     outcome = run_cli(["explain", str(built.model), "--debug"], timeout=120)
     assert outcome.returncode == 2, outcome.describe()
@@ -233,8 +220,6 @@ def test_preserving_an_exported_method_is_fine(tmp_path: Path) -> None:
     """``--preserve describe`` names a compiled method: torch keeps it, so must we."""
     import torch
 
-    if "freeze" not in available_commands():
-        pytest.skip("freezeview freeze is not in `freezeview --help` yet")
     model = save_tiny(tmp_path / "model.pt")
     out = tmp_path / "frozen.pt"
     from freezeview.cli import main
@@ -254,8 +239,6 @@ def test_a_pass_that_raises_is_reported_on_its_step(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Issue 6, item 2: a failing pass names its step, and nothing is written."""
-    if command not in available_commands():
-        pytest.skip(f"freezeview {command} is not in `freezeview --help` yet")
     import dataclasses
 
     from freezeview.cli import main

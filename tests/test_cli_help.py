@@ -120,3 +120,52 @@ def test_export_help_states_the_engines_defaults() -> None:
     assert RenderOptions.budget == export_cli.DEFAULT_BUDGET
     assert RenderOptions.timeout == export_cli.DEFAULT_TIMEOUT
     assert box_ceiling(RenderOptions.timeout) == export_cli.DEFAULT_MAX_BOXES
+
+
+BROKEN_PROBE = """
+import json, sys
+sys.modules["freezeview.cli." + sys.argv[1]] = None  # its import now raises ImportError
+from freezeview.cli import main
+sys.argv = ["freezeview", *json.loads(sys.argv[2])]
+code = main()  # as the console script calls it
+print(json.dumps({"code": code, "torch": "torch" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("broken", "argv"),
+    [("freeze", ["--help"]), ("freeze", ["freeze", "model.pt"]), ("app", ["model.pt"])],
+    ids=["help", "the-command", "the-app"],
+)
+def test_a_command_that_fails_to_import_is_an_error(broken: str, argv: list[str]) -> None:
+    """A subcommand whose module cannot be imported is an error, never a missing command.
+
+    Otherwise ``--help`` would just not list it (and tests that look for it there would
+    skip); here the console script says which command, exits 1, and still imports no torch.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", BROKEN_PROBE, broken, json.dumps(argv)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    *printed, last = proc.stdout.splitlines() or [""]
+    result = json.loads(last)
+    assert result == {"code": 1, "torch": False}, proc.stderr
+    assert not any("usage:" in line for line in printed), proc.stdout
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error:") and f"'{broken}'" in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_building_the_parser_raises_on_a_broken_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the suite, a command module that fails to import fails every test that builds
+    the parser (no skip, no silently shorter --help)."""
+    from freezeview.cli import CommandImportError, build_parser
+
+    monkeypatch.setitem(sys.modules, "freezeview.cli.export", None)
+    with pytest.raises(CommandImportError) as raised:
+        build_parser()
+    assert raised.value.command == "export"
+    assert isinstance(raised.value.__cause__, ImportError)

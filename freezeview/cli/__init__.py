@@ -19,6 +19,7 @@ import atexit
 import contextlib
 import errno
 import gc
+import importlib
 import os
 import signal
 import sys
@@ -34,26 +35,40 @@ from .options import quiet_torch_warnings
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["build_parser", "main"]
+__all__ = ["CommandImportError", "build_parser", "main"]
 
 SUBCOMMANDS: dict[str, str] = {}
 COMMANDS = ("explain", "freeze", "export", "check", "compare", "passes", "serve", "app")
+
+
+class CommandImportError(ImportError):
+    """A subcommand's module failed to import: freezeview is broken, not the command absent.
+
+    Raised while the parser is built, so that no subcommand silently disappears from
+    ``--help`` (and no test that asks ``--help`` what exists skips itself); :func:`main`
+    turns it into one sentence and exit code 1.
+    """
+
+    def __init__(self, command: str, cause: ImportError) -> None:
+        super().__init__(
+            f"freezeview could not load its {command!r} command ({type(cause).__name__}: {cause})",
+            name=cause.name,
+            path=cause.path,
+        )
+        self.command = command
 
 
 def _register_all(
     sub: argparse._SubParsersAction,  # type: ignore[type-arg]
     commands: Sequence[str],
 ) -> None:
-    # Imported lazily so that a missing optional piece never breaks the others.
-    modules = []
+    # Imported here, one module per asked-for command: `freezeview freeze` has no use
+    # for the others. A module that fails to import is an error, never a missing command.
     for name in commands:
         try:
-            modules.append(__import__(f"{__name__}.{name}", fromlist=["register"]))
+            module = importlib.import_module(f"{__name__}.{name}")
         except ImportError as exc:
-            if exc.name and exc.name.startswith(__name__):
-                continue
-            raise
-    for module in modules:
+            raise CommandImportError(name, exc) from exc
         module.register(sub)
 
 
@@ -192,7 +207,18 @@ def _main(args_list: list[str], *, process: bool = False) -> int:
         commands = (args_list[0],)
     else:
         commands = COMMANDS
-    parser = build_parser(commands)
+    try:
+        parser = build_parser(commands)
+    except CommandImportError as exc:
+        # A broken installation (or a bug): say so, instead of a traceback or a
+        # subcommand missing from --help.
+        if "--debug" in args_list:
+            traceback.print_exc()
+        sys.stderr.write(
+            f"error: {exc}; freezeview's installation looks incomplete: reinstall it, "
+            "or rerun with --debug for the traceback and please report it.\n"
+        )
+        return 1
     if not args_list:
         parser.print_usage(sys.stderr)
         print(
