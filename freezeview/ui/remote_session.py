@@ -44,6 +44,7 @@ import pickle
 import queue
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -278,16 +279,33 @@ class RemoteSession:
         return rid, call
 
     def _answers(
-        self, rid: int, call: _Call, cancel: threading.Event | None = None
+        self,
+        rid: int,
+        call: _Call,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
     ) -> Generator[Any, None, Any]:
-        """Values the call streams; its final value is the generator's return value."""
+        """Values the call streams; its final value is the generator's return value.
+
+        With ``timeout`` (seconds from now), :class:`TimeoutError` once it has passed
+        without the call's end; the engine is told to drop the call, as for a cancel.
+        """
         done = False
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
             while True:
                 if cancel is not None and cancel.is_set():
                     return None  # answers already on their way are dropped
+                wait = 0.05 if cancel is not None else None
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise TimeoutError(
+                            f"freezeview's engine did not answer within {timeout:g} s."
+                        )
+                    wait = left if wait is None else min(wait, left)
                 try:
-                    message = call.answers.get(timeout=0.05 if cancel is not None else None)
+                    message = call.answers.get(timeout=wait)
                 except queue.Empty:
                     continue
                 if message[0] == "item":
@@ -303,9 +321,9 @@ class RemoteSession:
             if not done:
                 self._send(("cancel", rid))
 
-    def _call(self, method: str, *args: Any) -> Any:
+    def _call(self, method: str, *args: Any, timeout: float | None = None) -> Any:
         rid, call = self._request(method, *args)
-        stream = self._answers(rid, call)
+        stream = self._answers(rid, call, timeout=timeout)
         while True:
             try:
                 next(stream)
@@ -423,22 +441,24 @@ class RemoteSession:
         """The snapshot of graph ``key`` if this side has it already (never blocks)."""
         return self._graphs.get(key)
 
-    def read_final_code(self) -> str | None:
+    def read_final_code(self, timeout: float | None = None) -> str | None:
         """``.code`` of the last run's frozen module, read by the engine when first asked
-        (blocking, for workers: 0.3 s of torch's time at 17k nodes, seconds at 70k, so
-        never after a run nobody looks at the ``.code`` of). None before a run has
-        ended, or when it failed."""
+        (blocking, for workers: torch prints it, seconds for a large model, so never
+        after a run nobody looks at the ``.code`` of). None before a run has ended, or
+        when it failed; :class:`TimeoutError` if the engine has not answered within
+        ``timeout`` seconds (None: wait as long as it takes)."""
         run = self._last_run
         if self.final_code is None and run:
-            code: str | None = self._call("final_code")
+            code: str | None = self._call("final_code", timeout=timeout)
             if run == self._last_run:
                 self.final_code = code
         return self.final_code
 
     def wait_final_code(self, timeout: float = 30.0) -> str | None:
-        """:attr:`final_code` of the last run, read now if need be (blocking: workers,
-        tests and benchmarks)."""
-        return self.read_final_code()
+        """:attr:`final_code` of the last run, read now if need be, waiting at most
+        ``timeout`` seconds for the engine (:class:`TimeoutError` after that): for tests
+        and benchmarks, which must not hang on an engine that stopped answering."""
+        return self.read_final_code(timeout)
 
     @staticmethod
     def diff_text(before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:

@@ -75,6 +75,27 @@ def test_open_explain_and_steps_match_the_in_process_session(
     assert remote.wait_final_code() == local.final_code and remote.final_code
 
 
+def test_wait_final_code_gives_up_after_its_timeout(own_remote: RemoteSession) -> None:
+    """An engine that does not answer (stopped here with SIGSTOP) makes
+    ``wait_final_code`` raise TimeoutError once ``timeout`` has passed, not hang; the
+    engine, let go on, answers the next call."""
+    list(own_remote.run_steps([], default_passes(own_remote)))
+    pid = own_remote.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        with pytest.raises(TimeoutError):
+            own_remote.wait_final_code(timeout=0.5)
+        waited = time.monotonic() - start
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert 0.5 <= waited < 5, waited
+    assert own_remote.final_code is None
+    code = own_remote.wait_final_code(timeout=60)
+    assert code and own_remote.final_code == code
+
+
 def test_explain_gives_torchs_statuses_then_the_reasons(
     remote: RemoteSession, small_pt: Path
 ) -> None:
