@@ -93,11 +93,6 @@ class FreezeFacts:
         )
         return replace(self, explanation=explanation)
 
-    def status_of(self, path: str) -> str | None:
-        """The status of ``path`` (None when the model has no such attribute)."""
-        verdict = self.explanation.by_path(path)
-        return verdict.status if verdict is not None else None
-
 
 # Every node's kind follows "= " in torch's printout (`%y : T = aten::add(...)`, and
 # ` = prim::SetAttr[...](...)` for a node without outputs); counting them in the

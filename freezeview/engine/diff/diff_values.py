@@ -102,20 +102,6 @@ class GraphDiff:
             "changed": Counter(a[i].node.kind for i in self.changed),
         }
 
-    def scope_counts(self) -> dict[str, Counter[str]]:
-        """Per module scope, how many nodes were added, removed and changed.
-
-        Removed nodes count in the scope they had before; the others in their scope after.
-        """
-        out: dict[str, Counter[str]] = {}
-        for i in self.added:
-            out.setdefault(self._after_info[i].node.scope, Counter())["added"] += 1
-        for i in self.changed:
-            out.setdefault(self._after_info[i].node.scope, Counter())["changed"] += 1
-        for i in self.removed:
-            out.setdefault(self._before_info[i].node.scope, Counter())["removed"] += 1
-        return out
-
     def summary(self) -> str:
         """One line for people: ``+2 added, -5 removed, ~1 changed (aten::batch_norm -1)``."""
         if self.is_empty:
