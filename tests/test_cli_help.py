@@ -35,6 +35,8 @@ CASES: list[tuple[list[str], int]] = [
     (["check", "--help"], 0),
     (["compare", "--help"], 0),
     (["passes", "--help"], 0),
+    (["migrate", "--help"], 0),
+    (["migrate", "model.pt", "--no-such-option"], 2),
     (["app", "--help"], 0),
     (["model.pt", "--help"], 0),
     (["explain"], 2),

@@ -28,6 +28,7 @@ STAGES = (
     "diff",
     "freeze",
     "measure",
+    "migrate",
     "draw",
     "output",
     "ci",

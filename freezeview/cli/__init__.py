@@ -38,7 +38,17 @@ if TYPE_CHECKING:
 __all__ = ["CommandImportError", "build_parser", "main"]
 
 SUBCOMMANDS: dict[str, str] = {}
-COMMANDS = ("explain", "freeze", "export", "check", "compare", "passes", "serve", "app")
+COMMANDS = (
+    "explain",
+    "freeze",
+    "export",
+    "check",
+    "compare",
+    "migrate",
+    "passes",
+    "serve",
+    "app",
+)
 
 
 class CommandImportError(ImportError):
@@ -223,7 +233,8 @@ def _main(args_list: list[str], *, process: bool = False) -> int:
         parser.print_usage(sys.stderr)
         print(
             "freezeview: give a model to open (freezeview MODEL.pt) or a command "
-            "(explain, freeze, export, check, compare, passes, serve); --help says more.",
+            "(explain, freeze, export, check, compare, migrate, passes, serve); --help says "
+            "more.",
             file=sys.stderr,
         )
         return 2

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from .lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .atomic import protect_input
+    from .atomic import atomic_path, protect_input
     from .collector import collector_paused
     from .errors import (
         BadInputError,
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "atomic_path": "atomic",
         "protect_input": "atomic",
         "collector_paused": "collector",
         "BadInputError": "errors",
@@ -63,6 +64,7 @@ __all__ = [
     "FreezeviewError",
     "OutputError",
     "PlanError",
+    "atomic_path",
     "capture_stderr_fd",
     "collector_paused",
     "did_you_mean",

@@ -1,0 +1,62 @@
+"""Migrate: a TorchScript file and sample inputs in, can it move to ``torch.export`` out.
+
+:func:`migrate` (:mod:`.migration`) asks explain for every state write of the forward,
+then runs torch's private converter (``TS2EPConverter``) in a child process with a time
+limit (:mod:`.convert_child`): the node kinds it has no handler for, the node it failed
+on, and the TorchScript module and the ExportedProgram run side by side over several
+calls (outputs, state, the writes the program's graph signature carries, parameters
+turned buffers, input dimensions fixed). The values (:mod:`.migrate_values`) are
+torch-free. Uses load, reasons, freeze and plumbing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..plumbing.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .migrate_values import (
+        BEHAVES_THE_SAME,
+        DIFFERS,
+        DOES_NOT_CONVERT,
+        VERDICTS,
+        Conversion,
+        FailedNode,
+        Migration,
+        StateWrite,
+    )
+    from .migration import DEFAULT_CALLS, DEFAULT_TIMEOUT, NO_CONVERTER, migrate
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "BEHAVES_THE_SAME": "migrate_values",
+        "DIFFERS": "migrate_values",
+        "DOES_NOT_CONVERT": "migrate_values",
+        "VERDICTS": "migrate_values",
+        "Conversion": "migrate_values",
+        "FailedNode": "migrate_values",
+        "Migration": "migrate_values",
+        "StateWrite": "migrate_values",
+        "DEFAULT_CALLS": "migration",
+        "DEFAULT_TIMEOUT": "migration",
+        "NO_CONVERTER": "migration",
+        "migrate": "migration",
+    },
+)
+
+__all__ = [
+    "BEHAVES_THE_SAME",
+    "DEFAULT_CALLS",
+    "DEFAULT_TIMEOUT",
+    "DIFFERS",
+    "DOES_NOT_CONVERT",
+    "NO_CONVERTER",
+    "VERDICTS",
+    "Conversion",
+    "FailedNode",
+    "Migration",
+    "StateWrite",
+    "migrate",
+]

@@ -1,0 +1,339 @@
+"""The child process of ``migrate``: torch's converter, and both sides run on the inputs.
+
+``python -m freezeview.engine.migrate.convert_child REQUEST RESULT`` reads a request
+(pickled dict: the model file, loading flags, the sample inputs' file, how many calls,
+where to save the program), and writes its findings as a pickled dict of plain values to
+RESULT, whole (renamed into place), or nothing when it dies. torch's converter is a
+private API that can assert, abort or loop; in a child process none of that reaches
+freezeview, which gives the child a time limit and reads only what it wrote.
+
+In order: every node kind of the inlined forward the converter has no handler for
+(derived from the converter class itself), the conversion (recording the node being
+converted when it fails), the program saved (before anything runs it, so no run's
+state reaches the file), then the TorchScript module (a private copy) and the program
+run on the same inputs for several successive calls, comparing outputs and state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pickle
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["main", "unhandled_kinds"]
+
+
+def _walk(block: Any) -> Iterator[Any]:
+    """Every node of a graph or block: nested blocks and forked subgraphs included."""
+    for node in block.nodes():
+        yield node
+        for inner in node.blocks():
+            yield from _walk(inner)
+        if node.hasAttribute("Subgraph"):
+            yield from _walk(node.g("Subgraph"))
+
+
+def unhandled_kinds(graph: Any) -> list[str]:
+    """Node kinds of ``graph`` torch's converter cannot convert, asked of the converter.
+
+    The converter dispatches a node to its ``convert_<namespace>_<op>`` method, to its
+    table of standard operators, or else converts it as a call of the operator its
+    schema names: a kind with none of the three has no handler.
+    """
+    from torch._export import converter
+
+    cls = converter.TS2FXGraphConverter
+    standard = getattr(converter, "kind_to_standard_operators", {})
+    found: dict[str, None] = {}
+    seen: set[str] = set()
+    for node in _walk(graph):
+        kind = node.kind()
+        if kind in seen:
+            continue
+        seen.add(kind)
+        if hasattr(cls, converter.ir_name_to_func_name(kind)) or kind in standard:
+            continue
+        try:
+            converter.get_op_overload(node)
+        except Exception:
+            found[kind] = None
+    return list(found)
+
+
+def _cause(exc: BaseException) -> str:
+    """torch's last meaningful line of ``exc`` or of the exception it chains from."""
+    from ..plumbing import torch_cause
+
+    inner: BaseException = exc
+    while inner.__cause__ is not None:
+        inner = inner.__cause__
+    lines = [
+        line.strip()
+        for line in str(inner).splitlines()
+        if line.strip() and not line.strip().startswith(("Exception raised from", "frame #"))
+    ]
+    if "INTERNAL ASSERT FAILED" in str(inner) and lines:
+        return lines[0][:400]
+    return torch_cause(inner) if lines else type(inner).__name__
+
+
+def _node_facts(node: Any) -> dict[str, str]:
+    from ..graph import parse_source_range
+
+    where = parse_source_range(node.sourceRange())
+    return {
+        "kind": node.kind(),
+        "scope": node.scopeName().replace("__module.", "").replace("/", "."),
+        "source": where.short() if where else "",
+        "source_text": where.text if where else "",
+        "node": str(node).split("\n", 1)[0].strip(),
+    }
+
+
+@contextlib.contextmanager
+def _watching_nodes(failed: dict[str, Any]) -> Iterator[None]:
+    """Record the innermost node whose conversion raised.
+
+    The converter converts nodes one by one through ``convert_node`` (blocks by nested
+    converters calling it again); wrapping that method is the only way to learn the
+    node, and it happens in this child process only, which ends after the conversion.
+    """
+    from torch._export import converter
+
+    cls = converter.TS2FXGraphConverter
+    original = cls.convert_node
+
+    def watched(self: Any, node: Any) -> Any:
+        try:
+            return original(self, node)
+        except Exception:
+            if not failed:
+                failed.update(_node_facts(node))
+            raise
+
+    cls.convert_node = watched  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        cls.convert_node = original  # type: ignore[method-assign]
+
+
+def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    import torch
+
+    return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    import torch
+
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
+    return (
+        bool(a == b)
+        if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor)
+        else False
+    )
+
+
+def _script_attribute(module: Any, path: str) -> Any:
+    target = module
+    for part in path.split("."):
+        target = target.getattr(part)
+    return target
+
+
+_MISSING = object()
+
+
+def _program_attribute(module: Any, path: str) -> Any:
+    for getter in (module.get_buffer, module.get_parameter):
+        try:
+            return getter(path)
+        except AttributeError:
+            continue
+    return _MISSING
+
+
+def _same_outputs(a: Any, b: Any) -> tuple[bool, str]:
+    from ..freeze import compare_outputs
+
+    numerics = compare_outputs(a, b)
+    if numerics.exact or (numerics.allclose and not numerics.note):
+        return True, ""
+    return False, numerics.note or f"max abs difference {numerics.max_abs:.3g}"
+
+
+def _dims(ep: Any, names: list[str]) -> tuple[list[str], list[str]]:
+    """(specialised, dynamic) user input dimensions, as ``x[0] = 1`` / ``x[2]``."""
+    user = list(ep.graph_signature.user_inputs)
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    fixed: list[str] = []
+    free: list[str] = []
+    for i, name in enumerate(user):
+        node = placeholders.get(name)
+        value = node.meta.get("val") if node is not None else None
+        shape = getattr(value, "shape", None)
+        if shape is None:
+            continue
+        shown = names[i] if i < len(names) else name
+        for d, size in enumerate(shape):
+            if isinstance(size, int):
+                fixed.append(f"{shown}[{d}] = {size}")
+            else:
+                free.append(f"{shown}[{d}]")
+    return fixed, free
+
+
+def _run(request: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = {"available": True, "converted": False}
+    try:
+        from torch._export.converter import TS2EPConverter
+    except ImportError:
+        result["available"] = False
+        return result
+    import torch
+
+    from ..freeze import Sandbox
+    from ..load import load_model
+
+    loaded = load_model(
+        request["model"],
+        map_location=request.get("map_location", "cpu"),
+        eval_mode=bool(request.get("eval_mode")),
+        imports=request.get("imports", ()),
+        libraries=request.get("libraries", ()),
+    )
+    module = loaded.module
+    inputs = tuple(torch.load(request["inputs"], weights_only=False))
+    graph = module._c._get_method("forward").graph.copy()
+    torch._C._jit_pass_inline(graph)
+    result["unhandled_kinds"] = unhandled_kinds(graph)
+    result["ts_parameters"] = [name for name, _ in module.named_parameters()]
+    arg_names = [a.name for a in module._c._get_method("forward").schema.arguments[1:]]
+
+    failed: dict[str, Any] = {}
+    started = time.perf_counter()
+    stage = "preparing the graph"
+    try:
+        # The converter freezes a clone of the module and never runs it; the TorchScript
+        # side below runs a private copy (Sandbox), so the program's state is untouched.
+        converter = TS2EPConverter(module, _clone(inputs))
+        stage = "converting"
+        with _watching_nodes(failed):
+            ep = converter.convert()
+    except Exception as exc:
+        result["seconds"] = time.perf_counter() - started
+        result["stage"] = (
+            "converting a node" if failed else ("retracing" if stage == "converting" else stage)
+        )
+        result["cause"] = _cause(exc)
+        result["failed_node"] = failed or None
+        if result["stage"] == "preparing the graph" and len(arg_names) > len(inputs):
+            # torch's converter pairs the graph's inputs with the sample arguments
+            # one to one; an argument left to its default breaks that pairing.
+            result["hint"] = (
+                f"forward takes {len(arg_names)} arguments ({', '.join(arg_names)}) and "
+                f"{len(inputs)} sample inputs were given: the converter needs a value for "
+                "every argument, defaults included"
+            )
+        return result
+    result["seconds"] = time.perf_counter() - started
+    result["converted"] = True
+    if request.get("pt2"):
+        # Saved before either side runs: no call's state reaches the file.
+        torch.export.save(ep, request["pt2"])
+        result["saved"] = True
+
+    signature = ep.graph_signature
+    result["mutated"] = sorted(
+        set(signature.buffers_to_mutate.values()) | set(signature.user_inputs_to_mutate.values())
+    )
+    result["parameters_as_buffers"] = [
+        n for n in result["ts_parameters"] if n in set(signature.buffers)
+    ]
+    result["specialised"], result["dynamic"] = _dims(ep, arg_names)
+
+    written = set(request.get("paths", ()))
+    watched = list(request.get("paths", ())) + [n for n, _ in module.named_buffers()]
+    watched = list(dict.fromkeys(watched))
+    box = Sandbox(module)
+    script = box.function(module._c._get_method("forward").graph)
+    program = ep.module()
+    same: list[bool] = []
+    notes: list[str] = []
+    differs: dict[str, None] = {}
+    for _ in range(int(request.get("calls", 3))):
+        with torch.no_grad():
+            ours = script(*_clone(inputs))
+            try:
+                theirs = program(*_clone(inputs))
+            except Exception as exc:
+                theirs, failure = None, f"the program's forward failed: {_cause(exc)}"
+            else:
+                failure = ""
+        equal, note = (False, failure) if failure else _same_outputs(ours, theirs)
+        same.append(equal)
+        notes.append(note)
+        for path in watched:
+            try:
+                mine = _script_attribute(box.copy, path)
+            except Exception:
+                continue
+            other = _program_attribute(program, path)
+            if other is _MISSING and path not in written:
+                continue  # never written, and the program does without it
+            if other is _MISSING or not _same_value(mine, other):
+                differs[path] = None
+    result["outputs_same"] = same
+    result["output_notes"] = notes
+    result["state_differs"] = list(differs)
+
+    if request.get("second_inputs"):
+        second = tuple(torch.load(request["second_inputs"], weights_only=False))
+        box.restore()
+        program = ep.module()
+        try:
+            with torch.no_grad():
+                ours = script(*_clone(second))
+        except Exception as exc:
+            result["second"] = (None, f"the TorchScript module rejects it too ({_cause(exc)})")
+        else:
+            try:
+                with torch.no_grad():
+                    theirs = program(*_clone(second))
+            except Exception as exc:
+                result["second"] = (False, f"the program rejects it ({_cause(exc)})")
+            else:
+                equal, note = _same_outputs(ours, theirs)
+                result["second"] = (equal, "" if equal else f"outputs differ ({note})")
+    return result
+
+
+def main(argv: list[str]) -> int:
+    """Run one request; returns the process's exit code (0 once a result is written)."""
+    request_path, result_path = argv[0], argv[1]
+    with open(request_path, "rb") as f:
+        request = pickle.load(f)
+    warnings.simplefilter("ignore")
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        try:
+            result = _run(request)
+        except Exception as exc:  # the model or the inputs, not the converter
+            result = {"available": True, "converted": False, "error": _cause(exc)}
+    tmp = result_path + ".part"
+    with open(tmp, "wb") as f:
+        pickle.dump(result, f)
+    os.replace(tmp, result_path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

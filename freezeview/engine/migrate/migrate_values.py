@@ -1,0 +1,269 @@
+"""What ``migrate`` found, as torch-free values (the app's screen may read them).
+
+A :class:`Migration` holds the three answers of ``freezeview migrate``: does torch's
+converter turn the TorchScript model into an ExportedProgram (:class:`Conversion`), does
+the program behave the same on the sample inputs over successive calls (outputs, every
+state write freezeview knows of: :class:`StateWrite`), and the verdict that follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "BEHAVES_THE_SAME",
+    "DIFFERS",
+    "DOES_NOT_CONVERT",
+    "VERDICTS",
+    "Conversion",
+    "FailedNode",
+    "Migration",
+    "StateWrite",
+]
+
+BEHAVES_THE_SAME = "converts and behaves the same"
+DIFFERS = "converts with differences"
+DOES_NOT_CONVERT = "does not convert"
+#: Every verdict ``migrate`` gives, best first.
+VERDICTS = (BEHAVES_THE_SAME, DIFFERS, DOES_NOT_CONVERT)
+
+
+@dataclass(frozen=True)
+class FailedNode:
+    """The TorchScript node torch's converter was converting when it failed.
+
+    Attributes:
+        kind: the node's kind (``aten::add_``, ``prim::If``).
+        scope: the module path it was inlined from (``layers.0.self_attn``), if recorded.
+        source: ``file:line`` of the node in the model's saved source, if recorded.
+        source_text: that line's text, read from the model's own debug information.
+        node: the node's IR line.
+    """
+
+    kind: str
+    scope: str = ""
+    source: str = ""
+    source_text: str = ""
+    node: str = ""
+
+    def describe(self) -> str:
+        """``aten::add_ in layers.0 (model.py:12: x.add_(1))``."""
+        text = self.kind + (f" in {self.scope}" if self.scope else "")
+        if self.source:
+            line = f"{self.source}: {self.source_text}" if self.source_text else self.source
+            text += f" ({line})"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON object for ``migrate --json``."""
+        return {
+            "kind": self.kind,
+            "scope": self.scope,
+            "source": self.source,
+            "source_text": self.source_text,
+            "node": self.node,
+        }
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """What torch's converter did.
+
+    Attributes:
+        converted: True when ``TS2EPConverter(...).convert()`` returned a program.
+        available: False when the installed torch has no converter.
+        seconds: how long the conversion took in the child process.
+        method: the method converted or failed on (torch converts ``forward``).
+        stage: where it failed: ``preparing the graph`` (torch freezes the module and
+            propagates the input shapes first), ``converting a node``, ``retracing``
+            (torch.export of the converted graph), or ``the child process``.
+        cause: torch's own last meaningful line, or what happened to the child process.
+        failed_node: the node being converted when it failed, where it can be told.
+        hint: what is known to cause this failure, when freezeview knows.
+        unhandled_kinds: node kinds of the inlined forward (blocks and forked subgraphs
+            included) for which the converter has no handler and no operator schema to
+            fall back on, found before converting.
+    """
+
+    converted: bool
+    available: bool = True
+    seconds: float = 0.0
+    method: str = "forward"
+    stage: str = ""
+    cause: str = ""
+    failed_node: FailedNode | None = None
+    hint: str = ""
+    unhandled_kinds: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON object for ``migrate --json``."""
+        return {
+            "converted": self.converted,
+            "available": self.available,
+            "seconds": round(self.seconds, 3),
+            "method": self.method,
+            "stage": self.stage,
+            "cause": self.cause,
+            "failed_node": self.failed_node.to_json() if self.failed_node else None,
+            "hint": self.hint,
+            "unhandled_kinds": list(self.unhandled_kinds),
+        }
+
+
+@dataclass(frozen=True)
+class StateWrite:
+    """One state write of the TorchScript forward, and what the program does with it.
+
+    Attributes:
+        path: the attribute written (``steps``, ``head.history``).
+        how: the reason code that found the write (``set-attr`` or ``in-place-write``).
+        node: the writing node's IR line.
+        source: ``file:line`` of the write, if recorded.
+        source_text: that line's text.
+        carried: True when, run on the same inputs, the program's copy of the attribute
+            follows the TorchScript module's after every call; False when the write is
+            lost (the program lacks the attribute or leaves it behind).
+        declared: True when the program's graph signature declares the write (a mutated
+            buffer or input). torch's converter can leave an in-place write on a buffer
+            in the graph without declaring it: the program then writes it when run,
+            but what reads the signature sees no write.
+    """
+
+    path: str
+    how: str
+    node: str = ""
+    source: str = ""
+    source_text: str = ""
+    carried: bool = False
+    declared: bool = False
+
+    def describe(self) -> str:
+        """``steps (in-place-write, model.py:40: self.steps.add_(1))``."""
+        where = self.source or "no source line recorded"
+        if self.source_text:
+            where += f": {self.source_text}"
+        return f"{self.path} ({self.how}, {where})"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON object for ``migrate --json``."""
+        return {
+            "path": self.path,
+            "how": self.how,
+            "node": self.node,
+            "source": self.source,
+            "source_text": self.source_text,
+            "carried": self.carried,
+            "declared": self.declared,
+        }
+
+
+@dataclass(frozen=True)
+class Migration:
+    """Everything ``freezeview migrate`` found about one model.
+
+    Attributes:
+        model: the TorchScript file.
+        torch_version: the installed torch.
+        conversion: what the converter did.
+        calls: how many successive calls both sides were run for.
+        outputs_same: per call, True when the program's outputs equal the TorchScript
+            module's (torch's default tolerances); empty when nothing ran.
+        output_notes: per differing call, what differs.
+        state_differs: attribute paths whose value after some call differs between the
+            two sides (tensors the program holds as buffers, or that it lacks).
+        writes: every state write freezeview knows of: carried or lost, declared or not.
+        parameters_as_buffers: TorchScript parameters the program holds as buffers.
+        specialised: user input dimensions the program fixed (``x[0] = 1``).
+        dynamic: user input dimensions the program left symbolic.
+        second_shape: what running both sides on the second input shape showed (empty
+            when none was given).
+        second_shape_same: True when both sides ran on it and agreed.
+        written: the ``.pt2`` written, if any.
+        not_written: why ``-o`` was not honoured, if it was given and nothing was written.
+        seconds: the whole command's time.
+    """
+
+    model: str
+    torch_version: str
+    conversion: Conversion
+    calls: int = 0
+    outputs_same: tuple[bool, ...] = ()
+    output_notes: tuple[str, ...] = ()
+    state_differs: tuple[str, ...] = ()
+    writes: tuple[StateWrite, ...] = ()
+    parameters_as_buffers: tuple[str, ...] = ()
+    specialised: tuple[str, ...] = ()
+    dynamic: tuple[str, ...] = ()
+    second_shape: str = ""
+    second_shape_same: bool | None = None
+    written: str = ""
+    not_written: str = ""
+    seconds: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def lost_writes(self) -> tuple[StateWrite, ...]:
+        """The state writes the program does not carry."""
+        return tuple(w for w in self.writes if not w.carried)
+
+    @property
+    def differences(self) -> tuple[str, ...]:
+        """Each behaviour difference in one sentence (empty when it behaves the same)."""
+        found: list[str] = []
+        for i, same in enumerate(self.outputs_same, 1):
+            if not same:
+                note = self.output_notes[i - 1] if i - 1 < len(self.output_notes) else ""
+                found.append(f"outputs differ on call {i}" + (f" ({note})" if note else ""))
+        for write in self.writes:
+            if not write.carried:
+                found.append(f"state write lost: {write.describe()}")
+            elif not write.declared:
+                found.append(
+                    f"state write not declared by the program's graph signature: {write.describe()}"
+                )
+        lost = {w.path for w in self.lost_writes}
+        for path in self.state_differs:
+            if path not in lost:
+                found.append(f"state differs after the calls: {path}")
+        if self.second_shape and self.second_shape_same is False:
+            found.append(f"second input shape: {self.second_shape}")
+        return tuple(found)
+
+    @property
+    def verdict(self) -> str:
+        """One of :data:`VERDICTS`."""
+        if not self.conversion.converted:
+            return DOES_NOT_CONVERT
+        return DIFFERS if self.differences else BEHAVES_THE_SAME
+
+    @property
+    def exit_code(self) -> int:
+        """0 when it converts and behaves the same, 1 otherwise."""
+        return 0 if self.verdict == BEHAVES_THE_SAME else 1
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``migrate --json`` document (docs/schemas/migrate.schema.json)."""
+        return {
+            "model": self.model,
+            "torch_version": self.torch_version,
+            "verdict": self.verdict,
+            "conversion": self.conversion.to_json(),
+            "behaviour": {
+                "calls": self.calls,
+                "outputs_same": list(self.outputs_same),
+                "output_notes": list(self.output_notes),
+                "state_differs": list(self.state_differs),
+                "writes": [w.to_json() for w in self.writes],
+                "parameters_as_buffers": list(self.parameters_as_buffers),
+                "specialised": list(self.specialised),
+                "dynamic": list(self.dynamic),
+                "second_shape": self.second_shape,
+                "second_shape_same": self.second_shape_same,
+            },
+            "differences": list(self.differences),
+            "written": self.written or None,
+            "not_written": self.not_written,
+            "notes": list(self.notes),
+            "seconds": round(self.seconds, 3),
+        }

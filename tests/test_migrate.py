@@ -1,0 +1,215 @@
+"""freezeview migrate: torch's converter's verdict, checked against torch run by the test.
+
+Each case converts a model with torch's converter here as well, runs the TorchScript
+module and the program itself, and holds migrate's verdict, lost writes and failures
+against what it saw. The converter crashing or hanging is simulated by replacing the
+child process's command.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import torch
+from torch import nn
+
+from freezeview.engine.migrate import (
+    BEHAVES_THE_SAME,
+    DIFFERS,
+    DOES_NOT_CONVERT,
+    Migration,
+    migrate,
+)
+from freezeview.engine.migrate import migration as migration_module
+from freezeview.engine.plumbing import BadInputError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "example.pt"
+SCHEMA = json.loads((ROOT / "docs" / "schemas" / "migrate.schema.json").read_text())
+converter = pytest.importorskip("torch._export.converter")
+
+
+def _convert(module: Any, inputs: tuple[Any, ...]) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return converter.TS2EPConverter(module, inputs).convert()
+
+
+def _attribute(module: Any, path: str) -> Any:
+    for part in path.split("."):
+        module = getattr(module, part)
+    return module
+
+
+def _program_attribute(program: Any, path: str) -> Any:
+    try:
+        return program.get_buffer(path)
+    except AttributeError:
+        return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and bool(torch.equal(a, b))
+    return not isinstance(b, torch.Tensor) and b is not None and a == b
+
+
+def _save(module: nn.Module, folder: Path, name: str) -> Path:
+    path = folder / f"{name}.pt"
+    torch.jit.save(torch.jit.script(module.eval()), str(path))
+    return path
+
+
+class Conv(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.conv(x))
+
+
+class Forked(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        fut = torch.jit.fork(torch.neg, x)
+        return torch.jit.wait(fut) + x
+
+
+@pytest.fixture(scope="module")
+def example() -> Migration:
+    torch.manual_seed(0)
+    return migrate(EXAMPLE, (torch.randn(1, 3, 16, 16),))
+
+
+def test_example_lost_writes_are_the_ones_torch_loses(example: Migration) -> None:
+    x = torch.randn(1, 3, 16, 16)
+    script = torch.jit.load(str(EXAMPLE))
+    program = _convert(script, (x,))
+    ours = copy.deepcopy(script)
+    theirs = program.module()
+    lost: set[str] = set()
+    with torch.no_grad():
+        for _ in range(3):
+            assert torch.allclose(ours(x.clone()), theirs(x.clone()))
+            for write in example.writes:
+                if not _same(_attribute(ours, write.path), _program_attribute(theirs, write.path)):
+                    lost.add(write.path)
+    declared = set(program.graph_signature.buffers_to_mutate.values())
+    assert lost, "the example's forward writes state the converter does not keep"
+    assert {w.path for w in example.lost_writes} == lost
+    assert {w.path for w in example.writes if w.declared} == declared & {
+        w.path for w in example.writes
+    }
+    for write in example.lost_writes:
+        assert write.source and write.source_text
+        assert any(write.path in d and write.source in d for d in example.differences)
+    assert example.verdict == DIFFERS
+    assert example.exit_code == 1
+    assert example.outputs_same == (True, True, True)
+    jsonschema.validate(example.to_json(), SCHEMA)
+
+
+def test_example_facts_are_the_program_s(example: Migration) -> None:
+    script = torch.jit.load(str(EXAMPLE))
+    program = _convert(script, (torch.randn(1, 3, 16, 16),))
+    buffers = set(program.graph_signature.buffers)
+    expected = [n for n, _ in script.named_parameters() if n in buffers]
+    assert list(example.parameters_as_buffers) == expected
+    user = program.graph_signature.user_inputs[0]
+    shape = next(n for n in program.graph.nodes if n.name == user).meta["val"].shape
+    fixed = [d for d, size in enumerate(shape) if isinstance(size, int)]
+    assert [s.split("[")[1].split("]")[0] for s in example.specialised] == [str(d) for d in fixed]
+
+
+def test_a_conv_model_behaves_the_same_and_its_program_is_written(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    path = _save(Conv(), tmp_path, "conv")
+    x = torch.randn(1, 3, 8, 8)
+    out = tmp_path / "conv.pt2"
+    result = migrate(path, (x,), output=out)
+    script = torch.jit.load(str(path))
+    program = _convert(script, (x,))
+    with torch.no_grad():
+        same = torch.allclose(script(x), program.module()(x))
+    assert same
+    assert result.verdict == BEHAVES_THE_SAME and result.exit_code == 0
+    assert result.written == str(out)
+    loaded = torch.export.load(str(out))
+    with torch.no_grad():
+        assert torch.allclose(loaded.module()(x), script(x))
+    jsonschema.validate(result.to_json(), SCHEMA)
+
+
+def test_a_node_without_a_handler_is_named_and_the_failure_points_at_it(
+    tmp_path: Path,
+) -> None:
+    path = _save(Forked(), tmp_path, "forked")
+    x = torch.randn(4)
+    script = torch.jit.load(str(path))
+    with pytest.raises(Exception):  # noqa: B017 - torch's own failure, whatever its type
+        _convert(script, (x,))
+    cls = converter.TS2FXGraphConverter
+    assert not hasattr(cls, converter.ir_name_to_func_name("prim::fork"))
+    result = migrate(path, (x,), output=tmp_path / "never.pt2")
+    assert result.verdict == DOES_NOT_CONVERT and result.exit_code == 1
+    assert "prim::fork" in result.conversion.unhandled_kinds
+    assert result.conversion.failed_node is not None
+    assert result.conversion.failed_node.kind == "prim::fork"
+    assert result.conversion.failed_node.source_text
+    assert result.conversion.cause
+    assert not (tmp_path / "never.pt2").exists()
+    jsonschema.validate(result.to_json(), SCHEMA)
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["import time; time.sleep(60)", "import os; os.abort()"],
+    ids=["hang", "abort"],
+)
+def test_a_hanging_or_crashing_converter_never_takes_freezeview_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str
+) -> None:
+    path = _save(Conv(), tmp_path, "conv")
+    monkeypatch.setattr(
+        migration_module, "child_command", lambda request, result: [sys.executable, "-c", code]
+    )
+    result = migrate(path, (torch.randn(1, 3, 8, 8),), timeout=1.5)
+    assert result.verdict == DOES_NOT_CONVERT
+    assert result.conversion.stage == "the child process"
+    assert result.conversion.cause
+    jsonschema.validate(result.to_json(), SCHEMA)
+
+
+def test_inputs_the_forward_rejects_are_bad_input(tmp_path: Path) -> None:
+    path = _save(Conv(), tmp_path, "conv")
+    with pytest.raises(BadInputError):
+        migrate(path, (torch.randn(1, 5, 8, 8),))
+    with pytest.raises(BadInputError):
+        migrate(path, ())
+
+
+@pytest.mark.slow
+def test_a_scripted_transformer_encoder_fails_as_torch_does(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, 16)
+    path = _save(nn.TransformerEncoder(layer, 1, enable_nested_tensor=False), tmp_path, "enc")
+    x = torch.randn(3, 1, 8)
+    script = torch.jit.load(str(path))
+    try:
+        _convert(script, (x,))
+        converts = True
+    except Exception:
+        converts = False
+    result = migrate(path, (x,))
+    assert result.conversion.converted == converts
+    if not converts:
+        assert result.verdict == DOES_NOT_CONVERT
+        assert result.conversion.method == "forward" and result.conversion.stage
+        assert result.conversion.cause
