@@ -20,6 +20,7 @@ import pytest
 import torch
 from torch import nn
 
+from freezeview.cli import main
 from freezeview.engine.migrate import (
     BEHAVES_THE_SAME,
     DIFFERS,
@@ -128,23 +129,35 @@ def test_example_facts_are_the_program_s(example: Migration) -> None:
     assert [s.split("[")[1].split("]")[0] for s in example.specialised] == [str(d) for d in fixed]
 
 
-def test_a_conv_model_behaves_the_same_and_its_program_is_written(tmp_path: Path) -> None:
+def test_a_conv_model_behaves_the_same_and_its_program_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     torch.manual_seed(0)
     path = _save(Conv(), tmp_path, "conv")
     x = torch.randn(1, 3, 8, 8)
+    torch.save(x, str(tmp_path / "x.pt"))
     out = tmp_path / "conv.pt2"
-    result = migrate(path, (x,), output=out)
+    code = main(
+        ["migrate", str(path), "--inputs", str(tmp_path / "x.pt"), "-o", str(out), "--json"]
+    )
+    document = json.loads(capsys.readouterr().out)
+    jsonschema.validate(document, SCHEMA)
     script = torch.jit.load(str(path))
     program = _convert(script, (x,))
     with torch.no_grad():
         same = torch.allclose(script(x), program.module()(x))
     assert same
-    assert result.verdict == BEHAVES_THE_SAME and result.exit_code == 0
-    assert result.written == str(out)
+    assert document["verdict"] == BEHAVES_THE_SAME and code == 0
+    assert document["written"] == str(out)
     loaded = torch.export.load(str(out))
     with torch.no_grad():
         assert torch.allclose(loaded.module()(x), script(x))
-    jsonschema.validate(result.to_json(), SCHEMA)
+
+
+def test_the_cli_says_bad_input_with_exit_2(tmp_path: Path) -> None:
+    path = _save(Conv(), tmp_path, "conv")
+    assert main(["migrate", str(path)]) == 2
+    assert main(["migrate", str(path), "--input-shape", "1,3,8,8", "--calls", "0"]) == 2
 
 
 def test_a_node_without_a_handler_is_named_and_the_failure_points_at_it(
