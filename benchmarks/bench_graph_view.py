@@ -116,7 +116,7 @@ async def measure(path: Path, step: str | None, diff: bool, size: tuple[int, int
             # g: the same step's SVGs, by the same engine process.
             start = time.perf_counter()
             await pilot.press("g")
-            await _until(pilot, lambda: screen.last_output is not None, timeout=300)
+            await _until(pilot, lambda: screen.delivery.last is not None, timeout=300)
             out["svg"] = time.perf_counter() - start
             view.canvas_view.focus()
             await pilot.pause(0.1)

@@ -490,7 +490,7 @@ async def test_the_status_line_links_the_export_and_o_opens_it(
         await wait_worker(pilot, "export")
         screen = app.main_screen
         page = tmp_path / "out" / "export" / "index.html"
-        assert screen.last_output == page
+        assert screen.delivery.last == page
         status = screen.query_one("#status").render()
         links = {span.style.link for span in status.spans if hasattr(span.style, "link")}  # type: ignore[attr-defined]
         assert page.resolve().as_uri() in links

@@ -213,7 +213,7 @@ class Walk:
             assert not heads or heads[0] == f"+++ {step.index} · {step.title}", (key, heads)
         if screen.graph_shown and graph.ready:
             assert said[: len("step 0")] in str(graph.query_one("#graph-title").render()), key
-        last = screen.last_output
+        last = screen.delivery.last
         if key == "g" and last is not None and last != self.rendered:
             self.rendered = last
             assert last.name.startswith(f"{step.index:02d}-"), (last.name, said)

@@ -23,7 +23,6 @@ IR pane's highlighting does).
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
@@ -108,11 +107,6 @@ class MainScreen(Guarded, Screen[None]):
         self.runs = PlanRuns(self)
         #: The attribute's panel last put in the inspector (its marks update it).
         self._attribute_shown: object = None
-
-    @property
-    def last_output(self) -> Path | None:
-        """The last picture rendered (g) or review page exported (e): what ``o`` opens."""
-        return self.delivery.last
 
     @property
     def session(self) -> Session | RemoteSession | None:
