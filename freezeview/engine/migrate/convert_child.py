@@ -83,13 +83,22 @@ def _cause(exc: BaseException) -> str:
     return torch_cause(inner) if lines else type(inner).__name__
 
 
+def _scope(name: str) -> str:
+    """The module path of a scope name: ``__module.a/__module.a.b`` -> ``a.b``; the root
+    (``Model::``) -> empty."""
+    last = name.rsplit("/", 1)[-1]
+    if last.endswith("::") or not last:
+        return ""
+    return last.removeprefix("__module.")
+
+
 def _node_facts(node: Any) -> dict[str, str]:
     from ..graph import parse_source_range
 
     where = parse_source_range(node.sourceRange())
     return {
         "kind": node.kind(),
-        "scope": node.scopeName().replace("__module.", "").replace("/", "."),
+        "scope": _scope(node.scopeName()),
         "source": where.short() if where else "",
         "source_text": where.text if where else "",
         "node": str(node).split("\n", 1)[0].strip(),
