@@ -226,3 +226,19 @@ def test_a_scripted_transformer_encoder_fails_as_torch_does(tmp_path: Path) -> N
         assert result.verdict == DOES_NOT_CONVERT
         assert result.conversion.method == "forward" and result.conversion.stage
         assert result.conversion.cause
+
+
+@pytest.mark.slow
+def test_force_writes_a_differing_program_saved_before_any_run(tmp_path: Path) -> None:
+    x = torch.randn(1, 3, 16, 16)
+    refused = migrate(EXAMPLE, (x,), output=tmp_path / "refused.pt2")
+    assert refused.verdict != BEHAVES_THE_SAME
+    assert not refused.written and not (tmp_path / "refused.pt2").exists()
+    out = tmp_path / "forced.pt2"
+    forced = migrate(EXAMPLE, (x,), output=out, force=True)
+    assert forced.written == str(out) and forced.differences
+    program = torch.export.load(str(out))
+    script = torch.jit.load(str(EXAMPLE))
+    for path, value in program.state_dict.items():
+        if path in dict(script.named_buffers()):
+            assert torch.equal(value, _attribute(script, path)), path
