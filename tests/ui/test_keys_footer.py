@@ -44,13 +44,13 @@ async def test_focus_moves_keep_the_footer_and_new_keys_rebuild_it(
         await wait_ready(pilot)
         screen = app.main_screen
         footer = screen.query_one(KeysFooter)
-        # The focus starts in the model tree, whose space is its own: from the IR on.
-        screen.ir.focus()
-        await pilot.pause()
+        # The focus starts in the model tree; its space is the screen's, in its place.
+        assert screen.focused is screen.model_tree
         keys = shown(footer)
         assert ("n", "Next") in keys and not any(k == "w" for k, _ in keys)
+        assert keys.index(("space", "Preserve")) > keys.index(("n", "Next"))
         before = len(rebuilds)
-        for widget in (screen.inspector, screen.ir, screen.inspector, screen.ir):
+        for widget in (screen.ir, screen.inspector, screen.model_tree, screen.ir):
             widget.focus()
             await pilot.pause()
             assert screen.focused is widget

@@ -133,7 +133,7 @@ class MainScreen(Guarded, Screen[None]):
         with Horizontal(id="main"):
             with Vertical(id="model-pane", classes="pane"):
                 yield Label("model", id="model-title", classes="pane-title")
-                yield ModelTree(id="tree")
+                yield ModelTree(id="tree", screen_space=True)
             yield GraphView(id="graph-pane", classes="pane")
             yield IRPane(id="ir-pane", classes="pane")
             with Vertical(id="inspector-pane", classes="pane"):

@@ -102,8 +102,14 @@ class ModelTree(Tree[Row]):
         #: The attribute's verdict (None on a plain module or the root).
         view: AttrView | None
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, screen_space: bool = False) -> None:
+        """``screen_space``: the screen binds ``space`` to its ``toggle_preserve`` (which
+        calls this tree's): the tree's own binding then stands aside, so the footer
+        shows the screen's ``space`` in its place whichever pane has the focus (the
+        tree's came first, with another tooltip: each move between the tree and
+        another pane rebuilt the footer)."""
         super().__init__("model", id=id)
+        self._screen_space = screen_space
         self.show_root = True
         self.guide_depth = 2
         self._views: list[AttrView] = []
@@ -206,6 +212,13 @@ class ModelTree(Tree[Row]):
         """The next status filter (all → inlined → kept → dropped → all)."""
         self.status_filter = FILTERS[(FILTERS.index(self.status_filter) + 1) % len(FILTERS)]
         self.post_message(Status(f"model tree shows: {self.status_filter}"))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``space`` never expands or collapses (enter and the mouse do); with
+        ``screen_space`` it is the screen's key, not the tree's."""
+        if action == "toggle_node":
+            return False
+        return not (action == "toggle_preserve" and self._screen_space)
 
     def action_toggle_preserve(self) -> None:
         """Add the selected attribute to ``preserved_attrs``, or remove it."""
