@@ -17,8 +17,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).with_name("freezeview")
 #: The app run strict (freezeview/ui/failures.py): tmux starts it from its server's
-#: environment, not this test's, so the variable is set on the command line.
-STRICT = "FREEZEVIEW_STRICT_UI=1"
+#: environment, not this test's, so the variable is set on the command line. That
+#: environment is the C one of the process that started the server, and a test run's
+#: holds COLUMNS=80 and LINES=24 (set at the C level, unseen in os.environ), which
+#: Textual reads before the terminal's size: the app drew the narrow layout in a
+#: 160x48 window. Unset, it draws at the window's size.
+STRICT = "env -u COLUMNS -u LINES FREEZEVIEW_STRICT_UI=1"
 
 pytestmark = [
     pytest.mark.slow,
@@ -69,8 +73,9 @@ def test_launch_step_export_quit_in_tmux(example: Path, tmp_path: Path) -> None:
         screen = _wait_for(session, lambda s: "final graph" in s)
         # Numbered from 0, as freezeview freeze's table: the header and the timeline agree.
         assert "step 0 · inline calls" in screen
+        # The wide layout (160 columns): the timeline, titled with the step count, shows.
         total = int(re.search(r"steps (\d+)", screen).group(1))  # type: ignore[union-attr]
-        assert total > 3
+        assert total > 3 and f"{total} steps in " in screen  # the status line's count
         for _ in range(total - 1):
             _tmux("send-keys", "-t", session, "n")
         screen = _wait_for(session, lambda s: f"step {total - 1} · " in s)
