@@ -140,9 +140,12 @@ def test_outputs_written_before_a_crash_at_exit_are_the_round_trip(monkeypatch) 
 
 
 @pytest.mark.slow
-def test_a_forking_model_round_trips_ten_times_in_a_row() -> None:
+def test_a_forking_model_round_trips_seven_times_in_a_row() -> None:
     """The fresh process ends cleanly after writing, whatever torch's fork threads do."""
     frozen, inputs = _forking()
     expected = frozen(*inputs)
-    for _ in range(10):
+    # A child that exits the interpreter normally aborted about every other time: seven
+    # round trips in a row catch it all but about once in a hundred and twenty-eight
+    # runs, and the crash-at-exit test above catches it every time.
+    for _ in range(7):
         assert roundtrip(frozen, inputs, expected) == ("same", "")
