@@ -84,9 +84,15 @@ class Forked(nn.Module):
 
 
 @pytest.fixture(scope="module")
-def example() -> Migration:
+def example_output(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the example's migration is asked to write its ``.pt2`` (without --force)."""
+    return tmp_path_factory.mktemp("migrate") / "example.pt2"
+
+
+@pytest.fixture(scope="module")
+def example(example_output: Path) -> Migration:
     torch.manual_seed(0)
-    return migrate(EXAMPLE, (torch.randn(1, 3, 16, 16),))
+    return migrate(EXAMPLE, (torch.randn(1, 3, 16, 16),), output=example_output)
 
 
 def test_example_lost_writes_are_the_ones_torch_loses(example: Migration) -> None:
@@ -229,13 +235,13 @@ def test_a_scripted_transformer_encoder_fails_as_torch_does(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-def test_force_writes_a_differing_program_saved_before_any_run(tmp_path: Path) -> None:
-    x = torch.randn(1, 3, 16, 16)
-    refused = migrate(EXAMPLE, (x,), output=tmp_path / "refused.pt2")
-    assert refused.verdict != BEHAVES_THE_SAME
-    assert not refused.written and not (tmp_path / "refused.pt2").exists()
+def test_force_writes_a_differing_program_saved_before_any_run(
+    example: Migration, example_output: Path, tmp_path: Path
+) -> None:
+    assert example.verdict != BEHAVES_THE_SAME
+    assert not example.written and not example_output.exists()
     out = tmp_path / "forced.pt2"
-    forced = migrate(EXAMPLE, (x,), output=out, force=True)
+    forced = migrate(EXAMPLE, (torch.randn(1, 3, 16, 16),), output=out, force=True)
     assert forced.written == str(out) and forced.differences
     program = torch.export.load(str(out))
     script = torch.jit.load(str(EXAMPLE))
