@@ -110,6 +110,12 @@ def test_verdict_names_the_steps_that_moved_it() -> None:
     assert data["made_by"] == ["convert_to_mkldnn"]
     same = Measurement(1, 0.1, _lat(2.0), {2: _lat(2.01)}, names={2: "cleanup"})
     assert "as fast as unfrozen" in verdict_text(same)
+    # One step (explain's final figure) is named inside the noise too, never as a cause.
+    for frozen, said in ((_lat(2.01), "; frozen by torch.jit.freeze"), (_lat(1.0), "; made by")):
+        figure = Measurement(
+            1, 0.1, _lat(2.0), {0: frozen}, titles={0: "torch.jit.freeze"}, names={0: "freeze"}
+        )
+        assert said in verdict_text(figure) and verdict_text(figure).count("torch.jit.freeze") == 1
     assert "not measured" in verdict_text(Measurement(1, 0.1))
 
 

@@ -411,7 +411,9 @@ def verdict_text(measurement: Measurement) -> str:
     The figures are the table's (the unfrozen forward and the final step's). Only steps
     outside the noise that moved the way the whole moved are named; when none did
     though the whole is outside the noise, the sentence says the small changes add up.
-    A median that is not stable (fewer than ten timed blocks, or five to nine spread
+    A measurement of one step (explain's final figure: ``torch.jit.freeze`` at once)
+    names it whatever the noise: made by it outside the noise, frozen by it inside. A
+    median that is not stable (fewer than ten timed blocks, or five to nine spread
     beyond the noise floor) is called so, with a larger ``--time-budget`` to ask for
     (:func:`stability_note`).
 
@@ -442,7 +444,13 @@ def verdict_text(measurement: Measurement) -> str:
     def named(items: list[tuple[int, Change]]) -> str:
         return ", ".join(f"{measurement.titles.get(i, str(i))} {c.text()}" for i, c in items)
 
-    if overall.same:
+    if overall.same and len(measurement.steps) == 1:
+        # One step is the whole (explain's final figure): it is named, as a cause
+        # outside the noise, as what was timed inside it.
+        only = next(iter(measurement.steps))
+        title = measurement.titles.get(only) or measurement.names.get(only) or str(only)
+        tail = f"; frozen by {title}"
+    elif overall.same:
         both = {c.ratio < 1 for _, c in moved} == {True, False}
         tail = f"; {named(moved)} cancel out" if both else ""
     elif causes:
