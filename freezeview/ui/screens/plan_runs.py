@@ -31,6 +31,7 @@ from ..messages import (
 )
 
 if TYPE_CHECKING:
+    from ..views import PassView
     from .main import MainScreen
 
 __all__ = ["PlanRuns"]
@@ -48,8 +49,8 @@ class PlanRuns:
     def model_loaded(self, message: ModelLoaded) -> None:
         """The model is open: its passes and IR shown, then explain, then the run."""
         screen = self.screen
-        screen.passes = message.passes
         app = screen.fv_app
+        screen.passes = _in_plan_order(message.passes, app.passes)
         enabled = (
             app.passes if app.passes is not None else [p.id for p in screen.passes if p.default]
         )
@@ -245,3 +246,13 @@ def _on_loop(app: Any, call: Callable[[], object]) -> None:
     """``call`` on the app's event loop (from another thread), unless the app closed."""
     with contextlib.suppress(RuntimeError):
         app.call_from_thread(call)
+
+
+def _in_plan_order(passes: list[PassView], plan: list[str] | None) -> list[PassView]:
+    """The pass list in the order the run takes them: with ``--passes``, the named ones
+    first in the order given (as ``freezeview freeze --passes`` runs them, so the app's
+    step numbers are the CLI's), then the rest in torch's order."""
+    if not plan:
+        return list(passes)
+    rank = {pid: i for i, pid in enumerate(plan)}
+    return sorted(passes, key=lambda p: rank.get(p.id, len(rank)))
