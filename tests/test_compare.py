@@ -109,6 +109,8 @@ def test_numerics_of_both_with_sample_inputs(
             str(models["broken-conv-bn"]),
             "--input-shape",
             "2,3,8,8",
+            "--time-budget",
+            "0",
             "--json",
         )[1]
     )
