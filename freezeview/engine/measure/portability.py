@@ -5,15 +5,13 @@ frozen, and ``optimize_for_inference`` may rewrite it into MKLDNN tensors and op
 exist only on a CPU build with oneDNN (``prim::ConstantMKLDNNTensor`` cannot even be
 loaded back once saved). :func:`portability` reads those facts off the final graphs, and
 :func:`roundtrip` saves the result with ``torch.jit.save``, loads it with
-``torch.jit.load`` in a fresh Python process (nothing of this process's state helps it)
-and compares the outputs on the sample inputs.
+``torch.jit.load`` in a fresh Python process (nothing of this process's state helps it:
+:mod:`.fresh_process`) and compares the outputs on the sample inputs.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,6 +21,7 @@ import torch
 
 from ..freeze import compare_outputs
 from .constants import backend_only_nodes, constant_tensors, devices_and_dtypes
+from .fresh_process import run_fresh
 from .measure_values import Portability
 
 __all__ = [
@@ -151,29 +150,21 @@ def roundtrip(
                 return "unsaveable", f"torch.jit.save failed: {_first_line(str(exc))}."
         torch.save(tuple(inputs), str(folder / "inputs.pt"))
         out_path = folder / "outputs.pt"
-        try:
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    _CHILD,
-                    str(model_path),
-                    str(folder / "inputs.pt"),
-                    str(out_path),
-                ],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return "differs", f"the fresh process did not load and run it within {timeout:.0f} s."
+        finished = run_fresh(
+            _CHILD,
+            [str(model_path), str(folder / "inputs.pt"), str(out_path)],
+            timeout=timeout,
+        )
         # The outputs file appears whole only once the forward ran: what the process
         # did after it (its exit) is no failed round trip.
         if not out_path.exists():
+            if not finished.in_time:
+                return "differs", (
+                    f"the fresh process did not load and run it within {timeout:.0f} s."
+                )
             return "unsaveable", (
                 "torch.jit.load or the forward failed in a fresh process: "
-                f"{_first_line(done.stderr)}."
+                f"{_first_line(finished.output)}."
             )
         got = torch.load(str(out_path), weights_only=False)
     numerics = compare_outputs(expected, got)
