@@ -129,3 +129,15 @@ def test_few_blocks_take_half_the_range_but_the_slowest_as_noise() -> None:
     assert _noise_spread(few) > _spread(few)
     many = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.3, 0.7, 1.0]
     assert _noise_spread(many) == _spread(many)
+
+
+@pytest.mark.parametrize("median", [0.0144501, 1.2345, 12.345, 0.00012345])
+def test_the_json_figures_print_as_the_verdict_prints_them(median: float) -> None:
+    """freeze --json carries the medians as measured: formatting the JSON's figure gives
+    the verdict's words, however the figure sits between two roundings."""
+    from freezeview.engine.measure.measure_values import format_ms
+
+    for latency in (_lat(median), _lat(median * 2, median / 10)):
+        figure = latency.to_json()["median"]
+        assert format_ms(figure) == format_ms(latency.median)
+        assert figure == latency.median

@@ -82,11 +82,12 @@ class Latency:
 
     def to_json(self) -> dict[str, Any]:
         """``{"median", "min", "max", "runs", "timed_under"}`` (milliseconds), as freeze
-        --json writes it."""
+        --json writes it: the figures as measured, unrounded, so that the sentences that
+        quote them (the verdict) print what a reader of the JSON would print."""
         return {
-            "median": round(self.median, 6),
-            "min": round(self.min, 6),
-            "max": round(self.max, 6),
+            "median": self.median,
+            "min": self.min,
+            "max": self.max,
             "runs": self.runs,
             "timed_under": self.mode,
         }
