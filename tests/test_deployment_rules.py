@@ -293,3 +293,17 @@ def test_write_expect_then_check_passes_three_times_in_a_row(tmp_path: Path) -> 
     assert limit >= today * 1.25 - 0.01
     for _ in range(3):
         assert main(["check", str(model), "--expect", str(expect)]) == 0
+
+
+def test_a_spread_as_wide_as_the_median_holds_no_ratio_far_above_the_limit() -> None:
+    """Noise can make a ratio larger by its own share and no more: a median timed with a
+    spread as wide as itself on a busy machine does not hold a thousandfold slowdown,
+    while a ratio above the limit by less than that share still holds."""
+    rule = Rule("max-latency-ratio", "", 2.0, 3)
+    wild = _pair(_timed(1.0, 1.2, blocks=3), _timed(1000.0, 1200.0, blocks=3))
+    assert latency_inside_noise(rule, wild) is None
+    near = _pair(_timed(1.0, 0.5, blocks=12), _timed(2.8, 0.1, blocks=12))
+    held = latency_inside_noise(rule, near)
+    assert held and "held, inside the noise" in held
+    beyond = _pair(_timed(1.0, 0.5, blocks=12), _timed(3.2, 0.1, blocks=12))
+    assert latency_inside_noise(rule, beyond) is None

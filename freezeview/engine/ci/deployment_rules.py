@@ -82,14 +82,15 @@ def latency_inside_noise(rule: Rule, m: Measurement) -> str | None:
 
     The noise is the verdict's (:attr:`~freezeview.engine.measure.Change.noise`: the
     larger relative spread of the two medians, at least 5 %); the ratio is held when
-    ``ratio x (1 - noise)`` is within the limit.
+    ``ratio / (1 + noise)`` is within the limit: noise can have made the ratio that much
+    larger, and no more (a spread as wide as the median itself does not hold any ratio).
     """
     overall = m.overall
     if overall is None:
         return None
     if overall.ratio <= rule.value:
         return ""
-    if overall.ratio * (1.0 - overall.noise) > rule.value:
+    if overall.ratio / (1.0 + overall.noise) > rule.value:
         return None
     return (
         f"latency: {overall.ratio:.2f}x is above the limit {rule.value:g}x by less than the "
