@@ -72,6 +72,7 @@ def test_a_child_that_crashes_or_raises_says_so(tmp_path: Path) -> None:
     assert _probe(tmp_path / "after.txt")[0] == "0"
 
 
+@pytest.mark.slow
 def test_a_server_that_ended_is_started_again(tmp_path: Path) -> None:
     server = int(_probe(tmp_path / "1.txt")[3])
     os.kill(server, 9)
@@ -79,6 +80,7 @@ def test_a_server_that_ended_is_started_again(tmp_path: Path) -> None:
     assert again != server
 
 
+@pytest.mark.slow
 def test_the_server_ends_with_the_process_that_started_it(tmp_path: Path) -> None:
     out = tmp_path / "probe.txt"
     script = (
@@ -98,6 +100,7 @@ def test_the_server_ends_with_the_process_that_started_it(tmp_path: Path) -> Non
     assert not Path(f"/proc/{server}").exists() or "Z" in Path(f"/proc/{server}/stat").read_text()
 
 
+@pytest.mark.slow
 def test_where_nothing_forks_each_run_starts_its_own_interpreter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -135,6 +135,7 @@ def test_example_facts_are_the_program_s(example: Migration) -> None:
     assert [s.split("[")[1].split("]")[0] for s in example.specialised] == [str(d) for d in fixed]
 
 
+@pytest.mark.slow
 def test_a_conv_model_behaves_the_same_and_its_program_is_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -166,6 +167,7 @@ def test_the_cli_says_bad_input_with_exit_2(tmp_path: Path) -> None:
     assert main(["migrate", str(path), "--input-shape", "1,3,8,8", "--calls", "0"]) == 2
 
 
+@pytest.mark.slow
 def test_a_node_without_a_handler_is_named_and_the_failure_points_at_it(
     tmp_path: Path,
 ) -> None:
