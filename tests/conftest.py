@@ -37,6 +37,38 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
     if not controller:
         config.addinivalue_line("filterwarnings", "ignore::torch.jit.TracerWarning")
+        _keep_refreshed_operators()
+
+
+#: Operator objects torch replaced while torch.jit's builtin table still names them.
+_REPLACED_OPERATORS: list[object] = []
+
+
+def _keep_refreshed_operators() -> None:
+    """Keep alive the operator objects torch drops when it refreshes an operator packet.
+
+    ``torch.library`` refreshes a packet when a library defines a second overload of an
+    operator (importing torch's converter, as tests/test_migrate.py does, refreshes four
+    ``quantized_decomposed`` packets). The old operator object is freed, but
+    ``torch.jit``'s table of builtins keeps its ``id``: an object that later gets the same
+    address (a ``Conv2d``'s padding list, say) is taken for that builtin and scripting the
+    module fails with "builtin cannot be used as a value", at random, in any later test of
+    the process. freezeview itself imports the converter only in its conversion's child
+    process, which scripts nothing. Tests script models all the time: they hold the old
+    objects, so no address is reused.
+    """
+    import torch._ops
+
+    refresh = getattr(torch._ops, "_refresh_packet", None)
+    if refresh is None or getattr(refresh, "keeps_replaced", False):
+        return
+
+    def refresh_keeping(packet: object) -> object:
+        _REPLACED_OPERATORS.append(packet._op)  # type: ignore[attr-defined]
+        return refresh(packet)
+
+    refresh_keeping.keeps_replaced = True  # type: ignore[attr-defined]
+    torch._ops._refresh_packet = refresh_keeping
 
 
 def _shared_work(item: pytest.Item) -> str | None:
