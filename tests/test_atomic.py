@@ -288,6 +288,7 @@ def test_sigint_at_random_moments_of_a_real_freeze(delay: float, tmp_path: Path)
     assert _leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_start_up_is_quiet(tmp_path: Path) -> None:
     model = save_tiny(tmp_path / "model.pt")
     proc = subprocess.Popen(

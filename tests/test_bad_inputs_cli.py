@@ -206,6 +206,7 @@ def test_bad_input_console_script_all(case: BadInput, command: str, tmp_path: Pa
 # --------------------------------------------------------------------------- specifics
 
 
+@pytest.mark.slow
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     """--debug is the one way to see a traceback, for a bug report."""
     case = by_name("truncated")

@@ -156,6 +156,7 @@ def test_a_known_preserved_name_opens_the_app(model: Path, tmp_path: Path) -> No
     assert "\x1b[?1049h" in screen, screen[-2000:]
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_file_that_is_no_torchscript_before_any_browser(tmp_path: Path) -> None:
     path = _state_dict(tmp_path)
     done = subprocess.run(

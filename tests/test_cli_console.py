@@ -74,6 +74,7 @@ def test_explain_keeps_every_reason_and_source_line_whole(
     _on_one_line(lines, "steps", "buffer", "kept", steps["reasons"][0]["code"])
 
 
+@pytest.mark.slow
 def test_explain_into_a_file_through_the_console_script(model: Path, tmp_path: Path) -> None:
     script = Path(sys.executable).with_name("freezeview")
     if not script.exists():

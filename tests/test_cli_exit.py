@@ -51,6 +51,7 @@ def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], 
     return done, marks.read_text().split()
 
 
+@pytest.mark.slow
 def test_a_finished_command_skips_only_the_teardown(tmp_path: Path) -> None:
     model = save_tiny(tmp_path / "m.pt")
     out = tmp_path / "out"

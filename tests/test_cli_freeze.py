@@ -63,6 +63,7 @@ def test_freeze_writes_torch_equivalent_model(model: Path, tmp_path: Path, capsy
     assert "aten::batch_norm" not in str(ours.graph)
 
 
+@pytest.mark.slow
 def test_saved_model_loads_in_a_fresh_process(freeze_as_a_process: FreezeProcess) -> None:
     """Plain torch.jit.load in a process that never imports freezeview gives the same
     output (the fixture's torch-only interpreter loads and runs OUT.pt)."""
@@ -238,6 +239,7 @@ def test_table_rows_taken_as_steps_arrive(model: Path, tmp_path: Path, monkeypat
     assert [plain(r) for r in rows] == [plain(step_row(s, show_numerics=False)) for s in steps]
 
 
+@pytest.mark.slow
 def test_freeze_imports_only_what_it_needs(model: Path, tmp_path: Path) -> None:
     """``freeze`` loads no other subcommand's machinery, never textual, and rich (with
     the console helper that sizes it) only to draw its table."""

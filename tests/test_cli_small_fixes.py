@@ -24,6 +24,7 @@ def _kept(module: torch.jit.ScriptModule) -> set[str]:
     return {name for name, _ in names}
 
 
+@pytest.mark.slow
 def test_pass_notes_are_whole_in_a_pipe(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     done = subprocess.run(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def test_engine_does_not_import_the_ui() -> None:
     # Every module under freezeview.engine, plus the public facade, in one fresh process.
@@ -25,6 +27,7 @@ def test_engine_does_not_import_the_ui() -> None:
     assert bad == "", f"freezeview.engine pulled in: {bad}"
 
 
+@pytest.mark.slow
 def test_public_explain_is_the_function_whatever_was_imported_first() -> None:
     # `freezeview.engine.explain` once named both a module and the function; importing
     # the module first then shadowed the function in the package.

@@ -273,6 +273,7 @@ def test_a_run_can_leave_the_final_code_for_later(tmp_path: Path, monkeypatch) -
     assert _storage_uses(session) == before
 
 
+@pytest.mark.slow
 def test_the_engine_reads_the_final_code_when_asked(tmp_path: Path) -> None:
     from freezeview.ui.remote_session import RemoteSession
 

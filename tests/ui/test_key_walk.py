@@ -199,10 +199,18 @@ class Walk:
     def screen(self) -> MainScreen:
         return self.app.main_screen
 
-    async def press(self, key: str) -> None:
+    async def press(self, key: str, *, typed: bool = False) -> None:
+        """``key`` as a binding's key (``App.simulate_key``: the app handles it as a key
+        from the terminal), or ``typed`` as a character into an input (``Pilot.press``);
+        then everything it started is waited for."""
         self.pressed += 1
         self.fresh = len(self.seen)
-        await self.pilot.press(key)
+        if typed or isinstance(self.app.focused, Input):
+            await self.pilot.press(key)
+        else:
+            # Pilot.press would also wait for the process to look idle, a tenth of a
+            # second a key; _settle waits on the app's own state instead.
+            self.app.simulate_key(key)
         await _settle(self.pilot)
         assert self.app.is_running, f"the app ended on {key!r}"
         if self.app.screen is self.screen:
@@ -293,7 +301,7 @@ class Walk:
         if isinstance(self.app.screen, CommandPalette):
             # Typing filters the commands; enter would run one (quit among them).
             for key in ("n", "e", "down", "up", "backspace"):
-                await self.press(key)
+                await self.press(key, typed=True)
         else:
             for key in self.keys():
                 if self.app.screen is self.screen:
@@ -320,7 +328,7 @@ class Walk:
                 await self.modal()
             elif isinstance(self.app.focused, Input):
                 for typed in ("c", "o", "enter"):
-                    await self.press(typed)
+                    await self.press(typed, typed=True)
                 await self.leave_modal()
             if self.screen.current_step != self.index:
                 await self.go_to(self.index)

@@ -75,6 +75,7 @@ def test_open_explain_and_steps_match_the_in_process_session(
     assert remote.wait_final_code() == local.final_code and remote.final_code
 
 
+@pytest.mark.slow
 def test_wait_final_code_gives_up_after_its_timeout(own_remote: RemoteSession) -> None:
     """An engine that does not answer (stopped here with SIGSTOP) makes
     ``wait_final_code`` raise TimeoutError once ``timeout`` has passed, not hang; the
