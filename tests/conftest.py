@@ -38,6 +38,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if not controller:
         config.addinivalue_line("filterwarnings", "ignore::torch.jit.TracerWarning")
         _keep_refreshed_operators()
+    # At its end pytest collects garbage five times over to find unraisable exceptions:
+    # with a worker's heap after a thousand tests, seconds at the end of every run that
+    # one full collection does as well (the count is the knob pytest keeps for that).
+    try:
+        from _pytest.unraisableexception import gc_collect_iterations_key
+    except ImportError:  # another pytest: its own count
+        return
+    config.stash[gc_collect_iterations_key] = 1
 
 
 #: Operator objects torch replaced while torch.jit's builtin table still names them.

@@ -239,7 +239,11 @@ def test_sigint_during_freeze_keeps_the_previous_file(mode: str, sig: int, tmp_p
 
 
 @pytest.mark.parametrize(
-    "mode", ["mid-write", pytest.param("before-rename", marks=pytest.mark.slow)]
+    "mode",
+    [
+        pytest.param("mid-write", marks=pytest.mark.slow),
+        pytest.param("before-rename", marks=pytest.mark.slow),
+    ],
 )
 def test_sigint_during_export_leaves_no_partial_file(mode: str, tmp_path: Path) -> None:
     model = save_tiny(tmp_path / "model.pt")

@@ -122,7 +122,9 @@ def _pickle(folder: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("make", [_state_dict, _pickle])
+@pytest.mark.parametrize(
+    "make", [pytest.param(_state_dict, marks=pytest.mark.slow, id="_state_dict"), _pickle]
+)
 def test_a_file_that_is_no_torchscript_fails_before_the_app_opens(
     tmp_path: Path, make: object
 ) -> None:

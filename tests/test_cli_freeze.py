@@ -386,6 +386,7 @@ def test_version_is_read_when_asked(capsys) -> None:  # type: ignore[no-untyped-
     assert capsys.readouterr().out.startswith("freezeview ")
 
 
+@pytest.mark.slow
 def test_output_bytes_are_torchs_own(freeze_as_a_process: FreezeProcess) -> None:
     """OUT.pt holds the bytes ``torch.jit.save(torch.jit.freeze(m), OUT.pt)`` writes in a
     fresh process (records named after OUT.pt, not after a temporary file)."""

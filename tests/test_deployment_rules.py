@@ -246,6 +246,7 @@ def _slowed(measurement: Measurement, factor: float) -> Measurement:
     return dataclasses.replace(measurement, steps=steps)
 
 
+@pytest.mark.slow
 def test_check_times_a_broken_latency_limit_again_before_failing(
     written: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -126,6 +126,7 @@ def test_unified_ir_diff() -> None:
     assert any(line.startswith("-") and "aten::batch_norm" in line for line in text.splitlines())
 
 
+@pytest.mark.slow
 def test_diff_is_fast_on_resnet50_sized_graphs() -> None:
     module = resnet50_scripted()
     before = inlined(module)
@@ -181,6 +182,7 @@ def step_pairs() -> list[tuple[GraphSnapshot, GraphSnapshot]]:
     return pairs
 
 
+@pytest.mark.slow
 def test_unified_ir_diff_rebuilds_the_after_printout() -> None:
     for before, after in step_pairs():
         old, new = before.text.splitlines(), after.text.splitlines()

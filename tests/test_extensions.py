@@ -64,6 +64,7 @@ def test_unknown_operator_names_it_and_the_flags(op_models: Path) -> None:
     assert "--import" in sentence and "--load-library" in sentence
 
 
+@pytest.mark.slow
 def test_import_flag_defines_the_operator(op_models: Path) -> None:
     model = str(op_models / "fvother.pt")
     proc = _freezeview("explain", model, "--import", "fv_other_ops", packages=True, cwd=op_models)
@@ -72,6 +73,7 @@ def test_import_flag_defines_the_operator(op_models: Path) -> None:
     assert "note: freezeview imported" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_the_namespace_package_is_imported_by_itself_and_said_so(op_models: Path) -> None:
     proc = _freezeview("explain", str(op_models / "fvops.pt"), packages=True, cwd=op_models)
     assert proc.returncode == 0, proc.stderr
@@ -82,6 +84,7 @@ def test_the_namespace_package_is_imported_by_itself_and_said_so(op_models: Path
     ]
 
 
+@pytest.mark.slow
 def test_without_the_package_installed_the_sentence_suggests_it(op_models: Path) -> None:
     proc = _freezeview("explain", str(op_models / "fvops.pt"), packages=False, cwd=op_models)
     assert proc.returncode == 2

@@ -34,13 +34,19 @@ from freezeview.engine.plumbing import BadInputError
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "example.pt"
 SCHEMA = json.loads((ROOT / "docs" / "schemas" / "migrate.schema.json").read_text())
-converter = pytest.importorskip("torch._export.converter")
+
+
+def _converter() -> Any:
+    """torch's converter, imported by the tests that run it: importing it costs torch's
+    export and dynamo machinery, which collecting the suite should not pay in every
+    worker (what the import does to torch.jit's builtins: tests/conftest.py)."""
+    return pytest.importorskip("torch._export.converter")
 
 
 def _convert(module: Any, inputs: tuple[Any, ...]) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return converter.TS2EPConverter(module, inputs).convert()
+        return _converter().TS2EPConverter(module, inputs).convert()
 
 
 def _attribute(module: Any, path: str) -> Any:
@@ -95,6 +101,7 @@ def example(example_output: Path) -> Migration:
     return migrate(EXAMPLE, (torch.randn(1, 3, 16, 16),), output=example_output)
 
 
+@pytest.mark.slow
 def test_example_lost_writes_are_the_ones_torch_loses(example: Migration) -> None:
     x = torch.randn(1, 3, 16, 16)
     script = torch.jit.load(str(EXAMPLE))
@@ -123,6 +130,7 @@ def test_example_lost_writes_are_the_ones_torch_loses(example: Migration) -> Non
     jsonschema.validate(example.to_json(), SCHEMA)
 
 
+@pytest.mark.slow
 def test_example_facts_are_the_program_s(example: Migration) -> None:
     script = torch.jit.load(str(EXAMPLE))
     program = _convert(script, (torch.randn(1, 3, 16, 16),))
@@ -176,6 +184,7 @@ def test_a_node_without_a_handler_is_named_and_the_failure_points_at_it(
     script = torch.jit.load(str(path))
     with pytest.raises(Exception):  # noqa: B017 - torch's own failure, whatever its type
         _convert(script, (x,))
+    converter = _converter()
     cls = converter.TS2FXGraphConverter
     assert not hasattr(cls, converter.ir_name_to_func_name("prim::fork"))
     result = migrate(path, (x,), output=tmp_path / "never.pt2")
