@@ -107,3 +107,20 @@ def test_where_nothing_forks_each_run_starts_its_own_interpreter(
     monkeypatch.setattr(fresh_process, "_forks", lambda: False)
     seen = _probe(tmp_path / "own.txt")
     assert seen[:3] == ["0", "True", "False"] and seen[3] == str(os.getpid())
+
+
+@pytest.mark.slow
+def test_a_forked_copy_of_the_process_starts_a_server_of_its_own(tmp_path: Path) -> None:
+    """A fork of a process whose server runs (compare's helper is one) never talks to
+    its parent's server: the pipes are the parent's conversation."""
+    parent_server = int(_probe(tmp_path / "parent.txt")[3])
+    pid = os.fork()
+    if pid == 0:  # the forked copy: its answer is its exit status
+        code = 4
+        try:
+            code = 0 if int(_probe(tmp_path / "child.txt")[3]) != parent_server else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert int(_probe(tmp_path / "parent-again.txt")[3]) == parent_server

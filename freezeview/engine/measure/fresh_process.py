@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..plumbing.forked import renewed_in_children
+
 __all__ = ["Finished", "run_fresh"]
 
 # The server: imports torch, then forks a child per request line and reports the
@@ -90,14 +92,20 @@ class _Server:
     time; started again if it ended)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = renewed_in_children(threading.Lock())
         self._proc: subprocess.Popen[bytes] | None = None
+        #: The process that started the server: a forked copy of it starts its own
+        #: (the pipes are the parent's conversation).
+        self._owner = os.getpid()
         self._buffer = b""
         self._ready = False
 
     def _start(self) -> None:
+        if self._proc is not None and self._owner != os.getpid():
+            self._proc = None
         if self._proc is not None and self._proc.poll() is None:
             return
+        self._owner = os.getpid()
         self._proc = subprocess.Popen(
             [sys.executable, "-c", _SERVER],
             stdin=subprocess.PIPE,
@@ -142,7 +150,7 @@ class _Server:
         """End the server (its standard input closes; it exits when it reads that)."""
         with self._lock:
             proc, self._proc = self._proc, None
-            if proc is None:
+            if proc is None or self._owner != os.getpid():
                 return
             if proc.stdin is not None:
                 proc.stdin.close()
