@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..plumbing.forked import renewed_in_children
+from ..plumbing import renewed_in_children
 
 __all__ = ["Finished", "run_fresh"]
 
