@@ -4,7 +4,8 @@ For every input ``bad_inputs.catalogue.app_catalogue()`` lists (files that canno
 loaded, and models torch refuses to freeze), the app started on it with Textual's Pilot
 must show the catalogue's sentence in its status line, no traceback anywhere on
 screen, still answer keys, quit on ``q``, never run a hostile pickle and never touch
-the file. A handful run in the fast set; the rest are marked slow.
+the file. Each input is opened with the engine's session in this process, and one per
+way of failing through the engine process too.
 """
 
 from __future__ import annotations
@@ -25,32 +26,31 @@ from freezeview.ui.session import Session
 pytestmark = pytest.mark.asyncio
 
 SIZE = (160, 48)
-# One per stage of failure in the fast set: a hostile file, a damaged archive, a model
-# torch refuses to freeze. Every other input (hostile-torchscript, returns-self, ...) is
-# in the slow set; the CLI's fast set runs each through the real console script.
-FAST = {"hostile-pickle", "truncated", "training-mode"}
-# The app does its torch work in an engine process. These two fast ones give the screen
-# the in-process Session that process runs (the same sentences: tests/ui/
-# test_remote_session.py); the slow set opens them through the engine process too.
-IN_PROCESS = {"truncated", "training-mode"}
+# The app does its torch work in an engine process. Every input is opened with the
+# in-process Session that process runs (the same sentences: tests/ui/
+# test_remote_session.py); through the engine process itself, one input per way of
+# failing: the hostile files (nothing may ever run them), a damaged archive, a file
+# that is no model, a missing path and a model torch refuses to freeze (each engine
+# process imports torch, about a second of CPU). All in the slow set: the fast set's
+# tests/test_cli_app_dead_ends.py opens the app's first screen on bad input, and the
+# CLI's fast set runs every input through the console script's main().
+THROUGH_ENGINE = {
+    "hostile-pickle",
+    "hostile-torch-save",
+    "hostile-torchscript",
+    "truncated",
+    "state-dict",
+    "missing-path",
+    "training-mode",
+}
 
 
 def _params() -> list[object]:
     params = []
     for name, build, message in app_catalogue():
-        fast = name in FAST
-        if name in IN_PROCESS:
-            params.append(pytest.param(name, build, message, False, id=f"{name}-in-process"))
-        params.append(
-            pytest.param(
-                name,
-                build,
-                message,
-                True,
-                id=name,
-                marks=[pytest.mark.slow] if name in IN_PROCESS or not fast else [],
-            )
-        )
+        params.append(pytest.param(name, build, message, False, id=f"{name}-in-process"))
+        if name in THROUGH_ENGINE:
+            params.append(pytest.param(name, build, message, True, id=name))
     return params
 
 
