@@ -482,22 +482,16 @@ async def test_a_short_walk(small_pt: Path, tmp_path: Path, selections: list[Any
 #: the wide, the middle and the narrow layout (the narrow one has tabs for its panes).
 SIZES = ((160, 48), (100, 30), (80, 24))
 
-#: The slow walks run one after another on two xdist workers, from the start of the run:
+#: The slow walks run one after another on one xdist worker, from the start of the run:
 #: a walk spends most of its time waiting for the app's frames and workers, and three at
-#: once (one a worker) leave the machine's cores idle, while two beside a worker that
-#: computes keep them busy. The transformer's walk is the longest: its half has fewer.
-_WALK_GROUP = {"transformer": "a", "rnn": "a", "interface": "a"}
-
-
-def _walk_group(family: str) -> pytest.MarkDecorator:
-    return pytest.mark.xdist_group(f"key-walk-{_WALK_GROUP.get(family, 'b')}")
+#: once (one a worker) leave the machine's cores idle, while one beside two workers
+#: that compute keeps them busy.
+_ONE_WORKER = pytest.mark.xdist_group("key-walk")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "family",
-    [pytest.param(f, marks=_walk_group(f), id=f) for f in FAMILIES if f != "failing-step"],
-)
+@_ONE_WORKER
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f != "failing-step"])
 async def test_every_key_everywhere(family: str, tmp_path: Path, selections: list[Any]) -> None:
     path = _save(family, tmp_path)
     size = SIZES[list(FAMILIES).index(family) % len(SIZES)]
@@ -506,7 +500,7 @@ async def test_every_key_everywhere(family: str, tmp_path: Path, selections: lis
 
 
 @pytest.mark.slow
-@_walk_group("failing-step")
+@_ONE_WORKER
 async def test_every_key_on_a_failed_step(
     tmp_path: Path, selections: list[Any], failing_pass: str
 ) -> None:
