@@ -9,18 +9,18 @@ STAMP := $(VENV)/.freezeview-installed
 TORCH_PIN ?= torch==2.13.0
 # pytest-xdist workers: the suite is mostly torch, Textual and subprocesses (about a
 # third of its CPU is in the interpreters the tests start) with waits between. On this
-# 2-core machine 2 workers cut its wall time by about a third; a third worker runs while
-# the others wait (make test-fast 85-86 s against 89-92 s, make test 276 s against
-# 315-331 s, the same hour). loadgroup keeps the tests
-# that share a module-scoped fixture or a corpus case on one worker (tests/conftest.py
-# marks them), so that work is done once per run rather than once per worker.
+# 2-core machine a third worker runs while the others wait (docs/architecture.md has the
+# figures). loadgroup keeps the tests that share a module-scoped fixture or a corpus
+# case on one worker (tests/conftest.py marks them, and orders the work it hands out:
+# --no-loadscope-reorder keeps that order), so that work is done once per run rather
+# than once per worker.
 WORKERS ?= 3
 # Python's bytecode cache (__pycache__, ignored by git) spares every test worker and
 # every freezeview process the tests start from compiling freezeview and the tests
 # again: pytest rewrites the asserts of each test module it imports, about 2 s a worker.
 # A machine that sets PYTHONDONTWRITEBYTECODE would pay that on every run.
 unexport PYTHONDONTWRITEBYTECODE
-PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
 EXAMPLE := examples/example.pt
 
 .PHONY: demo explain-demo test test-fast test-slow test-tools test-torch check screenshots bench clean graphviz
@@ -95,7 +95,7 @@ test-torch: graphviz $(if $(filter all,$(SET)),test-tools)
 	  echo "$(CURDIR)" > $$stamp; \
 	fi
 	$(TORCH_PY) -c 'import sys, torch; print("torch", torch.__version__); sys.exit(not torch.__version__.startswith("$(TORCH)"))'
-	$(TORCH_PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup \
+	$(TORCH_PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup --no-loadscope-reorder \
 	  $(if $(filter all,$(SET)),,-m "not slow") $(ARGS)
 
 # ruff (lint and format) and mypy: the facade's and the engine's types are checked, not promised.

@@ -113,7 +113,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _shared_work(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
-    # xdist hands out the shared-work groups first (largest first), then single tests in
-    # this order: a test of a minute collected last would leave the other worker idle for
-    # most of that minute at the end of the run. Long poles go first among the singles.
-    items.sort(key=lambda item: item.get_closest_marker("long_pole") is None)
+    # xdist hands out the work in this order (make runs it with --no-loadscope-reorder):
+    # the key walk's group first (minutes of a worker that mostly waits on the app's
+    # frames: started last it would be the run's tail), then the long poles (a test of a
+    # minute collected last would leave the other workers idle for most of that minute
+    # at the end), then the shared-work groups, largest first, then single tests.
+    sizes: dict[str, int] = {}
+    for item in items:
+        name = _group_of(item)
+        if name is not None:
+            sizes[name] = sizes.get(name, 0) + 1
+
+    def order(item: pytest.Item) -> tuple[int, int, str]:
+        name = _group_of(item)
+        if name == "key-walk":
+            return (0, 0, "")
+        if item.get_closest_marker("long_pole") is not None:
+            return (1, 0, "")
+        if name is not None:
+            return (2, -sizes[name], name)
+        return (3, 0, "")
+
+    items.sort(key=order)
+
+
+def _group_of(item: pytest.Item) -> str | None:
+    """The item's xdist group (None: it runs on its own)."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        return None
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name", ""))
