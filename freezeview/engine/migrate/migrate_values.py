@@ -8,7 +8,7 @@ state write freezeview knows of: :class:`StateWrite`), and the verdict that foll
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
@@ -56,14 +56,8 @@ class FailedNode:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        """JSON object for ``migrate --json``."""
-        return {
-            "kind": self.kind,
-            "scope": self.scope,
-            "source": self.source,
-            "source_text": self.source_text,
-            "node": self.node,
-        }
+        """JSON object for ``migrate --json``: the fields by name."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -146,16 +140,8 @@ class StateWrite:
         return f"{self.path} ({self.how}, {where})"
 
     def to_json(self) -> dict[str, Any]:
-        """JSON object for ``migrate --json``."""
-        return {
-            "path": self.path,
-            "how": self.how,
-            "node": self.node,
-            "source": self.source,
-            "source_text": self.source_text,
-            "carried": self.carried,
-            "declared": self.declared,
-        }
+        """JSON object for ``migrate --json``: the fields by name."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
