@@ -20,7 +20,7 @@ of every family (conv-bn, quantized, RNN, transformer, fork, interface, already-
 and a run whose pass fails) and, at each step, every context: each context's keys are
 spread over the steps in turn (a key of a context at every ``spread``-th step, the
 steps taking turns), so that every key is pressed in every context of every family
-within the suite's time (a key costs a Pilot round trip, about a tenth of a second).
+within the suite's time (a key costs the app a frame or more, tens of milliseconds).
 ``FREEZEVIEW_FULL_WALK=1`` presses every key in every context at every step (minutes a
 family); ``scripts/walk_real_models.py`` does the same on real models.
 """
