@@ -124,3 +124,22 @@ def test_a_forked_copy_of_the_process_starts_a_server_of_its_own(tmp_path: Path)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert int(_probe(tmp_path / "parent-again.txt")[3]) == parent_server
+
+
+def test_no_fresh_process_means_the_round_trip_was_not_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that cannot start says nothing of the model: the round trip is "not
+    checked", never "unsaveable"."""
+    import torch
+
+    from freezeview.engine.measure.portability import roundtrip
+
+    monkeypatch.setattr(fresh_process, "_SERVER", "import sys\nsys.exit(3)")
+    monkeypatch.setattr(fresh_process, "_SERVER_ONE", fresh_process._Server())
+    finished = run_fresh(_PROBE, [str(tmp_path / "never.txt")], timeout=60)
+    assert not finished.started and not (tmp_path / "never.txt").exists()
+    frozen = torch.jit.freeze(torch.jit.script(torch.nn.Linear(2, 2).eval()))
+    x = torch.ones(1, 2)
+    outcome, sentence = roundtrip(frozen, (x,), frozen(x))
+    assert outcome is None and sentence.startswith("round trip not checked:")

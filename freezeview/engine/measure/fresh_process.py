@@ -85,6 +85,8 @@ class Finished:
     in_time: bool
     #: What it printed (standard output and error together).
     output: str
+    #: False when no fresh process could be started at all (nothing of the model ran).
+    started: bool = True
 
 
 class _Server:
@@ -177,7 +179,7 @@ class _Server:
                 # it, since its answer about this child would never be read.
                 self._stop()
                 raise
-            return Finished(True, "the fresh process could not start")
+            return Finished(True, "", started=False)
 
     def _run_once(self, code: str, argv: list[str], log: str, deadline: float) -> Finished | None:
         """One request to the server; None if the server was found ended."""

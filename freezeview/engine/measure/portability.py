@@ -118,7 +118,7 @@ def roundtrip(
     saved: str | os.PathLike[str] | None = None,
     timeout: float = ROUNDTRIP_TIMEOUT,
     second: Any = None,
-) -> tuple[str, str]:
+) -> tuple[str | None, str]:
     """Save ``module``, load it in a fresh process and compare its outputs with ``expected``.
 
     Args:
@@ -134,7 +134,8 @@ def roundtrip(
 
     Returns:
         ``("same" | "differs" | "unsaveable", sentence)``; the sentence says why when the
-        outputs differ or the file cannot be saved or loaded.
+        outputs differ or the file cannot be saved or loaded. ``(None, sentence)`` when
+        no fresh process could be started: the file's fate is not known.
     """
     graphs = {m: module._c._get_method(m).graph for m in ("forward",) if module._c._has_method(m)}
     reason = unsaveable_reason(graphs)
@@ -158,6 +159,8 @@ def roundtrip(
         # The outputs file appears whole only once the forward ran: what the process
         # did after it (its exit) is no failed round trip.
         if not out_path.exists():
+            if not finished.started:
+                return None, "round trip not checked: no fresh Python process could be started."
             if not finished.in_time:
                 return "differs", (
                     f"the fresh process did not load and run it within {timeout:.0f} s."
