@@ -20,7 +20,14 @@ from ..plumbing.lazy import lazy_exports
 if TYPE_CHECKING:
     from .constants import backend_only_nodes, constant_bytes, constant_tensors
     from .final_figure import final_figure
-    from .latency import DEFAULT_BUDGET, DEFAULT_THREADS, Timing, fixed_threads, time_forward
+    from .latency import (
+        DEFAULT_BUDGET,
+        DEFAULT_THREADS,
+        Timing,
+        fixed_threads,
+        time_forward,
+        time_pair,
+    )
     from .measure_values import (
         Change,
         Latency,
@@ -49,6 +56,7 @@ __getattr__, __dir__ = lazy_exports(
         "Timing": "latency",
         "fixed_threads": "latency",
         "time_forward": "latency",
+        "time_pair": "latency",
         "Change": "measure_values",
         "Latency": "measure_values",
         "Measurement": "measure_values",
@@ -88,6 +96,7 @@ __all__ = [
     "roundtrip",
     "stability_note",
     "time_forward",
+    "time_pair",
     "unsaveable_reason",
     "verdict_text",
 ]
