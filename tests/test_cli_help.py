@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +172,38 @@ def test_building_the_parser_raises_on_a_broken_command(monkeypatch: pytest.Monk
         build_parser()
     assert raised.value.command == "export"
     assert isinstance(raised.value.__cause__, ImportError)
+
+
+def _command_modules() -> set[str]:
+    """The modules of the ``freezeview.cli`` package that define a subcommand (a
+    top-level ``register``), read from their source so that a module that fails to
+    import still counts."""
+    import ast
+    import pkgutil
+
+    import freezeview.cli
+
+    found = set()
+    for info in pkgutil.iter_modules(freezeview.cli.__path__):
+        path = Path(freezeview.cli.__path__[0]) / f"{info.name}.py"
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if any(isinstance(n, ast.FunctionDef) and n.name == "register" for n in tree.body):
+            found.add(info.name)
+    return found
+
+
+def test_every_command_module_imports_and_is_in_the_parser() -> None:
+    """Each subcommand module of the cli package imports, registers its command, and is
+    one of the commands ``freezeview --help`` lists (no hand-written list to forget)."""
+    import importlib
+
+    from freezeview import cli
+
+    expected = _command_modules()
+    assert {"explain", "freeze", "app"} <= expected, expected  # the discovery works
+    for name in sorted(expected):
+        module = importlib.import_module(f"freezeview.cli.{name}")  # fails the test, never skips
+        assert callable(getattr(module, "run", None)), f"freezeview.cli.{name} has no run()"
+    cli.build_parser()
+    assert set(cli.SUBCOMMANDS) == expected
+    assert set(cli.COMMANDS) == expected

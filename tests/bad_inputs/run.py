@@ -28,7 +28,6 @@ __all__ = [
     "FREEZEVIEW",
     "Job",
     "Outcome",
-    "available_commands",
     "command_options",
     "run_batch",
     "run_cli",
@@ -198,12 +197,6 @@ def _help_text(*argv: str) -> str:
     with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
         main([*argv, "--help"])
     return out.getvalue()
-
-
-@functools.cache
-def available_commands() -> frozenset[str]:
-    """The subcommands ``freezeview --help`` lists."""
-    return frozenset(re.findall(r"^\s{4}(\w+)\s", _help_text(), re.M))
 
 
 @functools.cache
