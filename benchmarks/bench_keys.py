@@ -148,7 +148,7 @@ class QuietSweeps:
 
     @classmethod
     def install(cls) -> None:
-        from freezeview.ui import collector
+        from freezeview.session import collector
 
         deep = collector.deep_sweep
 
@@ -313,7 +313,7 @@ async def main_async(args: argparse.Namespace) -> int:
                 print(f"screen RSS after {i + 1} re-runs: {rss[-1]:.0f} MB", flush=True)
         # -- the screen's deep garbage collection due (it walks every object the
         # screen tracks): r must not wait for it; it runs once the keys pause (2 s).
-        from freezeview.ui import collector
+        from freezeview.session import collector
 
         due, collector.DUE_GARBAGE = collector.DUE_GARBAGE, -(10**9)
         share, collector.DUE_SHARE = collector.DUE_SHARE, 0.0

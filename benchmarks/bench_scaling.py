@@ -18,7 +18,7 @@ Printed per rung and command: the median wall time, its ratio to torch's median,
 the peak memory of the command's whole process tree (proportional set size, sampled
 every 50 ms, so an export's forked helper and Graphviz count and pages they share
 count once) with its ratio to torch's peak. ``--app`` adds the app's engine work through
-its engine process (:class:`freezeview.ui.remote_session.RemoteSession`, as
+its engine process (:class:`freezeview.session.remote.RemoteSession`, as
 ``freezeview MODEL.pt`` runs it): the verdicts, all steps, a re-run, and the memory of
 both processes after the first run and after ``--reruns`` re-runs. Re-runs are timed
 apart, the median of each kind (and its slowest, with the number of samples): ``r``
@@ -74,7 +74,7 @@ if len(sys.argv) > 2:
 _APP = r"""
 import gc, json, os, statistics, sys, threading, time, warnings
 warnings.simplefilter("ignore")
-from freezeview.ui.remote_session import RemoteSession
+from freezeview.session.remote import RemoteSession
 
 def rss(pid):
     with open(f"/proc/{pid}/status") as f:

@@ -25,7 +25,7 @@ from freezeview.engine import explain
 from freezeview.engine.freeze.pipeline import Pipeline
 from freezeview.engine.freeze.plan import Plan
 from freezeview.engine.load import LoadedModel, check_eval, in_training_mode, load_model
-from freezeview.ui.session import Session
+from freezeview.session.local import Session
 
 
 def _freeze(module: torch.jit.ScriptModule, **options: object) -> torch.jit.ScriptModule:

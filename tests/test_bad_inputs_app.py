@@ -20,8 +20,8 @@ from bad_inputs.catalogue import MARKER_NAME, app_catalogue
 
 pytest.importorskip("freezeview.ui", reason="the app (freezeview.ui) is not present")
 
+from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
-from freezeview.ui.session import Session
 
 pytestmark = pytest.mark.asyncio
 

@@ -21,7 +21,7 @@ from freezeview.cli.explain import render_explanation
 from freezeview.engine import explain
 from freezeview.engine.graph import build_inventory
 from freezeview.engine.load import LoadedModel
-from freezeview.ui.session import Session
+from freezeview.session.local import Session
 from freezeview.ui.widgets.model_tree import ModelTree
 
 CASES = ["enum_patch_embed", "enum_foreign_patch_embed"]

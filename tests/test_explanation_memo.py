@@ -1,5 +1,5 @@
 """The explanations the app keeps by preserved names (``engine/reasons/explanation_memo.py``)
-and their views (``ui/session_explain.py``) hold one copy of what they share (issue 23).
+and their views (``session/explain_turns.py``) hold one copy of what they share (issue 23).
 
 A toggle of one preserved name changes a few verdicts of thousands; each set of names
 kept used to hold its own copy of every verdict and view (7.4 MB a set at 512 blocks,
@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from freezeview.engine.reasons.explanation_memo import KEPT
-from freezeview.ui.session import Session
+from freezeview.session.local import Session
 
 
 def _stack(path: Path, blocks: int = 24) -> Path:

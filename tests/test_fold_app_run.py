@@ -1,4 +1,4 @@
-"""The fold step as the app's run reads it (``ui/session.py`` ``run_steps``): on a large
+"""The fold step as the app's run reads it (``session/local.py`` ``run_steps``): on a large
 graph its counts follow from the inlined graph's attribute reads (``fold_tally``), the
 folded picture is built only when a view asks for the step's graph, and the row is the
 one ``freezeview freeze`` shows (read in order) and the one the built picture's printout
@@ -14,14 +14,14 @@ import torch
 from corpus import Case, case_by_name
 
 import freezeview.engine.freeze.freeze_phase as phase
-import freezeview.ui.session as session_module
+import freezeview.session.local as session_module
 from freezeview.engine.freeze import lazy_graph as lazy_module
 from freezeview.engine.freeze.lazy_graph import _text_kinds
 from freezeview.engine.freeze.pipeline import Pipeline, Step
 from freezeview.engine.freeze.steps import release_graphs
 from freezeview.engine.load import LoadedModel
 from freezeview.engine.measure.measured_run import MeasuredRun
-from freezeview.ui.session import Session
+from freezeview.session.local import Session
 
 CASES = [
     case_by_name(name)

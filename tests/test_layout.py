@@ -1,5 +1,5 @@
 """Tests for the graph view's layout (engine/draw/layout.py) and its character canvas
-(ui/graph_canvas.py): dot's positions and routes turned into terminal cells.
+(session/canvas.py): dot's positions and routes turned into terminal cells.
 
 What must hold on every picture: every box of the view is placed, no two boxes (so no
 two labels) overlap, each edge starts on its tail box's frame and ends on its head
@@ -25,7 +25,7 @@ from freezeview.engine.draw.layout import layout_dot, layout_graph
 from freezeview.engine.draw.layout_values import GraphLayout
 from freezeview.engine.draw.render_plan import RenderOptions
 from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
-from freezeview.ui.graph_canvas import Canvas
+from freezeview.session.canvas import Canvas
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
 
@@ -188,7 +188,7 @@ def test_a_layout_asked_for_since_supersedes_the_one_being_made(monkeypatch) -> 
     import threading
 
     import freezeview.engine.diff as diff_stage
-    from freezeview.ui.graph_layouts import StepLayouts
+    from freezeview.session.layouts import StepLayouts
 
     module = scripted(ConvBnRelu())
     before, after = inlined(module), frozen(module)

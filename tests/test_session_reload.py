@@ -19,10 +19,10 @@ from oracle import frozen_graph_signature as kinds_of
 from ui.models import save_small
 from ui.test_session_rerun_work import counting
 
-import freezeview.ui.engine_process as engine_process
+import freezeview.session.engine_process as engine_process
 from freezeview.engine.graph.naming import demangle
 from freezeview.engine.load.reload import file_stamp, share_tensors
-from freezeview.ui.session import Session
+from freezeview.session.local import Session
 
 
 def _passes() -> list[str]:

@@ -21,8 +21,8 @@ import freezeview.engine.freeze.freeze_phase as freeze_phase
 import freezeview.engine.reasons as reasons
 import freezeview.engine.reasons.torch_freeze as torch_freeze
 import freezeview.engine.reasons.verdicts as verdicts
-import freezeview.ui.engine_process as engine_process
-from freezeview.ui.session import Session
+import freezeview.session.engine_process as engine_process
+from freezeview.session.local import Session
 
 
 def _counting(counts: Counter[str], name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -169,7 +169,7 @@ def test_the_engine_process_memory_stays_put_over_50_reruns(tmp_path: Path) -> N
     0.3 MB a run here)."""
     import gc
 
-    from freezeview.ui.remote_session import RemoteSession
+    from freezeview.session.remote import RemoteSession
 
     blocks = [
         torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8))
@@ -213,7 +213,7 @@ def test_the_engine_process_stays_put_where_each_freeze_leaves_much_behind(
     grown 8 % (``engine_process.RELOAD_MARGIN``), and stays within 10 %."""
     import gc
 
-    from freezeview.ui.remote_session import RemoteSession
+    from freezeview.session.remote import RemoteSession
 
     path = code_heavy_model(tmp_path)
     session = RemoteSession(path)
@@ -275,7 +275,7 @@ def test_a_run_can_leave_the_final_code_for_later(tmp_path: Path, monkeypatch) -
 
 @pytest.mark.slow
 def test_the_engine_reads_the_final_code_when_asked(tmp_path: Path) -> None:
-    from freezeview.ui.remote_session import RemoteSession
+    from freezeview.session.remote import RemoteSession
 
     path = save_small(tmp_path / "small.pt")
     local = Session(path=path)
@@ -354,6 +354,6 @@ def _graphs(session: Session, preserved: list[str], passes: list[str]) -> dict[s
 
 
 def session_plan(preserved: list[str]) -> Any:
-    from freezeview.ui.session import _plan
+    from freezeview.session.local import _plan
 
     return _plan(preserved, [p.id for p in Session.available_passes() if p.default])

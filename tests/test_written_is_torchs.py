@@ -341,7 +341,7 @@ def test_the_apps_runs_leave_its_model_as_loaded(tmp_path: Path) -> None:
     private copies: the loaded model it explains, exports and freezes again afterwards
     is the file's, and torch's freeze of it still gives torch's first call."""
     from freezeview.engine.freeze.passes import default_passes
-    from freezeview.ui.session import Session
+    from freezeview.session.local import Session
 
     source = _save(SHAPES["list"][0](), tmp_path / "model.pt")
     inputs_file = tmp_path / "inputs.pt"

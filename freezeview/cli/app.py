@@ -20,7 +20,7 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..ui.remote_session import RemoteSession
+    from ..session.remote import RemoteSession
 
 __all__ = ["open_app", "register", "run", "terminal_missing"]
 
@@ -140,7 +140,7 @@ def open_app(args: argparse.Namespace) -> int:
     plan["autograd"] = autograd_from_args(args)
     # The engine process first: it imports torch and loads the model on the other core
     # while this process imports Textual and draws the first screen.
-    from ..ui.remote_session import RemoteSession
+    from ..session.remote import RemoteSession
 
     session = RemoteSession(path, **plan)
     if plan["preserved"] and not _names_in_archive(path, plan["preserved"]):

@@ -1,7 +1,7 @@
 """freezeview's Textual app. ``FreezeviewApp(model_path).run()`` opens it.
 
 The app class is imported on first use, so the engine process
-(:mod:`freezeview.ui.remote_session`), which lives in this package, starts without
+(:mod:`freezeview.session.remote`), which lives in this package, starts without
 importing Textual.
 """
 

@@ -4,7 +4,7 @@ The app holds the plan (preserved names, passes) and the options it was started 
 the main screen (:mod:`freezeview.ui.screens.main`) does the work. Importing this
 module does not import torch, so the first screen, with its loading state, appears
 while torch and the model are still loading in the engine process
-(:mod:`freezeview.ui.remote_session`).
+(:mod:`freezeview.session.remote`).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from . import collector
+from ..session import collector
 from .failures import FailureLog, Guarded, sentence, strict
 from .screens.main import MainScreen
 
 if TYPE_CHECKING:
     from ..engine.load.loading import LoadedModel
-    from .remote_session import RemoteSession
-    from .session import Session
+    from ..session.local import Session
+    from ..session.remote import RemoteSession
 
 __all__ = ["FreezeviewApp"]
 
@@ -116,12 +116,12 @@ class FreezeviewApp(Guarded, App[int]):
         if session is not None:
             session.on_warning = self.record_warning
         elif loaded is not None:
-            from .session import Session
+            from ..session.local import Session
 
             self.session = Session(path=self.model_path, loaded=loaded, **plan)
         elif self.model_path is not None:
             # torch work in a child process: the screen never waits for the GIL.
-            from .remote_session import RemoteSession
+            from ..session.remote import RemoteSession
 
             self.session = RemoteSession(self.model_path, on_warning=self.record_warning, **plan)
         self._old_showwarning: Any = None
@@ -174,12 +174,12 @@ class FreezeviewApp(Guarded, App[int]):
         sys.setswitchinterval(0.001)
         self._old_showwarning = warnings.showwarning
         warnings.showwarning = self._showwarning
-        # No full garbage collection at a moment nobody chose (see ui/collector.py).
+        # No full garbage collection at a moment nobody chose (see session/collector.py).
         collector.install()
 
     async def on_event(self, event: events.Event) -> None:
         """Every event, as Textual handles it; a key or the mouse is noted as the user's
-        (the screen's quiet garbage collection waits for a pause, ui/collector.py)."""
+        (the screen's quiet garbage collection waits for a pause, session/collector.py)."""
         if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown,
                               events.MouseScrollUp)):  # fmt: skip
             collector.note_input()

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from textual.binding import Binding
 
-    from .remote_session import RemoteSession
-    from .session import Session
+    from ..session.local import Session
+    from ..session.remote import RemoteSession
 
 __all__ = ["ScreenHost"]
 

@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.worker import Worker
 
 from ..engine.plumbing.errors import FreezeviewError
-from .views import AttrView, PassView, StepView
+from ..session.views import AttrView, PassView, StepView
 
 if TYPE_CHECKING:
     from ..engine.graph.inventory_values import Inventory

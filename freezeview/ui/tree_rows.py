@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..engine.graph.inventory_values import HOUSEKEEPING  # torch-free values
-from .views import AttrView
+from ..session.views import AttrView
 
 __all__ = ["RANGE_ROWS", "Rows", "TreeRows", "lay_out", "ranges"]
 

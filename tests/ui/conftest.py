@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from textual.widgets import Input
 
-from freezeview.ui.session import Session
+from freezeview.session.local import Session
 
 from .models import save_small
 

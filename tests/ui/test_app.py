@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
 from freezeview.ui.screens.help import HelpScreen
 from freezeview.ui.screens.main import MainScreen
-from freezeview.ui.session import Session
 from freezeview.ui.widgets.ir_view import display_text
 
 from .conftest import step_graph, wait_ready
@@ -372,7 +372,7 @@ async def test_engine_error_during_steps_keeps_the_session(
     small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from freezeview.engine.plumbing.errors import PlanError
-    from freezeview.ui.remote_session import RemoteSession
+    from freezeview.session.remote import RemoteSession
 
     app = app_for(small_pt, tmp_path, engine_process=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -462,7 +462,7 @@ async def test_a_loaded_module_keeps_the_torch_work_in_this_process(
 ) -> None:
     """The Python API's FreezeviewApp(loaded=...) uses thread workers, no engine process."""
     from freezeview.engine.load.loading import LoadedModel
-    from freezeview.ui.session import Session
+    from freezeview.session.local import Session
 
     loaded = LoadedModel.from_module(torch.jit.load(str(small_pt)), name="small.pt")
     app = FreezeviewApp(loaded=loaded, output_dir=tmp_path / "out")

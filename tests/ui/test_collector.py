@@ -1,4 +1,4 @@
-"""The screen's garbage collector (ui/collector.py): no full collection walks a run's
+"""The screen's garbage collector (session/collector.py): no full collection walks a run's
 graphs, so neither a step arriving nor a re-run's start holds the event loop for it.
 
 A big model is stood for by ballast: each step arrives with a few hundred thousand
@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from freezeview.ui import FreezeviewApp, collector
-from freezeview.ui.collector import Handoff
-from freezeview.ui.session import Session
+from freezeview.session import collector
+from freezeview.session.collector import Handoff
+from freezeview.session.local import Session
+from freezeview.ui import FreezeviewApp
 
 from .conftest import wait_ready
 from .test_app import SIZE

@@ -16,10 +16,10 @@ from textual.app import App
 from textual.message_pump import MessagePump
 from textual.screen import Screen
 
+from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
 from freezeview.ui.failures import STRICT_ENV, FailureLog, Guarded, log_dir
 from freezeview.ui.screens.main import MainScreen
-from freezeview.ui.session import Session
 from freezeview.ui.widgets.graph_canvas_view import GraphCanvasView
 from freezeview.ui.widgets.graph_view import GraphView
 from freezeview.ui.widgets.status_line import StatusLine

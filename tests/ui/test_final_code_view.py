@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
-from freezeview.ui.session import Session
 
 from .conftest import wait_ready
 

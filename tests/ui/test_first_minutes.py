@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
 from freezeview.ui.screens.help import HelpScreen
-from freezeview.ui.session import Session
 from freezeview.ui.widgets.model_tree import ModelTree, TreeFind
 
 from .conftest import wait_ready

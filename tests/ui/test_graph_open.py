@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from freezeview.engine.draw.layout_values import ClusterLayout, EdgeLayout, GraphLayout
+from freezeview.session.canvas import Canvas
+from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
-from freezeview.ui.graph_canvas import Canvas
-from freezeview.ui.session import Session
 from freezeview.ui.widgets.graph_view import GraphView
 from freezeview.ui.widgets.status_line import StatusLine
 

@@ -1,5 +1,5 @@
 """A step's graph crosses from the engine process to the screen in slices
-(``freezeview/ui/graph_transfer.py``): the same graph, unpickled a slice at a time, a
+(``freezeview/session/graph_wire.py``): the same graph, unpickled a slice at a time, a
 slice a millisecond or two of the screen's GIL, none of it tracked by the garbage
 collector, one graph at a time, standing aside while the user is at the keys."""
 
@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from freezeview.engine.graph import snapshot_graph
-from freezeview.ui import collector, graph_transfer
+from freezeview.session import collector
+from freezeview.session import graph_wire as graph_transfer
 
 
 @torch.jit.script

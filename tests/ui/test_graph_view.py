@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from freezeview.session.canvas import BOX_ADDED, BOX_CHANGED, BOX_REMOVED
+from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
-from freezeview.ui.graph_canvas import BOX_ADDED, BOX_CHANGED, BOX_REMOVED
-from freezeview.ui.session import Session
 from freezeview.ui.widgets.graph_view import GraphView
 
 from .conftest import step_graph, wait_ready

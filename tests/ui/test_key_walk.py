@@ -40,9 +40,9 @@ from textual.command import CommandPalette
 from textual.widgets import Input
 from textual.worker import WorkerState
 
+from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
 from freezeview.ui.screens.main import MainScreen
-from freezeview.ui.session import Session
 
 from .conftest import step_graph, wait_ready
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 
-from freezeview.ui.views import AttrView
+from freezeview.session.views import AttrView
 from freezeview.ui.widgets.model_tree import ModelTree
 
 from .conftest import wait_ready

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import freezeview.engine.reasons.verdicts as verdicts
+from freezeview.session.explain_turns import reasons_pending
 from freezeview.ui.messages import ExplanationReady
 from freezeview.ui.screens.plan_runs import PlanRuns
-from freezeview.ui.session_explain import reasons_pending
 from freezeview.ui.widgets.inspector import attribute_panel
 from freezeview.ui.widgets.status_line import StatusLine
 

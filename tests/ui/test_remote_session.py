@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from freezeview.engine.plumbing.errors import BadInputError, PlanError
-from freezeview.ui.remote_session import EngineError, RemoteSession
-from freezeview.ui.session import Session
+from freezeview.session.local import Session
+from freezeview.session.remote import EngineError, RemoteSession
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def test_explain_gives_torchs_statuses_then_the_reasons(
 ) -> None:
     """Across the pipe as in-process: torch's statuses first (reasons pending), then the
     same statuses with freezeview's reasons; names explained before come whole."""
-    from freezeview.ui.session_explain import reasons_pending
+    from freezeview.session.explain_turns import reasons_pending
 
     remote.open()
     first: list[list[Any]] = []
@@ -132,7 +132,7 @@ def test_steps_come_without_their_graphs_and_unchanged_ones_share_one(
 ) -> None:
     """A run sends each step's facts only: its graph crosses when the screen asks for it
     (once: the screen keeps it for the run), and unchanged steps name the same graph."""
-    from freezeview.ui import remote_session
+    from freezeview.session import remote as remote_session
 
     sizes: list[int] = []
     receive = remote_session._receive
@@ -313,7 +313,7 @@ asyncio.run(main())
 def test_the_engine_forwards_warnings_to_the_screen(monkeypatch: pytest.MonkeyPatch) -> None:
     import warnings
 
-    from freezeview.ui.engine_process import forward_warnings
+    from freezeview.session.engine_process import forward_warnings
 
     sent: list[tuple[object, ...]] = []
     monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
@@ -328,7 +328,7 @@ def test_a_graph_asked_for_twice_at_once_crosses_once(
 ) -> None:
     """The IR view and the diff view may ask for one step's graph at the same moment:
     one transfer, both get the same graph."""
-    from freezeview.ui import remote_session
+    from freezeview.session import remote as remote_session
 
     steps = list(remote.run_steps([], default_passes(remote)))
     loads: list[int] = []

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from freezeview.ui import FreezeviewApp, collector
+from freezeview.session import collector
+from freezeview.session.local import Session
+from freezeview.ui import FreezeviewApp
 from freezeview.ui.screens.main import MainScreen
-from freezeview.ui.session import Session
 from freezeview.ui.widgets.status_line import StatusLine
 
 from .conftest import GatedSession, wait_ready

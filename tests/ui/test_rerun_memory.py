@@ -57,7 +57,7 @@ async def test_reruns_free_the_earlier_runs(small_pt: Path, tmp_path: Path) -> N
         diff_module._side_cache.clear()
         diff_module._diff_cache.clear()
         view_prepared._prepared_cache.clear()
-        # No collection here: the app freezes what it holds (ui/collector.py), so an
+        # No collection here: the app freezes what it holds (session/collector.py), so an
         # earlier run's graph must be freed by reference counting alone, held by no
         # cycle, or it would stay for good.
         # Held by ``earlier`` only, or by the app too? (An object nobody else holds,
@@ -81,7 +81,7 @@ async def test_fifty_reruns_keep_the_screen_memory(
     Through the engine process, as ``freezeview MODEL.pt`` runs: this process is the
     screen's. Counted in Python's allocated blocks (what the screen's objects take;
     this test process's torch, loaded by the test itself, does not move it)."""
-    from freezeview.ui import collector
+    from freezeview.session import collector
     from freezeview.ui.screens import main
 
     monkeypatch.setattr(main, "_SWEEP_SECONDS", 0.2)  # the quiet timer looks often
@@ -123,7 +123,7 @@ async def test_fifty_reruns_keep_the_screen_memory(
 async def test_a_reruns_start_holds_no_graph_of_the_last_run(
     small_pt: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """At a re-run's start the screen collects everything once (ui/collector.py): the
+    """At a re-run's start the screen collects everything once (session/collector.py): the
     last run's graphs must be gone by then, or that walk visits every node of them
     (0.3 s at 17k nodes, on the ``r`` key). A cursor resting on a big graph's line used
     to keep that graph in its timer until the next move."""
@@ -131,7 +131,7 @@ async def test_a_reruns_start_holds_no_graph_of_the_last_run(
 
     from textual.worker import WorkerState
 
-    from freezeview.ui import collector
+    from freezeview.session import collector
     from freezeview.ui.widgets import ir_pane
 
     # Every graph read as a big one is: node facts when the cursor rests, in a worker.

@@ -1,4 +1,4 @@
-"""The app's engine door (``freezeview/ui/session.py``): what a re-run leaves behind."""
+"""The app's engine door (``freezeview/session/local.py``): what a re-run leaves behind."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from freezeview.ui.session import Session
-from freezeview.ui.session_explain import reasons_pending
-from freezeview.ui.views_transfer import ViewsDecoder
+from freezeview.session.explain_turns import reasons_pending
+from freezeview.session.local import Session
+from freezeview.session.views_wire import ViewsDecoder
 
 
 def _use_counts(session: Session) -> dict[str, int]:
@@ -87,7 +87,7 @@ def test_a_rerun_drops_what_the_engine_kept_of_the_last_run(small_pt: Path) -> N
 def test_the_engine_process_keeps_one_runs_graphs(small_pt: Path) -> None:
     """Both sides of the engine process address the current run's graphs by key, and
     only those: keeping the run before too held two runs' graphs through every re-run."""
-    from freezeview.ui.remote_session import RemoteSession
+    from freezeview.session.remote import RemoteSession
 
     session = RemoteSession(small_pt)
     try:
@@ -167,7 +167,7 @@ def test_the_engine_process_collects_once_a_run(
     tests/test_session_runs.py holds the figure)."""
     import types
 
-    from freezeview.ui import engine_process
+    from freezeview.session import engine_process
 
     collected: list[str] = []
     stub = types.SimpleNamespace(
@@ -198,7 +198,7 @@ def test_the_engine_process_collects_once_a_run(
 def test_the_engine_process_sends_the_module_tree_once(small_pt: Path) -> None:
     """Every explanation (a preserved attribute toggled) gives the verdicts; the module
     tree is the model's and crosses with the first only."""
-    from freezeview.ui import engine_process
+    from freezeview.session import engine_process
 
     sent: list[tuple[object, ...]] = []
     engine = engine_process._Engine({"path": small_pt}, sent.append)

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 import freezeview.engine.reasons.verdicts as verdicts
-from freezeview.ui.session import Session
-from freezeview.ui.session_explain import PENDING_REASON, Superseded, TorchTurns, reasons_pending
-from freezeview.ui.views import AttrView
+from freezeview.session.explain_turns import PENDING_REASON, Superseded, TorchTurns, reasons_pending
+from freezeview.session.local import Session
+from freezeview.session.views import AttrView
 
 
 @pytest.fixture
@@ -279,7 +279,7 @@ def test_background_work_lets_ended_first_work_answer_before_its_stage(
 ) -> None:
     """The thread of a run that has just ended gets to send its answer before the next
     stage starts (a stage in torch would hold the GIL through it)."""
-    import freezeview.ui.session_explain as session_explain
+    import freezeview.session.explain_turns as session_explain
 
     monkeypatch.setattr(session_explain, "SETTLE", 0.5, raising=False)
     turns = TorchTurns()

@@ -1,4 +1,4 @@
-"""What the app's re-runs spare (``freezeview/ui/session.py``): the work nobody is shown.
+"""What the app's re-runs spare (``freezeview/session/local.py``): the work nobody is shown.
 
 torch stays the oracle: every explain still freezes the model with torch, and every run
 still runs torch's freeze and passes; what is spared is freezeview's own work whose
@@ -15,7 +15,7 @@ import torch
 
 from freezeview.engine.reasons import torch_freeze, verdicts
 from freezeview.engine.reasons.explanation_memo import KEPT as EXPLANATIONS_KEPT
-from freezeview.ui.session import Session
+from freezeview.session.local import Session
 
 
 def counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
-from freezeview.ui.session import Session
 
 from .conftest import SNAPSHOTS, screen_rows, wait_ready
 

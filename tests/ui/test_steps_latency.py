@@ -1,5 +1,5 @@
 """The steps bar's latency column and the run's verdict (ui/widgets/steps_bar.py,
-ui/session.py), driven through the real app with Pilot.
+session/local.py), driven through the real app with Pilot.
 
 With sample inputs every step that changed the graph is timed; the column appears, the
 rows of changed steps carry a figure, unchanged ones ``-``, and the title ends with the
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
-from freezeview.ui.session import Session
 
 from .conftest import wait_ready
 
@@ -109,7 +109,7 @@ async def test_the_apps_autograd_option_reaches_the_engine_session(
 ) -> None:
     """``freezeview MODEL.pt --autograd`` hands ``autograd`` to the engine process's
     session (what RemoteSession sends is what Session is made of)."""
-    import freezeview.ui.remote_session as remote_session
+    import freezeview.session.remote as remote_session
     from freezeview.cli import build_parser
     from freezeview.cli.app import open_app
 

@@ -1,4 +1,4 @@
-"""An explain's views crossing from the engine process (``freezeview/ui/views_transfer.py``):
+"""An explain's views crossing from the engine process (``freezeview/session/views_wire.py``):
 whole the first time, then only what changed, and always the views the engine had."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from freezeview.ui.views import AttrView
-from freezeview.ui.views_transfer import ViewsDecoder, ViewsEncoder
+from freezeview.session.views import AttrView
+from freezeview.session.views_wire import ViewsDecoder, ViewsEncoder
 
 
 def _views(n: int, kept: set[int] = frozenset()) -> list[AttrView]:  # type: ignore[assignment]
@@ -43,7 +43,7 @@ def test_statuses_and_reasons_each_change_from_their_own_kind() -> None:
     """A toggle to names never explained sends torch's statuses (every reason pending),
     then the reasons: each is sent as its changes to the last of its kind, the two
     kinds interleaved as explains come."""
-    from freezeview.ui.session_explain import PENDING_REASON
+    from freezeview.session.explain_turns import PENDING_REASON
 
     def pending(views: list[AttrView]) -> list[AttrView]:
         return [dataclasses.replace(v, reasons=(PENDING_REASON,)) for v in views]
@@ -86,8 +86,8 @@ def test_the_screen_gets_the_engines_views_through_toggles(small_pt: Path) -> No
     after an explain whose answer nobody waited for."""
     import threading
 
-    from freezeview.ui.remote_session import RemoteSession
-    from freezeview.ui.session import Session
+    from freezeview.session.local import Session
+    from freezeview.session.remote import RemoteSession
 
     local = Session(path=small_pt)
     local.open()
@@ -114,7 +114,7 @@ def test_a_big_explanation_and_its_module_tree_cross_in_slices(
     the screen's GIL for 0.1 s: they go in slices, the screen unpickles one at a time
     and lets other threads run between two, and gets what the engine had."""
     from freezeview.engine.graph.inventory_values import AttributeInfo, Inventory, ModuleInfo
-    from freezeview.ui import views_transfer
+    from freezeview.session import views_wire as views_transfer
 
     turns: list[float] = []
     monkeypatch.setattr(views_transfer, "yield_turn", turns.append)

@@ -32,7 +32,7 @@ def collector_paused(frozen_kept: bool | None = None) -> Iterator[CatchUp]:
     generation at once (``gc.freeze()`` then ``gc.unfreeze()``, two list splices) instead
     of being scanned by a young collection now and a middle one later; a cycle among it
     is still found by the next full collection. When the caller keeps objects frozen
-    itself (the app's screen does, ui/collector.py), unfreezing would undo that, and a
+    itself (the app's screen does, session/collector.py), unfreezing would undo that, and a
     young collection would walk all the block built (a 70k-node snapshot: 0.2-0.4 s
     holding the GIL), so what the block built is frozen with them. Such a caller says so
     (``frozen_kept=True``); else whether anything is frozen is asked of ``gc``, which

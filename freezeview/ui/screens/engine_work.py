@@ -21,6 +21,7 @@ from textual.widget import Widget
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from ...engine.plumbing.errors import BadInputError
+from ...session.views import AttrView, StepView
 from ..messages import (
     EngineFailed,
     ExplanationReady,
@@ -31,12 +32,11 @@ from ..messages import (
     StepsFinished,
 )
 from ..tree_rows import lay_out
-from ..views import AttrView, StepView
 
 if TYPE_CHECKING:
+    from ...session.local import Session
+    from ...session.remote import RemoteSession
     from ..host import ScreenHost
-    from ..remote_session import RemoteSession
-    from ..session import Session
 
 __all__ = ["EngineWork"]
 

@@ -33,7 +33,8 @@ from textual.reactive import reactive, var
 from textual.screen import Screen
 from textual.widgets import Header, Label, Tab, Tabs
 
-from .. import collector
+from ...session import collector
+from ...session.views import AttrView, PassView, StepView
 from ..failures import Guarded
 from ..messages import (
     EngineFailed,
@@ -46,7 +47,6 @@ from ..messages import (
     StepReady,
     StepsFinished,
 )
-from ..views import AttrView, PassView, StepView
 from ..widgets.box_panel import selection_panel
 from ..widgets.graph_view import GraphView
 from ..widgets.inspector import Inspector, attribute_panel, node_panel, step_panel
@@ -62,9 +62,9 @@ from .main_keys import MAIN_KEYS
 from .plan_runs import PlanRuns
 
 if TYPE_CHECKING:
+    from ...session.local import Session
+    from ...session.remote import RemoteSession
     from ..host import ScreenHost
-    from ..remote_session import RemoteSession
-    from ..session import Session
 
 __all__ = ["MainScreen"]
 
@@ -589,7 +589,7 @@ class MainScreen(Guarded, Screen[None]):
         self.runs.cancel_run()
 
 
-# Seconds between two full collections of the screen's own objects (ui/collector.py).
+# Seconds between two full collections of the screen's own objects (session/collector.py).
 _SWEEP_SECONDS = 10.0
 # Seconds without a key or the mouse before that collection runs.
 _QUIET_SECONDS = 2.0

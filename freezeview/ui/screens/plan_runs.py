@@ -6,7 +6,7 @@ id, steps and verdicts): it starts the explain and the freezing workers
 (:class:`~.engine_work.EngineWork`), takes what they give (the model loaded, the
 verdicts, each step, the run's end, the final frozen module's ``.code``; the screen's
 message handlers pass it on) to the widgets, and at a run's start lets the last run's
-graphs go (:mod:`freezeview.ui.collector`).
+graphs go (:mod:`freezeview.session.collector`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.widgets import Label
 
-from .. import collector
+from ...session import collector
 from ..messages import (
     EngineFailed,
     ExplanationReady,
@@ -31,7 +31,7 @@ from ..messages import (
 )
 
 if TYPE_CHECKING:
-    from ..views import PassView
+    from ...session.views import PassView
     from .main import MainScreen
 
 __all__ = ["PlanRuns"]

@@ -17,7 +17,7 @@ from .inspector import attribute_panel, node_panel
 if TYPE_CHECKING:
     from ...engine.graph.inventory_values import Inventory
     from ...engine.graph.snapshot_values import GraphSnapshot
-    from ..views import AttrView
+    from ...session.views import AttrView
 
 __all__ = ["box_panel", "selection_panel"]
 

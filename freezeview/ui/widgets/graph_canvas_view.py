@@ -19,8 +19,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...engine.draw.layout_values import BoxLayout
+from ...session.canvas import STYLE_NAMES, Canvas
 from ..failures import Guarded, strict
-from ..graph_canvas import STYLE_NAMES, Canvas
 
 __all__ = ["GraphCanvasView"]
 

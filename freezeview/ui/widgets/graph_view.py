@@ -3,7 +3,7 @@
 The engine lays the step out with Graphviz (``Session.graph_layout``: the same boxes,
 labels and module folding as the SVGs, dot's own positions and edge routes, kept per
 step and level in the engine process); this widget draws the result with box-drawing
-characters (:mod:`freezeview.ui.graph_canvas`) in a scrollable canvas
+characters (:mod:`freezeview.session.canvas`) in a scrollable canvas
 (:mod:`.graph_canvas_view`). It owns what it shows (the step, graph or diff, the level,
 the opened boxes, the selected box, the search) and says what the user did by
 messages: ``BoxSelected`` (the screen shows the box in the inspector and moves the IR
@@ -29,11 +29,11 @@ from textual.widgets import Input, Label
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from ...engine.draw.layout_values import BoxLayout, GraphLayout
-from ..collector import Handoff
+from ...session.canvas import Canvas
+from ...session.collector import Handoff
+from ...session.views import StepView
 from ..failures import Guarded
-from ..graph_canvas import Canvas
 from ..messages import EngineFailed, Status
-from ..views import StepView
 from .graph_canvas_view import GraphCanvasView
 
 if TYPE_CHECKING:

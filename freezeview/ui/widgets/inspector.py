@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 if TYPE_CHECKING:
     from ...engine.graph.facts import NodeFacts
-from ..views import AttrView, StepView
+from ...session.views import AttrView, StepView
 from .model_tree import badge
 
 __all__ = ["Inspector", "attribute_panel", "node_panel", "shown_source", "step_panel"]

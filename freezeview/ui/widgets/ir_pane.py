@@ -28,10 +28,10 @@ from textual.timer import Timer
 from textual.widgets import Input, Label
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from .. import collector
-from ..collector import Handoff
+from ...session import collector
+from ...session.collector import Handoff
+from ...session.views import StepView
 from ..messages import EngineFailed, FinalCodeReady, Highlighted, Status
-from ..views import StepView
 from .ir_source import DocumentSource, GraphRead, GraphsTaken
 from .ir_view import IRView
 

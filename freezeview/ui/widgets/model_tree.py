@@ -23,10 +23,10 @@ from textual.widget import Widget
 from textual.widgets import Input, Tree
 from textual.widgets.tree import TreeNode
 
-from ..collector import Handoff
+from ...session.collector import Handoff
+from ...session.views import AttrView
 from ..messages import Status
 from ..tree_rows import RANGE_ROWS, TreeRows, lay_out, ranges
-from ..views import AttrView
 
 __all__ = ["FILTERS", "RANGE_ROWS", "STATUS_STYLES", "ModelTree", "RowRange", "TreeFind", "badge"]
 
@@ -171,7 +171,7 @@ class ModelTree(Tree[Row]):
         Textual lays the lines out with a recursive closure: a function and its own cell,
         a reference cycle that holds the whole list of lines, each line's path of nodes
         and their labels. Left to the screen's collector it is frozen with what the
-        screen holds (ui/collector.py) and stays until a deep sweep: every layout of an
+        screen holds (session/collector.py) and stays until a deep sweep: every layout of an
         L48 encoder's or a 2,048-block stack's tree, tens of thousands of objects each
         time. Laid out with the collector paused, the cycle is among the youngest
         objects, and a collection of those alone (a few milliseconds) frees it.
@@ -241,7 +241,7 @@ class ModelTree(Tree[Row]):
 
         Textual's nodes hold their children and their children them: dropped, they
         are reference cycles, which the screen's collector frees only in a deep sweep
-        once frozen (ui/collector.py); each explanation (``space``) left the whole tree
+        once frozen (session/collector.py); each explanation (``space``) left the whole tree
         shown so far behind. The ``Tree`` keeps them by id too, past ``clear()``.
         """
         # Textual's private lists: a Textual without them keeps its own way (cycles).

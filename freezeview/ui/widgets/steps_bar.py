@@ -24,8 +24,8 @@ from textual.strip import Strip
 from textual.widgets import DataTable, Label, SelectionList
 from textual.widgets.selection_list import Selection
 
+from ...session.views import PassView, StepView
 from ..messages import Status
-from ..views import PassView, StepView
 
 __all__ = ["PassList", "StepsBar", "notes_cell", "pending_row", "step_row"]
 

@@ -15,7 +15,7 @@ On the screen's side (:func:`load_in_slices`):
 - the graph's objects are not tracked by the garbage collector: a snapshot is values
   made of values, never a reference cycle, so reference counting alone frees it, and
   no collection ever walks its hundreds of thousands of objects (the screen's deep
-  collection, ui/collector.py, walks only the screen's own);
+  collection, session/collector.py, walks only the screen's own);
 - one graph is received at a time (two workers unpickling at once left the event loop
   a third of the GIL);
 - while the user is at the keys (a key or the mouse in the last

@@ -1,6 +1,6 @@
 """The small, torch-free values the app's widgets draw.
 
-:class:`~freezeview.ui.session.Session` turns engine objects into these, so widgets
+:class:`~freezeview.session.local.Session` turns engine objects into these, so widgets
 never depend on an engine class, and importing the app does not import torch (the
 first screen appears before torch has even loaded).
 """

@@ -1,8 +1,8 @@
-"""The engine process: the child side of :class:`~freezeview.ui.remote_session.RemoteSession`.
+"""The engine process: the child side of :class:`~freezeview.session.remote.RemoteSession`.
 
-``python -m freezeview.ui.engine_process FD`` reads the screen's requests from the
-socket ``FD`` (the protocol is in :mod:`freezeview.ui.remote_session`), runs each on a
-real :class:`~freezeview.ui.session.Session` in its own thread, streams the answers back
+``python -m freezeview.session.engine_process FD`` reads the screen's requests from the
+socket ``FD`` (the protocol is in :mod:`freezeview.session.remote`), runs each on a
+real :class:`~freezeview.session.local.Session` in its own thread, streams the answers back
 and forwards every warning. Only this process imports torch. Once torch's leftovers of
 re-runs have grown it by :data:`RELOAD_MARGIN` over its size after the first run, it
 loads the model anew while idle (:meth:`_Engine.watch_memory`).
@@ -25,9 +25,9 @@ from typing import Any, NamedTuple
 
 from ..engine.plumbing.errors import FreezeviewError
 from ..engine.plumbing.heap import give_back_freed_memory, resident_bytes
-from .graph_transfer import dump_in_slices
-from .remote_session import ERROR_TYPES, EngineError
-from .views_transfer import ViewsEncoder
+from .graph_wire import dump_in_slices
+from .remote import ERROR_TYPES, EngineError
+from .views_wire import ViewsEncoder
 
 __all__ = ["IDLE_RELOAD", "RELOAD_MARGIN", "RELOAD_RUNS", "error_info", "forward_warnings", "serve"]
 
@@ -105,7 +105,7 @@ class _Engine:
     def _open(self, config: dict[str, Any]) -> None:
         # Loading starts before the screen asks: the screen is still starting Textual.
         try:
-            from .session import Session  # imports torch: only the engine process does
+            from .local import Session  # imports torch: only the engine process does
 
             self.session = Session(**config)
             self._have_session.set()
@@ -225,7 +225,7 @@ class _Engine:
 
         What grows is torch's: each freeze registers its clone's class types, methods
         and graphs in the loaded model's compilation unit for good
-        (:meth:`~freezeview.ui.session.Session.load_again`). The model is loaded in the
+        (:meth:`~freezeview.session.local.Session.load_again`). The model is loaded in the
         background while calls go on with the old one; it is put in place when no call
         is under way, and a call that arrives meanwhile waits for that (a moment).
 
@@ -427,7 +427,7 @@ def forward_warnings(send: Callable[[tuple[Any, ...]], None]) -> None:
 
 
 def serve(fd: int) -> None:
-    """The engine process's main loop (``python -m freezeview.ui.engine_process FD``)."""
+    """The engine process's main loop (``python -m freezeview.session.engine_process FD``)."""
     conn = Connection(fd)
     send_lock = threading.Lock()
 

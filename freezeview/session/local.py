@@ -5,7 +5,7 @@ work) and are called from Textual thread workers, never from the event loop. The
 session turns the engine's objects into the small, stable views the widgets draw
 (:class:`AttrView`, :class:`StepView`, :class:`PassView`), so a widget never depends
 on an engine class. This module imports torch: ``freezeview MODEL.pt`` runs it in its
-engine process (:mod:`freezeview.ui.remote_session`, same methods, torch-free side);
+engine process (:mod:`freezeview.session.remote`, same methods, torch-free side);
 the app uses it directly only when given an already loaded module (Python API, tests).
 """
 
@@ -28,7 +28,7 @@ from ..engine.plumbing.atomic import write_text
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, PlanError
 from ..engine.reasons.explanation_memo import ExplanationMemo
 from ..engine.reasons.mutation import inline_method_graph
-from .session_explain import Explainer
+from .explain_turns import Explainer
 from .views import AttrView, OpenedView, PassView, ReasonView, StepView
 from .views import step_view as _step_view
 
@@ -36,7 +36,7 @@ from .views import step_view as _step_view
 # model needs none of them, and the app's engine process answers "open" first.
 if TYPE_CHECKING:
     from ..engine.graph.inventory_values import Inventory
-    from .graph_canvas import Canvas
+    from .canvas import Canvas
 
 __all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "Session", "StepView"]
 
@@ -249,7 +249,7 @@ class Session:
         :data:`~.session_explain.PENDING_REASON`, when the reasons are not known yet; the
         replay then waits for a run of the steps and is abandoned (the pending views are
         returned) when another explain starts or ``cancel`` is set
-        (:mod:`freezeview.ui.session_explain`).
+        (:mod:`freezeview.session.explain_turns`).
 
         Raises:
             PlanError: a training-mode module, an unknown name, or torch cannot freeze.
@@ -342,7 +342,7 @@ class Session:
         forget_prepared()
         self._step_graphs = {}
         if self._layouts is not None:
-            from .graph_layouts import StepLayouts
+            from .layouts import StepLayouts
 
             self._layouts = StepLayouts(self._layouts.modules)
         pipeline = Pipeline(self.load(), _plan(preserved, passes), inputs=self.sample_inputs())
@@ -545,7 +545,7 @@ class Session:
         from ..engine.draw.view_scopes import module_paths
 
         old, new = self._pair(before, after)
-        from .graph_layouts import StepLayouts
+        from .layouts import StepLayouts
 
         if self._layouts is None:
             self._layouts = StepLayouts(module_paths(self.module))

@@ -21,7 +21,7 @@ So, while the app runs:
   cyclic garbage since), when enough has joined them (:func:`deep_sweep_if_due`): on the
   quiet timer, once nobody has been at the keys for 2 s, never on a key. It walks the
   screen's own objects only (0.05-0.1 s on a big model's screen): the step graphs the
-  screen receives are not tracked by the collector at all (ui/graph_transfer.py), and a
+  screen receives are not tracked by the collector at all (session/graph_wire.py), and a
   re-run's start frees the last run's (:func:`let_go`) off the event loop. A user who
   never pauses gets it at a run's start once as many objects have joined the frozen
   ones as the last one left alive, measured by the count taken when the run before

@@ -1,9 +1,9 @@
 """The graph view's pictures, made where the engine runs and kept per step and level.
 
-:meth:`freezeview.ui.session.Session.graph_canvas` hands its calls here: a step's graph,
+:meth:`freezeview.session.local.Session.graph_canvas` hands its calls here: a step's graph,
 or its diff against the step before, laid out by Graphviz on a grid of terminal cells
 (:func:`freezeview.engine.draw.layout.layout_graph`) and drawn with characters
-(:class:`~freezeview.ui.graph_canvas.Canvas`). They are kept by the snapshots they were
+(:class:`~freezeview.session.canvas.Canvas`). They are kept by the snapshots they were
 made from, the level, the opened boxes and the kept attributes, so stepping back and
 forth or zooming out and in again asks dot nothing. In ``freezeview MODEL.pt`` this
 runs in the engine process (``RemoteSession.graph_canvas`` names the snapshots by key),
@@ -24,7 +24,7 @@ from ..engine.draw.layout import TERMINAL_BUDGET, layout_graph
 from ..engine.draw.render_plan import RenderOptions
 from ..engine.graph.snapshot_values import GraphSnapshot
 from . import collector
-from .graph_canvas import Canvas
+from .canvas import Canvas
 
 __all__ = ["VIEW_BUDGET", "VIEW_TIMEOUT", "StepLayouts"]
 

@@ -1,7 +1,7 @@
 """The app's engine process started, and its end put in one sentence.
 
-:func:`spawn_engine` starts ``python -m freezeview.ui.engine_process FD`` for
-:class:`~freezeview.ui.remote_session.RemoteSession`; :func:`death_sentence` says why it
+:func:`spawn_engine` starts ``python -m freezeview.session.engine_process FD`` for
+:class:`~freezeview.session.remote.RemoteSession`; :func:`death_sentence` says why it
 ended when it ends unasked (a crash inside torch, a kill). Imports no torch.
 """
 
@@ -21,7 +21,7 @@ __all__ = ["death_sentence", "spawn_engine"]
 
 
 def spawn_engine() -> tuple[Connection, subprocess.Popen[bytes], Any]:
-    """Start ``python -m freezeview.ui.engine_process FD`` with one end of a socket pair.
+    """Start ``python -m freezeview.session.engine_process FD`` with one end of a socket pair.
 
     A plain subprocess rather than :mod:`multiprocessing`: its "spawn" start re-imports
     the parent's ``__main__`` (the console script, or pytest) in the child, which costs
@@ -35,7 +35,7 @@ def spawn_engine() -> tuple[Connection, subprocess.Popen[bytes], Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "freezeview.ui.engine_process", str(theirs.fileno())],
+        [sys.executable, "-m", "freezeview.session.engine_process", str(theirs.fileno())],
         pass_fds=(theirs.fileno(),),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

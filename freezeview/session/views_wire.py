@@ -27,7 +27,7 @@ from typing import Any
 
 from ..engine.graph.inventory_values import Inventory  # torch-free values
 from . import collector
-from .graph_transfer import yield_turn
+from .graph_wire import yield_turn
 from .views import AttrView
 
 __all__ = ["SLICE_ITEMS", "InventorySent", "ViewsDecoder", "ViewsEncoder", "ViewsSent"]

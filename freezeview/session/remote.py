@@ -13,26 +13,26 @@ cannot quit at once. In a child process the screen's event loop never waits for 
   new child.
 
 The screen process never imports torch: what crosses over is small and torch-free
-(snapshots, inventories, the views in :mod:`freezeview.ui.views`).
+(snapshots, inventories, the views in :mod:`freezeview.session.views`).
 
 The protocol is pickled tuples over a socket pair (:mod:`multiprocessing.connection`
 frames and pickles them; nothing else fits better, see
-:func:`~freezeview.ui.engine_spawn.spawn_engine`):
+:func:`~freezeview.session.spawn.spawn_engine`):
 
 - screen → engine: ``("init", config)`` once, then ``("call", id, method, args)``,
   ``("cancel", id)`` and finally ``("close",)``;
 - engine → screen: ``("item", id, value)`` for each streamed value, then
   ``("done", id, value)`` or ``("error", id, info)``; ``("warning", text)`` at any time.
-  An explain's views come as a :class:`~freezeview.ui.views_transfer.ViewsSent`, the
+  An explain's views come as a :class:`~freezeview.session.views_wire.ViewsSent`, the
   changes to the views sent before (decoded in order by the reader thread).
 
 A run's steps carry no graph: the screen asks for a step's graph (``step_graph``, sent in
-slices, :mod:`freezeview.ui.graph_transfer`) when it shows it, and for the frozen
+slices, :mod:`freezeview.session.graph_wire`) when it shows it, and for the frozen
 module's ``.code`` (``final_code``) when the ``.code`` view shows it.
 
-:class:`RemoteSession` has the methods of :class:`freezeview.ui.session.Session` the
+:class:`RemoteSession` has the methods of :class:`freezeview.session.local.Session` the
 screen uses, with the same blocking behaviour (the screen calls them from workers). The
-child's side of the protocol is :mod:`freezeview.ui.engine_process`.
+child's side of the protocol is :mod:`freezeview.session.engine_process`.
 """
 
 from __future__ import annotations
@@ -52,14 +52,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, OutputError, PlanError
 from . import collector
-from .engine_spawn import death_sentence, spawn_engine
-from .graph_transfer import load_in_slices
-from .views_transfer import ViewsDecoder, ViewsSent
+from .graph_wire import load_in_slices
+from .spawn import death_sentence, spawn_engine
+from .views_wire import ViewsDecoder, ViewsSent
 
 if TYPE_CHECKING:
     from ..engine.graph.inventory_values import Inventory
     from ..engine.graph.snapshot_values import GraphSnapshot
-    from .graph_canvas import Canvas
+    from .canvas import Canvas
     from .views import AttrView, OpenedView, StepView
 
 __all__ = ["ERROR_TYPES", "EngineError", "RemoteSession"]
@@ -90,7 +90,7 @@ class _Call:
 
 
 class RemoteSession:
-    """A :class:`~freezeview.ui.session.Session` living in a child process.
+    """A :class:`~freezeview.session.local.Session` living in a child process.
 
     Creating one starts the child at once, and the child starts loading the model at
     once, so call this as early as possible (the CLI does, before importing Textual).
@@ -470,7 +470,7 @@ class RemoteSession:
     def forget_runs(self) -> list[GraphSnapshot]:
         """Let go of the earlier runs' graphs this side holds by key (a new run starts:
         they are never asked for again, and the screen frees them before it collects);
-        returns them, for the caller to free (:func:`~freezeview.ui.collector.let_go`)."""
+        returns them, for the caller to free (:func:`~freezeview.session.collector.let_go`)."""
         with self._lock:
             dropped, self._graphs = self._graphs, {}
             self._epoch += 1
@@ -557,7 +557,7 @@ def _receive(conn: Connection) -> Any:
     """The next message. A snapshot is tens of thousands of small objects: built with
     the cyclic collector running, young collections rescan them again and again (an
     L12 transformer's graph unpickles in 50 ms paused, 160 ms not). In the app, what
-    it built joins the objects the screen keeps frozen (ui/collector.py)."""
+    it built joins the objects the screen keeps frozen (session/collector.py)."""
     data = conn.recv_bytes()
     if len(data) < _LARGE_MESSAGE:
         return pickle.loads(data)
