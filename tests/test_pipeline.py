@@ -408,40 +408,46 @@ def test_progress_callback_announces_each_step() -> None:
     assert heard == [s.name for s in steps]
 
 
-def test_rerun_from_reuses_prefix_and_matches_torch() -> None:
-    """Going back with a changed plan keeps earlier steps and still ends at torch's result."""
+def _rerun(first: Pipeline, plan: Plan) -> Pipeline:
+    """Run ``plan`` on ``first``'s module as the app re-runs it: a new pipeline on the
+    same loaded model, offered the last run's inline and fold steps."""
+    again = Pipeline(first.loaded, plan)
+    again.offer_steps(first.picture_steps)
+    again.run_all()
+    return again
+
+
+def test_a_rerun_without_a_pass_keeps_the_earlier_steps_and_matches_torch() -> None:
+    """Running again without a pass shows the same steps up to it (the freeze phase's
+    pictures reused as they are) and still ends at torch's result."""
     pipe = Pipeline(ConvBnNet.scripted())
     first = pipe.run_all()
     index = next(s.index for s in first if s.name == "fold_conv_bn")
     plan = pipe.plan.replace(passes=tuple(p for p in pipe.plan.passes if p != "fold_conv_bn"))
-    new = list(pipe.rerun_from(index, plan))
-    assert pipe.steps[:index] == first[:index]
-    assert all(a is b for a, b in zip(pipe.steps[:index], first[:index], strict=True))
-    assert new and new[0].index == index and new[0].name != "fold_conv_bn"
-    assert "aten::batch_norm" in str(pipe.frozen_module.graph)  # type: ignore[union-attr]
+    rerun = _rerun(pipe, plan)
+    new = rerun.steps
+    shown = [(s.name, s.changed) for s in new[:index]]
+    assert shown == [(s.name, s.changed) for s in first[:index]]
+    assert new[0] is first[0] and new[1] is first[1]
+    assert new[index].index == index and new[index].name != "fold_conv_bn"
+    assert "fold_conv_bn" not in {s.name for s in new}
+    assert "aten::batch_norm" in str(rerun.frozen_module.graph)  # type: ignore[union-attr]
     # Back to the default plan: the same final graph as torch again.
-    list(pipe.rerun_from(index, Plan.default()))
+    back = _rerun(rerun, Plan.default())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         theirs = torch.jit.freeze(ConvBnNet.scripted())
-    assert _text(pipe.frozen_module.graph) == _text(theirs.graph)  # type: ignore[union-attr]
+    assert _text(back.frozen_module.graph) == _text(theirs.graph)  # type: ignore[union-attr]
 
 
-def test_rerun_with_other_preserved_attrs_restarts() -> None:
-    """Changing what is preserved changes the freeze phase: everything is recomputed."""
+def test_rerun_with_other_preserved_attrs_refreezes() -> None:
+    """Changing what is preserved changes the freeze phase: it is recomputed."""
     pipe = Pipeline(StatefulNet.scripted())
     first = pipe.run_all()
-    list(pipe.rerun_from(5, pipe.plan.replace(preserved_attrs=("fc",))))
-    assert pipe.steps[0] is not first[0]
-    assert "fc" in frozen_attribute_paths(pipe.frozen_module)  # type: ignore[arg-type]
-
-
-def test_rerun_index_out_of_range() -> None:
-    """Going back to a step that does not exist is a PlanError."""
-    pipe = Pipeline(ConvBnNet.scripted())
-    pipe.run_all()
-    with pytest.raises(PlanError):
-        list(pipe.rerun_from(999))
+    rerun = _rerun(pipe, pipe.plan.replace(preserved_attrs=("fc",)))
+    assert all(a is not b for a, b in zip(rerun.steps[1:], first[1:], strict=False))
+    assert "fc" in frozen_attribute_paths(rerun.frozen_module)  # type: ignore[arg-type]
+    assert "fc" not in frozen_attribute_paths(pipe.frozen_module)  # type: ignore[arg-type]
 
 
 def test_plan_validation() -> None:
@@ -588,9 +594,9 @@ def test_lazy_snapshots_equal_eager_ones(encoder: torch.jit.ScriptModule) -> Non
                     eager[0][m] = snapshot_graph(graph, m)
         first = list(pipe.steps)
         assert 2 in eager  # the clean-up step: torch's own frozen graph, as it came
-        # A rerun re-freezes; the first run's pictures must not move.
+        # A rerun re-freezes the same module; the first run's pictures must not move.
         if len(first) > 4:
-            list(pipe.rerun_from(4, pipe.plan.replace(passes=("remove_dropout",))))
+            _rerun(pipe, pipe.plan.replace(passes=("remove_dropout",)))
         for index, snaps in eager.items():
             for m, snap in snaps.items():
                 lazy = first[index].snapshots[m]

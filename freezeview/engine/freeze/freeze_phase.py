@@ -97,13 +97,12 @@ class FreezePhase(RunState):
         # inlines its own clone inside _freeze_module, and inlining the caller's module
         # a second time (compiling each callee's optimized graph again) would cost a
         # third of torch's whole freeze.
-        old = self._reuse("inline", None)
-        reused = offered.inline if old is None and offered is not None else None
+        reused = offered.inline if offered is not None else None
         inlined = OnceGraphs(inline_all)
         inline_graphs = {m: LazyGraph(m, build=pick_graph(inlined, m)) for m in methods}
         self._offer_earlier("inline", inline_graphs)
         changed: bool | OnceGraphs = False
-        if old is None and reused is None:
+        if reused is None:
             sources = {m: self._method_graph(cmod, m) for m in methods}
             changed = self._inline_changed(sources, initial, inlined, inline_graphs)
         seconds = time.perf_counter() - start
@@ -142,7 +141,7 @@ class FreezePhase(RunState):
             pipe.prepare_numerics(kept_paths, frozen)
         if reused is not None:
             yield self._add(reused)
-        elif old is None:
+        else:
             forward = inline_graphs.get("forward")
             num, note = pipe.step_numerics(
                 forward.graph if forward is not None else None, pipe.module
@@ -176,16 +175,11 @@ class FreezePhase(RunState):
                     _lazy=step_details(inline_details, tail),
                 )
             )
-        else:
-            self._add(old)
 
         # 2. fold attributes
         if not self._announce("fold_attributes", _FREEZE_TITLES["fold_attributes"], "freeze"):
             return
-        old = self._reuse("fold_attributes", None)
-        if old is not None:
-            self._add(old)
-        elif reused is not None and offered and offered.fold_fits(plan.freeze_key, kept_paths):
+        if reused is not None and offered and offered.fold_fits(plan.freeze_key, kept_paths):
             yield self._add(offered.fold)
         else:
             yield self._add(
@@ -201,10 +195,7 @@ class FreezePhase(RunState):
         # 3. clean-up: torch's own _freeze_module result
         if not self._announce("cleanup", _FREEZE_TITLES["cleanup"], "freeze"):
             return
-        old = self._reuse("cleanup", None)
-        if old is not None and frozen is not None:
-            self._add(old)
-        elif frozen is None:
+        if frozen is None:
             yield self._add(
                 Step(
                     2,

@@ -167,7 +167,7 @@ class Pipeline:
         Yields:
             :class:`Step` values; ``self.steps`` grows as they come.
         """
-        yield from self._execute([], 0, None, progress, cancel)
+        yield from self._execute(progress, cancel)
 
     def run_all(self) -> list[Step]:
         """Run to the end and return all steps."""
@@ -178,44 +178,6 @@ class Pipeline:
     def step(self, index: int) -> Step:
         """The step at ``index`` (negative indices count from the end)."""
         return self.steps[index]
-
-    def rerun_from(
-        self,
-        index: int,
-        plan: Plan | None = None,
-        progress: ProgressCallback | None = None,
-        cancel: threading.Event | None = None,
-    ) -> Iterator[Step]:
-        """Go back to step ``index`` and run on from there, maybe with another plan.
-
-        Steps before ``index`` are kept as they are (snapshots, numerics and all): the
-        module is not reloaded; freezing is redone by torch (fast) and the passes of
-        the kept steps are replayed without new snapshots, so the module is in the state
-        the kept steps show. If the new plan changes what is preserved, the freeze
-        phase differs and everything is recomputed from step 0.
-
-        Args:
-            index: the first step to recompute (0 <= index <= len(steps)).
-            plan: the new plan (default: the current one).
-            progress: as for :meth:`run`.
-            cancel: as for :meth:`run`.
-
-        Yields:
-            The recomputed steps (``self.steps`` holds the kept ones too).
-
-        Raises:
-            PlanError: ``index`` is out of range or the plan is invalid.
-        """
-        if not 0 <= index <= len(self.steps):
-            raise PlanError(
-                f"cannot go back to step {index}: the pipeline has steps 0..{len(self.steps) - 1}."
-            )
-        new_plan = (plan or self.plan).validate(self.registry)
-        self._check_preserved(new_plan)
-        old, old_plan = list(self.steps), self.plan
-        keep = index if new_plan.freeze_key == old_plan.freeze_key else 0
-        self.plan = new_plan
-        yield from self._execute(old, keep, old_plan, progress, cancel)
 
     def release(self) -> None:
         """Free the frozen module and torch's freezes of this pipeline for good.
@@ -443,9 +405,6 @@ class Pipeline:
 
     def _execute(
         self,
-        old: list[Step],
-        keep: int,
-        old_plan: Plan | None,
         progress: ProgressCallback | None,
         cancel: threading.Event | None,
     ) -> Iterator[Step]:
@@ -458,7 +417,7 @@ class Pipeline:
         self.cancelled = False
         self.failed = False
         plan = self.plan
-        ctx = RunContext(self, plan, old[:keep], progress, cancel)
+        ctx = RunContext(self, plan, progress, cancel)
         try:
             for step in ctx.freeze_phase():
                 yield step

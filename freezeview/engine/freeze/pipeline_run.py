@@ -27,7 +27,7 @@ _MAX_ROUNDS = 50
 
 
 class RunContext(FreezePhase):
-    """State of one run (or rerun) of a pipeline: the freeze phase, then the passes."""
+    """State of one run of a pipeline: the freeze phase, then the passes."""
 
     # --- optimization phase -----------------------------------------------------------
 
@@ -130,10 +130,6 @@ class RunContext(FreezePhase):
         # so the loop runs as many rounds as torch's; a pass that cannot tell counts
         # by its printout.
         self.fired = any(r for r in reported) or (changed and None in reported)
-        old = self._reuse(info.id, round_)
-        if old is not None and old.changed == changed and error is None:
-            self._add(old)
-            return
         after = dict(before)
         for m in changed_methods:
             after[m] = LazyGraph(m, graphs[m], live=True, text=texts[m])

@@ -128,19 +128,17 @@ class RunHost(Protocol):
 
 
 class RunState:
-    """State of one run (or rerun) of a pipeline."""
+    """State of one run of a pipeline."""
 
     def __init__(
         self,
         pipe: RunHost,
         plan: Plan,
-        reusable: list[Step],
         progress: ProgressCallback | None,
         cancel: threading.Event | None,
     ) -> None:
         self.pipe = pipe
         self.plan = plan
-        self.reusable = reusable
         self.progress = progress
         self.cancel = cancel
         self.stopped = False
@@ -160,14 +158,6 @@ class RunState:
         if self.progress is not None:
             self.progress(Progress(len(self.pipe.steps), name, title, phase))
         return True
-
-    def _reuse(self, name: str, round_: int | None) -> Step | None:
-        index = len(self.pipe.steps)
-        if index < len(self.reusable):
-            old = self.reusable[index]
-            if old.name == name and old.round == round_ and old.error is None:
-                return old
-        return None
 
     def _add(self, step: Step) -> Step:
         self.pipe.steps.append(step)
