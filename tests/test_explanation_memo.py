@@ -71,12 +71,12 @@ def _has(module: torch.jit.ScriptModule, path: str) -> bool:
     return hasattr(module, leaf)
 
 
-def test_kept_views_share_the_views_they_agree_on(tmp_path: Path) -> None:
+def test_kept_summaries_share_the_summaries_they_agree_on(tmp_path: Path) -> None:
     """The app's views of the kept explanations: one object for each view the sets of
     names agree on; the preserved parameter's own view is its set's."""
     session = Session(path=_stack(tmp_path / "stack.pt"))
     params, _ = _toggled(session)
-    views = session._explainer._views
+    views = session._explainer._summaries
     assert len(views) == KEPT
     per_set = len(next(iter(views.values()))[1])
     distinct = {id(v) for _, made in views.values() for v in made}

@@ -10,8 +10,8 @@ What lives here runs where torch runs, plus the screen's half of the wire:
 - :mod:`.engine_process` and :mod:`.spawn`: the child process ``freezeview MODEL.pt``
   keeps torch in, and how it is started; :mod:`.remote`: :class:`RemoteSession`, the
   screen's handle on it, with the same methods as :class:`Session`;
-- the values that cross, each next to its wire format: :mod:`.views` and
-  :mod:`.views_wire` (what the widgets draw), :mod:`.graph_wire` (a step's graph in
+- the values that cross, each next to its wire format: :mod:`.summaries` and
+  :mod:`.summaries_wire` (what the widgets draw), :mod:`.graph_wire` (a step's graph in
   slices), :mod:`.canvas` (a graph drawn with characters) and :mod:`.layouts` (the
   graph view's pictures, laid out where the engine runs);
 - :mod:`.collector`: the screen process's garbage-collector policy for what arrives.

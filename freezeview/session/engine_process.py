@@ -27,7 +27,7 @@ from ..engine.plumbing.errors import FreezeviewError
 from ..engine.plumbing.heap import give_back_freed_memory, resident_bytes
 from .graph_wire import dump_in_slices
 from .remote import ERROR_TYPES, EngineError
-from .views_wire import ViewsEncoder
+from .summaries_wire import SummariesEncoder
 
 __all__ = ["IDLE_RELOAD", "RELOAD_MARGIN", "RELOAD_RUNS", "error_info", "forward_warnings", "serve"]
 
@@ -56,10 +56,10 @@ def error_info(exc: BaseException) -> tuple[str, str, str | None, str]:
     return (type(exc).__name__, str(exc), None, traceback.format_exc())
 
 
-class _Views(NamedTuple):
-    """An explain's answer: sent as changes to the last views sent (_send_views)."""
+class _Summaries(NamedTuple):
+    """An explain's answer: sent as changes to the last summaries sent (_send_summaries)."""
 
-    views: list[Any]
+    summaries: list[Any]
     inventory: Any
 
 
@@ -74,8 +74,8 @@ class _Engine:
         self.after: dict[int, Callable[[], None]] = {}
         self._opened: Any = None
         self._inventory_sent: Any = None
-        # Views go as changes to the last views sent: encoded and sent under one lock.
-        self._views = ViewsEncoder()
+        # Summaries go as changes to the last summaries sent: encoded and sent under one lock.
+        self._summaries = SummariesEncoder()
         self._views_lock = threading.Lock()
         self._open_error: BaseException | None = None
         self._have_session = threading.Event()
@@ -134,8 +134,8 @@ class _Engine:
         except BaseException as exc:
             self.send(("error", rid, error_info(exc)))
         else:
-            if isinstance(value, _Views):
-                self._send_views("done", rid, *value)
+            if isinstance(value, _Summaries):
+                self._send_summaries("done", rid, *value)
             else:
                 self.send(("done", rid, value))
         finally:
@@ -165,22 +165,22 @@ class _Engine:
     def call_explain(self, rid: int, preserved: list[str]) -> Any:
         cancel = self.cancels.setdefault(rid, threading.Event())
 
-        def statuses(views: list[Any]) -> None:
+        def statuses(summaries: list[Any]) -> None:
             # torch's statuses at once, reasons pending; the reasons are the answer.
-            self._send_views("item", rid, views, self._inventory_once(), pending=True)
+            self._send_summaries("item", rid, summaries, self._inventory_once(), pending=True)
 
-        views = self.session.explain(preserved, statuses=statuses, cancel=cancel)
+        summaries = self.session.explain(preserved, statuses=statuses, cancel=cancel)
         # The replay of the reasons may end after a run's collection (it gives way to
         # runs): what it let go of is collected once it is answered, as after a run.
         self.after[rid] = partial(self._after_run, rid, ran=False)
-        return _Views(views, self._inventory_once())
+        return _Summaries(summaries, self._inventory_once())
 
-    def _send_views(
-        self, kind: str, rid: int, views: list[Any], inventory: Any, pending: bool = False
+    def _send_summaries(
+        self, kind: str, rid: int, summaries: list[Any], inventory: Any, pending: bool = False
     ) -> None:
-        # A toggle changes a few of 10k views: only those cross (views_transfer).
+        # A toggle changes a few of 10k summaries: only those cross (summaries_wire).
         with self._views_lock:
-            self.send((kind, rid, self._views.encode(views, inventory, pending)))
+            self.send((kind, rid, self._summaries.encode(summaries, inventory, pending)))
 
     def _inventory_once(self) -> Any:
         # The module tree is the model's, the same for every plan: sent once (2.5 MB

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .views import AttrView, ReasonView
+from .summaries import AttrSummary, ReasonSummary
 
 if TYPE_CHECKING:
     from ..engine.graph.inventory_values import Inventory
@@ -43,7 +43,7 @@ __all__ = [
     "Explainer",
     "Superseded",
     "TorchTurns",
-    "attr_views",
+    "attr_summaries",
     "reasons_pending",
 ]
 
@@ -56,7 +56,7 @@ GRACE = 0.25
 SETTLE = 0.02
 
 #: The one reason of every attribute while freezeview's reasons are worked out.
-PENDING_REASON = ReasonView(
+PENDING_REASON = ReasonSummary(
     code="pending",
     message=(
         "freezeview is still working out why (the status is torch's own); "
@@ -65,7 +65,7 @@ PENDING_REASON = ReasonView(
 )
 
 
-def reasons_pending(view: AttrView) -> bool:
+def reasons_pending(view: AttrSummary) -> bool:
     """True while ``view``'s reasons are still being worked out."""
     return view.reasons == (PENDING_REASON,)
 
@@ -203,8 +203,8 @@ class Explainer:
     _generation: int = 0
     # The loaded model the freezes were made of (what release_clone spares).
     _module: Any = None
-    # Views of the memo's explanations (11k reasons at N512), by names.
-    _views: dict[tuple[str, ...], tuple[Any, list[AttrView]]] = dataclasses.field(
+    # Summaries of the memo's explanations (11k reasons at N512), by names.
+    _summaries: dict[tuple[str, ...], tuple[Any, list[AttrSummary]]] = dataclasses.field(
         default_factory=dict
     )
 
@@ -212,14 +212,14 @@ class Explainer:
         self,
         loaded: LoadedModel,
         preserved: Sequence[str],
-        statuses: Callable[[list[AttrView], Inventory], None] | None = None,
+        statuses: Callable[[list[AttrSummary], Inventory], None] | None = None,
         cancel: CancelFlag | None = None,
-    ) -> tuple[list[AttrView], Inventory | None]:
+    ) -> tuple[list[AttrSummary], Inventory | None]:
         """Every attribute's verdict with ``preserved``, and the module tree.
 
         With ``statuses``, torch's statuses are handed to it first (reasons pending)
         when the reasons are not known yet; the replay then gives way to runs and is
-        abandoned, returning those pending views, when a newer explain starts or
+        abandoned, returning those pending summaries, when a newer explain starts or
         ``cancel`` is set. A replay that fails after the statuses went out gives each
         attribute an ``undetermined`` reason saying so.
 
@@ -247,11 +247,11 @@ class Explainer:
         # The replay's reasons for names explained before stand where torch's freeze,
         # made anew just now, did the same (kept, folded, logged).
         explanation = self.memo.get(names, outcome)
-        pending: list[AttrView] | None = None
+        pending: list[AttrSummary] | None = None
         if explanation is None and outcome is not None and statuses is not None:
             quick = torch_statuses_only(loaded, names, outcome)
             if quick is not None:
-                pending = attr_views(quick, names, pending=True)
+                pending = attr_summaries(quick, names, pending=True)
                 self._hold((names, outcome, None))  # a run may take the freeze now
                 statuses(list(pending), quick.inventory)
         if explanation is None:
@@ -280,14 +280,14 @@ class Explainer:
         loaded: LoadedModel,
         names: tuple[str, ...],
         outcome: Any,
-        pending: list[AttrView] | None,
+        pending: list[AttrSummary] | None,
         cancel: CancelFlag | None,
         mine: int,
         explain: Callable[..., Any],
         grace: float = 0.0,
     ) -> Any:
         """The replay's explanation; None when abandoned (only after the statuses went
-        out), or the pending views with an ``undetermined`` reason when it failed then."""
+        out), or the pending summaries with an ``undetermined`` reason when it failed then."""
         from ..engine.reasons.torch_freeze import release_clone
 
         def wanted() -> bool:
@@ -307,25 +307,25 @@ class Explainer:
                 if outcome is not None and outcome.frozen is not None:
                     release_clone(outcome.frozen, loaded.module)
                 raise
-            reason = ReasonView(
+            reason = ReasonSummary(
                 code="undetermined",
                 message=f"freezeview could not work out why (the status is torch's): {exc}",
             )
             return [dataclasses.replace(v, reasons=(reason,)) for v in pending]
 
-    def _views_of(self, names: tuple[str, ...], explanation: Any) -> list[AttrView]:
-        """The views of ``explanation``: those made before for a kept one."""
-        made = self._views.get(names)
+    def _views_of(self, names: tuple[str, ...], explanation: Any) -> list[AttrSummary]:
+        """The summaries of ``explanation``: those made before for a kept one."""
+        made = self._summaries.get(names)
         if made is None or made[0] is not explanation.attributes:
-            views = attr_views(explanation, names)
-            if self._views:  # one copy of the views equal to the last kept ones
+            summaries = attr_summaries(explanation, names)
+            if self._summaries:  # one copy of the summaries equal to the last kept ones
                 from ..engine.plumbing import reuse_equal
 
-                reuse_equal(views, list(self._views.values())[-1][1])
-            made = (explanation.attributes, views)
-        self._views = {n: v for n, v in self._views.items() if n in self.memo}
+                reuse_equal(summaries, list(self._summaries.values())[-1][1])
+            made = (explanation.attributes, summaries)
+        self._summaries = {n: v for n, v in self._summaries.items() if n in self.memo}
         if names in self.memo:
-            self._views[names] = made
+            self._summaries[names] = made
         return list(made[1])
 
     def _hold(self, held: tuple[tuple[str, ...], Any, Any]) -> None:
@@ -373,14 +373,16 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def attr_views(explanation: Any, preserved: Sequence[str], pending: bool = False) -> list[AttrView]:
-    """The views of an explanation's verdicts; with ``pending``, every attribute's one
+def attr_summaries(
+    explanation: Any, preserved: Sequence[str], pending: bool = False
+) -> list[AttrSummary]:
+    """The summaries of an explanation's verdicts; with ``pending``, every attribute's one
     reason is :data:`PENDING_REASON` (torch's statuses, the reasons to follow)."""
     waiting = (PENDING_REASON,)
     # A preserved name, or under one (10k attributes at 512 blocks, at every toggle).
     exact, under = frozenset(preserved), tuple(f"{n}." for n in preserved)
     return [
-        AttrView(
+        AttrSummary(
             path=verdict.path,
             kind=str(verdict.kind),
             type=str(verdict.type),
@@ -393,8 +395,8 @@ def attr_views(explanation: Any, preserved: Sequence[str], pending: bool = False
     ]
 
 
-def _reason_view(reason: Any) -> ReasonView:
-    return ReasonView(
+def _reason_view(reason: Any) -> ReasonSummary:
+    return ReasonSummary(
         code=str(reason.code),
         message=str(reason.message),
         node=_text(getattr(reason, "node", None)),

@@ -2,8 +2,8 @@
 
 Every engine call the app makes goes through :class:`Session`; its methods block (torch
 work) and are called from Textual thread workers, never from the event loop. The
-session turns the engine's objects into the small, stable views the widgets draw
-(:class:`AttrView`, :class:`StepView`, :class:`PassView`), so a widget never depends
+session turns the engine's objects into the small, stable summaries the widgets draw
+(:class:`AttrSummary`, :class:`StepSummary`, :class:`PassSummary`), so a widget never depends
 on an engine class. This module imports torch: ``freezeview MODEL.pt`` runs it in its
 engine process (:mod:`freezeview.session.remote`, same methods, torch-free side);
 the app uses it directly only when given an already loaded module (Python API, tests).
@@ -29,8 +29,8 @@ from ..engine.plumbing.errors import BadInputError, FreezeviewError, PlanError
 from ..engine.reasons.explanation_memo import ExplanationMemo
 from ..engine.reasons.mutation import inline_method_graph
 from .explain_turns import Explainer
-from .views import AttrView, OpenedView, PassView, ReasonView, StepView
-from .views import step_view as _step_view
+from .summaries import AttrSummary, OpenedSummary, PassSummary, ReasonSummary, StepSummary
+from .summaries import step_summary as _step_view
 
 # Explain, the pipeline, diffs and numerics are imported where they are used: opening a
 # model needs none of them, and the app's engine process answers "open" first.
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..engine.graph.inventory_values import Inventory
     from .canvas import Canvas
 
-__all__ = ["AttrView", "OpenedView", "PassView", "ReasonView", "Session", "StepView"]
+__all__ = ["AttrSummary", "OpenedSummary", "PassSummary", "ReasonSummary", "Session", "StepSummary"]
 
 # Graph keys, unique in the process: a key of an earlier run never names a later graph.
 _KEYS = itertools.count(1)
@@ -92,7 +92,7 @@ class Session:
     # its inline and fold steps themselves (Pipeline.offer_steps).
     _pictures: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
     _picture_steps: Any = field(default=None, repr=False)
-    # The last run's graphs by key (StepView.graph), each snapshotted on first request.
+    # The last run's graphs by key (StepSummary.graph), each snapshotted on first request.
     _step_graphs: dict[int, Any] = field(default_factory=dict, repr=False)
     # The last run's pipeline while its ``.code`` is still to be read (run_steps(code=False)).
     _kept: Any = field(default=None, repr=False)
@@ -197,11 +197,11 @@ class Session:
         # Counted off the printout: walking 17k nodes through torch takes 0.2 s.
         return text, len(printed_kinds(text))
 
-    def open(self) -> OpenedView:
+    def open(self) -> OpenedSummary:
         """Load the model and describe it for the app's first screen."""
         loaded = self.load()
         text, node_count = self.first_text()
-        return OpenedView(
+        return OpenedSummary(
             name=self.name,
             text=text,
             node_count=node_count,
@@ -240,14 +240,14 @@ class Session:
     def explain(
         self,
         preserved: Sequence[str],
-        statuses: Callable[[list[AttrView]], None] | None = None,
+        statuses: Callable[[list[AttrSummary]], None] | None = None,
         cancel: threading.Event | None = None,
-    ) -> list[AttrView]:
+    ) -> list[AttrSummary]:
         """Every attribute's verdict with ``preserved`` as ``preserved_attrs``.
 
         With ``statuses``, torch's statuses go to it first, each attribute's reasons
         :data:`~.session_explain.PENDING_REASON`, when the reasons are not known yet; the
-        replay then waits for a run of the steps and is abandoned (the pending views are
+        replay then waits for a run of the steps and is abandoned (the pending summaries are
         returned) when another explain starts or ``cancel`` is set
         (:mod:`freezeview.session.explain_turns`).
 
@@ -260,26 +260,26 @@ class Session:
                 "start freezeview with --eval."
             )
 
-        def first(views: list[AttrView], inventory: Inventory) -> None:
+        def first(summaries: list[AttrSummary], inventory: Inventory) -> None:
             if self.inventory is None:
                 self.inventory = inventory  # explain lists the module tree too
             if statuses is not None:
-                statuses(views)
+                statuses(summaries)
 
-        views, inventory = self._explainer.explain(
+        summaries, inventory = self._explainer.explain(
             self.load(), preserved, first if statuses is not None else None, cancel
         )
         if self.inventory is None and inventory is not None:
             self.inventory = inventory
-        return views
+        return summaries
 
     # -- passes and steps ------------------------------------------------------------
     @staticmethod
-    def available_passes() -> list[PassView]:
+    def available_passes() -> list[PassSummary]:
         """The passes a user can switch on or off, in the order torch runs them."""
         defaults = set(default_passes())
         return [
-            PassView(pid, info.title, pid in defaults, info.group)
+            PassSummary(pid, info.title, pid in defaults, info.group)
             for pid, info in REGISTRY.items()
             # The guard step is torch's whole call run as a check, not a user's choice.
             if info.group != "guard" and info.available
@@ -303,7 +303,7 @@ class Session:
         progress: Callable[[Any], None] | None = None,
         *,
         code: bool = True,
-    ) -> Iterator[StepView]:
+    ) -> Iterator[StepSummary]:
         """Freeze with the given plan one step at a time (a blocking generator).
 
         Args:
@@ -328,7 +328,7 @@ class Session:
         progress: Callable[[Any], None] | None,
         *,
         code: bool,
-    ) -> Iterator[StepView]:
+    ) -> Iterator[StepSummary]:
         self._release_kept()
         from ..engine.diff.diff import forget_recent
         from ..engine.draw.view_prepared import forget_prepared
@@ -414,7 +414,7 @@ class Session:
                 pipeline.release()
 
     def step_graph(self, key: int) -> GraphSnapshot:
-        """The snapshot of the last run's graph ``key`` (a :class:`StepView`'s ``graph``),
+        """The snapshot of the last run's graph ``key`` (a :class:`StepSummary`'s ``graph``),
         taken now if nobody asked for it before (blocking: workers only).
 
         Raises:

@@ -13,7 +13,7 @@ cannot quit at once. In a child process the screen's event loop never waits for 
   new child.
 
 The screen process never imports torch: what crosses over is small and torch-free
-(snapshots, inventories, the views in :mod:`freezeview.session.views`).
+(snapshots, inventories, the summaries in :mod:`freezeview.session.summaries`).
 
 The protocol is pickled tuples over a socket pair (:mod:`multiprocessing.connection`
 frames and pickles them; nothing else fits better, see
@@ -23,8 +23,8 @@ frames and pickles them; nothing else fits better, see
   ``("cancel", id)`` and finally ``("close",)``;
 - engine → screen: ``("item", id, value)`` for each streamed value, then
   ``("done", id, value)`` or ``("error", id, info)``; ``("warning", text)`` at any time.
-  An explain's views come as a :class:`~freezeview.session.views_wire.ViewsSent`, the
-  changes to the views sent before (decoded in order by the reader thread).
+  An explain's summaries come as a :class:`~freezeview.session.summaries_wire.SummariesSent`, the
+  changes to the summaries sent before (decoded in order by the reader thread).
 
 A run's steps carry no graph: the screen asks for a step's graph (``step_graph``, sent in
 slices, :mod:`freezeview.session.graph_wire`) when it shows it, and for the frozen
@@ -54,13 +54,13 @@ from ..engine.plumbing.errors import BadInputError, FreezeviewError, OutputError
 from . import collector
 from .graph_wire import load_in_slices
 from .spawn import death_sentence, spawn_engine
-from .views_wire import ViewsDecoder, ViewsSent
+from .summaries_wire import SummariesDecoder, SummariesSent
 
 if TYPE_CHECKING:
     from ..engine.graph.inventory_values import Inventory
     from ..engine.graph.snapshot_values import GraphSnapshot
     from .canvas import Canvas
-    from .views import AttrView, OpenedView, StepView
+    from .summaries import AttrSummary, OpenedSummary, StepSummary
 
 __all__ = ["ERROR_TYPES", "EngineError", "RemoteSession"]
 
@@ -142,7 +142,7 @@ class RemoteSession:
         self._last_run = 0
         #: Sentences from the last render or export (Graphviz fallbacks, ...).
         self.last_notes: list[str] = []
-        self._opened: OpenedView | None = None
+        self._opened: OpenedSummary | None = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._calls: dict[int, _Call] = {}
@@ -153,7 +153,7 @@ class RemoteSession:
         self._closed = False
         # The child that died between calls (its process and stderr), not yet reported.
         self._lost: tuple[subprocess.Popen[bytes], Any] | None = None
-        # The current run's graphs taken from the engine, by key (StepView.graph); the
+        # The current run's graphs taken from the engine, by key (StepSummary.graph); the
         # epoch counts the runs forgotten, so a late answer for an earlier run is not kept.
         self._graphs: dict[int, GraphSnapshot] = {}
         self._epoch = 0
@@ -183,14 +183,14 @@ class RemoteSession:
         self, conn: Connection, proc: subprocess.Popen[bytes], stderr: Any, generation: int
     ) -> None:
         """Hand each message from one child to the call waiting for it."""
-        # An explain's views come as changes to the last ones: every views message of
+        # An explain's summaries come as changes to the last ones: every summaries message of
         # this child is decoded, in order, even one nobody waits for any more.
-        views = ViewsDecoder()
+        summaries = SummariesDecoder()
         try:
             while True:
                 # No local name holds a message while the next is awaited: the last one
                 # (a step's graph) would stay alive until the next message came.
-                self._deliver(_receive(conn), views)
+                self._deliver(_receive(conn), summaries)
         except (EOFError, OSError):
             pass
         with self._lock:
@@ -207,10 +207,10 @@ class RemoteSession:
         for rid, call in waiting:
             call.answers.put(("error", rid, ("EngineError", sentence, None, "")))
 
-    def _deliver(self, message: tuple[Any, ...], views: ViewsDecoder) -> None:
+    def _deliver(self, message: tuple[Any, ...], summaries: SummariesDecoder) -> None:
         """One message from the child, to the call waiting for it (or kept here)."""
-        if message[0] in ("item", "done") and isinstance(message[2], ViewsSent):
-            message = (message[0], message[1], views.decode(message[2]))
+        if message[0] in ("item", "done") and isinstance(message[2], SummariesSent):
+            message = (message[0], message[1], summaries.decode(message[2]))
         if message[0] == "warning":
             if self.on_warning is not None:
                 self.on_warning(str(message[1]))
@@ -336,9 +336,9 @@ class RemoteSession:
         """Display name of the model."""
         return self._opened.name if self._opened is not None else self.path.name
 
-    def open(self) -> OpenedView:
+    def open(self) -> OpenedSummary:
         """Load the model (the engine began at start-up) and describe it."""
-        opened: OpenedView = self._call("open")
+        opened: OpenedSummary = self._call("open")
         self._opened = opened
         return opened
 
@@ -351,28 +351,28 @@ class RemoteSession:
     def explain(
         self,
         preserved: Sequence[str],
-        statuses: Callable[[list[AttrView]], None] | None = None,
+        statuses: Callable[[list[AttrSummary]], None] | None = None,
         cancel: threading.Event | None = None,
-    ) -> list[AttrView]:
+    ) -> list[AttrSummary]:
         """Every attribute's verdict with ``preserved`` as ``preserved_attrs``; torch's
         statuses (reasons pending) go to ``statuses`` first when the engine has them
-        before the reasons. A ``cancel`` set stops the engine's replay (the views given
+        before the reasons. A ``cancel`` set stops the engine's replay (the summaries given
         to ``statuses``, or none, are returned)."""
         rid, call = self._request("explain", list(preserved))
         stream = self._answers(rid, call, cancel)
-        shown: list[AttrView] = []
+        shown: list[AttrSummary] = []
         try:
             while True:
                 try:
-                    views, inventory = next(stream)
+                    summaries, inventory = next(stream)
                 except StopIteration as end:
                     if end.value is None:  # cancelled
                         return shown
-                    views, inventory = end.value
+                    summaries, inventory = end.value
                     self._take_inventory(inventory)
-                    return list(views)
+                    return list(summaries)
                 self._take_inventory(inventory)
-                shown = list(views)
+                shown = list(summaries)
                 if statuses is not None:
                     statuses(shown)
         finally:
@@ -387,7 +387,7 @@ class RemoteSession:
         preserved: Sequence[str],
         passes: Sequence[str],
         cancel: threading.Event | None = None,
-    ) -> Iterator[StepView]:
+    ) -> Iterator[StepSummary]:
         """Freeze with the given plan one step at a time (a blocking generator)."""
         rid, call = self._request("run_steps", list(preserved), list(passes))
         self.final_code = None
@@ -396,7 +396,7 @@ class RemoteSession:
         try:
             while True:
                 try:
-                    view: StepView = next(stream)
+                    view: StepSummary = next(stream)
                 except StopIteration:
                     return
                 yield view

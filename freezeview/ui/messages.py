@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.worker import Worker
 
 from ..engine.plumbing.errors import FreezeviewError
-from ..session.views import AttrView, PassView, StepView
+from ..session.summaries import AttrSummary, PassSummary, StepSummary
 
 if TYPE_CHECKING:
     from ..engine.graph.inventory_values import Inventory
@@ -47,7 +47,7 @@ class ModelLoaded(Message):
     code: str
     load_seconds: float
     warnings: list[str]
-    passes: list[PassView]
+    passes: list[PassSummary]
 
 
 @dataclass
@@ -56,7 +56,7 @@ class ExplanationReady(Message):
     with the reasons still pending (``complete`` False), then the whole explanation;
     ``request`` names the explain they answer (a newer one makes them stale)."""
 
-    views: list[AttrView]
+    summaries: list[AttrSummary]
     preserved: tuple[str, ...]
     inventory: Inventory | None
     request: int = 0
@@ -70,7 +70,7 @@ class StepReady(Message):
     """One more freezing step is available."""
 
     run_id: int
-    step: StepView
+    step: StepSummary
 
 
 @dataclass

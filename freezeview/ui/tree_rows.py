@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..engine.graph.inventory_values import HOUSEKEEPING  # torch-free values
-from ..session.views import AttrView
+from ..session.summaries import AttrSummary
 
 __all__ = ["RANGE_ROWS", "Rows", "TreeRows", "lay_out", "ranges"]
 
 #: The rows a status filter shows: each module's children (path, data, whether a module),
 #: in order, by the module's path ("" for the root's).
-Rows = dict[str, list[tuple[str, AttrView | str, bool]]]
+Rows = dict[str, list[tuple[str, AttrSummary | str, bool]]]
 
 #: A module with more rows than this shows them folded in ranges of this many (of
 #: ranges, past this many squared), as debuggers show long arrays: a 2,048-block stack
@@ -42,7 +42,7 @@ class TreeRows:
     #: Each row's number among its module's rows.
     place: dict[str, int]
     #: Each row's data (its verdict, or a module's path).
-    data_of: dict[str, AttrView | str]
+    data_of: dict[str, AttrSummary | str]
     #: Kept verdicts at or under each row (rows with none are left out).
     kept_under: dict[str, int]
     #: Every verdict's status, counted (the header's counts: filtered rows included).
@@ -51,14 +51,14 @@ class TreeRows:
     shape: tuple[tuple[str, tuple[str, ...], tuple[bool, ...]], ...]
 
 
-def lay_out(views: Sequence[AttrView], status_filter: str = "all") -> TreeRows:
-    """The rows ``status_filter`` (``all``, or a status) shows of ``views``: modules first
+def lay_out(summaries: Sequence[AttrSummary], status_filter: str = "all") -> TreeRows:
+    """The rows ``status_filter`` (``all``, or a status) shows of ``summaries``: modules first
     (submodules carry verdicts too), then their attributes, in the model's order."""
     # Every module carries `training` and a hook placeholder; hundreds of those rows
     # would hide what matters, so they show only when kept (as in `freezeview explain`).
     shown = [
         v
-        for v in views
+        for v in summaries
         if status_filter in ("all", v.status)
         and (v.path.rsplit(".", 1)[-1] not in HOUSEKEEPING or v.status == "kept")
     ]
@@ -74,14 +74,14 @@ def lay_out(views: Sequence[AttrView], status_filter: str = "all") -> TreeRows:
     parent_of: dict[str, str] = {}
     modules = {""}
 
-    def place(path: str, owner: str, data: AttrView | str, module: bool) -> None:
+    def place(path: str, owner: str, data: AttrSummary | str, module: bool) -> None:
         parent = owner if owner in modules else ""
         children.setdefault(parent, []).append((path, data, module))
         parent_of[path] = parent
         if module:
             modules.add(path)
 
-    for v in views:
+    for v in summaries:
         if v.kind == "submodule" and (v.path in wanted or id(v) in shown_ids):
             place(v.path, v.owner, v, True)
     for path in [path for path in wanted if path not in modules]:
@@ -91,12 +91,12 @@ def lay_out(views: Sequence[AttrView], status_filter: str = "all") -> TreeRows:
             place(v.path, v.owner, v, False)
 
     counts = {s: 0 for s in ("inlined", "kept", "dropped")}
-    for v in views:
+    for v in summaries:
         counts[v.status] = counts.get(v.status, 0) + 1
     data_of = {path: data for rows in children.values() for path, data, _ in rows}
     kept_under: dict[str, int] = {}
     for path, data in data_of.items():
-        if isinstance(data, AttrView) and data.status == "kept":  # a row reading "kept"
+        if isinstance(data, AttrSummary) and data.status == "kept":  # a row reading "kept"
             while path:
                 kept_under[path] = kept_under.get(path, 0) + 1
                 path = parent_of.get(path, "")

@@ -471,7 +471,7 @@ async def test_a_loaded_module_keeps_the_torch_work_in_this_process(
         await wait_ready(pilot)
         screen = app.main_screen
         assert ir_text(screen) == torch_inlined_text(small_pt).rstrip("\n")
-        assert len(screen.steps) > 3 and screen.views
+        assert len(screen.steps) > 3 and screen.summaries
         await pilot.press("n")
         assert screen.current_step == 1
         await pilot.press("q")

@@ -39,7 +39,7 @@ async def test_tree_statuses_match_the_final_ir_of_a_quantized_model(tmp_path: P
         while screen.current_step < len(screen.steps) - 1:
             await pilot.press("n")
         final = "\n".join(screen.ir.plain_lines())
-        views = [v for v in screen.model_tree.views if v.kind != "submodule"]
+        views = [v for v in screen.model_tree.summaries if v.kind != "submodule"]
 
     constants = {m["path"] for m in _CONSTANT.finditer(final)}
     read = {m["name"] for m in _GETATTR.finditer(final)}

@@ -159,7 +159,7 @@ async def test_ctrl_f_finds_an_attribute_by_part_of_its_path(
         await wait_ready(pilot)
         screen = app.main_screen
         tree = screen.model_tree
-        wanted = [v.path for v in tree.views if "running_var" in v.path]
+        wanted = [v.path for v in tree.summaries if "running_var" in v.path]
         assert wanted
         screen.ir.focus()
         await pilot.press("ctrl+f")

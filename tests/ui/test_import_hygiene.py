@@ -28,7 +28,7 @@ def test_what_the_screen_receives_from_the_engine_process_is_torch_free() -> Non
     # and diffs snapshots itself; none of that may bring torch into the screen.
     assert not _imports_torch(
         "import freezeview.engine.graph.snapshot_values, freezeview.engine.graph.inventory_values, "
-        "freezeview.engine.diff.diff, freezeview.engine.graph.facts, freezeview.session.views, "
+        "freezeview.engine.diff.diff, freezeview.engine.graph.facts, freezeview.session.summaries, "
         "freezeview.session.remote"
     )
 

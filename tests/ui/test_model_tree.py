@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 
-from freezeview.session.views import AttrView
+from freezeview.session.summaries import AttrSummary
 from freezeview.ui.widgets.model_tree import ModelTree
 
 from .conftest import wait_ready
@@ -31,10 +31,10 @@ class _TreeApp(App[None]):
         self.toggled.append(message.path)
 
 
-def _views(inlined: int, kept: int, dropped: int) -> list[AttrView]:
+def _views(inlined: int, kept: int, dropped: int) -> list[AttrSummary]:
     counts = {"inlined": inlined, "kept": kept, "dropped": dropped}
     return [
-        AttrView(f"layers.{i}.{status}", "parameter", "Tensor", status)
+        AttrSummary(f"layers.{i}.{status}", "parameter", "Tensor", status)
         for status, n in counts.items()
         for i in range(n)
     ]
@@ -97,11 +97,11 @@ async def test_only_the_nodes_shown_are_made(small_pt: Path, tmp_path: Path) -> 
     """An L48-sized explanation (48 blocks of 200 attributes) makes the rows that show,
     not one per attribute; a module's rows are made when it opens, and selecting a
     deep attribute opens its way to it."""
-    views = [AttrView("layers", "submodule", "ModuleList", "kept")]
+    views = [AttrSummary("layers", "submodule", "ModuleList", "kept")]
     for i in range(48):
-        views.append(AttrView(f"layers.{i}", "submodule", "Block", "kept"))
+        views.append(AttrSummary(f"layers.{i}", "submodule", "Block", "kept"))
         views += [
-            AttrView(f"layers.{i}.p{j}", "parameter", "Tensor", "inlined") for j in range(200)
+            AttrSummary(f"layers.{i}.p{j}", "parameter", "Tensor", "inlined") for j in range(200)
         ]
     app = app_for(small_pt, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -131,18 +131,18 @@ async def test_only_the_nodes_shown_are_made(small_pt: Path, tmp_path: Path) -> 
         ]
 
 
-def _blocks(blocks: int, parts: int) -> list[AttrView]:
+def _blocks(blocks: int, parts: int) -> list[AttrSummary]:
     """:func:`_stack` with each block's own verdict (a submodule's), as an explanation
     gives it: the tree opens the top-level blocks unless they are folded in ranges."""
-    modules = [AttrView(f"{i}", "submodule", "Block", "inlined") for i in range(blocks)]
+    modules = [AttrSummary(f"{i}", "submodule", "Block", "inlined") for i in range(blocks)]
     return modules + _stack(blocks, parts)
 
 
-def _stack(blocks: int, parts: int = 2) -> list[AttrView]:
+def _stack(blocks: int, parts: int = 2) -> list[AttrSummary]:
     """A stack of blocks as nn.Sequential names them: "0.0.weight", "0.1.weight", ...
     (even parts inlined, odd ones dropped)."""
     return [
-        AttrView(f"{i}.{part}.weight", "parameter", "Tensor", ("inlined", "dropped")[part % 2])
+        AttrSummary(f"{i}.{part}.weight", "parameter", "Tensor", ("inlined", "dropped")[part % 2])
         for i in range(blocks)
         for part in range(parts)
     ]
@@ -266,9 +266,9 @@ async def test_thousands_of_rows_fold_in_ranges_a_selection_opens() -> None:
         await pilot.pause()
         assert app.toggled == []
 
-        many = [AttrView(f"big.p{j}", "parameter", "Tensor", "inlined") for j in range(12_000)]
-        many[11_500] = AttrView("big.p11500", "parameter", "Tensor", "kept")
-        tree.show("wide.pt", [AttrView("big", "submodule", "Wide", "inlined"), *many])
+        many = [AttrSummary(f"big.p{j}", "parameter", "Tensor", "inlined") for j in range(12_000)]
+        many[11_500] = AttrSummary("big.p11500", "parameter", "Tensor", "kept")
+        tree.show("wide.pt", [AttrSummary("big", "submodule", "Wide", "inlined"), *many])
         await pilot.pause()
         big = tree.root.children[0]
         assert [n.label.plain for n in big.children] == [
@@ -322,7 +322,7 @@ async def test_a_big_models_rows_under_a_new_filter_are_laid_out_off_the_event_l
     async with app.run_test(size=SIZE) as pilot:
         tree = app.query_one(ModelTree)
         views = _stack(3000)
-        views[2001] = AttrView("1000.1.weight", "parameter", "Tensor", "kept")
+        views[2001] = AttrSummary("1000.1.weight", "parameter", "Tensor", "kept")
         assert len(views) > model_tree.LAY_OUT_HERE
         tree.show("stack.pt", views)
         await pilot.pause()

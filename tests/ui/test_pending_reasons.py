@@ -32,7 +32,7 @@ def _handled(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
     def recording(self: PlanRuns, message: ExplanationReady) -> None:
         real(self, message)
-        shown = self.screen.views is message.views
+        shown = self.screen.summaries is message.summaries
         tree = self.screen.model_tree
         seen.append(
             {
@@ -71,7 +71,7 @@ async def test_the_tree_shows_torchs_statuses_then_the_reasons(
         assert reasons_pending(pending)
         assert "still working out" in str(_plain(attribute_panel(pending)))
         assert final.status == "kept" and final.reasons[0].code == "preserved"
-        assert not any(reasons_pending(v) for v in screen.views)
+        assert not any(reasons_pending(v) for v in screen.summaries)
 
 
 async def test_the_inspector_shows_the_reasons_when_they_arrive(
@@ -135,7 +135,7 @@ async def test_a_toggle_while_reasons_are_pending_never_shows_the_earlier_ones(
         gate.set()
         await wait_ready(pilot)
         # A late answer for the first request is stale even if it came.
-        late = [v for v in screen.views]
+        late = [v for v in screen.summaries]
         screen.post_message(ExplanationReady(late, ("scale",), None, first_request))
         await pilot.pause()
         shown = [s for s in seen if s["shown"]]
@@ -144,7 +144,7 @@ async def test_a_toggle_while_reasons_are_pending_never_shows_the_earlier_ones(
         assert shown[-1]["complete"] and shown[-1]["preserved"] == ("scale", "head")
         head = tree.view_of("head")
         assert head is not None and head.status == "kept" and head.preserved
-        assert not any(reasons_pending(v) for v in screen.views)
+        assert not any(reasons_pending(v) for v in screen.summaries)
 
 
 def _plain(renderable: Any) -> str:

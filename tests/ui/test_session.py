@@ -9,7 +9,7 @@ import torch
 
 from freezeview.session.explain_turns import reasons_pending
 from freezeview.session.local import Session
-from freezeview.session.views_wire import ViewsDecoder
+from freezeview.session.summaries_wire import SummariesDecoder
 
 
 def _use_counts(session: Session) -> dict[str, int]:
@@ -208,7 +208,7 @@ def test_the_engine_process_sends_the_module_tree_once(small_pt: Path) -> None:
     answers = [m for m in sent if m[0] in ("item", "done") and m[1] in (2, 3)]
     # Each: torch's statuses first (reasons pending), then the reasons.
     assert [(m[0], m[1]) for m in answers] == [("item", 2), ("done", 2), ("item", 3), ("done", 3)]
-    decoder = ViewsDecoder()
+    decoder = SummariesDecoder()
     decoded = [decoder.decode(m[2]) for m in answers]  # type: ignore[arg-type]
     trees = [tree for _, tree in decoded]
     assert trees[0] is not None and trees[1:] == [None, None, None]

@@ -15,7 +15,7 @@ import torch
 import freezeview.engine.reasons.verdicts as verdicts
 from freezeview.session.explain_turns import PENDING_REASON, Superseded, TorchTurns, reasons_pending
 from freezeview.session.local import Session
-from freezeview.session.views import AttrView
+from freezeview.session.summaries import AttrSummary
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def _torch_statuses(path: Path, preserved: list[str]) -> dict[str, str]:
     return oracle.status_from_torch(torch.jit.load(str(path)).eval(), preserved)
 
 
-def _statuses(views: list[AttrView]) -> dict[str, str]:
+def _statuses(views: list[AttrSummary]) -> dict[str, str]:
     return {v.path: v.status for v in views}
 
 
@@ -47,7 +47,7 @@ def test_torch_statuses_come_before_the_replay(
     has run yet; the answer then carries the replay's reasons, the same statuses."""
     session = Session(path=small_pt)
     session.open()
-    seen: list[tuple[list[AttrView], int]] = []
+    seen: list[tuple[list[AttrSummary], int]] = []
     views = session.explain(["scale"], statuses=lambda v: seen.append((v, len(replays))))
     assert len(seen) == 1
     first, replays_then = seen[0]
@@ -61,7 +61,7 @@ def test_torch_statuses_come_before_the_replay(
     scale = next(v for v in views if v.path == "scale")
     assert scale.status == "kept" and scale.reasons[0].code == "preserved"
     # Names explained before: the reasons at once, no statuses first, no replay again.
-    again: list[list[AttrView]] = []
+    again: list[list[AttrSummary]] = []
     assert session.explain(["scale"], statuses=again.append) == views
     assert again == [] and replays == [("scale",)]
 
@@ -81,7 +81,7 @@ def test_a_run_started_on_the_statuses_shows_every_step_before_the_replay(
         for _ in session.run_steps(["scale"], passes):
             events.append(f"step after {len(replays)} replays")
 
-    def statuses(views: list[AttrView]) -> None:
+    def statuses(views: list[AttrSummary]) -> None:
         thread = threading.Thread(target=run)
         runner.append(thread)
         thread.start()
@@ -104,7 +104,7 @@ def test_a_newer_explain_abandons_the_pending_reasons(
     is kept as their explanation."""
     session = Session(path=small_pt)
     session.open()
-    newer: list[list[AttrView]] = []
+    newer: list[list[AttrSummary]] = []
     older = session.explain(["scale"], statuses=lambda _: newer.append(session.explain(["head"])))
     assert replays == [("head",)]
     assert all(reasons_pending(v) for v in older)
@@ -172,7 +172,7 @@ def test_a_replay_that_fails_after_the_statuses_says_so(
     monkeypatch.setattr(verdicts, "explain", broken)
     session = Session(path=small_pt)
     session.open()
-    first: list[list[AttrView]] = []
+    first: list[list[AttrSummary]] = []
     views = session.explain(["scale"], statuses=first.append)
     assert _statuses(views) == _statuses(first[0])
     torch_says = _torch_statuses(small_pt, ["scale"])
@@ -206,9 +206,9 @@ def test_a_run_asked_on_a_toggles_statuses_goes_before_the_replay(
     list(session.run_steps([], passes))
     events.clear()
     shown = threading.Event()
-    answer: list[list[AttrView]] = []
+    answer: list[list[AttrSummary]] = []
 
-    def statuses(views: list[AttrView]) -> None:
+    def statuses(views: list[AttrSummary]) -> None:
         events.append("statuses")
         shown.set()
 

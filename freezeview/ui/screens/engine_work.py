@@ -21,7 +21,7 @@ from textual.widget import Widget
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from ...engine.plumbing.errors import BadInputError
-from ...session.views import AttrView, StepView
+from ...session.summaries import AttrSummary, StepSummary
 from ..messages import (
     EngineFailed,
     ExplanationReady,
@@ -98,19 +98,24 @@ class EngineWork(Widget):
         def wanted() -> bool:
             return not worker.is_cancelled and not (cancel is not None and cancel.is_set())
 
-        def post(views: list[AttrView], complete: bool) -> None:
+        def post(summaries: list[AttrSummary], complete: bool) -> None:
             if wanted():
-                rows = lay_out(views, status_filter)
+                rows = lay_out(summaries, status_filter)
                 self.post_message(
                     ExplanationReady(
-                        views, preserved, session.inventory, request, complete=complete, rows=rows
+                        summaries,
+                        preserved,
+                        session.inventory,
+                        request,
+                        complete=complete,
+                        rows=rows,
                     )
                 )
 
-        views = session.explain(
-            list(preserved), statuses=lambda views: post(views, False), cancel=cancel
+        summaries = session.explain(
+            list(preserved), statuses=lambda summaries: post(summaries, False), cancel=cancel
         )
-        post(views, True)
+        post(summaries, True)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="steps", description="freezing")
     def run_steps(
@@ -145,7 +150,7 @@ class EngineWork(Widget):
         return count
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="render", description="rendering")
-    def render_step(self, step: StepView, before: int | None, out_dir: Path) -> None:
+    def render_step(self, step: StepSummary, before: int | None, out_dir: Path) -> None:
         """Render the step's graph and its diff to SVG (``before``: the key of the graph
         before it; the graphs are the engine's, named by key)."""
         assert self.session is not None

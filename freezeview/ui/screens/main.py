@@ -34,7 +34,7 @@ from textual.screen import Screen
 from textual.widgets import Header, Label, Tab, Tabs
 
 from ...session import collector
-from ...session.views import AttrView, PassView, StepView
+from ...session.summaries import AttrSummary, PassSummary, StepSummary
 from ..failures import Guarded
 from ..messages import (
     EngineFailed,
@@ -93,10 +93,10 @@ class MainScreen(Guarded, Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         #: The current run's steps, in order, as they arrive.
-        self.steps: list[StepView] = []
+        self.steps: list[StepSummary] = []
         #: Every attribute's verdict under the current preserved names.
-        self.views: list[AttrView] = []
-        self.passes: list[PassView] = []
+        self.summaries: list[AttrSummary] = []
+        self.passes: list[PassSummary] = []
         #: Which run the steps belong to (0: none yet); older runs' messages are dropped.
         self.run_id = 0
         self._cancel = threading.Event()
@@ -390,7 +390,7 @@ class MainScreen(Guarded, Screen[None]):
     def _kept_reasons(self) -> dict[str, str]:
         """Kept attribute path -> why, from the explanation (the graph view marks them)."""
         return {
-            v.path: v.reasons[0].message for v in self.views if v.status == "kept" and v.reasons
+            v.path: v.reasons[0].message for v in self.summaries if v.status == "kept" and v.reasons
         }
 
     def action_render(self) -> None:
@@ -459,7 +459,7 @@ class MainScreen(Guarded, Screen[None]):
     @on(ModelTree.AttributeSelected)
     def _attribute_selected(self, message: ModelTree.AttributeSelected) -> None:
         self._show_attribute(message.view)
-        self.ir_pane.mark_attribute(message.path if self.views else None, scroll=True)
+        self.ir_pane.mark_attribute(message.path if self.summaries else None, scroll=True)
 
     @on(IRPane.MarksShown)
     def _marks_shown(self, message: IRPane.MarksShown) -> None:
@@ -472,7 +472,7 @@ class MainScreen(Guarded, Screen[None]):
         if message.path == tree.selected_path and showing:
             self._show_attribute(tree.selected_view)
 
-    def _show_attribute(self, view: AttrView | None) -> None:
+    def _show_attribute(self, view: AttrSummary | None) -> None:
         """The attribute's verdict, facts and marked lines in the inspector."""
         if view is None:
             return
@@ -492,7 +492,9 @@ class MainScreen(Guarded, Screen[None]):
     def _box_selected(self, message: GraphView.BoxSelected) -> None:
         inventory = self.session.inventory if self.session else None
         self.inspector.show(
-            selection_panel(message.box, message.snapshot, message.node_id, self.views, inventory)
+            selection_panel(
+                message.box, message.snapshot, message.node_id, self.summaries, inventory
+            )
         )
         if (
             message.node_id is not None

@@ -31,7 +31,7 @@ from ..messages import (
 )
 
 if TYPE_CHECKING:
-    from ...session.views import PassView
+    from ...session.summaries import PassSummary
     from .main import MainScreen
 
 __all__ = ["PlanRuns"]
@@ -90,7 +90,7 @@ class PlanRuns:
             return  # an older request's (its reasons too): a newer one is on its way
         if tuple(screen.fv_app.preserved) != message.preserved:
             return
-        screen.views = message.views
+        screen.summaries = message.summaries
         toggled = screen._explaining and screen.run_id > 0
         if message.complete:
             # The first run waits for the reasons, as before: the verdicts come no later.
@@ -100,7 +100,9 @@ class PlanRuns:
         # The rebuilt tree puts its cursor back on this path after the next refresh: the
         # inspector shows the path's new view now (its reasons, pending or not).
         path = tree.selected_path
-        tree.show(screen.session.name if screen.session else "model", screen.views, message.rows)
+        tree.show(
+            screen.session.name if screen.session else "model", screen.summaries, message.rows
+        )
         screen.ir_pane.mark_attribute(path, refresh=False)
         screen._show_attribute(tree.view_of(path) if path else None)
         if message.complete and toggled:
@@ -248,7 +250,7 @@ def _on_loop(app: Any, call: Callable[[], object]) -> None:
         app.call_from_thread(call)
 
 
-def _in_plan_order(passes: list[PassView], plan: list[str] | None) -> list[PassView]:
+def _in_plan_order(passes: list[PassSummary], plan: list[str] | None) -> list[PassSummary]:
     """The pass list in the order the run takes them: with ``--passes``, the named ones
     first in the order given (as ``freezeview freeze --passes`` runs them, so the app's
     step numbers are the CLI's), then the rest in torch's order."""

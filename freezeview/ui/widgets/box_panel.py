@@ -17,7 +17,7 @@ from .inspector import attribute_panel, node_panel
 if TYPE_CHECKING:
     from ...engine.graph.inventory_values import Inventory
     from ...engine.graph.snapshot_values import GraphSnapshot
-    from ...session.views import AttrView
+    from ...session.summaries import AttrSummary
 
 __all__ = ["box_panel", "selection_panel"]
 
@@ -45,7 +45,7 @@ def selection_panel(
     box: BoxLayout,
     snapshot: GraphSnapshot | None,
     node_id: int | None,
-    views: Sequence[AttrView],
+    summaries: Sequence[AttrSummary],
     inventory: Inventory | None,
 ) -> RenderableType:
     """What the inspector shows for a box selected in the graph view.
@@ -56,7 +56,7 @@ def selection_panel(
     if node_id is None or snapshot is None:
         return box_panel(box)
     facts = node_facts(snapshot, node_id)
-    view = next((v for v in views if v.path == facts.attribute), None)
+    view = next((v for v in summaries if v.path == facts.attribute), None)
     if view is None:
         return node_panel(facts)
     info = inventory.by_path(view.path) if inventory else None

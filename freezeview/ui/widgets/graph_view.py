@@ -31,7 +31,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from ...engine.draw.layout_values import BoxLayout, GraphLayout
 from ...session.canvas import Canvas
 from ...session.collector import Handoff
-from ...session.views import StepView
+from ...session.summaries import StepSummary
 from ..failures import Guarded
 from ..messages import EngineFailed, Status
 from .graph_canvas_view import GraphCanvasView
@@ -107,7 +107,7 @@ class GraphView(Guarded, Vertical, can_focus=True):
         super().__init__(id=id, classes=classes)
         self.session: Any = None
         self.run_id = 0
-        self.steps: list[StepView] = []
+        self.steps: list[StepSummary] = []
         self.index = -1
         #: Coloured by the diff against the step before (``d`` switches).
         self.diff = True
@@ -162,7 +162,7 @@ class GraphView(Guarded, Vertical, can_focus=True):
         self,
         session: Any,
         run_id: int,
-        steps: Sequence[StepView],
+        steps: Sequence[StepSummary],
         index: int,
         reasons: Mapping[str, str] | None = None,
     ) -> None:
@@ -205,7 +205,7 @@ class GraphView(Guarded, Vertical, can_focus=True):
         return True
 
     # -- the layout ----------------------------------------------------------------------
-    def _step(self) -> StepView | None:
+    def _step(self) -> StepSummary | None:
         return self.steps[self.index] if 0 <= self.index < len(self.steps) else None
 
     def _key(self) -> tuple[Any, ...]:
@@ -512,7 +512,7 @@ class GraphView(Guarded, Vertical, can_focus=True):
         self.post_message(self.BoxSelected(box, snapshot, node_id))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="select", description="graph")
-    def _select_taken(self, box: BoxLayout, step: Handoff[StepView], node_id: int) -> None:
+    def _select_taken(self, box: BoxLayout, step: Handoff[StepSummary], node_id: int) -> None:
         """Say the selection once the step's graph is here (taken off the event loop)."""
         snapshot = self.session.step_graph(step.take().graph)
         if not get_current_worker().is_cancelled:

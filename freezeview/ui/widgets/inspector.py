@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 if TYPE_CHECKING:
     from ...engine.graph.facts import NodeFacts
-from ...session.views import AttrView, StepView
+from ...session.summaries import AttrSummary, StepSummary
 from .model_tree import badge
 
 __all__ = ["Inspector", "attribute_panel", "node_panel", "shown_source", "step_panel"]
@@ -27,7 +27,7 @@ def _table() -> Table:
     return table
 
 
-def attribute_panel(view: AttrView, info: Any = None, lines: int = 0) -> RenderableType:
+def attribute_panel(view: AttrSummary, info: Any = None, lines: int = 0) -> RenderableType:
     """What the inspector shows for an attribute.
 
     Args:
@@ -74,7 +74,7 @@ def attribute_panel(view: AttrView, info: Any = None, lines: int = 0) -> Rendera
     return Group(*parts)
 
 
-def _written_warning(view: AttrView) -> RenderableType:
+def _written_warning(view: AttrSummary) -> RenderableType:
     """The inspector's first lines for a folded attribute the frozen graph still writes:
     what that does, each writing node with its source line, and where to read more."""
     from ...engine.reasons.verdict_values import WRITTEN_HELP  # torch-free values
@@ -146,7 +146,7 @@ def node_panel(facts: NodeFacts) -> RenderableType:
     return table
 
 
-def step_panel(step: StepView) -> RenderableType:
+def step_panel(step: StepSummary) -> RenderableType:
     """What the inspector shows for a step of the timeline: what it did, or why it did
     not fire (the note ``freezeview freeze`` prints), with its counts and figures."""
     table = _table()

@@ -30,7 +30,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from ...session import collector
 from ...session.collector import Handoff
-from ...session.views import StepView
+from ...session.summaries import StepSummary
 from ..messages import EngineFailed, FinalCodeReady, Highlighted, Status
 from .ir_source import DocumentSource, GraphRead, GraphsTaken
 from .ir_view import IRView
@@ -58,7 +58,7 @@ _CURSOR_REST = 0.08
 _SYNC_DIFF_NODES = 200
 
 
-def code_header(step: StepView, steps: Sequence[StepView], which: str) -> str:
+def code_header(step: StepSummary, steps: Sequence[StepSummary], which: str) -> str:
     """The comment above the ``.code`` view of ``step``: whose code it is.
 
     TorchScript prints ``.code`` for a module, and a run has two: the loaded module and
@@ -111,7 +111,7 @@ class IRPane(Vertical):
         #: The run whose steps are shown (diffs are kept for this run only).
         self.run_id = 0
         #: The run's steps (the screen's list: it grows as steps arrive).
-        self.steps: Sequence[StepView] = ()
+        self.steps: Sequence[StepSummary] = ()
         #: Which of them is shown (-1: the loaded model).
         self.index = -1
         #: True when the model could not be opened (the title says so).
@@ -167,7 +167,7 @@ class IRPane(Vertical):
         self._loaded_code = code
         self._source = source
 
-    def show_step(self, run_id: int, steps: Sequence[StepView], index: int) -> None:
+    def show_step(self, run_id: int, steps: Sequence[StepSummary], index: int) -> None:
         """Show step ``index`` of run ``run_id`` (-1: the loaded model)."""
         if run_id != self.run_id:
             # An earlier run's diffs and line maps are never needed again (a line map
@@ -243,7 +243,7 @@ class IRPane(Vertical):
     def watch_view_mode(self, mode: str) -> None:
         self.show_current()
 
-    def current(self) -> StepView | None:
+    def current(self) -> StepSummary | None:
         """The step shown (None before the first step arrives)."""
         if 0 <= self.index < len(self.steps):
             return self.steps[self.index]
@@ -254,7 +254,7 @@ class IRPane(Vertical):
         step = self.current()
         return self._graph(step)
 
-    def _graph(self, step: StepView | None) -> GraphSnapshot | None:
+    def _graph(self, step: StepSummary | None) -> GraphSnapshot | None:
         """``step``'s graph, if the screen has it."""
         if step is None or self._source is None:
             return None

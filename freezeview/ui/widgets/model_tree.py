@@ -24,7 +24,7 @@ from textual.widgets import Input, Tree
 from textual.widgets.tree import TreeNode
 
 from ...session.collector import Handoff
-from ...session.views import AttrView
+from ...session.summaries import AttrSummary
 from ..messages import Status
 from ..tree_rows import RANGE_ROWS, TreeRows, lay_out, ranges
 
@@ -50,7 +50,7 @@ class RowRange:
 LAY_OUT_HERE = 5_000
 
 #: What a row of the tree holds: an attribute's verdict, a module's path, or a range.
-Row: TypeAlias = AttrView | str | RowRange
+Row: TypeAlias = AttrSummary | str | RowRange
 
 #: Badge colours per status (kept stands out: it is what users came to understand).
 STATUS_STYLES = {
@@ -71,7 +71,7 @@ def badge(status: str) -> Text:
 
 
 class ModelTree(Tree[Row]):
-    """Module tree; each leaf's data is its :class:`AttrView`, each module's its path
+    """Module tree; each leaf's data is its :class:`AttrSummary`, each module's its path
     (or its verdict, for a submodule), each folded range of rows its :class:`RowRange`."""
 
     BINDINGS = [
@@ -100,7 +100,7 @@ class ModelTree(Tree[Row]):
 
         path: str | None
         #: The attribute's verdict (None on a plain module or the root).
-        view: AttrView | None
+        view: AttrSummary | None
 
     def __init__(self, *, id: str | None = None, screen_space: bool = False) -> None:
         """``screen_space``: the screen binds ``space`` to its ``toggle_preserve`` (which
@@ -112,7 +112,7 @@ class ModelTree(Tree[Row]):
         self._screen_space = screen_space
         self.show_root = True
         self.guide_depth = 2
-        self._views: list[AttrView] = []
+        self._summaries: list[AttrSummary] = []
         self._model_name = "model"
         # The rows shown, the nodes made so far (by path, or by RowRange.key) and the
         # modules and ranges whose children are made.
@@ -121,16 +121,18 @@ class ModelTree(Tree[Row]):
         self._populated: set[str] = set()
 
     @property
-    def views(self) -> list[AttrView]:
+    def summaries(self) -> list[AttrSummary]:
         """The attributes shown (all of them, before filtering)."""
-        return self._views
+        return self._summaries
 
-    def view_of(self, path: str) -> AttrView | None:
+    def view_of(self, path: str) -> AttrSummary | None:
         """The attribute at ``path``."""
-        return next((v for v in self._views if v.path == path), None)
+        return next((v for v in self._summaries if v.path == path), None)
 
-    def show(self, name: str, views: Sequence[AttrView], rows: TreeRows | None = None) -> None:
-        """Show ``views`` (the model's attributes and verdicts) under ``status_filter``;
+    def show(
+        self, name: str, summaries: Sequence[AttrSummary], rows: TreeRows | None = None
+    ) -> None:
+        """Show ``summaries`` (the model's attributes and verdicts) under ``status_filter``;
         ``rows``, their :func:`~freezeview.ui.tree_rows.lay_out` if already made (off
         the event loop: the explain worker's), used if laid out under that filter.
 
@@ -141,9 +143,9 @@ class ModelTree(Tree[Row]):
         """
         same_model = name == self._model_name and bool(self._made)
         self._model_name = name
-        self._views = list(views)
+        self._summaries = list(summaries)
         if rows is None or rows.status_filter != self.status_filter:
-            rows = lay_out(self._views, self.status_filter)
+            rows = lay_out(self._summaries, self.status_filter)
         if same_model and rows.shape == self._rows.shape:
             self._rows = rows
             self._relabel()
@@ -186,26 +188,26 @@ class ModelTree(Tree[Row]):
                 gc.collect(0)
 
     def on_resize(self) -> None:
-        if self._views:
+        if self._summaries:
             self.root.set_label(self._header())  # what fits depends on the width
 
     def watch_status_filter(self, value: str) -> None:
-        if len(self._views) > LAY_OUT_HERE:
-            self._lay_out_filtered(Handoff(self._views), value)
-        elif self._views:
-            self._rebuild(lay_out(self._views, value))
+        if len(self._summaries) > LAY_OUT_HERE:
+            self._lay_out_filtered(Handoff(self._summaries), value)
+        elif self._summaries:
+            self._rebuild(lay_out(self._summaries, value))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="tree-rows")
-    def _lay_out_filtered(self, views: Handoff[list[AttrView]], status_filter: str) -> None:
+    def _lay_out_filtered(self, summaries: Handoff[list[AttrSummary]], status_filter: str) -> None:
         """A big model's rows under another filter, laid out off the event loop (0.1 s
         for a 2,048-block stack's 45k verdicts), then shown unless stale by then. The
         verdicts come in a handoff: a finished worker keeps its arguments."""
-        shown = views.take()
+        shown = summaries.take()
         rows = lay_out(shown, status_filter)
         self.app.call_from_thread(self._show_filtered, shown, rows)
 
-    def _show_filtered(self, views: list[AttrView], rows: TreeRows) -> None:
-        if views is self._views and rows.status_filter == self.status_filter:
+    def _show_filtered(self, summaries: list[AttrSummary], rows: TreeRows) -> None:
+        if summaries is self._summaries and rows.status_filter == self.status_filter:
             self._rebuild(rows)
 
     def cycle_filter(self) -> None:
@@ -293,10 +295,12 @@ class ModelTree(Tree[Row]):
             if data is None or data is before:  # the root, or a module shown by its path
                 continue
             node.data = data
-            if isinstance(data, AttrView):
-                if not isinstance(before, AttrView) or _label_facts(before) != _label_facts(data):
+            if isinstance(data, AttrSummary):
+                if not isinstance(before, AttrSummary) or _label_facts(before) != _label_facts(
+                    data
+                ):
                     node.set_label(self._label(data))
-            elif isinstance(before, AttrView):  # a module shown by its name alone now
+            elif isinstance(before, AttrSummary):  # a module shown by its name alone now
                 node.set_label(path.rsplit(".", 1)[-1])
 
     def _populate(self, key: str) -> None:
@@ -320,11 +324,11 @@ class ModelTree(Tree[Row]):
             return
         for child, data, is_module in self._rows.children.get(module, [])[start:stop]:
             if not is_module:
-                assert isinstance(data, AttrView)
+                assert isinstance(data, AttrSummary)
                 self._made[child] = node.add_leaf(self._label(data), data=data)
                 continue
-            label = self._label(data) if isinstance(data, AttrView) else child.rsplit(".", 1)[-1]
-            top = isinstance(data, AttrView) and node is self.root
+            label = self._label(data) if isinstance(data, AttrSummary) else child.rsplit(".", 1)[-1]
+            top = isinstance(data, AttrSummary) and node is self.root
             self._made[child] = node.add(label, data=data, expand=top)
             if top:
                 self._populate(child)
@@ -335,7 +339,7 @@ class ModelTree(Tree[Row]):
             data.key
             if isinstance(data, RowRange)
             else data.path
-            if isinstance(data, AttrView)
+            if isinstance(data, AttrSummary)
             else data
         )
         if isinstance(key, str) and key in self._made and key not in self._populated:
@@ -413,7 +417,7 @@ class ModelTree(Tree[Row]):
         return text
 
     @staticmethod
-    def _label(v: AttrView) -> Text:
+    def _label(v: AttrSummary) -> Text:
         return _label_text(*_label_facts(v))
 
     @property
@@ -422,15 +426,15 @@ class ModelTree(Tree[Row]):
         node = self.cursor_node
         if node is None or node.data is None or isinstance(node.data, RowRange):
             return None
-        if isinstance(node.data, AttrView):
+        if isinstance(node.data, AttrSummary):
             return node.data.path
         return node.data or None
 
     @property
-    def selected_view(self) -> AttrView | None:
+    def selected_view(self) -> AttrSummary | None:
         """The attribute under the cursor (None on a plain module or the root)."""
         node = self.cursor_node
-        if node is not None and isinstance(node.data, AttrView):
+        if node is not None and isinstance(node.data, AttrSummary):
             return node.data
         path = self.selected_path
         return self.view_of(path) if path else None
@@ -457,7 +461,7 @@ class ModelTree(Tree[Row]):
         if not needle:
             return 0, 0
         shown = self._rows.parent_of
-        matches = [v.path for v in self._views if needle in v.path.lower() and v.path in shown]
+        matches = [v.path for v in self._summaries if needle in v.path.lower() and v.path in shown]
         if not matches:
             return 0, 0
         at = 0
@@ -515,7 +519,7 @@ class TreeFind(Input):
         self._tree.focus()
 
 
-def _label_facts(v: AttrView) -> tuple[bool, str, str, str, str | None, str]:
+def _label_facts(v: AttrSummary) -> tuple[bool, str, str, str, str | None, str]:
     """What a row's label shows of ``v``: equal facts, the same label."""
     kept_reason = v.reasons[0].code if v.status == "kept" and v.reasons else None
     if v.written_constant:

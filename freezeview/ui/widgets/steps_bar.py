@@ -24,7 +24,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable, Label, SelectionList
 from textual.widgets.selection_list import Selection
 
-from ...session.views import PassView, StepView
+from ...session.summaries import PassSummary, StepSummary
 from ..messages import Status
 
 __all__ = ["PassList", "StepsBar", "notes_cell", "pending_row", "step_row"]
@@ -35,7 +35,7 @@ COLUMNS = ("#", "step", "+added", "-removed", "~changed", "numerics", "time")
 NOTE_WIDTH = 100
 
 
-def notes_cell(step: StepView) -> Text:
+def notes_cell(step: StepSummary) -> Text:
     """The timeline's notes cell: what the step did or why it did not fire, as
     ``freezeview freeze``'s notes column says it (cut at :data:`NOTE_WIDTH`)."""
     text = step.notes
@@ -44,7 +44,7 @@ def notes_cell(step: StepView) -> Text:
     return Text(text or "-", "red" if step.error else ("" if step.changed else "dim"))
 
 
-def step_row(step: StepView, timings: bool = True, latency: bool = False) -> tuple[Text, ...]:
+def step_row(step: StepSummary, timings: bool = True, latency: bool = False) -> tuple[Text, ...]:
     """The timeline row for a step (``timings=False`` hides wall times, for snapshots).
 
     With ``latency`` the row ends with the step's forward latency against the unfrozen
@@ -185,7 +185,7 @@ class StepsBar(Horizontal):
         return self._arrived
 
     # -- passes ----------------------------------------------------------------------
-    def set_passes(self, passes: Sequence[PassView], enabled: Sequence[str]) -> None:
+    def set_passes(self, passes: Sequence[PassSummary], enabled: Sequence[str]) -> None:
         """Fill the pass list."""
         lst = self.passes
         lst.clear_options()
@@ -242,7 +242,7 @@ class StepsBar(Horizontal):
         self.current_step = -1
         self.update_title()
 
-    def add_step(self, step: StepView, timings: bool = True) -> None:
+    def add_step(self, step: StepSummary, timings: bool = True) -> None:
         """Put a step in the timeline (in its pending row, or a new one); show it if it
         is the first, or if ``n`` was pressed for it before it arrived."""
         table = self.timeline

@@ -1,4 +1,4 @@
-"""An explain's views crossing from the engine process (``freezeview/session/views_wire.py``):
+"""An explain's views crossing from the engine process (``freezeview/session/summaries_wire.py``):
 whole the first time, then only what changed, and always the views the engine had."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from freezeview.session.views import AttrView
-from freezeview.session.views_wire import ViewsDecoder, ViewsEncoder
+from freezeview.session.summaries import AttrSummary
+from freezeview.session.summaries_wire import SummariesDecoder, SummariesEncoder
 
 
-def _views(n: int, kept: set[int] = frozenset()) -> list[AttrView]:  # type: ignore[assignment]
+def _views(n: int, kept: set[int] = frozenset()) -> list[AttrSummary]:  # type: ignore[assignment]
     return [
-        AttrView(f"layers.{i}.weight", "parameter", "Tensor", "kept" if i in kept else "folded")
+        AttrSummary(f"layers.{i}.weight", "parameter", "Tensor", "kept" if i in kept else "folded")
         for i in range(n)
     ]
 
@@ -24,7 +24,7 @@ def test_a_toggle_sends_only_the_views_it_changed() -> None:
     """The first answer goes whole; one that changes two views of a thousand carries
     those two (equal views made anew do not count as changes), and the screen gets
     every view as the engine had it."""
-    encoder, decoder = ViewsEncoder(), ViewsDecoder()
+    encoder, decoder = SummariesEncoder(), SummariesDecoder()
     first = _views(1000)
     sent = encoder.encode(first, "tree", False)
     assert sent.whole is not None
@@ -45,10 +45,10 @@ def test_statuses_and_reasons_each_change_from_their_own_kind() -> None:
     kinds interleaved as explains come."""
     from freezeview.session.explain_turns import PENDING_REASON
 
-    def pending(views: list[AttrView]) -> list[AttrView]:
+    def pending(views: list[AttrSummary]) -> list[AttrSummary]:
         return [dataclasses.replace(v, reasons=(PENDING_REASON,)) for v in views]
 
-    encoder, decoder = ViewsEncoder(), ViewsDecoder()
+    encoder, decoder = SummariesEncoder(), SummariesDecoder()
     for kept in (set(), {1}, {2}, {1, 2}):
         views = _views(100, kept)
         for shown, is_pending in ((pending(views), True), (views, False)):
@@ -59,7 +59,7 @@ def test_statuses_and_reasons_each_change_from_their_own_kind() -> None:
 
 
 def test_views_of_another_length_or_mostly_changed_go_whole() -> None:
-    encoder, decoder = ViewsEncoder(), ViewsDecoder()
+    encoder, decoder = SummariesEncoder(), SummariesDecoder()
     decoder.decode(encoder.encode(_views(10), None, False))
     longer = _views(12)
     sent = encoder.encode(longer, None, False)
@@ -72,7 +72,7 @@ def test_views_of_another_length_or_mostly_changed_go_whole() -> None:
 def test_a_decoded_list_is_the_callers_own() -> None:
     """The screen may change the list it gets; the next answer is still decoded from
     the views the engine sent."""
-    encoder, decoder = ViewsEncoder(), ViewsDecoder()
+    encoder, decoder = SummariesEncoder(), SummariesDecoder()
     views, _ = decoder.decode(encoder.encode(_views(5), None, False))
     views.clear()
     toggled = _views(5, kept={1})
@@ -98,7 +98,7 @@ def test_the_screen_gets_the_engines_views_through_toggles(small_pt: Path) -> No
         cancel.set()
         remote.explain(["head"], cancel=cancel)  # abandoned: its answers still arrive
         for names in ([], ["scale"], [], ["scale", "head"], ["scale"]):
-            shown: list[list[AttrView]] = []
+            shown: list[list[AttrSummary]] = []
             views = remote.explain(names, statuses=shown.append)
             assert views == local.explain(names)
             for pending in shown:
@@ -114,10 +114,10 @@ def test_a_big_explanation_and_its_module_tree_cross_in_slices(
     the screen's GIL for 0.1 s: they go in slices, the screen unpickles one at a time
     and lets other threads run between two, and gets what the engine had."""
     from freezeview.engine.graph.inventory_values import AttributeInfo, Inventory, ModuleInfo
-    from freezeview.session import views_wire as views_transfer
+    from freezeview.session import summaries_wire as summaries_wire
 
     turns: list[float] = []
-    monkeypatch.setattr(views_transfer, "yield_turn", turns.append)
+    monkeypatch.setattr(summaries_wire, "yield_turn", turns.append)
     views = _views(4500, kept={17, 4321})
     inventory = Inventory(
         modules=[
@@ -129,10 +129,10 @@ def test_a_big_explanation_and_its_module_tree_cross_in_slices(
             for v in views
         ],
     )
-    encoder, decoder = ViewsEncoder(), ViewsDecoder()
+    encoder, decoder = SummariesEncoder(), SummariesDecoder()
     sent = encoder.encode(views, inventory, False)
     assert sent.whole is None and sent.whole_slices is not None and len(sent.whole_slices) == 5
-    assert isinstance(sent.inventory, views_transfer.InventorySent)
+    assert isinstance(sent.inventory, summaries_wire.InventorySent)
     got, tree = decoder.decode(pickle.loads(pickle.dumps(sent)))
     assert got == views
     assert tree.modules == inventory.modules and tree.attributes == inventory.attributes

@@ -11,17 +11,17 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "AttrView",
-    "OpenedView",
-    "PassView",
-    "ReasonView",
-    "StepView",
-    "step_view",
+    "AttrSummary",
+    "OpenedSummary",
+    "PassSummary",
+    "ReasonSummary",
+    "StepSummary",
+    "step_summary",
 ]
 
 
 @dataclass(frozen=True)
-class ReasonView:
+class ReasonSummary:
     """One reason for an attribute's status, as text ready to show."""
 
     code: str
@@ -34,14 +34,14 @@ class ReasonView:
 
 
 @dataclass(frozen=True)
-class AttrView:
+class AttrSummary:
     """An attribute (or submodule) with its verdict under the current plan."""
 
     path: str
     kind: str
     type: str
     status: str
-    reasons: tuple[ReasonView, ...] = ()
+    reasons: tuple[ReasonSummary, ...] = ()
     preserved: bool = False
     #: The value, for the values the tree shows (a TorchScript Enum member by name).
     value: str = ""
@@ -64,7 +64,7 @@ class AttrView:
 
 
 @dataclass(frozen=True)
-class PassView:
+class PassSummary:
     """A pass the user can switch on or off."""
 
     id: str
@@ -74,7 +74,7 @@ class PassView:
 
 
 @dataclass(frozen=True)
-class StepView:
+class StepSummary:
     """One step of freezing, as the steps bar and the IR pane show it.
 
     The step's graph is not in it: ``graph`` names it in the session
@@ -119,7 +119,7 @@ class StepView:
 
 
 @dataclass(frozen=True)
-class OpenedView:
+class OpenedSummary:
     """A model just opened: what the app shows before any step exists."""
 
     name: str
@@ -130,7 +130,7 @@ class OpenedView:
     code: str
     load_seconds: float
     warnings: tuple[str, ...]
-    passes: tuple[PassView, ...]
+    passes: tuple[PassSummary, ...]
 
 
 def _numerics_cell(value: Any) -> str:
@@ -142,7 +142,7 @@ def _numerics_cell(value: Any) -> str:
     return text if value.allclose else f"{text} ✗"
 
 
-def step_view(step: Any, graph: int, node_count: int, measurement: Any = None) -> StepView:
+def step_summary(step: Any, graph: int, node_count: int, measurement: Any = None) -> StepSummary:
     """The view of an engine step whose forward graph is ``graph`` (a key) of
     ``node_count`` nodes, with its latency when the run was timed (``measurement``)."""
     # The counts, and the note ``freezeview freeze`` prints (what changed, or why the
@@ -162,7 +162,7 @@ def step_view(step: Any, graph: int, node_count: int, measurement: Any = None) -
         cell = latency_cell(measurement, int(step.index))
         latency = "" if cell == "-" else cell
         verdict = verdict_text(measurement)
-    return StepView(
+    return StepSummary(
         index=int(step.index),
         name=str(step.name),
         title=str(step.title),
