@@ -109,10 +109,16 @@ def example_output(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("migrate") / "example.pt2"
 
 
+EXAMPLE_BYTES = EXAMPLE.read_bytes() if EXAMPLE.exists() else b""
+
+
 @pytest.fixture(scope="module")
 def example(example_output: Path) -> Migration:
+    """The example's migration, its forwards timed briefly on two threads."""
     torch.manual_seed(0)
-    return migrate(EXAMPLE, (torch.randn(1, 3, 16, 16),), output=example_output)
+    return migrate(
+        EXAMPLE, (torch.randn(1, 3, 16, 16),), output=example_output, threads=2, budget=0.05
+    )
 
 
 @pytest.mark.slow
@@ -166,9 +172,8 @@ def test_a_conv_model_behaves_the_same_and_its_program_is_written(
     x = torch.randn(1, 3, 8, 8)
     torch.save(x, str(tmp_path / "x.pt"))
     out = tmp_path / "conv.pt2"
-    code = main(
-        ["migrate", str(path), "--inputs", str(tmp_path / "x.pt"), "-o", str(out), "--json"]
-    )
+    args = ["--inputs", str(tmp_path / "x.pt"), "-o", str(out), "--json", "--time-budget", "0.05"]
+    code = main(["migrate", str(path), *args])
     document = json.loads(capsys.readouterr().out)
     jsonschema.validate(document, SCHEMA)
     script = torch.jit.load(str(path))
@@ -178,6 +183,9 @@ def test_a_conv_model_behaves_the_same_and_its_program_is_written(
     assert same
     assert document["verdict"] == BEHAVES_THE_SAME and code == 0
     assert document["written"] == str(out)
+    latency = document["latency"]
+    assert latency["threads"] == 1 and latency["budget"] == 0.05
+    assert latency["exported_program"]["candidate"]["runs"] > 0
     loaded = torch.export.load(str(out))
     with torch.no_grad():
         assert torch.allclose(loaded.module()(x), script(x))
@@ -267,10 +275,39 @@ def test_force_writes_a_differing_program_saved_before_any_run(
     assert not example.written and not example_output.exists()
     _torchs_program(torch.jit.load(str(EXAMPLE)), (torch.randn(1, 3, 16, 16),), example.verdict)
     out = tmp_path / "forced.pt2"
-    forced = migrate(EXAMPLE, (torch.randn(1, 3, 16, 16),), output=out, force=True)
+    forced = migrate(EXAMPLE, (torch.randn(1, 3, 16, 16),), output=out, force=True, budget=0)
     assert forced.written == str(out) and forced.differences
+    assert forced.speed is not None and forced.speed.program is None
+    assert "--time-budget 0" in forced.speed.note
     program = torch.export.load(str(out))
     script = torch.jit.load(str(EXAMPLE))
     for path, value in program.state_dict.items():
         if path in dict(script.named_buffers()):
             assert torch.equal(value, _attribute(script, path)), path
+
+
+@pytest.mark.slow
+def test_the_program_is_timed_against_the_frozen_torchscript(example: Migration) -> None:
+    """Is it as fast? The pair is timed with the threads asked for, under the mode torch
+    runs each forward in, and the input file is what it was."""
+    x = torch.randn(1, 3, 16, 16)
+    script = torch.jit.load(str(EXAMPLE))
+    program = _torchs_program(script, (x,), example.verdict).module()
+    try:
+        with torch.inference_mode():
+            program(x)
+        mode = "inference_mode"
+    except Exception:
+        mode = "no_grad"
+    speed = example.speed
+    assert speed is not None and speed.program is not None, speed
+    pair = speed.program
+    assert speed.threads == 2 and speed.budget == 0.05 and not speed.note
+    assert pair.frozen.threads == 2 and pair.other.threads == 2
+    assert pair.other.mode == mode
+    assert pair.frozen.runs > 0 and pair.other.runs > 0 and pair.frozen.warmup > 0
+    assert pair.change.ratio == pytest.approx(pair.other.median / pair.frozen.median)
+    document = example.to_json()["latency"]
+    assert document["exported_program"]["verdict"] == pair.text()
+    assert document["exported_program"]["candidate"]["median"] == pair.other.median
+    assert EXAMPLE.read_bytes() == EXAMPLE_BYTES

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from .options import add_input_options, add_model_options, split_names
+from .options import add_input_options, add_measure_options, add_model_options, split_names
 
 if TYPE_CHECKING:
     from ..engine.migrate import Migration
@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "Run torch's TorchScript-to-ExportedProgram converter (a private torch API) "
             "on the sample inputs in a child process, then run the TorchScript module and "
             "the program side by side: outputs over successive calls, every state write "
-            "kept or lost, parameters turned buffers, input dimensions fixed. Exit 0 when "
+            "kept or lost, parameters turned buffers, input dimensions fixed; and the "
+            "program's forward timed against the frozen TorchScript. Exit 0 when "
             "it converts and behaves the same, 1 when it differs or does not convert, 2 "
             "for bad input."
         ),
@@ -39,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "forward argument, as --input-shape): does the program accept what the "
         "TorchScript module accepts?",
     )
+    add_measure_options(parser)
     parser.add_argument(
         "--calls",
         metavar="N",
@@ -90,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     from ..engine.freeze import random_inputs
     from ..engine.migrate import migrate
     from ..engine.plumbing.atomic import check_output_path
-    from .options import inputs_from_args
+    from .options import inputs_from_args, measure_from_args
 
+    threads, budget = measure_from_args(args)
     calls = int(_number(str(args.calls), "--calls", whole=True))
     timeout = _number(str(args.timeout), "--timeout", whole=False)
     out = check_output_path(args.output, force=args.force) if args.output else None
@@ -104,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         second_shape=" ".join(args.second_shape or ()),
         calls=calls,
         timeout=timeout,
+        threads=threads,
+        budget=budget,
         output=out,
         force=args.force,
         map_location=args.map_location,
@@ -161,6 +166,8 @@ def _print(result: Migration) -> None:
         lines.append("input dimensions fixed by the program: " + ", ".join(result.specialised))
     if result.second_shape:
         lines.append(f"second input shape {result.second_shape}")
+    if result.speed is not None:
+        lines.extend(result.speed.lines())
     lines.extend(result.notes)
     for line in lines:
         console.print("  " + escape(line))

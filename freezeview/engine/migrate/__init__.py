@@ -5,8 +5,9 @@ then runs torch's private converter (``TS2EPConverter``) in a child process with
 limit (:mod:`.convert_child`): the node kinds it has no handler for, the node it failed
 on, and the TorchScript module and the ExportedProgram run side by side over several
 calls (outputs, state, the writes the program's graph signature carries, parameters
-turned buffers, input dimensions fixed). The values (:mod:`.migrate_values`) are
-torch-free. Uses load, reasons, freeze and plumbing.
+turned buffers, input dimensions fixed), and the program's forward timed against the
+frozen TorchScript (:mod:`.child_tools`, with measure's rules). The values
+(:mod:`.migrate_values`) are torch-free. Uses load, reasons, freeze, measure and plumbing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
         Conversion,
         FailedNode,
         Migration,
+        Speed,
+        SpeedPair,
         StateWrite,
     )
     from .migration import DEFAULT_CALLS, DEFAULT_TIMEOUT, NO_CONVERTER, migrate
@@ -38,6 +41,8 @@ __getattr__, __dir__ = lazy_exports(
         "Conversion": "migrate_values",
         "FailedNode": "migrate_values",
         "Migration": "migrate_values",
+        "Speed": "migrate_values",
+        "SpeedPair": "migrate_values",
         "StateWrite": "migrate_values",
         "DEFAULT_CALLS": "migration",
         "DEFAULT_TIMEOUT": "migration",
@@ -57,6 +62,8 @@ __all__ = [
     "Conversion",
     "FailedNode",
     "Migration",
+    "Speed",
+    "SpeedPair",
     "StateWrite",
     "migrate",
 ]

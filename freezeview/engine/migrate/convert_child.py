@@ -11,7 +11,8 @@ In order: every node kind of the inlined forward the converter has no handler fo
 (derived from the converter class itself), the conversion (recording the node being
 converted when it fails), the program saved (before anything runs it, so no run's
 state reaches the file), then the TorchScript module (a private copy) and the program
-run on the same inputs for several successive calls, comparing outputs and state.
+run on the same inputs for several successive calls, comparing outputs and state, and
+last the program's forward timed against the frozen TorchScript (:mod:`.child_tools`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,14 @@ import time
 import warnings
 from collections.abc import Iterator
 from typing import Any
+
+from .child_tools import (
+    cloned,
+    frozen_forward,
+    same_outputs,
+    time_against_frozen,
+    torch_line,
+)
 
 __all__ = ["main", "unhandled_kinds"]
 
@@ -64,23 +73,6 @@ def unhandled_kinds(graph: Any) -> list[str]:
         except Exception:
             found[kind] = None
     return list(found)
-
-
-def _cause(exc: BaseException) -> str:
-    """torch's last meaningful line of ``exc`` or of the exception it chains from."""
-    from ..plumbing import torch_cause
-
-    inner: BaseException = exc
-    while inner.__cause__ is not None:
-        inner = inner.__cause__
-    lines = [
-        line.strip()
-        for line in str(inner).splitlines()
-        if line.strip() and not line.strip().startswith(("Exception raised from", "frame #"))
-    ]
-    if "INTERNAL ASSERT FAILED" in str(inner) and lines:
-        return lines[0][:400]
-    return torch_cause(inner) if lines else type(inner).__name__
 
 
 def _scope(name: str) -> str:
@@ -133,12 +125,6 @@ def _watching_nodes(failed: dict[str, Any]) -> Iterator[None]:
         cls.convert_node = original  # type: ignore[method-assign]
 
 
-def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-    import torch
-
-    return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
-
-
 def _same_value(a: Any, b: Any) -> bool:
     import torch
 
@@ -168,15 +154,6 @@ def _program_attribute(module: Any, path: str) -> Any:
         except AttributeError:
             continue
     return _MISSING
-
-
-def _same_outputs(a: Any, b: Any) -> tuple[bool, str]:
-    from ..freeze import compare_outputs
-
-    numerics = compare_outputs(a, b)
-    if numerics.exact or (numerics.allclose and not numerics.note):
-        return True, ""
-    return False, numerics.note or f"max abs difference {numerics.max_abs:.3g}"
 
 
 def _dims(ep: Any, names: list[str]) -> tuple[list[str], list[str]]:
@@ -233,7 +210,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     try:
         # The converter freezes a clone of the module and never runs it; the TorchScript
         # side below runs a private copy (Sandbox), so the program's state is untouched.
-        converter = TS2EPConverter(module, _clone(inputs))
+        converter = TS2EPConverter(module, cloned(inputs))
         stage = "converting"
         with _watching_nodes(failed):
             ep = converter.convert()
@@ -242,7 +219,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         result["stage"] = (
             "converting a node" if failed else ("retracing" if stage == "converting" else stage)
         )
-        result["cause"] = _cause(exc)
+        result["cause"] = torch_line(exc)
         result["failed_node"] = failed or None
         if result["stage"] == "preparing the graph" and len(arg_names) > len(inputs):
             # torch's converter pairs the graph's inputs with the sample arguments
@@ -280,14 +257,14 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     differs: dict[str, None] = {}
     for _ in range(int(request.get("calls", 3))):
         with torch.no_grad():
-            ours = script(*_clone(inputs))
+            ours = script(*cloned(inputs))
             try:
-                theirs = program(*_clone(inputs))
+                theirs = program(*cloned(inputs))
             except Exception as exc:
-                theirs, failure = None, f"the program's forward failed: {_cause(exc)}"
+                theirs, failure = None, f"the program's forward failed: {torch_line(exc)}"
             else:
                 failure = ""
-        equal, note = (False, failure) if failure else _same_outputs(ours, theirs)
+        equal, note = (False, failure) if failure else same_outputs(ours, theirs)
         same.append(equal)
         notes.append(note)
         for path in watched:
@@ -310,19 +287,50 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         program = ep.module()
         try:
             with torch.no_grad():
-                ours = script(*_clone(second))
+                ours = script(*cloned(second))
         except Exception as exc:
-            result["second"] = (None, f"the TorchScript module rejects it too ({_cause(exc)})")
+            result["second"] = (None, f"the TorchScript module rejects it too ({torch_line(exc)})")
         else:
             try:
                 with torch.no_grad():
-                    theirs = program(*_clone(second))
+                    theirs = program(*cloned(second))
             except Exception as exc:
-                result["second"] = (False, f"the program rejects it ({_cause(exc)})")
+                result["second"] = (False, f"the program rejects it ({torch_line(exc)})")
             else:
-                equal, note = _same_outputs(ours, theirs)
+                equal, note = same_outputs(ours, theirs)
                 result["second"] = (equal, "" if equal else f"outputs differ ({note})")
+    result["speed"] = _speed(
+        module,
+        inputs,
+        ep,
+        request,
+        ran=not any(n.startswith("the program's forward failed") for n in notes),
+    )
     return result
+
+
+def _speed(
+    module: Any, inputs: tuple[Any, ...], ep: Any, request: dict[str, Any], *, ran: bool
+) -> dict[str, Any]:
+    """Is it as fast? A fresh ``ep.module()`` against the frozen TorchScript, or why not."""
+    budget = float(request.get("budget", 0.0))
+    if budget <= 0:
+        return {"note": "latency not measured: --time-budget 0 times nothing"}
+    if not ran:
+        return {"note": "latency not measured: the program's forward fails on the sample inputs"}
+    frozen, why = frozen_forward(module, inputs)
+    if frozen is None:
+        return {"note": f"latency not measured: {why}"}
+    program = ep.module()
+    timed = time_against_frozen(
+        frozen,
+        lambda: program(*inputs),
+        threads=int(request.get("threads", 1)),
+        budget=budget,
+    )
+    if "error" in timed:
+        return {"note": f"latency not measured: {timed['error']}"}
+    return timed
 
 
 def main(argv: list[str]) -> int:
@@ -336,7 +344,7 @@ def main(argv: list[str]) -> int:
         try:
             result = _run(request)
         except Exception as exc:  # the model or the inputs, not the converter
-            result = {"available": True, "converted": False, "error": _cause(exc)}
+            result = {"available": True, "converted": False, "error": torch_line(exc)}
     tmp = result_path + ".part"
     with open(tmp, "wb") as f:
         pickle.dump(result, f)

@@ -23,12 +23,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..measure import DEFAULT_BUDGET, DEFAULT_THREADS, Latency
 from ..plumbing import BadInputError, atomic_path, inputs_rejected
 from .migrate_values import (
     BEHAVES_THE_SAME,
     Conversion,
     FailedNode,
     Migration,
+    Speed,
+    SpeedPair,
     StateWrite,
 )
 
@@ -164,6 +167,17 @@ def _conversion(result: dict[str, Any]) -> Conversion:
     )
 
 
+def _speed(result: dict[str, Any], threads: int, budget: float) -> Speed | None:
+    """What the child found about "is it as fast?" (None when nothing converted)."""
+    found = result.get("speed")
+    if not result.get("converted") or found is None:
+        return None
+    pair = None
+    if "frozen" in found and "other" in found:
+        pair = SpeedPair("ExportedProgram", Latency(**found["frozen"]), Latency(**found["other"]))
+    return Speed(threads=threads, budget=budget, program=pair, note=str(found.get("note", "")))
+
+
 def _second_text(label: str, second: tuple[bool | None, str] | None) -> str:
     """``2,3,16,16: the program rejects it (...)``; empty when no second shape ran."""
     if second is None:
@@ -180,6 +194,8 @@ def migrate(
     second_shape: str = "",
     calls: int = DEFAULT_CALLS,
     timeout: float = DEFAULT_TIMEOUT,
+    threads: int = DEFAULT_THREADS,
+    budget: float = DEFAULT_BUDGET,
     output: str | os.PathLike[str] | None = None,
     force: bool = False,
     map_location: str = "cpu",
@@ -196,6 +212,10 @@ def migrate(
         second_shape: how to name the second inputs in the findings (``2,3,16,16``).
         calls: successive calls compared (outputs and state after each).
         timeout: seconds the child process may take.
+        threads: torch's intra-op threads while timing (stated in the findings).
+        budget: seconds of timing per forward after warm-up; 0 times nothing. The
+            program's forward and the frozen TorchScript's (``torch.jit.freeze``) are
+            timed in alternating blocks, in the child process, on the sample inputs.
         output: where to write the ``.pt2`` (``torch.export.save``); written only when
             the program behaves the same, or with ``force``.
         force: write the ``.pt2`` even with differences (they are listed).
@@ -220,6 +240,10 @@ def migrate(
         )
     if calls < 1:
         raise BadInputError(f"--calls {calls} is not a number of calls (1 or more).")
+    if threads < 1:
+        raise BadInputError(f"--threads {threads} is not a number of threads (1 or more).")
+    if not budget >= 0 or budget == float("inf"):
+        raise BadInputError(f"--time-budget {budget} is not a number of seconds (0 or more).")
     loaded = load_model(
         model,
         map_location=map_location,
@@ -240,6 +264,8 @@ def migrate(
             "libraries": list(libraries),
             "inputs": str(folder / "inputs.pt"),
             "calls": calls,
+            "threads": threads,
+            "budget": budget,
             "paths": [w.path for w in writes],
             "pt2": str(folder / "model.pt2") if output is not None else None,
         }
@@ -280,6 +306,7 @@ def migrate(
             second_shape=_second_text(second_shape, second),
             second_shape_same=second[0] if second else None,
             notes=tuple(notes),
+            speed=_speed(result, threads, budget),
         )
         written = ""
         not_written = ""

@@ -1,0 +1,94 @@
+"""What the child processes of ``migrate`` share (torch-facing): inputs cloned per call,
+outputs compared, torch's own line of an exception, and "is it as fast?".
+
+The frozen TorchScript forward (``torch.jit.freeze`` of the loaded model, run on a
+private copy) and another forward (the ExportedProgram's, AOTInductor's) are timed by
+measure's :func:`~freezeview.engine.measure.time_pair` in alternating blocks, with the
+rules ``freeze`` uses for "did it help": fixed threads, warm-up, medians and spread,
+``--time-budget`` seconds per forward. The latencies go back to ``migrate`` as plain
+dicts (:func:`dataclasses.asdict` of :class:`~freezeview.engine.measure.Latency`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["cloned", "frozen_forward", "same_outputs", "time_against_frozen", "torch_line"]
+
+
+def torch_line(exc: BaseException) -> str:
+    """torch's last meaningful line of ``exc`` or of the exception it chains from."""
+    from ..plumbing import torch_cause
+
+    inner: BaseException = exc
+    while inner.__cause__ is not None:
+        inner = inner.__cause__
+    lines = [
+        line.strip()
+        for line in str(inner).splitlines()
+        if line.strip() and not line.strip().startswith(("Exception raised from", "frame #"))
+    ]
+    if "INTERNAL ASSERT FAILED" in str(inner) and lines:
+        return lines[0][:400]
+    return torch_cause(inner) if lines else type(inner).__name__
+
+
+def cloned(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``inputs`` with every tensor cloned (a forward may write its inputs in place)."""
+    import torch
+
+    return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+def same_outputs(a: Any, b: Any) -> tuple[bool, str]:
+    """``(True, "")`` when ``b`` equals ``a`` within torch's default tolerances, else
+    ``(False, what differs)``."""
+    from ..freeze import compare_outputs
+
+    numerics = compare_outputs(a, b)
+    if numerics.exact or (numerics.allclose and not numerics.note):
+        return True, ""
+    return False, numerics.note or f"max abs difference {numerics.max_abs:.3g}"
+
+
+def frozen_forward(module: Any, inputs: Sequence[Any]) -> tuple[Callable[[], Any] | None, str]:
+    """``(call, "")``: one forward of ``torch.jit.freeze(module)`` on ``inputs``, run on a
+    private copy (a :class:`~freezeview.engine.freeze.Sandbox`), or ``(None, why)``."""
+    import torch
+
+    from ..freeze import Sandbox
+    from ..plumbing import torch_cause
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            frozen = torch.jit.freeze(module)
+        run = Sandbox(frozen).function(frozen._c._get_method("forward").graph)
+    except Exception as exc:
+        return None, f"torch could not freeze the model ({torch_cause(exc)})"
+    return (lambda: run(*inputs)), ""
+
+
+def time_against_frozen(
+    frozen: Callable[[], Any],
+    other: Callable[[], Any],
+    *,
+    threads: int,
+    budget: float,
+) -> dict[str, Any]:
+    """``{"frozen": {...}, "other": {...}}``: both forwards timed in alternating blocks
+    (``budget`` seconds each), or ``{"error": why}`` when a forward fails."""
+    from ..measure import time_pair
+    from ..plumbing import torch_cause
+
+    try:
+        first, second = time_pair(frozen, other, threads=threads, budget=2 * budget)
+    except Exception as exc:
+        return {"error": f"a forward failed while timed ({torch_cause(exc)})"}
+    return {
+        "frozen": dataclasses.asdict(first.latency),
+        "other": dataclasses.asdict(second.latency),
+    }
