@@ -69,7 +69,6 @@ __all__ = [
     "RenderResult",
     "find_dot",
     "level_attempts",
-    "render_picture",
     "run_dot",
 ]
 
@@ -110,7 +109,7 @@ class DotFailedError(FreezeviewError):
 
 @dataclass
 class RenderResult:
-    """What :func:`render_picture` wrote and how long each part took.
+    """What drawing a picture wrote and how long each part took.
 
     Attributes:
         path: the file written.
@@ -210,57 +209,6 @@ def run_dot(source: str, fmt: str, options: RenderOptions) -> bytes:
     return stdout
 
 
-def render_picture(
-    make: Callable[[int | None], Picture],
-    path: str | os.PathLike[str],
-    *,
-    fmt: str,
-    options: RenderOptions,
-    level: int | None,
-    candidates: list[int | None],
-    scopes: Sequence[str] | Mapping[str, int],
-    split: tuple[str, ...] = (),
-) -> RenderResult:
-    """Draw ``make(level)`` into ``path``, falling back to coarser levels on overrun.
-
-    A level with more boxes than ``options.ceiling`` is not handed to Graphviz: the next
-    coarser level is taken at once, as after an overrun, with a note (the coarsest level
-    is always tried). A level Graphviz fails on (its layout bugs hit some graphs and not
-    others) falls back the same way.
-
-    Args:
-        make: builds the picture for a level.
-        path: the file to write (atomically).
-        fmt: one of :data:`FORMATS`.
-        options: drawing options (timeout, engine...).
-        level: the level to try first.
-        candidates: the levels that exist for this graph, coarsest first.
-        scopes: scopes of the drawn nodes, or scope -> count (to pick fallback levels
-            that are really smaller).
-        split: the boxes ``make`` opens at ``level`` (recorded in the result; a fallback
-            level opens none).
-
-    Returns:
-        A :class:`RenderResult`.
-
-    Raises:
-        GraphvizMissingError: ``dot`` is missing (``fmt`` other than ``dot``).
-        DotTimeoutError: even the coarsest level overran.
-        DotFailedError: Graphviz failed at the coarsest level too (nothing is written).
-    """
-    attempts = level_attempts(
-        make,
-        path,
-        fmt=fmt,
-        options=options,
-        level=level,
-        candidates=candidates,
-        scopes=scopes,
-        split=split,
-    )
-    return PendingPicture(attempts, DotQueue(background=False), fmt, options).result()
-
-
 class _AlreadyOverran(DotTimeoutError):
     """Not run: by the time its turn came, a picture this size had overrun."""
 
@@ -299,8 +247,26 @@ def level_attempts(
     scopes: Sequence[str] | Mapping[str, int],
     split: tuple[str, ...] = (),
 ) -> LevelAttempts:
-    """:func:`render_picture`'s levels, one at a time: yields each picture to lay out and
-    is sent how Graphviz did on it; returns the result once a picture was written.
+    """Draw ``make(level)`` into ``path``, falling back to coarser levels on overrun: the
+    levels one at a time, yielding each picture to lay out and sent how Graphviz did on
+    it; returns the result once a picture was written.
+
+    A level with more boxes than ``options.ceiling`` is not handed to Graphviz: the next
+    coarser level is taken at once, as after an overrun, with a note (the coarsest level
+    is always tried). A level Graphviz fails on (its layout bugs hit some graphs and not
+    others) falls back the same way.
+
+    Args:
+        make: builds the picture for a level.
+        path: the file to write (atomically).
+        fmt: one of :data:`FORMATS`.
+        options: drawing options (timeout, engine...).
+        level: the level to try first.
+        candidates: the levels that exist for this graph, coarsest first.
+        scopes: scopes of the drawn nodes, or scope -> count (to pick fallback levels
+            that are really smaller).
+        split: the boxes ``make`` opens at ``level`` (recorded in the result; a fallback
+            level opens none).
 
     Who runs Graphviz (here and now, or a :class:`DotQueue` in the background) is the
     driver's choice (:class:`PendingPicture`); the levels tried are the same either way.
@@ -452,7 +418,7 @@ class PendingPicture:
     """A picture whose first level is built and handed to Graphviz, maybe still drawing.
 
     :meth:`result` waits for Graphviz, draws the coarser levels an overrun or a failure
-    calls for, writes the file and returns what :func:`render_picture` returns. The
+    calls for, writes the file and returns its :class:`RenderResult`. The
     ``start_*`` functions (:mod:`.render_start`) make one; the ``render_*`` functions are
     ``start_*(...).result()``.
     """
@@ -501,7 +467,9 @@ class PendingPicture:
         """The picture written (after Graphviz finished; coarser levels drawn as needed).
 
         Raises:
-            GraphvizMissingError, DotTimeoutError, DotFailedError: as :func:`render_picture`.
+            GraphvizMissingError: ``dot`` is missing (a format other than ``dot``).
+            DotTimeoutError: even the coarsest level overran.
+            DotFailedError: Graphviz failed at the coarsest level too (nothing is written).
         """
         while self._done is None:
             job = self._job

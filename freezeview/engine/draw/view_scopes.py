@@ -14,12 +14,10 @@ from functools import lru_cache
 from typing import Any
 
 from ..diff import NodeInfo
-from ..graph import GraphSnapshot
 
 __all__ = [
     "box_prefix",
     "count_at_level",
-    "effective_scopes",
     "module_paths",
     "opened_scopes",
     "resolve_scope",
@@ -30,12 +28,12 @@ __all__ = [
 BLOCK_NAMES = {"prim::If": ("then", "else"), "prim::Loop": ("body",)}
 
 
-def effective_scopes(
-    snapshot: GraphSnapshot,
-    info: Mapping[int, NodeInfo],
-    modules: frozenset[str] | None = None,
+def scopes_by_producer(
+    info: Mapping[int, NodeInfo], producer: Mapping[str, int], modules: frozenset[str] | None
 ) -> dict[int, str]:
-    """The module scope each node is drawn in.
+    """The module scope each node is drawn in, given the node producing each value (a
+    snapshot drawn has that map already; every value is read after it is produced, so
+    the full map answers as the map of the values produced so far would).
 
     torch's inliner leaves the module hierarchy of ``prim::If``/``prim::Loop`` nodes and
     of the nodes inside their blocks empty (a scripted BatchNorm's training checks all
@@ -49,23 +47,13 @@ def effective_scopes(
     are drawn under the module's real path (see :func:`resolve_scope`).
 
     Args:
-        snapshot: the graph.
-        info: :func:`~freezeview.engine.diff.diff.index_nodes` of it.
+        info: :func:`~freezeview.engine.diff.diff.index_nodes` of the graph.
+        producer: value name -> id of the node producing it.
         modules: dotted paths of the model's submodules, or None to keep torch's names.
 
     Returns:
         Node id -> dotted scope.
     """
-    producer = {out.name: node_id for node_id, i in info.items() for out in i.node.outputs}
-    return scopes_by_producer(info, producer, modules)
-
-
-def scopes_by_producer(
-    info: Mapping[int, NodeInfo], producer: Mapping[str, int], modules: frozenset[str] | None
-) -> dict[int, str]:
-    """:func:`effective_scopes`, given the node producing each value (a snapshot drawn
-    has that map already; every value is read after it is produced, so the full map
-    answers as the map of the values produced so far would)."""
     scopes: dict[int, str] = {}
     # Scope of the last op (not a constant) seen in each block, by (owner id, block).
     last_in_block: dict[tuple[int | None, int], str] = {}
@@ -107,7 +95,7 @@ def module_paths(module: Any) -> frozenset[str]:
 
     Returns:
         The paths (``layers``, ``layers.0``, ``layers.0.self_attn``, ...), for
-        :func:`effective_scopes` and :class:`~freezeview.engine.draw.render.RenderOptions`.
+        :func:`scopes_by_producer` and :class:`~freezeview.engine.draw.render.RenderOptions`.
     """
     return frozenset(name for name, _ in module.named_modules() if name)
 

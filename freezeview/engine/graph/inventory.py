@@ -24,7 +24,6 @@ __all__ = [
     "ModuleInfo",
     "attribute_type",
     "build_inventory",
-    "module_children",
     "module_iterators",
     "raw_module",
 ]
@@ -33,15 +32,6 @@ __all__ = [
 def raw_module(module: Any) -> torch._C.ScriptModule:
     """The C++ module object behind a ScriptModule (or the object itself)."""
     return module._c if hasattr(module, "_c") else module
-
-
-def module_children(cmod: torch._C.ScriptModule) -> list[tuple[str, torch._C.ScriptModule]]:
-    """Direct submodules of a C++ module, in declaration order."""
-    return [
-        (name, value)
-        for name, value in _slots(cmod)["named_attributes"]
-        if isinstance(value, torch._C.ScriptModule)
-    ]
 
 
 def attribute_type(value: Any) -> str:

@@ -16,7 +16,7 @@ import html
 import json
 import os
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -38,7 +38,6 @@ __all__ = [
     "review_page",
     "review_page_parts",
     "source_texts",
-    "wanted_sources",
     "write_review_page",
 ]
 
@@ -104,8 +103,8 @@ def source_texts(
 
     Args:
         graph: the graph whose nodes' source ranges are read.
-        wanted: only these ``file:line`` keys (the page asks for the boxes drawn:
-            :func:`wanted_sources`); None: every line of the graph.
+        wanted: only these ``file:line`` keys (those of the boxes drawn); None: every
+            line of the graph.
         snapshot: a snapshot of ``graph`` (its node ids are the graph's pre-order): with
             ``wanted``, only one node per key is read, found through the snapshot,
             where reading all 70k source ranges of a 48-layer transformer took 3 s.
@@ -179,21 +178,6 @@ def _box_node(picture: PagePicture, box: Any) -> NodeSnapshot | None:
     """The IR node a box of ``picture`` stands for (its first), if it stands for one."""
     graph = picture.before if box.role == "ghost" else picture.after
     return _node(graph, box.node_ids[0]) if box.node_ids else None
-
-
-def wanted_sources(pictures: Iterable[PagePicture]) -> set[str]:
-    """The ``file:line`` keys whose text the page shows for the boxes of ``pictures``."""
-    keys: set[str] = set()
-    for picture in pictures:
-        if picture.result.format != "svg":
-            continue
-        for view in picture.result.views:
-            for box in view.nodes.values():
-                node = _box_node(picture, box)
-                source = node.source if node is not None and box.role != "scope" else None
-                if source is not None and not source.text:
-                    keys.add(str(source))
-    return keys
 
 
 def box_facts(
