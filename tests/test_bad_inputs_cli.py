@@ -267,3 +267,31 @@ def test_a_pass_that_raises_is_reported_on_its_step(
     else:  # no picture of a frozen graph that was never finished
         assert not out.exists() or not list(out.glob("after.*"))
     assert not list(tmp_path.rglob("*freezeview-tmp*"))
+
+
+def test_a_frozen_model_torch_cannot_write_is_one_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """torch.jit.save failing (its C++ writer on a full disk says RuntimeError) names the
+    output and says nothing was written; exit 2, the previous file untouched."""
+    import torch
+
+    from freezeview.cli import main
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("\nPytorchStreamWriter failed writing file data/0: file write failed")
+
+    model = save_tiny(tmp_path / "model.pt")
+    out = tmp_path / "frozen.pt"
+    out.write_bytes(b"previous frozen model")
+    previous = _digest(out)
+    monkeypatch.setattr(torch.jit, "save", broken)
+    code = main(["freeze", str(model), "-o", str(out), "--force"])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error:"), err
+    assert str(out) in lines[0] and "nothing was written" in lines[0], err
+    assert "Traceback" not in err
+    assert _digest(out) == previous
+    assert not list(tmp_path.rglob("*freezeview-tmp*"))

@@ -85,14 +85,13 @@ def import_engine() -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview freeze``; returns the exit code."""
-    import torch
 
     from ..engine.freeze.pipeline import Pipeline
     from ..engine.freeze.steps import release_graphs
     from ..engine.load.loading import check_eval
     from ..engine.measure.measured_run import MeasuredRun
     from ..engine.output.report import result_json, step_json, step_row, steps_table
-    from ..engine.plumbing.atomic import atomic_path, check_output_path
+    from ..engine.plumbing.atomic import check_output_path, save_module
     from ..engine.plumbing.errors import OutputError, PlanError
 
     model_path = Path(args.model)
@@ -187,10 +186,9 @@ def run(args: argparse.Namespace) -> int:
             "the optimized model holds MKLDNN constants, which torch cannot load back once "
             "saved; drop --optimize-for-inference or the convert_to_mkldnn pass to write it."
         )
-    # Under the output's own name: torch.jit.save names the archive after the file, so
-    # OUT.pt holds the bytes a plain torch.jit.save to OUT.pt would write.
-    with atomic_path(out, same_name=True) as tmp:
-        torch.jit.save(module, str(tmp))
+    # Whole or not at all, under the output's own name (the bytes a plain torch.jit.save
+    # to OUT.pt writes); torch's own write failures become one sentence naming OUT.pt.
+    save_module(module, out)
     measurement = measured.finish(input_file=model_path, output_file=out)
     if not args.json:
         changed = sum(1 for s in steps if s.changed)
