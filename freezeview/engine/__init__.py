@@ -1,7 +1,22 @@
-"""freezeview's engine: everything that talks to torch, and nothing that draws.
+"""freezeview's engine: the torch-facing library the CLI and the app are thin layers over.
 
-The engine never imports Textual or ``freezeview.ui``; the CLI and the app are thin
-layers over these functions (a test checks the boundary in a fresh interpreter).
+One sub-package per stage, imports flowing down this list, never up (each stage's
+``__init__.py`` says what lives there and which stages it uses):
+
+- ``plumbing``: errors users see, files written whole, forked helpers, Ctrl-C.
+- ``load``: a ``.pt`` path in, a checked TorchScript module out.
+- ``graph``: torch graphs and modules in, torch-free snapshots and inventories out.
+- ``reasons``: a model and a plan in, every attribute's status and why out.
+- ``diff``: two graph snapshots in, what was added, removed and changed out.
+- ``freeze``: a model and a plan in, ``torch.jit.freeze`` as visible steps out.
+- ``measure``: a stepwise freeze in, its effect on speed, size and portability out.
+- ``draw``: snapshots and diffs in, Graphviz pictures out.
+- ``output``: a finished run in, the files and reports users read out.
+- ``ci``: a model and its expectations (or two models) in, rules held or broken out.
+- ``migrate``: a TorchScript model in, whether it moves to ``torch.export`` out.
+
+The engine never imports Textual, ``freezeview.ui`` or ``freezeview.cli`` (a test checks
+the boundary in a fresh interpreter).
 
 Example::
 
@@ -33,8 +48,7 @@ if TYPE_CHECKING:
 
 # Re-exports are resolved on first use (PEP 562): importing freezeview.engine.plumbing
 # (or the app, whose first screen must appear before torch has loaded) does not import
-# torch. The engine's stages are its sub-packages, in the order their imports flow:
-# plumbing, load, graph, reasons, diff, freeze, draw, output, ci.
+# torch. The engine's stages are its sub-packages, in the order the docstring lists.
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
