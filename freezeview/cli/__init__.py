@@ -183,8 +183,8 @@ def _leave() -> None:
     Registered before anything else, so Python runs it after every other exit handler
     (torch's, logging's...). By then the outputs are written (atomically) and closed,
     and the streams are flushed here; what is left is freeing every object one by one
-    and a last full garbage collection: 0.6 s after a ResNet-50 export and 1.2-1.4 s
-    after a 12-layer transformer's, for nothing. The app, ``--help`` and errors that
+    and a last full garbage collection, which grows with the model and buys nothing
+    (docs/benchmarks.md has the figures). The app, ``--help`` and errors that
     escape ``main`` end the usual way.
     """
     code = _LEAVING["code"]
@@ -259,8 +259,7 @@ def _main(args_list: list[str], *, process: bool = False) -> int:
             if process and args_list[0] in ("freeze", "explain", "check"):
                 # What is imported by now (torch: hundreds of thousands of objects) lives
                 # as long as the process: a full collection, which the run's own objects
-                # trigger now and then, need not walk it again (0.1-0.2 s each on a loaded
-                # machine).
+                # trigger now and then, need not walk it again.
                 gc.freeze()
             return int(args.func(args))
     except FreezeviewError as exc:

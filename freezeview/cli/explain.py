@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = inputs_from_args(args)
     loaded = load_from_args(args)
     # Without a figure to measure the command exits once it has printed: torch's frozen
-    # clone can go with the process (emptying its graphs takes a second at 96 layers).
+    # clone can go with the process (emptying its graphs grows with the model).
     measured = inputs is not None and budget > 0
     result = explain(loaded, preserved_from_args(args), release=measured)
     if args.debug and result.disagreements:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["import_engine", "register", "run"]
 
 # The drawing code's choices and defaults, as --help states them without importing it
-# (60 ms of imports); tests/test_cli_help.py checks that they are the engine's.
+# (the drawing code's imports); tests/test_cli_help.py checks that they are the engine's.
 FORMATS = ("svg", "png", "dot")
 CONSTANT_MODES = ("fold", "hide-trivial", "nodes")
 DEFAULT_BUDGET = 300

@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         steps.append(step)
         # What the step's line or row shows is read now, while its graphs are at hand;
         # then the graphs of the step before can go (the table is printed at the end,
-        # and a 9k-node inlined graph and its folded copy are tens of MB). Those this
+        # and a large inlined graph and its folded copy are the run's largest). Those this
         # step's counts can do without go first: the fold step's picture then takes the
         # inline step's graph over instead of copying it.
         if len(steps) > 1:

@@ -163,5 +163,5 @@ def gather_pair(
         first = gather(old, plan, inputs, reasons=False)
         second = next(helper)
     # Both without torch's frozen module, whichever process made them: nothing reads it,
-    # and it holds the optimized graph's folded weights (ResNet-50: 100 MB) alive.
+    # and it holds the optimized graph's folded weights (the model's size) alive.
     return replace(portable(first), loaded=old), replace(portable(second), loaded=new)

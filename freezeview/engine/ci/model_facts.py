@@ -96,8 +96,8 @@ class FreezeFacts:
 
 # Every node's kind follows "= " in torch's printout (`%y : T = aten::add(...)`, and
 # ` = prim::SetAttr[...](...)` for a node without outputs); counting them in the
-# printout, which torch writes in C++, is ten times faster than walking the nodes from
-# Python on a 9k-node frozen transformer. A fork's subgraph is printed, and counted, too.
+# printout, which torch writes in C++, is much faster than walking the nodes from
+# Python. A fork's subgraph is printed, and counted, too.
 # A node holding a subgraph prints its name after the kind (`prim::fork_0(`).
 _KIND = re.compile(r"= ([a-z_]+::\w+?)(?:_\d+)?(?=[\[(])")
 
@@ -232,8 +232,8 @@ def _run(
     reads only the result (its sizes and portability: what every ``[deployment]`` rule
     decides on), not each step's constant bytes and backend-only nodes, which only say
     which step to blame when a rule is broken: measuring them builds every step's
-    picture, the fold step's one constant per attribute (a third of a 2,048-block
-    stack's check).
+    picture, the fold step's one constant per attribute (a large share of a deep
+    model's check).
     """
     check_eval(loaded)
     pipe = Pipeline(loaded, plan, inputs)

@@ -222,8 +222,8 @@ def _hunks(opcodes: list[Opcode], context: int) -> list[list[Opcode]]:
 _DIRECT_CELLS = 400_000_000
 
 # From this many cells on, taking out the lines only one side has before calling
-# rapidfuzz costs less than the cells it saves (measured on the transformer's steps:
-# the Python work is about one cell-time of rapidfuzz per 2,000 cells).
+# rapidfuzz costs less than the cells it saves (the Python work per line is worth
+# thousands of rapidfuzz's cells; benchmarks/bench_text_diff.py measures it).
 _SHORTEN_CELLS = 4_000_000
 
 # Codes that close the shortened sequences (see _shortened_blocks): line codes are

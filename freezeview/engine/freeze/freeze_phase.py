@@ -227,7 +227,7 @@ class FreezePhase(RunState):
                 frozen_all: set[str] = frozen_all,
                 note: str = note,
             ) -> tuple[str, ...]:
-                # Listing every path of the input module (~3 ms on a ResNet-50) waits
+                # Listing every path of the input module waits
                 # for a reader of the notes: check and compare never read them.
                 dropped = pipe.module_paths()[0] - frozen_all
                 kept_note = (
@@ -244,7 +244,7 @@ class FreezePhase(RunState):
                 return a, r, c, tuple(notes)
 
             # The counts and their notes come without the kept/removed paths sentence:
-            # listing the input module's paths (~0.1 s on a 512-block stack) waits for
+            # listing the input module's paths (linear in the model) waits for
             # a reader of every note (freeze's table shows the first only).
             counted = OnceGraphs(cleanup_counts)
 

@@ -23,7 +23,7 @@ from ..graph import GraphSnapshot, SparseReading, partial_snapshot, snapshot_gra
 __all__ = ["FULL_DIFF_LIMIT", "LazyGraph", "OnceGraphs", "SnapshotMap"]
 
 # Above this many nodes (on either side) a step's counts come from node kinds only: the
-# full structural diff of two 17k-node inlined graphs costs seconds, and the app runs
+# full structural diff of two large inlined graphs costs seconds, and the app runs
 # diff.py itself on the steps a user opens.
 FULL_DIFF_LIMIT = 4000
 
@@ -71,8 +71,8 @@ _SUBGRAPH_LABEL_RE = re.compile(r"^(prim::\w+?)_\d+$")
 def _text_kinds(text: str) -> Counter[str]:
     """Node kinds counted from torch's IR printout, nested blocks included.
 
-    A full :class:`GraphSnapshot` of a 17k-node inlined graph takes a second; counting
-    kinds from the printout takes milliseconds and is all the by-kind step counts need.
+    A full :class:`GraphSnapshot` of a large inlined graph is slow (a torch call per
+    node); counting kinds from the printout is far cheaper and is all the by-kind step counts need.
     Subgraphs torch prints after the graph's ``return`` are not part of it (the snapshot
     does not walk them either).
     """

@@ -78,7 +78,7 @@ def remove_dropout_in_graph(graph: torch._C.Graph) -> bool:
 
 
 def _dropout_count(graph: torch._C.Graph) -> int:
-    # Counted by torch in C++ (nested blocks included): printing a 9k-node graph twice
+    # Counted by torch in C++ (nested blocks included): printing a large graph twice
     # to compare would cost more than the pass.
     found: list[list[torch._C.Node]] = [graph.findAllNodes(k) for k in DROPOUT_KINDS]  # type: ignore[attr-defined]
     return sum(len(nodes) for nodes in found)

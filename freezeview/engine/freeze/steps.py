@@ -236,8 +236,8 @@ class FreezeResult:
 
 #: Counts of recent full diffs, by the digests of both printouts (type mangling aside).
 #: A re-run of the same plan, or a preserved attribute toggled back, shows the same
-#: pass steps again: their counts need neither snapshots nor a diff then (0.15 s of a
-#: 512-block stack's run). Small: a digest pair and four values each.
+#: pass steps again: their counts need neither snapshots nor a diff then. Small: a
+#: digest pair and four values each.
 _RECENT_COUNTS: OrderedDict[tuple[bytes, bytes], tuple[int, int, int, str]] = OrderedDict()
 _RECENT_COUNTS_SIZE = 256
 _recent_lock = threading.Lock()

@@ -206,8 +206,8 @@ class GraphSnapshot:
     _values: dict[str, ValueInfo] = field(default_factory=dict, compare=False, repr=False)
     # Every node in walk order, made on first use: diffs, pictures, step notes and the
     # app's panes walk a snapshot many times, and walking nested blocks through
-    # generators costs ~15 ms a time on a 17k-node graph; the tuple costs one pointer
-    # per node.
+    # generators each time adds up on a large graph; the tuple costs one pointer per
+    # node.
     _in_order: tuple[NodeSnapshot, ...] | None = field(default=None, compare=False, repr=False)
 
     @property

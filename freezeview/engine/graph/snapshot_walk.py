@@ -290,7 +290,7 @@ SUBGRAPH_LABEL_RE = re.compile(r"^(prim::\w+?)_\d+$")
 class PrintedWalk:
     """:class:`Walked`'s facts read off the printout, module scopes for some kinds only.
 
-    Walking a graph costs a torch call per node (~0.1 s for 17k nodes); the kinds are in
+    Walking a graph costs a torch call per node; the kinds are in
     the printout already, and torch finds the nodes of one kind in C++
     (``findAllNodes``, pre-order like the printout). Nodes of other kinds get no scope
     (``""``) and no node gets a schema: for readers of a few kinds only (why a pass did

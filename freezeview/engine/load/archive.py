@@ -191,7 +191,7 @@ def _member_intact(data: memoryview, info: zipfile.ZipInfo) -> bool:
     """True if ``info``'s member reads back whole with its CRC-32, as zipfile would find.
 
     The bytes are checked where they lie in the mapped file: no member is opened through
-    zipfile (a 2,048-block model has 12k members, and zipfile's per-member open costs
+    zipfile (a deep model has thousands of members, and zipfile's per-member open costs
     far more than the CRC itself). False means only "not sure": the caller then reads
     the member through zipfile, which says what is wrong with it.
     """

@@ -107,7 +107,7 @@ def source_texts(
             line of the graph.
         snapshot: a snapshot of ``graph`` (its node ids are the graph's pre-order): with
             ``wanted``, only one node per key is read, found through the snapshot,
-            where reading all 70k source ranges of a 48-layer transformer took 3 s.
+            instead of reading every node's source range (slow on a large graph).
             Keys the snapshot does not place are looked for in the whole graph.
     """
     if wanted is not None and not wanted:

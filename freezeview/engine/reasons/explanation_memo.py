@@ -69,8 +69,7 @@ class ExplanationMemo:
         Its verdicts and torch's log lines equal to those of an explanation kept already
         are replaced by those (in place: equal values, the same answers): a toggle
         changes a few verdicts of thousands, so each set of names kept costs its own
-        list and what differs, not another copy of every verdict (7 MB a set at 512
-        blocks, 30 MB for the four kept, before).
+        list and what differs, not another copy of every verdict.
         """
         key = tuple(names)
         facts = torch_facts(outcome)

@@ -125,7 +125,7 @@ def node_text(node: torch._C.Node) -> str:
 
 # Every node's kind follows "= " in torch's printout (``%y : T = aten::add_(...)``, and
 # `` = prim::SetAttr[...](...)`` for a node without outputs). Anchoring on it reads a
-# 17k-node transformer's printout 30x faster than looking for `ns::name` anywhere.
+# large printout many times faster than looking for `ns::name` anywhere.
 _KIND_RE = re.compile(r"= ([a-z_]+::\w+)")
 # Container and object mutators whose names do not end in `_`.
 _MUTATORS = frozenset(
@@ -243,7 +243,7 @@ class GraphWriters:
     @property
     def _writers(self) -> list[tuple[torch._C.Node, list[torch._C.Value]]]:
         # Collected on first use: most attributes have no writer. Asking every node of a
-        # 17k-node graph for its schema from Python takes half a second, so only nodes
+        # large graph for its schema from Python is slow, so only nodes
         # of kinds that can write are asked: in-place ops (`add_`), container mutators
         # (`append`, `_set_item`, ...) and prim::SetAttr, found by torch's own search.
         if self._writer_nodes is None:

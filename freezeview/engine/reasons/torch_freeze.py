@@ -345,7 +345,7 @@ def release_clone(clone: Any, original: Any) -> int:
     torch registers every class type of a clone, with its methods, in the compilation
     unit of the module it was cloned from, and that unit lives as long as the loaded
     model does: each freeze of one loaded model leaves its frozen graphs and their folded
-    constants there for good (ResNet-50: about 100 MB per freeze, with plain
+    constants there for good (the size of the folded weights per freeze, with plain
     ``torch.jit.freeze`` as well). The app freezes one loaded model again at every
     re-run, so once a run's frozen module is no longer needed its methods' graphs are
     emptied. Only types the clone does not share with ``original`` are touched: the

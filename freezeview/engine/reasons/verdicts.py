@@ -127,16 +127,16 @@ def explain(
 
 # A loaded model's module tree and its attribute lists, by module: the app explains the
 # same loaded model again at every toggle of a preserved attribute, and listing the tree
-# is linear in the model (0.3 s at 512 blocks). Nothing changes a loaded model's tree.
+# is linear in the model. Nothing changes a loaded model's tree.
 _INVENTORIES: weakref.WeakKeyDictionary[Any, tuple[Inventory, dict[int, Any]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
 # A loaded model's module objects and how its attribute paths are named, by module, for
-# torch's statuses alone (torch_statuses_only, at every toggle in the app: 0.07 s at 512
-# blocks). Only the tree's shape is read from them there, as from the inventory above;
-# explain's replay, which reads the attributes' values, makes its own.
+# torch's statuses alone (torch_statuses_only, at every toggle in the app). Only the
+# tree's shape is read from them there, as from the inventory above; explain's replay,
+# which reads the attributes' values, makes its own.
 _NAMES: weakref.WeakKeyDictionary[Any, tuple[ModuleView, dict[str, bool], dict[str, str]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -163,13 +163,13 @@ def _names_of(
 def carry_inventory(fresh: Any, old: Any) -> bool:
     """Let ``fresh``, the model file of ``old`` loaded again, use the module tree listed
     for ``old`` (the same file: the same tree and attributes). Its explains then neither
-    list the tree again (0.3 s at 512 blocks) nor hold a second copy of it beside the
-    explanations made of ``old`` (8 MB at 512 blocks, one more for every reload).
+    list the tree again (linear in the model) nor hold a second copy of it beside the
+    explanations made of ``old`` (one more for every reload).
 
     When torch's statuses were read against ``old`` (:func:`torch_statuses_only`),
-    ``fresh``'s module objects and canonical names are made now too (0.1 s at 512
-    blocks): called before ``fresh`` is put in use (the app's engine does it in its
-    reload thread), the first toggle after a reload then waits for torch's freeze alone.
+    ``fresh``'s module objects and canonical names are made now too: called before
+    ``fresh`` is put in use (the app's engine does it in its reload thread), the first
+    toggle after a reload then waits for torch's freeze alone.
     Returns False when nothing was listed for ``old``."""
     try:
         found = _INVENTORIES.get(old)
