@@ -54,6 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="seconds the converter's child process may take (default 300)",
     )
     parser.add_argument(
+        "--aoti",
+        action="store_true",
+        help="also compile the program with AOTInductor (needs a C++ compiler; time-bounded "
+        "by --timeout): compile time, outputs compared, its forward timed",
+    )
+    parser.add_argument(
         "-o",
         "--output",
         metavar="OUT.pt2",
@@ -109,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
         timeout=timeout,
         threads=threads,
         budget=budget,
+        aoti=args.aoti,
         output=out,
         force=args.force,
         map_location=args.map_location,
@@ -168,6 +175,8 @@ def _print(result: Migration) -> None:
         lines.append(f"second input shape {result.second_shape}")
     if result.speed is not None:
         lines.extend(result.speed.lines())
+    if result.aoti is not None:
+        lines.extend(result.aoti.lines())
     lines.extend(result.notes)
     for line in lines:
         console.print("  " + escape(line))

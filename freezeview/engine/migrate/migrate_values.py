@@ -19,6 +19,7 @@ __all__ = [
     "DIFFERS",
     "DOES_NOT_CONVERT",
     "VERDICTS",
+    "Aoti",
     "Conversion",
     "FailedNode",
     "Migration",
@@ -223,24 +224,27 @@ class SpeedPair:
 
 @dataclass(frozen=True)
 class Speed:
-    """Is it as fast? The program's forward against the frozen TorchScript, timed as
-    ``freeze`` times "did it help".
+    """Is it as fast? The program's forward (and with ``--aoti`` AOTInductor's) against
+    the frozen TorchScript, timed as ``freeze`` times "did it help".
 
     Attributes:
         threads: torch's intra-op threads while timing.
         budget: ``--time-budget``: seconds of timing per forward, after warm-up.
         program: the ExportedProgram's forward against the frozen TorchScript, or None.
+        aoti: AOTInductor's compiled forward against the frozen TorchScript (``--aoti``),
+            or None.
         note: why the program's forward was not timed (empty when it was).
     """
 
     threads: int
     budget: float
     program: SpeedPair | None = None
+    aoti: SpeedPair | None = None
     note: str = ""
 
     def lines(self) -> list[str]:
         """What ``migrate`` prints: one line per timed pair, or why nothing was timed."""
-        found = [self.program.text()] if self.program is not None else []
+        found = [pair.text() for pair in (self.program, self.aoti) if pair is not None]
         if self.note:
             found.insert(0, self.note)
         return found
@@ -251,8 +255,47 @@ class Speed:
             "threads": self.threads,
             "budget": self.budget,
             "exported_program": self.program.to_json() if self.program else None,
+            "aoti": self.aoti.to_json() if self.aoti else None,
             "note": self.note,
         }
+
+
+@dataclass(frozen=True)
+class Aoti:
+    """What ``--aoti`` did: the ExportedProgram compiled with AOTInductor.
+
+    Attributes:
+        compiled: True when ``torch._inductor.aoti_compile_and_package`` made a package.
+        compile_seconds: how long the compile took (in its child process), if it ran.
+        outputs_same: the compiled forward's outputs equal the TorchScript module's first
+            call's (torch's default tolerances); None when nothing ran.
+        output_note: what differs, when they differ.
+        note: why it was not compiled, or what stopped it (one sentence; empty when it
+            compiled).
+    """
+
+    compiled: bool = False
+    compile_seconds: float | None = None
+    outputs_same: bool | None = None
+    output_note: str = ""
+    note: str = ""
+
+    def lines(self) -> list[str]:
+        """What ``migrate`` prints for ``--aoti``."""
+        if not self.compiled:
+            return [self.note]
+        text = f"AOTInductor: compiled in {self.compile_seconds or 0.0:.1f} s"
+        if self.outputs_same is True:
+            text += "; outputs the same as the TorchScript module's"
+        elif self.outputs_same is False:
+            text += "; outputs DIFFER from the TorchScript module's" + (
+                f" ({self.output_note})" if self.output_note else ""
+            )
+        return [text] + ([self.note] if self.note else [])
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``aoti`` object of ``migrate --json``."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -280,6 +323,7 @@ class Migration:
         not_written: why ``-o`` was not honoured, if it was given and nothing was written.
         seconds: the whole command's time.
         speed: is it as fast? (None when it does not convert).
+        aoti: what ``--aoti`` did (None when not asked).
     """
 
     model: str
@@ -300,6 +344,7 @@ class Migration:
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
     speed: Speed | None = None
+    aoti: Aoti | None = None
 
     @property
     def lost_writes(self) -> tuple[StateWrite, ...]:
@@ -365,5 +410,6 @@ class Migration:
             "not_written": self.not_written,
             "notes": list(self.notes),
             "latency": self.speed.to_json() if self.speed else None,
+            "aoti": self.aoti.to_json() if self.aoti else None,
             "seconds": round(self.seconds, 3),
         }

@@ -11,6 +11,7 @@ is put in place, whole, only when the program behaves the same (or when forced).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import shutil
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from ..measure import DEFAULT_BUDGET, DEFAULT_THREADS, Latency
 from ..plumbing import BadInputError, atomic_path, inputs_rejected
 from .migrate_values import (
     BEHAVES_THE_SAME,
+    Aoti,
     Conversion,
     FailedNode,
     Migration,
@@ -35,7 +37,15 @@ from .migrate_values import (
     StateWrite,
 )
 
-__all__ = ["DEFAULT_CALLS", "DEFAULT_TIMEOUT", "NO_CONVERTER", "migrate"]
+__all__ = [
+    "DEFAULT_CALLS",
+    "DEFAULT_TIMEOUT",
+    "NO_AOTI",
+    "NO_CONVERTER",
+    "aoti_unavailable",
+    "compiler_names",
+    "migrate",
+]
 
 #: Successive calls both sides are run for (models that count calls or keep a history).
 DEFAULT_CALLS = 3
@@ -47,6 +57,8 @@ NO_CONVERTER = (
     "this torch has no TorchScript-to-ExportedProgram converter "
     "(torch._export.converter.TS2EPConverter, present from torch 2.4 to 2.14)."
 )
+#: What ``--aoti`` says on a torch without AOTInductor's packaging API.
+NO_AOTI = "AOTInductor not compiled: this torch has no torch._inductor.aoti_compile_and_package."
 # The writes explain finds: a prim::SetAttr, or an in-place op on the attribute's value.
 _WRITE_CODES = ("set-attr", "in-place-write")
 
@@ -54,6 +66,36 @@ _WRITE_CODES = ("set-attr", "in-place-write")
 def child_command(request: str, result: str) -> list[str]:
     """The command line of the child process (tests replace it to simulate a crash)."""
     return [sys.executable, "-m", "freezeview.engine.migrate.convert_child", request, result]
+
+
+def aoti_command(request: str, result: str) -> list[str]:
+    """The command line of ``--aoti``'s child process."""
+    return [sys.executable, "-m", "freezeview.engine.migrate.aoti_child", request, result]
+
+
+def compiler_names() -> tuple[str, ...]:
+    """The C++ compilers torch's inductor looks for: ``torch._inductor.config.cpp.cxx``
+    once inductor is imported; before that, its default (``$CXX``, else ``g++``;
+    ``clang++`` on macOS), so that asking costs no second of inductor imports."""
+    config = sys.modules.get("torch._inductor.config")
+    cxx = getattr(getattr(config, "cpp", None), "cxx", None)
+    if cxx is None:
+        cxx = (os.environ.get("CXX", "clang++" if sys.platform == "darwin" else "g++"),)
+    elif isinstance(cxx, str):
+        cxx = (cxx,)
+    return tuple(name for name in cxx if name)
+
+
+def aoti_unavailable() -> str:
+    """Why ``--aoti`` cannot compile here (no C++ compiler on the PATH), or ``""``."""
+    names = compiler_names()
+    if any(shutil.which(name) for name in names):
+        return ""
+    looked = " or ".join(names) or "g++"
+    return (
+        f"AOTInductor not compiled: no C++ compiler found (torch's inductor looks for "
+        f"{looked}; install one or set CXX)."
+    )
 
 
 def _state_writes(model: Any) -> list[StateWrite]:
@@ -108,10 +150,18 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _child(request: dict[str, Any], folder: Path, timeout: float) -> dict[str, Any]:
-    """Run the child on ``request``; its result, or what happened to it."""
-    request_path = folder / "request.pkl"
-    result_path = folder / "result.pkl"
+def _child(
+    request: dict[str, Any],
+    folder: Path,
+    timeout: float,
+    command: Callable[[str, str], list[str]] | None = None,
+    name: str = "conversion",
+) -> dict[str, Any]:
+    """Run a child (the converter's, or ``command``) on ``request``; its result, or what
+    happened to it (``name`` is what the time-limit sentence calls its work)."""
+    command = command or child_command
+    request_path = folder / f"{name}-request.pkl"
+    result_path = folder / f"{name}-result.pkl"
     with open(request_path, "wb") as f:
         pickle.dump(request, f)
     env = dict(os.environ)
@@ -119,7 +169,7 @@ def _child(request: dict[str, Any], folder: Path, timeout: float) -> dict[str, A
     started = time.perf_counter()
     try:
         done = subprocess.run(
-            child_command(str(request_path), str(result_path)),
+            command(str(request_path), str(result_path)),
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -131,7 +181,7 @@ def _child(request: dict[str, Any], folder: Path, timeout: float) -> dict[str, A
             "available": True,
             "converted": False,
             "stage": "the child process",
-            "cause": f"the conversion did not finish within the time limit ({timeout:g} s)",
+            "cause": f"the {name} did not finish within the time limit ({timeout:g} s)",
             "seconds": time.perf_counter() - started,
         }
     if result_path.exists():
@@ -139,9 +189,9 @@ def _child(request: dict[str, Any], folder: Path, timeout: float) -> dict[str, A
             result: dict[str, Any] = pickle.load(f)
         return result
     if done.returncode < 0:
-        cause = f"the converter's process was ended by {_signal_name(done.returncode)}"
+        cause = f"the {name}'s process was ended by {_signal_name(done.returncode)}"
     else:
-        cause = f"the converter's process failed (exit code {done.returncode})"
+        cause = f"the {name}'s process failed (exit code {done.returncode})"
     last = _last_line(done.stderr)
     return {
         "available": True,
@@ -178,6 +228,35 @@ def _speed(result: dict[str, Any], threads: int, budget: float) -> Speed | None:
     return Speed(threads=threads, budget=budget, program=pair, note=str(found.get("note", "")))
 
 
+def _aoti(
+    result: dict[str, Any], request: dict[str, Any], folder: Path, timeout: float
+) -> tuple[Aoti, SpeedPair | None]:
+    """``--aoti``: the saved program compiled in its own child process, or why not."""
+    if not result.get("converted") or not request.get("pt2") or not Path(request["pt2"]).exists():
+        return Aoti(note="AOTInductor not compiled: the model does not convert."), None
+    package = str(folder / "model-aoti.pt2")
+    found = _child({**request, "package": package}, folder, timeout, aoti_command, "compile")
+    if not found.get("available", True):
+        return Aoti(note=NO_AOTI), None
+    seconds = found.get("compile_seconds")
+    if not found.get("compiled"):
+        cause = found.get("cause") or found.get("error") or "no result"
+        return Aoti(compile_seconds=seconds, note=f"AOTInductor did not compile: {cause}"), None
+    pair = None
+    timed = found.get("speed")
+    if timed:
+        pair = SpeedPair("AOTInductor", Latency(**timed["frozen"]), Latency(**timed["other"]))
+    why = found.get("speed_note") or found.get("error") or ""
+    aoti = Aoti(
+        compiled=True,
+        compile_seconds=seconds,
+        outputs_same=found.get("outputs_same"),
+        output_note=str(found.get("output_note", "")),
+        note=f"AOTInductor's forward not timed: {why}" if why else "",
+    )
+    return aoti, pair
+
+
 def _second_text(label: str, second: tuple[bool | None, str] | None) -> str:
     """``2,3,16,16: the program rejects it (...)``; empty when no second shape ran."""
     if second is None:
@@ -196,6 +275,7 @@ def migrate(
     timeout: float = DEFAULT_TIMEOUT,
     threads: int = DEFAULT_THREADS,
     budget: float = DEFAULT_BUDGET,
+    aoti: bool = False,
     output: str | os.PathLike[str] | None = None,
     force: bool = False,
     map_location: str = "cpu",
@@ -216,6 +296,9 @@ def migrate(
         budget: seconds of timing per forward after warm-up; 0 times nothing. The
             program's forward and the frozen TorchScript's (``torch.jit.freeze``) are
             timed in alternating blocks, in the child process, on the sample inputs.
+        aoti: also compile the program with AOTInductor (in a child process of its own,
+            with the same time limit), compare its outputs and time its forward; without
+            a C++ compiler, or on a torch without it, one sentence says so.
         output: where to write the ``.pt2`` (``torch.export.save``); written only when
             the program behaves the same, or with ``force``.
         force: write the ``.pt2`` even with differences (they are listed).
@@ -253,6 +336,8 @@ def migrate(
     )
     _check_inputs(loaded.module, tuple(inputs))
     writes = _state_writes(loaded)
+    unavailable = aoti_unavailable() if aoti else ""
+    compile_it = aoti and not unavailable
     with tempfile.TemporaryDirectory(prefix="freezeview-migrate-") as tmp:
         folder = Path(tmp)
         torch.save(tuple(inputs), str(folder / "inputs.pt"))
@@ -267,7 +352,7 @@ def migrate(
             "threads": threads,
             "budget": budget,
             "paths": [w.path for w in writes],
-            "pt2": str(folder / "model.pt2") if output is not None else None,
+            "pt2": str(folder / "model.pt2") if output is not None or compile_it else None,
         }
         if second_inputs is not None:
             torch.save(tuple(second_inputs), str(folder / "second.pt"))
@@ -308,6 +393,16 @@ def migrate(
             notes=tuple(notes),
             speed=_speed(result, threads, budget),
         )
+        if aoti:
+            compiled, pair = (
+                _aoti(result, request, folder, timeout)
+                if compile_it
+                else (Aoti(note=unavailable), None)
+            )
+            speed = migration.speed
+            if speed is not None and pair is not None:
+                speed = dataclasses.replace(speed, aoti=pair)
+            migration = dataclasses.replace(migration, aoti=compiled, speed=speed)
         written = ""
         not_written = ""
         if output is not None:
