@@ -6,7 +6,8 @@ limit (:mod:`.convert_child`): the node kinds it has no handler for, the node it
 on, and the TorchScript module and the ExportedProgram run side by side over several
 calls (outputs, state, the writes the program's graph signature carries, parameters
 turned buffers, input dimensions fixed), and the program's forward timed against the
-frozen TorchScript (:mod:`.child_tools`, with measure's rules). The values
+frozen TorchScript (:mod:`.child_tools`, with measure's rules); with ``aoti`` the program
+compiled with AOTInductor in a child process of its own (:mod:`.aoti_child`). The values
 (:mod:`.migrate_values`) are torch-free. Uses load, reasons, freeze, measure and plumbing.
 """
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
         DIFFERS,
         DOES_NOT_CONVERT,
         VERDICTS,
+        Aoti,
         Conversion,
         FailedNode,
         Migration,
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
         SpeedPair,
         StateWrite,
     )
-    from .migration import DEFAULT_CALLS, DEFAULT_TIMEOUT, NO_CONVERTER, migrate
+    from .migration import DEFAULT_CALLS, DEFAULT_TIMEOUT, NO_AOTI, NO_CONVERTER, migrate
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -38,6 +40,7 @@ __getattr__, __dir__ = lazy_exports(
         "DIFFERS": "migrate_values",
         "DOES_NOT_CONVERT": "migrate_values",
         "VERDICTS": "migrate_values",
+        "Aoti": "migrate_values",
         "Conversion": "migrate_values",
         "FailedNode": "migrate_values",
         "Migration": "migrate_values",
@@ -46,6 +49,7 @@ __getattr__, __dir__ = lazy_exports(
         "StateWrite": "migrate_values",
         "DEFAULT_CALLS": "migration",
         "DEFAULT_TIMEOUT": "migration",
+        "NO_AOTI": "migration",
         "NO_CONVERTER": "migration",
         "migrate": "migration",
     },
@@ -57,8 +61,10 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "DIFFERS",
     "DOES_NOT_CONVERT",
+    "NO_AOTI",
     "NO_CONVERTER",
     "VERDICTS",
+    "Aoti",
     "Conversion",
     "FailedNode",
     "Migration",
