@@ -6,9 +6,9 @@
 differently to two versions. Both read one gathering of torch's facts
 (:func:`gather_facts`). The two functions live in the modules of their names; the
 package offers the values. ``[deployment]`` rules (:mod:`.deployment_rules`) read a
-measured run. :func:`group_paths` writes repeated blocks' paths once
-(:mod:`.path_ranges`; explain's titles use it too). Uses measure, freeze, reasons,
-load and plumbing.
+measured run; ``[migration]`` rules (:mod:`.migration_rules`) one run of migrate.
+:func:`group_paths` writes repeated blocks' paths once (:mod:`.path_ranges`; explain's
+titles use it too). Uses migrate, measure, freeze, reasons, load and plumbing.
 """
 
 from __future__ import annotations

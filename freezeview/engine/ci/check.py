@@ -29,6 +29,7 @@ from ..plumbing import collector_paused, plural
 from ..reasons import AttributeVerdict, Reason
 from .deployment_rules import deployment_toml, hold_deployment_rule, latency_inside_noise
 from .expectations import Expectations, ExpectationsError, Rule, read_expectations
+from .migration_rules import MIGRATION_KINDS, hold_migration_rules
 from .model_facts import FreezeFacts, TorchFacts, as_loaded, torch_facts
 from .path_ranges import group_paths, has_range, is_pattern, path_matcher
 
@@ -407,6 +408,7 @@ def check(model: Any, expectations: str | Path | Expectations) -> CheckReport:
         # rule is broken, to say why (or when someone reads ``report.facts``).
         measure = (expected.threads, expected.time_budget) if expected.measures else None
         inputs = _inputs(expected)
+        rules = [rule for rule in expected.rules if rule.kind not in MIGRATION_KINDS]
         run = torch_facts(loaded, plan_of(expected), inputs, measure, per_step=False)
         # Whether a folded constant is written is freezeview's finding, not a status.
         writes_rule = any(rule.kind == "written-constants" for rule in expected.rules)
@@ -416,12 +418,12 @@ def check(model: Any, expectations: str | Path | Expectations) -> CheckReport:
         if run.statuses is not None and not writes_rule:
             index = _PathIndex(run.statuses)
             _check_patterns(expected, index, run.model)
-            results = [_rule_result(rule, expected, run, index) for rule in expected.rules]
+            results = [_rule_result(rule, expected, run, index) for rule in rules]
         else:  # only freezeview's module tree can tell (a fork, an opaque object)
             facts = run.facts(reasons=writes_rule)
             index = _PathIndex(facts.explanation.attributes)
             _check_patterns(expected, index, facts.model)
-            results = [_rule_result(rule, expected, facts, index) for rule in expected.rules]
+            results = [_rule_result(rule, expected, facts, index) for rule in rules]
         if not all(r.ok for r in results):
             slow = any(r.rule.kind == "max-latency-ratio" and not r.ok for r in results)
             first = run.measurement if slow else None
@@ -434,9 +436,20 @@ def check(model: Any, expectations: str | Path | Expectations) -> CheckReport:
                 run = torch_facts(loaded, plan_of(expected), inputs, measure)
             facts = run.facts(reasons=True)
             index = _PathIndex(facts.explanation.attributes)
-            results = [_rule_result(rule, expected, facts, index) for rule in expected.rules]
+            results = [_rule_result(rule, expected, facts, index) for rule in rules]
             if first is not None:
                 results = [_timed_twice(r, first) for r in results]
+        # [migration]: one run of migrate (torch's converter) for its rules, in file order.
+        migrated = hold_migration_rules(
+            expected.rules, loaded, inputs, eval_mode=expected.eval_mode
+        )
+        others = iter(results)
+        results = [
+            RuleResult(rule, tuple(Violation(*b) for b in migrated[i][0]), migrated[i][1])
+            if i in migrated
+            else next(others)
+            for i, rule in enumerate(expected.rules)
+        ]
     return CheckReport(
         model=run.model,
         expectations=str(expected.path),

@@ -35,6 +35,10 @@ A TOML file, read with the standard library, committed next to the model's code:
     threads = 1                 # torch threads while timing
     time_budget = 0.25          # seconds of timing per step
 
+    [migration]                 # optional: off TorchScript (needs [numerics] inputs)
+    converts = true             # torch's converter makes an ExportedProgram of it
+    state_kept = true           # the program keeps every state write of forward
+
 Every problem with the file is one sentence naming its line (:class:`ExpectationsError`,
 exit 2): a TOML syntax error, an unknown section or key, a value of the wrong type, an
 unknown pass, a pattern that is empty or matches no attribute of the model.
@@ -89,6 +93,10 @@ _SECTIONS: dict[str, dict[str, str]] = {
         "threads": "a whole number, 1 or more",
         "time_budget": "a number of seconds above 0",
     },
+    "migration": {
+        "converts": "true or false",
+        "state_kept": "true or false",
+    },
 }
 
 #: The rules of ``[deployment]`` that run the model on the sample inputs.
@@ -107,7 +115,8 @@ class Rule:
         kind: ``inlined``, ``kept``, ``dropped``, ``written-constants``,
             ``max-kept-bytes``, ``pass``,
             ``numerics``, or a deployment rule: ``max-latency-ratio``,
-            ``max-constant-bytes``, ``portable``, ``roundtrip``.
+            ``max-constant-bytes``, ``portable``, ``roundtrip``; or a migration rule:
+            ``converts``, ``state-kept``.
         target: the pattern (``inlined``/``dropped``), the patterns joined by ``, ``
             (``kept``: the attributes allowed to stay), the pass id, or ``""``.
         value: the byte limit, the minimum times a pass fires, or ``(max_abs,
@@ -145,6 +154,10 @@ class Rule:
             return f"deployment.portable: on {self.target}, no backend-only nodes"
         if self.kind == "roundtrip":
             return "deployment.roundtrip: saves, loads back, same outputs"
+        if self.kind == "converts":
+            return "migration.converts: torch's converter makes an ExportedProgram of it"
+        if self.kind == "state-kept":
+            return "migration.state_kept: the ExportedProgram keeps every state write"
         return f"numerics: max_abs {self.value[0]:g}, max_rel {self.value[1]:g}"
 
 
@@ -409,6 +422,7 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
         rules.append(Rule("numerics", "", bounds, line("numerics", "")))
 
     threads, budget = _deployment(p, doc.get("deployment", {}), line, rules, bool(numerics))
+    _migration(p, doc.get("migration", {}), line, rules, bool(numerics))
 
     return Expectations(
         path=p,
@@ -432,6 +446,26 @@ def read_expectations(path: str | Path, known_passes: set[str]) -> Expectations:
         threads=threads,
         time_budget=budget,
     )
+
+
+def _migration(
+    p: Path, section: dict[str, Any], line: Any, rules: list[Rule], has_inputs: bool
+) -> None:
+    """The ``[migration]`` rules (``converts``, ``state_kept``), appended to ``rules``."""
+    for key, kind in (("converts", "converts"), ("state_kept", "state-kept")):
+        if key not in section:
+            continue
+        n = line("migration", key)
+        if not _flag(p, n, f"migration.{key}", section[key]):
+            continue
+        if not has_inputs:
+            raise _fail(
+                p,
+                n,
+                f"migration.{key} runs torch's converter on sample inputs: give [numerics] "
+                "input_shapes or inputs.",
+            )
+        rules.append(Rule(kind, "", None, n))
 
 
 def _deployment(
