@@ -28,6 +28,7 @@ from .options import (
 if TYPE_CHECKING:
     from ..engine.freeze.pipeline import Pipeline, Plan, Step
     from ..engine.measure import Measurement
+    from ..engine.measure.node_time import NodeTimer
     from ..engine.reasons.verdict_values import ConstantWrite
 
 __all__ = ["import_engine", "register", "run"]
@@ -66,6 +67,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="one JSON object per step, then a result object, on stdout",
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="with sample inputs: the time of each node and node kind, for the unfrozen "
+        "module and every step that changed the graph (Static Runtime where it accepts "
+        "the graph, torch.profiler elsewhere), and what each step changed",
+    )
+    parser.add_argument(
+        "--trace",
+        metavar="DIR",
+        help="write a Chrome/Perfetto trace (torch.profiler) of each profiled forward "
+        "into DIR (implies --profile)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -101,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
     threads, budget = measure_from_args(args)
     inputs = inputs_from_args(args)
+    profiling = _check_profile_args(args, inputs is not None, budget)
     loaded = load_from_args(args)
     check_eval(loaded)
     pipe = Pipeline(loaded, plan, inputs)
@@ -118,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
         autograd=autograd_from_args(args),
     )
     shows_constants = args.json or inputs is not None
+    timer = _node_timer(args, pipe, threads, budget) if profiling else None
 
     def shown() -> Measurement | None:
         # The table's constants and latency columns come with sample inputs (the JSON
@@ -137,8 +153,13 @@ def run(args: argparse.Namespace) -> int:
             release_graphs(steps[-2], step, settled=True)
         if shows_constants:
             measured.count_constants(step)
+        # Profiled while the step's graphs are held (and before the step's JSON line is
+        # written, so the profile lines follow it).
+        profiles = timer.observe(step) if timer is not None else []
         if args.json:
             sys.stdout.write(json.dumps(step_json(step, measured.measurement)) + "\n")
+            for profile in profiles:
+                sys.stdout.write(json.dumps(_profile_json(timer, profile)) + "\n")
             sys.stdout.flush()
         else:
             rows.append(step_row(step, show_numerics=inputs is not None, measurement=shown()))
@@ -155,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(fit_table(console, table))
         for warning in pipe.warnings:
             console.print(f"[yellow]note:[/] {warning}")
+        if timer is not None:
+            _print_profiles(console, timer)
     failed = next((s for s in steps if s.error), None)
     if failed is not None:
         if args.json:
@@ -253,3 +276,77 @@ def _written_constants(pipe: Pipeline) -> list[ConstantWrite]:
         return []
     explanation = pipe.explanation()
     return explanation.written_constants() if explanation is not None else []
+
+
+def _check_profile_args(args: argparse.Namespace, has_inputs: bool, budget: float) -> bool:
+    """Whether ``--profile`` / ``--trace`` ask for per-node times; refused without
+    inputs or time to spend (nothing runs then)."""
+    from ..engine.plumbing.errors import BadInputError
+
+    trace = getattr(args, "trace", None)
+    if not (getattr(args, "profile", False) or trace):
+        return False
+    flag = "--trace" if trace and not args.profile else "--profile"
+    if not has_inputs:
+        raise BadInputError(
+            f"{flag} needs sample inputs to run the forwards it times: add --inputs FILE.pt "
+            "or --input-shape 1,3,224,224."
+        )
+    if budget <= 0:
+        raise BadInputError(f"{flag} times forwards: give a --time-budget above 0.")
+    if trace and Path(trace).exists() and not Path(trace).is_dir():
+        raise BadInputError(f"--trace {trace}: a file of that name exists; give a directory.")
+    return True
+
+
+def _node_timer(args: argparse.Namespace, pipe: Pipeline, threads: int, budget: float) -> NodeTimer:
+    from ..engine.measure.node_time import NodeTimer
+
+    return NodeTimer(
+        pipe,
+        threads=threads,
+        budget=budget,
+        autograd=autograd_from_args(args),
+        trace_dir=getattr(args, "trace", None),
+    )
+
+
+def _profile_json(timer: NodeTimer | None, profile: Any) -> dict[str, Any]:
+    """A ``node_time`` line: the profile and what its step changed (docs/json.md)."""
+    assert timer is not None
+    change = timer.changes.get(profile.step) if profile.step is not None else None
+    return profile.to_json() | {"change": change.to_json() if change is not None else None}
+
+
+def _print_profiles(console: Any, timer: NodeTimer, most: int = 5) -> None:
+    """The top kinds and nodes before and after freezing, and what each step changed."""
+    from rich.markup import escape
+
+    from ..engine.measure import format_ms
+
+    for _, note in sorted(timer.notes.items()):
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    if not timer.profiles:
+        return
+    first, last = timer.profiles[0], timer.profiles[-1]
+    shown = [first] if first is last else [first, last]
+    console.print("[bold]time per node[/]")
+    for profile in shown:
+        label = (
+            "unfrozen module" if profile.step is None else f"step {profile.step} ({profile.title})"
+        )
+        console.print(
+            f"{escape(label)}: {format_ms(profile.total_ms)} in {len(profile.nodes)} nodes; "
+            f"{escape(profile.measured_by())}"
+        )
+        kinds = ", ".join(
+            f"{k.kind} {100 * k.share:.1f}% ({format_ms(k.ms)})" for k in profile.kinds[:most]
+        )
+        console.print(f"  kinds: {escape(kinds)}")
+        for node in profile.top_nodes(most):
+            console.print(
+                f"  {100 * node.share:5.1f}%  {format_ms(node.ms):>10}  {escape(node.kind)} "
+                f"{escape(node.where())}"
+            )
+    for step, change in sorted(timer.changes.items()):
+        console.print(f"step {step} ({escape(change.title)}): {escape(change.summary())}")

@@ -44,6 +44,7 @@ __all__ = [
     "fixed_threads",
     "time_forward",
     "time_pair",
+    "warmup_calls",
 ]
 
 #: Seconds spent timing one forward (``--time-budget``), warm-up not included.
@@ -101,6 +102,12 @@ def _warmup_calls() -> int:
     except (AttributeError, RuntimeError):
         profiled = 1
     return max(3, profiled + 2)
+
+
+def warmup_calls() -> int:
+    """Forwards run before anything is timed or recorded (the profiling runs, the
+    optimising run, and one more): the per-node profiles warm up as timings do."""
+    return _warmup_calls()
 
 
 def _spread(values: list[float]) -> float:
