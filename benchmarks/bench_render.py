@@ -21,7 +21,7 @@ encoder). Three parts:
 4. ``--ceiling``: Graphviz's time against box count on every-op pictures of growing
    DenseNet-style stacks (the easiest big graphs measured) and of one- and two-layer
    ``nn.TransformerEncoder`` stacks (the hardest), and the growth exponent between
-   sizes: the measurements behind ``render.box_ceiling``.
+   sizes: the measurements behind ``freezeview.engine.draw.dot.ceiling.box_ceiling``.
 
 Usage::
 
@@ -50,13 +50,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.models import MODELS, DenseNetLike, resnet50, transformer_encoder
 from freezeview.engine.diff.diff import diff_snapshots
-from freezeview.engine.draw.box_ceiling import box_ceiling
-from freezeview.engine.draw.render import DotTimeoutError, RenderResult, run_dot
-from freezeview.engine.draw.render_dot import GraphAttrs
-from freezeview.engine.draw.render_pictures import snapshot_picture
-from freezeview.engine.draw.render_plan import RenderOptions
-from freezeview.engine.draw.render_start import render_diff, render_snapshot
-from freezeview.engine.draw.view_scopes import module_paths
+from freezeview.engine.draw.dot.ceiling import box_ceiling
+from freezeview.engine.draw.dot.run import DotTimeoutError, run_dot
+from freezeview.engine.draw.dot.text import GraphAttrs
+from freezeview.engine.draw.folding.plan import RenderOptions
+from freezeview.engine.draw.folding.scopes import module_paths
+from freezeview.engine.draw.pictures.picture import snapshot_picture
+from freezeview.engine.draw.pictures.render import RenderResult, render_diff, render_snapshot
 from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
 from freezeview.engine.output.export import export
 

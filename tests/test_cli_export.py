@@ -191,8 +191,8 @@ def test_max_boxes_reaches_the_render_options(
 ) -> None:
     import importlib
 
-    from freezeview.engine.draw.box_ceiling import box_ceiling
-    from freezeview.engine.draw.render_plan import RenderOptions
+    from freezeview.engine.draw.dot.ceiling import box_ceiling
+    from freezeview.engine.draw.folding.plan import RenderOptions
 
     seen: list[RenderOptions] = []
 

@@ -113,10 +113,10 @@ def test_answers_without_torch(
 def test_export_help_states_the_engines_defaults() -> None:
     """export's --help says the drawing code's choices and defaults without importing it."""
     from freezeview.cli import export as export_cli
-    from freezeview.engine.draw.box_ceiling import box_ceiling
-    from freezeview.engine.draw.collapse_values import CONSTANT_MODES
-    from freezeview.engine.draw.render import FORMATS
-    from freezeview.engine.draw.render_plan import RenderOptions
+    from freezeview.engine.draw.dot.ceiling import box_ceiling
+    from freezeview.engine.draw.folding.drawing import CONSTANT_MODES
+    from freezeview.engine.draw.folding.plan import RenderOptions
+    from freezeview.engine.draw.pictures.render import FORMATS
 
     assert export_cli.FORMATS == FORMATS
     assert export_cli.CONSTANT_MODES == CONSTANT_MODES

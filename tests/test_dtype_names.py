@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from freezeview.engine.draw.collapse import build_view
+from freezeview.engine.draw.folding.build import build_drawing
 from freezeview.engine.graph import snapshot as snapshot_module
 from freezeview.engine.graph.facts import node_facts
 from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
@@ -55,7 +55,7 @@ def snap(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Gra
 def test_box_rows_name_the_dtype_and_memory_format_the_op_reads(snap: GraphSnapshot) -> None:
     module, number = _frozen()
     q, y, z = module(torch.rand(1, 3, 4, 4))
-    view = build_view(snap, level=None)
+    view = build_drawing(snap, level=None)
     rows = {v.title: v.rows for v in view.nodes.values()}
     quantize = rows["quantize_per_tensor"]
     # torch's run: the quantized tensor's dtype is the one the box names.

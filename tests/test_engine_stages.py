@@ -2,7 +2,8 @@
 
 freezeview/engine/ is one sub-package per stage of the work (docs/architecture.md). A
 module may import from its own stage and from stages before it in ``STAGES``, never
-from a later one; within a stage the modules import each other without a circle; no
+from a later one; within a stage the modules import each other without a circle, and so
+do a stage's sub-packages (engine/draw/dot, folding, pictures, terminal); no
 module imports another module's ``_private`` name; and every name a stage's
 ``__init__`` offers resolves. Type-only imports count: a circle of ideas is a circle.
 """
@@ -10,6 +11,7 @@ module imports another module's ``_private`` name; and every name a stage's
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import subprocess
 import sys
@@ -44,8 +46,11 @@ def _stage_of(path: Path) -> str | None:
     return rel[0] if len(rel) > 1 else None
 
 
+@functools.cache
 def _engine_imports(path: Path) -> list[tuple[int, tuple[str, ...], list[str]]]:
-    """(line, target parts under freezeview.engine, imported names) for every import."""
+    """(line, target parts under freezeview.engine, imported names) for every import.
+
+    Parsed once per module for all the tests of this file (callers do not change it)."""
     package = path.relative_to(ENGINE).parts[:-1]
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -90,19 +95,31 @@ def test_imports_flow_one_way_between_stages() -> None:
     assert backwards == []
 
 
-def test_no_circle_between_the_modules_of_a_stage() -> None:
+def _module_name(path: Path) -> str:
+    """``draw.folding.plan`` for freezeview/engine/draw/folding/plan.py."""
+    parts = path.relative_to(ENGINE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _stage_graph() -> dict[str, set[str]]:
+    """Module -> the modules of its own stage it imports (packages' __init__ left out)."""
+    paths = [p for p in _modules() if _stage_of(p) is not None and p.name != "__init__.py"]
+    names = {_module_name(p) for p in paths}
     graph: dict[str, set[str]] = {}
-    for path in _modules():
+    for path in paths:
         own = _stage_of(path)
-        if own is None or path.name == "__init__.py":
-            continue
-        name = f"{own}.{path.stem}"
+        name = _module_name(path)
         graph[name] = set()
         for _, target, imported in _engine_imports(path):
-            if len(target) >= 2 and target[0] == own:
-                graph[name].add(f"{own}.{target[1]}")
-            elif len(target) == 1 and target[0] == own:
-                graph[name].update(f"{own}.{n}" for n in imported)
+            if not target or target[0] != own:
+                continue
+            for candidate in (".".join(target), *(".".join((*target, n)) for n in imported)):
+                if candidate in names and candidate != name:
+                    graph[name].add(candidate)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[str]:
     circles = []
     state: dict[str, int] = {}
 
@@ -120,7 +137,37 @@ def test_no_circle_between_the_modules_of_a_stage() -> None:
     for node in sorted(graph):
         if node not in state:
             visit(node, [node])
-    assert circles == []
+    return circles
+
+
+def test_no_circle_between_the_modules_of_a_stage() -> None:
+    assert _circles(_stage_graph()) == []
+
+
+def test_no_circle_between_the_sub_packages_of_a_stage() -> None:
+    """A stage split into sub-packages (draw: dot, folding, pictures, terminal) has them
+    import each other one way: no circle of sub-packages, even through different modules."""
+    packages: dict[str, set[str]] = {}
+    for module, targets in _stage_graph().items():
+        parts = module.split(".")
+        if len(parts) < 3:
+            continue  # a module of the stage itself, in no sub-package
+        own = ".".join(parts[:2])
+        packages.setdefault(own, set())
+        for target in targets:
+            other = ".".join(target.split(".")[:2])
+            if len(target.split(".")) >= 3 and other != own:
+                packages[own].add(other)
+    assert _circles(packages) == []
+
+
+def test_every_sub_package_says_what_lives_there() -> None:
+    bare = [
+        str(p.relative_to(ENGINE))
+        for p in ENGINE.glob("*/*/__init__.py")
+        if not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))
+    ]
+    assert bare == []
 
 
 def test_no_module_imports_another_modules_private_names() -> None:

@@ -22,8 +22,8 @@ from render_models import (
     transformer_encoder,
 )
 
-from freezeview.engine.draw.render import GraphvizMissingError
-from freezeview.engine.draw.render_plan import RenderOptions
+from freezeview.engine.draw.dot.run import GraphvizMissingError
+from freezeview.engine.draw.folding.plan import RenderOptions
 from freezeview.engine.freeze.pipeline import Pipeline, Plan
 from freezeview.engine.load.loading import LoadedModel
 from freezeview.engine.output.export import export, step_stem

@@ -18,9 +18,9 @@ import pytest
 from render_models import ConvBnRelu, scripted
 
 from freezeview.cli import main
-from freezeview.engine.draw.render import DotFailedError
-from freezeview.engine.draw.render_plan import RenderOptions
-from freezeview.engine.draw.render_start import render_snapshot
+from freezeview.engine.draw.dot.run import DotFailedError
+from freezeview.engine.draw.folding.plan import RenderOptions
+from freezeview.engine.draw.pictures.render import render_snapshot
 from freezeview.engine.freeze.pipeline import Pipeline
 from freezeview.engine.output.export import export
 

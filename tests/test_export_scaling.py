@@ -18,9 +18,10 @@ import pytest
 import torch
 from render_models import KeepsBuffer, Stacked, scripted
 
-from freezeview.engine.draw import render_plan
-from freezeview.engine.draw.render_plan import RenderOptions, changed_splits
-from freezeview.engine.draw.view_scopes import box_prefix, count_at_level, opened_scopes
+from freezeview.engine.draw.dot import run as dot_run
+from freezeview.engine.draw.folding import plan as folding_plan
+from freezeview.engine.draw.folding.plan import RenderOptions, changed_splits
+from freezeview.engine.draw.folding.scopes import box_prefix, count_at_level, opened_scopes
 from freezeview.engine.output.export import export
 from freezeview.engine.plumbing import forked as forked_module
 from freezeview.engine.plumbing.forked import can_fork
@@ -48,7 +49,7 @@ def _splits(
     def drawn(_snapshot: Any, _constants: str, ids: Iterable[int], _modules: Any) -> list[str]:
         return changed if ids else []
 
-    monkeypatch.setattr(render_plan, "drawn_scopes", drawn)
+    monkeypatch.setattr(folding_plan, "drawn_scopes", drawn)
     diff: Any = SimpleNamespace(added={1}, changed={}, removed=set(), after=None, before=None)
     best = float("inf")
     for _ in range(3):
@@ -104,7 +105,7 @@ def test_changed_splits_grows_linearly_with_the_boxes(monkeypatch: pytest.Monkey
 @pytest.fixture
 def recorded_dot(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, threading.Event]]:
     """Stands in for Graphviz: an empty SVG per run, each run recorded as it starts."""
-    from freezeview.engine.draw import render as render_module
+    from freezeview.engine.draw.pictures import render as render_module
 
     runs: list[tuple[str, threading.Event]] = []
 
@@ -115,7 +116,7 @@ def recorded_dot(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, threading.E
         return b'<svg xmlns="http://www.w3.org/2000/svg"></svg>'
 
     monkeypatch.setattr(render_module, "run_dot", dot)
-    monkeypatch.setattr(render_module, "find_dot", lambda options: "dot")
+    monkeypatch.setattr(dot_run, "find_dot", lambda options: "dot")
     return runs
 
 
@@ -334,7 +335,7 @@ def test_the_page_splits_only_the_ir_diff_lines_it_shows() -> None:
 
 
 def test_edge_bends_count_the_ranks_long_edges_cross() -> None:
-    from freezeview.engine.draw.box_ceiling import edge_bends
+    from freezeview.engine.draw.dot.ceiling import edge_bends
 
     chain = [f"l{i}" for i in range(10)]
     edges = list(itertools.pairwise(chain))
@@ -375,8 +376,8 @@ def test_a_picture_of_long_edges_past_the_bend_ceiling_never_starts_dot(
     # One box per layer: few boxes, but three values every layer reads, whose edges
     # cross the whole picture. 96 transformer layers drawn so overran 30 s three times
     # in one export; now the coarser level is drawn at once, with a note.
-    from freezeview.engine.draw.render_plan import RenderOptions as Options
-    from freezeview.engine.draw.render_start import render_snapshot
+    from freezeview.engine.draw.folding.plan import RenderOptions as Options
+    from freezeview.engine.draw.pictures.render import render_snapshot
     from freezeview.engine.graph.snapshot import snapshot_graph
 
     module = torch.jit.script(_SharedReads(40))
@@ -398,11 +399,10 @@ def test_a_picture_waiting_its_turn_is_not_laid_out_once_one_that_size_overran(
 ) -> None:
     # Pictures go to Graphviz in the background, built before the one ahead of them
     # finished: one that overran in the meantime still spares the later ones its wait.
-    from freezeview.engine.draw import render as render_module
-    from freezeview.engine.draw import render_start
-    from freezeview.engine.draw.box_ceiling import Overruns
-    from freezeview.engine.draw.dot_queue import DotQueue
-    from freezeview.engine.draw.render_plan import RenderOptions as Options
+    from freezeview.engine.draw.dot.ceiling import Overruns
+    from freezeview.engine.draw.dot.queue import DotQueue
+    from freezeview.engine.draw.folding.plan import RenderOptions as Options
+    from freezeview.engine.draw.pictures import render as render_module
     from freezeview.engine.graph.snapshot import snapshot_graph
 
     module = torch.jit.script(_SharedReads(6))
@@ -420,11 +420,11 @@ def test_a_picture_waiting_its_turn_is_not_laid_out_once_one_that_size_overran(
         return b'<svg xmlns="http://www.w3.org/2000/svg"></svg>'
 
     monkeypatch.setattr(render_module, "run_dot", dot)
-    monkeypatch.setattr(render_module, "find_dot", lambda options: "dot")
+    monkeypatch.setattr(dot_run, "find_dot", lambda options: "dot")
     options = Options(overruns=Overruns(), modules=frozenset(n for n, _ in module.named_modules()))
     with DotQueue() as dots:
-        first = render_start.start_snapshot(snap, tmp_path / "a.svg", options=options, dots=dots)
-        second = render_start.start_snapshot(snap, tmp_path / "b.svg", options=options, dots=dots)
+        first = render_module.start_snapshot(snap, tmp_path / "a.svg", options=options, dots=dots)
+        second = render_module.start_snapshot(snap, tmp_path / "b.svg", options=options, dots=dots)
         jobs = [first._job, second._job]
         release.set()
         # Both turns taken by the worker (had this thread waited sooner, it would have
@@ -500,13 +500,13 @@ def test_the_pages_json_builds_each_pictures_box_facts_as_it_writes_them(
 def test_forgetting_a_snapshots_prepared_view_keeps_the_others() -> None:
     # An export lets go of its own snapshots' prepared views before the page, and
     # leaves what others (the app's pictures) prepared in the same process.
-    from freezeview.engine.draw.view_prepared import forget_prepared, prepare_view
+    from freezeview.engine.draw.folding.prepared import forget_prepared, prepare_snapshot
     from freezeview.engine.graph.snapshot import snapshot_graph
 
     module = torch.jit.script(_SharedReads(3))
     one = snapshot_graph(module.forward.graph)
     two = snapshot_graph(module.forward.graph)
-    first, second = prepare_view(one, "fold"), prepare_view(two, "fold")
+    first, second = prepare_snapshot(one, "fold"), prepare_snapshot(two, "fold")
     forget_prepared(one)
-    assert prepare_view(two, "fold") is second
-    assert prepare_view(one, "fold") is not first
+    assert prepare_snapshot(two, "fold") is second
+    assert prepare_snapshot(one, "fold") is not first

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from freezeview.engine.draw.render_plan import level_name
+from freezeview.engine.draw.folding.plan import level_name
 from freezeview.engine.plumbing import did_you_mean, plural
 
 ROOT = Path(__file__).resolve().parent.parent / "freezeview"

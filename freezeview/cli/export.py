@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .options import (
     add_input_options,
@@ -29,6 +29,7 @@ from .options import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..engine.migrate import Migration
     from ..engine.output.export import ExportResult
 
 __all__ = ["import_engine", "register", "run"]
@@ -71,6 +72,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     parser.add_argument(
         "--per-step", action="store_true", help="also one picture and IR diff per pipeline step"
+    )
+    parser.add_argument(
+        "--migrate",
+        action="store_true",
+        help="also run freezeview migrate on the sample inputs and add its findings to "
+        "index.html (needs --inputs or --input-shape)",
     )
     parser.add_argument(
         "--expand",
@@ -155,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``freezeview export``; returns the exit code."""
     from rich.console import Console
 
-    from ..engine.draw.render_plan import RenderOptions
+    from ..engine.draw.folding.plan import RenderOptions
     from ..engine.output.export import export
     from ..engine.plumbing.errors import BadInputError
     from .console import report_console
@@ -178,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
     threads, budget = measure_from_args(args)
     inputs = inputs_from_args(args)
+    # --migrate: run first, so that inputs the model rejects stop it before anything is written.
+    migration = _migration(args, inputs, threads, budget) if args.migrate else None
     err = Console(stderr=True, highlight=False)
     # No spinner while forwards are timed: its thread would share the interpreter with them.
     quiet = args.json or not err.is_terminal or inputs is not None
@@ -199,12 +208,51 @@ def run(args: argparse.Namespace) -> int:
             inputs=inputs,
             measure=(threads, budget, autograd_from_args(args)),
         )
+    if migration is not None and result.index is not None:
+        from ..engine.output.migration_section import add_migration_section
+
+        add_migration_section(result.index, migration)
     if args.json:
-        json.dump(_json(result), sys.stdout, indent=2)
+        document = _json(result)
+        if migration is not None:
+            document["migration"] = migration.to_json()
+        json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     _print(report_console(), result)
+    if migration is not None:
+        from rich.markup import escape
+
+        report_console().print(
+            f"migration: {escape(migration.verdict)} (freezeview migrate's findings are in "
+            "the page's header)"
+        )
     return 0
+
+
+def _migration(
+    args: argparse.Namespace, inputs: tuple[Any, ...] | None, threads: int, budget: float
+) -> Migration:
+    """``export --migrate``: :func:`~freezeview.engine.migrate.migrate` on the model file
+    and the sample inputs, timed as the export times its steps."""
+    from ..engine.migrate import migrate
+    from ..engine.plumbing.errors import BadInputError
+
+    if not inputs:
+        raise BadInputError(
+            "export --migrate needs sample inputs for torch's converter: give --inputs "
+            "FILE.pt or --input-shape (e.g. --input-shape 1,3,224,224)."
+        )
+    return migrate(
+        args.model,
+        inputs,
+        threads=threads,
+        budget=budget,
+        map_location=args.map_location,
+        eval_mode=args.eval,
+        imports=split_names(getattr(args, "imports", None)),
+        libraries=list(getattr(args, "libraries", None) or ()),
+    )
 
 
 def _json(result: ExportResult) -> dict[str, object]:

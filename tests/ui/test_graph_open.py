@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from freezeview.engine.draw.layout_values import ClusterLayout, EdgeLayout, GraphLayout
+from freezeview.engine.draw.terminal.values import ClusterLayout, EdgeLayout, GraphLayout
 from freezeview.session.canvas import Canvas
 from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp

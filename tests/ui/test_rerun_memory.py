@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from freezeview.engine.diff import diff as diff_module
-from freezeview.engine.draw import view_prepared
+from freezeview.engine.draw.folding import prepared
 
 from .conftest import wait_ready
 from .test_app import SIZE, app_for, wait_worker
@@ -56,7 +56,7 @@ async def test_reruns_free_the_earlier_runs(small_pt: Path, tmp_path: Path) -> N
         # saw, by design (bounded): this test is about what the app holds.
         diff_module._side_cache.clear()
         diff_module._diff_cache.clear()
-        view_prepared._prepared_cache.clear()
+        prepared._prepared_cache.clear()
         # No collection here: the app freezes what it holds (session/collector.py), so an
         # earlier run's graph must be freed by reference counting alone, held by no
         # cycle, or it would stay for good.

@@ -39,7 +39,7 @@ from .diff_values import DiffFacts, GraphDiff, NodeInfo
 # node of its own (see render.py); a difference in one of them is a change of the user.
 FOLDABLE_KINDS = frozenset({"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct"})
 
-# Inputs freezeview draws inside the node that reads them (render.py, collapse.py).
+# Inputs freezeview draws inside the node that reads them (draw/folding/build.py).
 _DRAWN_INSIDE = frozenset({"prim::Constant", "prim::GetAttr", *FOLDABLE_KINDS})
 
 _SUFFIX_RE = re.compile(r"\.\d+$")
@@ -114,7 +114,7 @@ class DiffSide:
                     params[v.name] = f"p{node_id}.{b}.{i}"
 
     # The matching keys are only needed when the snapshot is diffed, not when it is
-    # merely drawn (collapse.py indexes every snapshot it draws through this class).
+    # merely drawn (draw/folding/build.py indexes every snapshot it draws through this class).
     @cached_property
     def loose(self) -> dict[int, tuple[object, ...]]:
         """Node id -> the loose grouping key (kind, scope, source line, nesting...)."""

@@ -1,11 +1,21 @@
-"""Draw: snapshots and diffs in, Graphviz pictures out.
+"""Draw: snapshots and diffs in, pictures out (Graphviz SVGs, and layouts for the terminal).
 
-:mod:`.collapse` turns a snapshot (or a diff) into the boxes freezeview draws, folded
-by module at the level that fits (:mod:`.view_scopes`, :mod:`.view_folding`,
-:mod:`.render_plan`, :mod:`.box_ceiling`); :mod:`.render_start` plans and starts each
-picture (:func:`render_snapshot`, :func:`render_diff`, :func:`render_side_by_side`) and
-:mod:`.render` hands its DOT to Graphviz with timeouts and coarser fallbacks. Uses diff,
-graph and plumbing.
+The map, in the order the sub-packages import each other (each uses only those above it):
+
+- :mod:`.dot`: Graphviz's ``dot`` program and its DOT text: the text written as the
+  ``graphviz`` package writes it, the program run with a timeout, in the background
+  (:class:`DotQueue`), and the ceiling of what it lays out in time (:class:`Overruns`).
+- :mod:`.folding`: a snapshot (or a diff) folded to a level of detail: constants folded
+  into rows of their users, each op's module scope, the boxes a level would count, the
+  level chosen within a budget (:class:`RenderOptions`), and the drawing built from it
+  (boxes, edges, clusters).
+- :mod:`.pictures`: the pictures written to files (SVG, PNG, DOT): a drawing as DOT, handed
+  to Graphviz, coarser levels on an overrun (:func:`render_snapshot`, :func:`render_diff`,
+  :func:`render_side_by_side`, and their ``start_*`` forms).
+- :mod:`.terminal`: a drawing laid out by Graphviz on a grid of terminal cells, for the
+  app's graph view.
+
+Uses diff, graph and plumbing. The names below are the stage's offer to later stages.
 """
 
 from __future__ import annotations
@@ -15,19 +25,16 @@ from typing import TYPE_CHECKING
 from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .box_ceiling import Overruns
-    from .dot_queue import DotQueue
-    from .render import (
+    from .dot.ceiling import Overruns
+    from .dot.queue import DotQueue
+    from .dot.run import DotFailedError, DotTimeoutError, GraphvizMissingError, find_dot
+    from .folding.plan import RenderOptions
+    from .folding.prepared import forget_prepared
+    from .folding.scopes import module_paths
+    from .pictures.render import (
         FORMATS,
-        DotFailedError,
-        DotTimeoutError,
-        GraphvizMissingError,
         PendingPicture,
         RenderResult,
-        find_dot,
-    )
-    from .render_plan import RenderOptions
-    from .render_start import (
         render_diff,
         render_side_by_side,
         render_snapshot,
@@ -35,30 +42,28 @@ if TYPE_CHECKING:
         start_side_by_side,
         start_snapshot,
     )
-    from .view_prepared import forget_prepared
-    from .view_scopes import module_paths
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "Overruns": "box_ceiling",
-        "FORMATS": "render",
-        "DotFailedError": "render",
-        "DotQueue": "dot_queue",
-        "PendingPicture": "render",
-        "start_diff": "render_start",
-        "start_side_by_side": "render_start",
-        "start_snapshot": "render_start",
-        "DotTimeoutError": "render",
-        "GraphvizMissingError": "render",
-        "RenderResult": "render",
-        "find_dot": "render",
-        "render_diff": "render_start",
-        "render_side_by_side": "render_start",
-        "render_snapshot": "render_start",
-        "RenderOptions": "render_plan",
-        "forget_prepared": "view_prepared",
-        "module_paths": "view_scopes",
+        "Overruns": "dot.ceiling",
+        "DotQueue": "dot.queue",
+        "DotFailedError": "dot.run",
+        "DotTimeoutError": "dot.run",
+        "GraphvizMissingError": "dot.run",
+        "find_dot": "dot.run",
+        "RenderOptions": "folding.plan",
+        "forget_prepared": "folding.prepared",
+        "module_paths": "folding.scopes",
+        "FORMATS": "pictures.render",
+        "PendingPicture": "pictures.render",
+        "RenderResult": "pictures.render",
+        "render_diff": "pictures.render",
+        "render_side_by_side": "pictures.render",
+        "render_snapshot": "pictures.render",
+        "start_diff": "pictures.render",
+        "start_side_by_side": "pictures.render",
+        "start_snapshot": "pictures.render",
     },
 )
 

@@ -1,7 +1,7 @@
 """Module boxes and scope clusters: what a collapsed module says, which clusters stay.
 
 At a collapse level every scope that deep becomes one box (a :class:`ModuleBox` gathers the
-ops of the scopes it holds); :func:`box_view` writes the box a reader sees (op count,
+ops of the scopes it holds); :func:`box_of_module` writes the box a reader sees (op count,
 changes, kept attribute reads, the commonest ops) and :func:`scope_clusters` keeps the
 module clusters worth their layout time.
 """
@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
-from ..plumbing import plural
-from .collapse_values import Cluster, ViewNode
-from .view_folding import MAX_ROWS
-from .view_prepared import ScopeOps
+from ...plumbing import plural
+from .drawing import Box, Cluster
+from .prepared import ScopeOps
+from .rows import MAX_ROWS
 
-__all__ = ["box_view", "scope_clusters"]
+__all__ = ["box_of_module", "scope_clusters"]
 
 
 @dataclass(slots=True)
@@ -59,13 +59,13 @@ def _top_kinds(scopes: Sequence[ScopeOps], n: int = 3) -> list[tuple[str, int]]:
     return [(title, count) for title, (count, _first) in ranked[:n]]
 
 
-def box_view(
+def box_of_module(
     key: str,
     scope: str,
     held: ModuleBox,
     reasons: Mapping[str, str],
     cluster: tuple[str, ...],
-) -> ViewNode:
+) -> Box:
     """The ``scope`` node of a module box holding more than one op.
 
     Args:
@@ -107,7 +107,7 @@ def box_view(
     else:
         # Listed in walk order (node ids are walk positions), as the ops were met.
         ids = sorted(chain.from_iterable(ops.ids for ops in held.scopes))
-    return ViewNode(
+    return Box(
         key=key,
         role="scope",
         title=scope,
@@ -125,7 +125,7 @@ def box_view(
 
 
 def scope_clusters(
-    nodes: Mapping[str, ViewNode], clusters: dict[tuple[str, ...], Cluster]
+    nodes: Mapping[str, Box], clusters: dict[tuple[str, ...], Cluster]
 ) -> dict[tuple[str, ...], Cluster]:
     """The clusters a picture keeps, module scope clusters added where its boxes sit.
 

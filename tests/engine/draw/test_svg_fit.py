@@ -1,5 +1,7 @@
-"""Pictures a browser shows whole: the root of every SVG freezeview writes (``g`` in the
-app, ``export``) is sized to the window, scaled by its viewBox, capped at its own size."""
+"""Tests for engine/draw/pictures/svg_fit.py. Pictures a browser shows whole: the root of
+every SVG freezeview writes (``g`` in the app, ``export``) is sized to the window,
+scaled by its viewBox, capped at its own size.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from pathlib import Path
 import pytest
 from render_models import ConvBnRelu, scripted
 
-from freezeview.engine.draw.render_plan import RenderOptions
-from freezeview.engine.draw.render_start import render_snapshot
-from freezeview.engine.draw.svg_fit import fit_to_window
+from freezeview.engine.draw.folding.plan import RenderOptions
+from freezeview.engine.draw.pictures.render import render_snapshot
+from freezeview.engine.draw.pictures.svg_fit import fit_to_window
 from freezeview.engine.freeze.pipeline import Pipeline
 
 SVG = "{http://www.w3.org/2000/svg}svg"
@@ -44,9 +46,9 @@ def test_a_graphviz_root_fits_the_window_and_keeps_its_size_as_a_cap() -> None:
 def test_the_pictures_g_and_export_write_fit_a_browser_window(tmp_path: Path) -> None:
     steps = Pipeline(scripted(ConvBnRelu())).run_all()
     # The app's g draws each step with render_snapshot / render_diff, as export does.
-    result = render_snapshot(
-        steps[0].snapshot, tmp_path / "00-inline.svg", options=RenderOptions(level=None)
-    )
+    first = steps[0].snapshot
+    assert first is not None
+    result = render_snapshot(first, tmp_path / "00-inline.svg", options=RenderOptions(level=None))
     root = _root(Path(result.path))
     assert (root.get("width"), root.get("height")) == ("100%", "100%")
     box = [float(x) for x in (root.get("viewBox") or "").split()]

@@ -1,18 +1,18 @@
 """A snapshot (or a diff) laid out by Graphviz on a grid of terminal cells.
 
-The app's graph view draws the same boxes as the SVGs (:func:`~.collapse.build_view`,
-the same levels and module folding, the same opened boxes in a diff) with the
-terminal's characters. Graphviz does the layout: every box is handed to ``dot`` as a
-fixed-size rectangle measured in cells (one column is :data:`COL_PT` points wide, one
-row :data:`ROW_PT` points high, the shape of a terminal cell), and ``dot -Tjson0``
-gives back where each box and cluster goes and the route of
-each edge. Those are turned into cells here: boxes keep at least one free column and row
-between them (``nodesep``/``ranksep`` are two cells, so rounding cannot make two frames
-touch), and each edge becomes a 4-connected path of cells that starts on its tail box's
-frame and ends on its head box's frame.
+The app's graph view draws the same boxes as the SVGs
+(:func:`~freezeview.engine.draw.folding.build.build_drawing`, the same levels and module
+folding, the same opened boxes in a diff) with the terminal's characters. Graphviz does
+the layout: every box is handed to ``dot`` as a fixed-size rectangle measured in cells
+(one column is :data:`COL_PT` points wide, one row :data:`ROW_PT` points high, the shape
+of a terminal cell), and ``dot -Tjson0`` gives back where each box and cluster goes and
+the route of each edge. Those are turned into cells here: boxes keep at least one free
+column and row between them (``nodesep``/``ranksep`` are two cells, so rounding cannot
+make two frames touch), and each edge becomes a 4-connected path of cells that starts on
+its tail box's frame and ends on its head box's frame.
 
 A picture ``dot`` cannot lay out within the timeout, or fails on (Graphviz's layout bugs
-hit some graphs and not others), falls back as the SVGs do (``render_plan.coarser_level``:
+hit some graphs and not others), falls back as the SVGs do (``folding.plan.coarser_level``:
 the next level with markedly fewer boxes), and when even the coarsest overruns or fails
 the layout is empty and its note says so in one sentence.
 """
@@ -25,15 +25,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..diff import GraphDiff
-from ..graph import GraphSnapshot
-from .collapse import build_view
-from .collapse_values import ViewGraph, ViewNode
-from .layout_fit import compact_lines, fold_columns
-from .layout_values import BoxLayout, ClusterLayout, EdgeLayout, GraphLayout
-from .render import DotFailedError, DotTimeoutError, run_dot
-from .render_dot import DotWriter
-from .render_plan import (
+from ...diff import GraphDiff
+from ...graph import GraphSnapshot
+from ..dot.run import DotFailedError, DotTimeoutError, run_dot
+from ..dot.text import DotWriter
+from ..folding.build import build_drawing
+from ..folding.drawing import Box, Drawing
+from ..folding.plan import (
     RenderOptions,
     auto_level,
     changed_splits,
@@ -43,8 +41,10 @@ from .render_plan import (
     merge_levels,
     scopes_drawn,
 )
-from .view_prepared import levels
-from .view_scopes import count_at_level
+from ..folding.prepared import levels
+from ..folding.scopes import count_at_level
+from .fit import compact_lines, fold_columns
+from .values import BoxLayout, ClusterLayout, EdgeLayout, GraphLayout
 
 __all__ = ["COL_PT", "ROW_PT", "TERMINAL_BUDGET", "box_lines", "layout_dot", "layout_graph"]
 
@@ -65,7 +65,7 @@ SPLINES = "spline"
 _CLUSTER_MARGIN_PT = 16
 
 
-def box_lines(node: ViewNode) -> tuple[str, ...]:
+def box_lines(node: Box) -> tuple[str, ...]:
     """The label lines of ``node`` in the terminal: its title, then its rows, clipped."""
     lines = [node.title, *node.rows]
     if len(lines) > MAX_LINES:
@@ -83,23 +83,23 @@ def _box_size(lines: Sequence[str]) -> tuple[int, int]:
     return max(7, max((len(x) for x in lines), default=0) + 4), len(lines) + 2
 
 
-def _lines_of(node: ViewNode, rows: int | None) -> tuple[str, ...]:
-    """A box's label lines: one line when the view is fitted to ``rows`` rows."""
+def _lines_of(node: Box, rows: int | None) -> tuple[str, ...]:
+    """A box's label lines: one line when the layout is fitted to ``rows`` rows."""
     if rows is None:
         return box_lines(node)
     return tuple(_clip(line) for line in compact_lines(node))
 
 
-def layout_dot(view: ViewGraph, rows: int | None = None) -> tuple[str, dict[str, tuple[str, ...]]]:
-    """DOT text laying out ``view`` with fixed-size boxes measured in cells.
+def layout_dot(drawing: Drawing, rows: int | None = None) -> tuple[str, dict[str, tuple[str, ...]]]:
+    """DOT text laying out ``drawing`` with fixed-size boxes measured in cells.
 
     Args:
-        view: the boxes, clusters and edges.
+        drawing: the boxes, clusters and edges.
         rows: fit the picture to a pane this many rows high: one label line a box, the
-            ranks folded into columns (:mod:`.layout_fit`); None: full labels, one column.
+            ranks folded into columns (:mod:`.fit`); None: full labels, one column.
 
     Returns:
-        The DOT text, and each cluster's DOT name -> its path in ``view.clusters``.
+        The DOT text, and each cluster's DOT name -> its path in ``drawing.clusters``.
     """
     graph = DotWriter(name="freezeview")
     graph.attr(
@@ -112,18 +112,18 @@ def layout_dot(view: ViewGraph, rows: int | None = None) -> tuple[str, dict[str,
     )
     columns: dict[str, int] = {}
     if rows is not None:
-        heights = {k: _box_size(_lines_of(n, rows))[1] for k, n in view.nodes.items()}
-        pairs = [(e.tail, e.head) for e in view.edges]
+        heights = {k: _box_size(_lines_of(n, rows))[1] for k, n in drawing.nodes.items()}
+        pairs = [(e.tail, e.head) for e in drawing.edges]
         columns = fold_columns(heights, pairs, rows - 2, gap=3)
     graph.attr("node", shape="box", fixedsize="true", label="")
     graph.attr("edge", arrowhead="none")
     children: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
-    for path in view.clusters:
+    for path in drawing.clusters:
         children.setdefault(path[:-1], []).append(path)
-    nodes_in: dict[tuple[str, ...], list[ViewNode]] = {}
-    for node in view.nodes.values():
+    nodes_in: dict[tuple[str, ...], list[Box]] = {}
+    for node in drawing.nodes.values():
         path = node.cluster
-        while path and path not in view.clusters:
+        while path and path not in drawing.clusters:
             path = path[:-1]
         nodes_in.setdefault(path, []).append(node)
     names: dict[str, tuple[str, ...]] = {}
@@ -137,12 +137,12 @@ def layout_dot(view: ViewGraph, rows: int | None = None) -> tuple[str, dict[str,
             name = f"cluster_{len(names) + 1}"
             names[name] = child
             inner = DotWriter(name=name)
-            inner.attr(label=_clip(view.clusters[child].label), margin=str(_CLUSTER_MARGIN_PT))
+            inner.attr(label=_clip(drawing.clusters[child].label), margin=str(_CLUSTER_MARGIN_PT))
             emit(inner, child)
             sub.subgraph(inner)
 
     emit(graph, ())
-    for edge in view.edges:
+    for edge in drawing.edges:
         if edge.tail == edge.head:
             continue
         if columns.get(edge.tail, 0) != columns.get(edge.head, 0):
@@ -312,7 +312,7 @@ def _route(
 
 
 def _parse(
-    data: bytes, view: ViewGraph, clusters: dict[str, tuple[str, ...]], rows: int | None = None
+    data: bytes, drawing: Drawing, clusters: dict[str, tuple[str, ...]], rows: int | None = None
 ) -> tuple[int, int, dict[str, BoxLayout], list[EdgeLayout], list[ClusterLayout]]:
     """Boxes, edges and cluster frames in cells from ``dot -Tjson0`` output."""
     doc: dict[str, Any] = json.loads(data)
@@ -332,7 +332,7 @@ def _parse(
             bx0, by0, bx1, by1 = (float(v) for v in obj["bb"].split(","))
             (cx0, cy0), (cx1, cy1) = cell(bx0, by1), cell(bx1, by0)
             path = clusters[name]
-            cluster = view.clusters[path]
+            cluster = drawing.clusters[path]
             frames.append(
                 ClusterLayout(
                     label=cluster.label,
@@ -345,8 +345,8 @@ def _parse(
                     depth=len(path),
                 )
             )
-        elif name in view.nodes and "pos" in obj:
-            node = view.nodes[name]
+        elif name in drawing.nodes and "pos" in obj:
+            node = drawing.nodes[name]
             lines = _lines_of(node, rows)
             w, h = _box_size(lines)
             px, _, py = obj["pos"].partition(",")
@@ -369,7 +369,7 @@ def _parse(
             )
     frames.sort(key=lambda f: f.depth)
     edges: list[EdgeLayout] = []
-    statuses = {(e.tail, e.head): e for e in view.edges}
+    statuses = {(e.tail, e.head): e for e in drawing.edges}
     for edge in doc.get("edges", []):
         tail = by_gvid.get(edge["tail"], {}).get("name")
         head = by_gvid.get(edge["head"], {}).get("name")
@@ -395,22 +395,22 @@ def _parse(
     return width, height, boxes, edges, frames
 
 
-def _op_scope(node: ViewNode) -> str:
+def _op_scope(node: Box) -> str:
     for part in reversed(node.cluster):
         if part.startswith("s:"):
             return part[2:]
     return ""
 
 
-def _view(
+def _drawing(
     snapshot: GraphSnapshot,
     diff: GraphDiff | None,
     level: int | None,
     options: RenderOptions,
     split: Sequence[str],
-) -> ViewGraph:
-    """The view the SVG of the same picture draws (edge labels left out)."""
-    return build_view(
+) -> Drawing:
+    """The drawing the SVG of the same picture draws (edge labels left out)."""
+    return build_drawing(
         snapshot,
         level=level,
         expand=options.expand,
@@ -443,10 +443,10 @@ def layout_graph(
             depth, or None for every op.
         options: drawing options (``expand``, ``reasons``, ``modules``, ``timeout``,
             ``overruns``); by default a budget of :data:`TERMINAL_BUDGET` boxes.
-        title: a caption for the view.
-        rows: the view's pane height: a module level drawn without cluster frames is
+        title: a caption for the layout.
+        rows: the graph view's pane height: a module level drawn without cluster frames is
             fitted to it (one label line a box, long chains folded into columns,
-            :mod:`.layout_fit`); other pictures are drawn in full whatever it is.
+            :mod:`.fit`); other pictures are drawn in full whatever it is.
 
     Returns:
         A :class:`GraphLayout`; empty, with a note, when dot could not lay out even
@@ -488,10 +488,10 @@ def layout_graph(
         too_big = not known and boxes > options.ceiling and nxt is not False
         if not known and not too_big:
             t0 = time.perf_counter()
-            view = _view(snapshot, diff, current, options, split if current == chosen else ())
+            drawing = _drawing(snapshot, diff, current, options, split if current == chosen else ())
             # Module boxes alone (no cluster frames, which folding would tear apart).
-            fit = rows if current is not None and not view.clusters else None
-            source, clusters = layout_dot(view, fit)
+            fit = rows if current is not None and not drawing.clusters else None
+            source, clusters = layout_dot(drawing, fit)
             build += time.perf_counter() - t0
             t0 = time.perf_counter()
             try:
@@ -506,7 +506,7 @@ def layout_graph(
             else:
                 dot_time += time.perf_counter() - t0
                 t0 = time.perf_counter()
-                width, height, placed, edges, frames = _parse(data, view, clusters, fit)
+                width, height, placed, edges, frames = _parse(data, drawing, clusters, fit)
                 build += time.perf_counter() - t0
                 # A ghost's node ids are the before-graph's (the op it stands for was
                 # removed): they go by ghost, never for the drawn graph's node of that id.
@@ -538,7 +538,7 @@ def layout_graph(
             why = f"Graphviz failed ({failed.dot_error or 'no output'})"
         else:
             why = f"Graphviz did not finish within {options.timeout:g} s ({boxes:,} boxes)"
-        # g's SVGs wait longer than the view, which helps a slow picture, not a failing one.
+        # g's SVGs wait longer than the graph view, which helps a slow picture, not a failing one.
         after = "." if failed is not None else "; g writes the SVGs, whose timeout is longer."
         failed = None
         if nxt is False:

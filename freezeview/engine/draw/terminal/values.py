@@ -1,6 +1,6 @@
 """A graph laid out by Graphviz on a grid of terminal cells: the values.
 
-:func:`~freezeview.engine.draw.layout.layout_graph` makes a :class:`GraphLayout` from a
+:func:`~freezeview.engine.draw.terminal.layout.layout_graph` makes a :class:`GraphLayout` from a
 snapshot (or a diff); the app's graph view draws it with the terminal's characters. The
 values are plain and torch-free, so they cross from the engine process to the screen's.
 Coordinates are cells: ``x`` a column, ``y`` a row, both from the top left corner.
@@ -18,7 +18,7 @@ class BoxLayout:
     """One box: where it is and what it says.
 
     Attributes:
-        key: the view node's key (the SVG's element id for the same box).
+        key: the drawing's box key (the SVG's element id for the same box).
         role: ``op``, ``attribute``, ``input``, ``output``, ``scope`` (a module box),
             ``ghost`` (a removed op, drawn where it was) or ``constant``.
         status: ``same``, ``added``, ``changed`` or ``removed``.

@@ -1,110 +1,88 @@
-"""Render graph snapshots and diffs as pictures (SVG, PNG or DOT) with Graphviz.
+"""Pictures drawn by Graphviz and written to a file: SVG, PNG or DOT, of a snapshot, a diff
+or both sides of a diff.
+
+``start_snapshot``, ``start_diff`` and ``start_side_by_side`` choose the level a snapshot,
+a diff or both sides are drawn at (:mod:`~freezeview.engine.draw.folding.plan`), build that
+level's picture (:mod:`.picture`) and hand it to a
+:class:`~freezeview.engine.draw.dot.queue.DotQueue` (or to Graphviz now); each returns a
+:class:`PendingPicture` whose ``result()`` waits for the layout, draws coarser levels on
+an overrun and writes the file. ``render_snapshot``, ``render_diff`` and
+``render_side_by_side`` are the same, waited for.
 
 Rendering is where users of freezeview wait (DESIGN.md: freezing takes 0.05-0.25 s,
 a naive picture of the same graph minutes), so it is built to stay fast at any size:
 
 - constants, constant lists and submodule reads are drawn inside their users, and
-  module scopes are clusters (:mod:`freezeview.engine.draw.collapse`);
+  module scopes are clusters (:mod:`freezeview.engine.draw.folding.build`);
 - above a node budget the picture is collapsed to one box per submodule, at the finest
   level that fits the budget; ``expand`` opens chosen scopes down to their ops
-  (:mod:`freezeview.engine.draw.render_plan` chooses the level and the boxes to open);
-- ``dot`` runs in a subprocess with a timeout. If it overruns, or fails (Graphviz has
-  layout bugs: "Error: trouble in init_rank" on some graphs), freezeview draws the next
-  coarser level instead and says so in :attr:`RenderResult.notes`; output files are
-  written only from a finished layout, atomically, so nothing partial is left.
+  (:mod:`freezeview.engine.draw.folding.plan` chooses the level and the boxes to open);
+- ``dot`` runs in a subprocess with a timeout (:mod:`freezeview.engine.draw.dot.run`). If
+  it overruns, or fails (Graphviz has layout bugs: "Error: trouble in init_rank" on some
+  graphs), freezeview draws the next coarser level instead and says so in
+  :attr:`RenderResult.notes`; output files are written only from a finished layout,
+  atomically, so nothing partial is left.
 - a picture far above what ``dot`` lays out within the timeout (``RenderOptions.max_boxes``,
-  by default :func:`~freezeview.engine.draw.box_ceiling.box_ceiling` of the timeout) is not
-  handed to ``dot`` at all: it goes straight to the coarser level an overrun would have
-  given, with a note.
-
-This module runs Graphviz, falls back level by level and writes the files; the DOT text
-of each picture comes from :mod:`freezeview.engine.draw.render_pictures`, and
-:mod:`freezeview.engine.draw.render_start` plans a snapshot's, a diff's or both sides'
-picture and starts it (``start_snapshot``, ``render_snapshot`` and their siblings).
+  by default :func:`~freezeview.engine.draw.dot.ceiling.box_ceiling` of the timeout) is
+  not handed to ``dot`` at all: it goes straight to the coarser level an overrun would
+  have given, with a note.
 
 Layout engine and settings were chosen by measurement (``benchmarks/bench_render.py``,
-figures in docs/notes/render.md): plain ``dot`` with module clusters. On the fully
-expanded inlined ResNet-50-style graph (1,462 boxes) it took 0.45 s, against 1.26 s with
-``newrank=true`` and 1.05 s with ``newrank`` plus ``ordering=out``; on collapsed
-pictures all settings tie (0.08 s). ``sfdp`` (0.55 s) ignores clusters and loses the
-top-to-bottom data flow, so freezeview collapses big graphs instead of switching engine.
-The settings stay selectable through :class:`GraphAttrs` and ``RenderOptions.engine``.
-
-Graphviz is run directly with :mod:`subprocess` rather than ``graphviz.pipe`` because
-the package offers no timeout, and a run that never finishes is exactly the failure
-this module has to survive.
+figures in docs/notes/render.md): plain ``dot`` with module clusters; ``newrank`` and
+``ordering=out`` were slower on big expanded graphs and tie on collapsed ones, and
+``sfdp`` ignores clusters and loses the top-to-bottom data flow, so freezeview collapses
+big graphs instead of switching engine. The settings stay selectable through
+:class:`~freezeview.engine.draw.dot.text.GraphAttrs` and ``RenderOptions.engine``.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..plumbing import FreezeviewError, OutputError, atomic
-from .box_ceiling import HOPELESS_BENDS_PER_BOX, bend_ceiling
-from .collapse_values import ViewGraph
-from .dot_queue import DotJob, DotQueue, tracked
-from .render_pictures import Picture
-from .render_plan import (
+from ...diff import GraphDiff
+from ...graph import GraphSnapshot
+from ...plumbing import OutputError, atomic
+from ..dot.ceiling import HOPELESS_BENDS_PER_BOX, bend_ceiling
+from ..dot.queue import DotJob, DotQueue
+from ..dot.run import DotFailedError, DotTimeoutError, run_dot
+from ..folding.drawing import Drawing
+from ..folding.plan import (
     RenderOptions,
+    auto_level,
+    changed_splits,
     coarser_level,
+    ghost_scopes,
     level_name,
+    merge_levels,
+    plan_picture,
+    scopes_drawn,
 )
+from ..folding.prepared import levels
+from ..folding.scopes import count_at_level
+from .picture import Picture, diff_picture, side_by_side_picture, snapshot_picture
 from .svg_fit import fit_to_window
-from .view_scopes import count_at_level
 
 __all__ = [
     "FORMATS",
-    "DotFailedError",
-    "DotTimeoutError",
-    "GraphvizMissingError",
     "LevelAttempts",
     "PendingPicture",
     "RenderResult",
-    "find_dot",
     "level_attempts",
-    "run_dot",
+    "render_diff",
+    "render_side_by_side",
+    "render_snapshot",
+    "start_diff",
+    "start_side_by_side",
+    "start_snapshot",
 ]
 
 #: Output formats: ``dot`` writes the DOT text and needs no Graphviz.
 FORMATS = ("svg", "png", "dot")
-
-INSTALL_HINT = (
-    "Graphviz's `dot` program is not installed; install it (Debian/Ubuntu: "
-    "`apt-get install graphviz`, macOS: `brew install graphviz`) to draw pictures."
-)
-
-
-class GraphvizMissingError(FreezeviewError):
-    """``dot`` is not on PATH (or not at the configured path)."""
-
-    exit_code = 1
-
-
-class DotTimeoutError(FreezeviewError):
-    """Graphviz did not finish a layout within the time allowed."""
-
-    exit_code = 1
-
-
-class DotFailedError(FreezeviewError):
-    """Graphviz exited with an error on a picture (a layout bug on that graph).
-
-    Attributes:
-        dot_error: Graphviz's first error line (``Error: trouble in init_rank``).
-    """
-
-    exit_code = 1
-
-    def __init__(self, message: str, dot_error: str = "", *, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.dot_error = dot_error
 
 
 @dataclass
@@ -118,14 +96,14 @@ class RenderResult:
         requested_level: the level first tried.
         nodes: boxes drawn.
         edges: edges drawn.
-        build_seconds: freezeview's time choosing the level and building views and DOT
+        build_seconds: freezeview's time choosing the level and building drawings and DOT
             (all attempts).
         dot_seconds: Graphviz's time (all attempts, the overrun ones included).
         write_seconds: time writing the file.
         size: bytes written.
         notes: sentences for the user (fallbacks taken).
         split: module boxes opened one level because something in them changed.
-        views: the view graphs drawn, whose node keys are the SVG elements' ids (the
+        drawings: the drawings drawn, whose box keys are the SVG elements' ids (the
             review page describes each box from them).
     """
 
@@ -141,72 +119,18 @@ class RenderResult:
     size: int
     notes: list[str] = field(default_factory=list)
     split: tuple[str, ...] = ()
-    views: list[ViewGraph] = field(default_factory=list, repr=False)
+    drawings: list[Drawing] = field(default_factory=list, repr=False)
 
     @property
     def total_seconds(self) -> float:
         """Build + Graphviz + write time."""
         return self.build_seconds + self.dot_seconds + self.write_seconds
 
-
-def find_dot(options: RenderOptions) -> str:
-    """Path of the Graphviz program to run.
-
-    Raises:
-        GraphvizMissingError: it is not installed.
-    """
-    command = options.dot_command or options.engine
-    found = shutil.which(command)
-    if found is None:
-        raise GraphvizMissingError(INSTALL_HINT)
-    return found
-
-
-def run_dot(source: str, fmt: str, options: RenderOptions) -> bytes:
-    """Lay out and render DOT ``source``; return the output bytes.
-
-    Args:
-        source: DOT text.
-        fmt: ``svg`` or ``png``.
-        options: engine, timeout and the program's path.
-
-    Returns:
-        The rendered bytes.
-
-    Raises:
-        GraphvizMissingError: the program is not installed.
-        DotTimeoutError: it did not finish within ``options.timeout`` (it is killed).
-        DotFailedError: it failed (its first error line is quoted).
-    """
-    command = find_dot(options)
-    try:
-        proc = subprocess.Popen(
-            [command, f"-K{options.engine}", f"-T{fmt}"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-    except OSError as exc:
-        raise GraphvizMissingError(f"cannot run {command}: {exc.strerror or exc}.") from exc
-    # Tracked while it runs: a DotQueue closed by an error kills it (dot_queue.py).
-    with proc, tracked(proc):
-        try:
-            stdout, stderr = proc.communicate(source.encode("utf-8"), timeout=options.timeout)
-        except subprocess.TimeoutExpired as exc:
-            # Killed and reaped, not read to the end: a `dot` wrapper's own children
-            # could hold its pipes open long after it is gone.
-            proc.kill()
-            proc.wait()
-            raise DotTimeoutError(f"Graphviz did not finish within {options.timeout:g} s.") from exc
-        except BaseException:
-            proc.kill()
-            raise
-    if proc.returncode != 0 or not stdout:
-        first = (stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[0]
-        raise DotFailedError(
-            f"Graphviz failed to draw the picture ({first[:200]}).", dot_error=first[:200]
-        )
-    return stdout
+    @property
+    def views(self) -> list[Drawing]:
+        """The old name of :attr:`drawings`, read by engine/output/review_page.py until
+        that module (another engineer's, being edited) reads ``drawings``; then it goes."""
+        return self.drawings
 
 
 class _AlreadyOverran(DotTimeoutError):
@@ -410,7 +334,7 @@ def level_attempts(
         size=len(data),
         notes=notes,
         split=split if current == level else (),
-        views=picture.views,
+        drawings=picture.drawings,
     )
 
 
@@ -419,7 +343,7 @@ class PendingPicture:
 
     :meth:`result` waits for Graphviz, draws the coarser levels an overrun or a failure
     calls for, writes the file and returns its :class:`RenderResult`. The
-    ``start_*`` functions (:mod:`.render_start`) make one; the ``render_*`` functions are
+    ``start_*`` functions (in this module) make one; the ``render_*`` functions are
     ``start_*(...).result()``.
     """
 
@@ -480,8 +404,177 @@ class PendingPicture:
                 self._next(_DotOutcome(b"", job.seconds, exc))
             else:
                 self._next(_DotOutcome(data, job.seconds))
-        # Choosing the level and the boxes to open is view building too (counted once).
+        # Choosing the level and the boxes to open is drawing work too (counted once).
         result = self._done
         result.build_seconds += self._planned
         self._planned = 0.0
         return result
+
+
+def _planned_start(
+    attempts: LevelAttempts,
+    dots: DotQueue | None,
+    fmt: str,
+    options: RenderOptions,
+    started: float,
+) -> PendingPicture:
+    planned = time.perf_counter() - started
+    queue = dots if dots is not None else DotQueue(background=False)
+    return PendingPicture(attempts, queue, fmt, options, planned)
+
+
+def start_snapshot(
+    snapshot: GraphSnapshot,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+    dots: DotQueue | None = None,
+) -> PendingPicture:
+    """:func:`render_snapshot`, its Graphviz run handed to ``dots`` (None: run it now)."""
+    options = options or RenderOptions()
+    start = time.perf_counter()
+    level, candidates, scopes = plan_picture(snapshot, options)
+    attempts = level_attempts(
+        lambda lv: snapshot_picture(snapshot, options, lv, title=title),
+        path,
+        fmt=fmt,
+        options=options,
+        level=level,
+        candidates=candidates,
+        scopes=scopes,
+    )
+    return _planned_start(attempts, dots, fmt, options, start)
+
+
+def render_snapshot(
+    snapshot: GraphSnapshot,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+) -> RenderResult:
+    """Draw one graph snapshot into ``path``.
+
+    Args:
+        snapshot: the graph.
+        path: output file (written atomically).
+        fmt: ``svg``, ``png`` or ``dot``.
+        options: drawing options.
+        title: caption.
+
+    Returns:
+        A :class:`RenderResult`.
+
+    Example::
+
+        render_snapshot(snapshot_graph(torch.jit.freeze(m).graph), "after.svg")
+    """
+    return start_snapshot(snapshot, path, fmt=fmt, options=options, title=title).result()
+
+
+def start_diff(
+    diff: GraphDiff,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+    dots: DotQueue | None = None,
+) -> PendingPicture:
+    """:func:`render_diff`, its Graphviz run handed to ``dots`` (None: run it now)."""
+    options = options or RenderOptions()
+    start = time.perf_counter()
+    scopes = scopes_drawn(diff.after, options) + ghost_scopes(diff, options)
+    candidates = merge_levels(
+        levels(diff.after, options.constants, options.modules),
+        levels(diff.before, options.constants, options.modules),
+    )
+    if options.level == "auto":
+        level = auto_level(scopes, candidates, options)
+    elif isinstance(options.level, str):
+        raise ValueError(f"unknown level {options.level!r}")
+    else:
+        level = options.level
+    split: tuple[str, ...] = ()
+    if options.level == "auto" and options.open_changed:
+        split = changed_splits(diff, scopes, level, options)
+
+    def make(lv: int | None) -> Picture:
+        return diff_picture(diff, options, lv, title=title, split=split if lv == level else ())
+
+    attempts = level_attempts(
+        make,
+        path,
+        fmt=fmt,
+        options=options,
+        level=level,
+        candidates=candidates,
+        scopes=scopes,
+        split=split,
+    )
+    return _planned_start(attempts, dots, fmt, options, start)
+
+
+def render_diff(
+    diff: GraphDiff,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+) -> RenderResult:
+    """Draw the after-graph of ``diff`` with added ops green, changed amber, removed as ghosts.
+
+    The level is chosen on the after-graph plus the ghosts, so a step that removed most
+    of the graph still fits the budget; at the automatic level, the boxes where things
+    changed are then opened while the budget allows (:func:`changed_splits`).
+    """
+    return start_diff(diff, path, fmt=fmt, options=options, title=title).result()
+
+
+def start_side_by_side(
+    diff: GraphDiff,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+    dots: DotQueue | None = None,
+) -> PendingPicture:
+    """:func:`render_side_by_side`, its Graphviz run handed to ``dots`` (None: run it now)."""
+    options = options or RenderOptions()
+    start = time.perf_counter()
+    level_a, cand_a, scopes_a = plan_picture(diff.after, options)
+    _level_b, cand_b, scopes_b = plan_picture(diff.before, options)
+    candidates = merge_levels(cand_a, cand_b)
+    level = level_a
+    if options.level == "auto":
+        level = auto_level(scopes_a + scopes_b, candidates, options)
+    attempts = level_attempts(
+        lambda lv: side_by_side_picture(diff, options, lv, title=title),
+        path,
+        fmt=fmt,
+        options=options,
+        level=level,
+        candidates=candidates,
+        scopes=scopes_a + scopes_b,
+    )
+    return _planned_start(attempts, dots, fmt, options, start)
+
+
+def render_side_by_side(
+    diff: GraphDiff,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "svg",
+    options: RenderOptions | None = None,
+    title: str = "",
+) -> RenderResult:
+    """Draw before and after next to each other.
+
+    Removed ops are red on the left, added ones green on the right, changed amber on both.
+    """
+    return start_side_by_side(diff, path, fmt=fmt, options=options, title=title).result()

@@ -2,8 +2,8 @@
 
 At a module level a model is mostly one long chain of boxes (a ResNet-50: the stem's
 ops, ``layer1`` ... ``layer4``, the head), and laid out top to bottom it is many
-screens high however small its boxes are. When the view says how big its pane is,
-:func:`~freezeview.engine.draw.layout.layout_dot` draws each box with its title line
+screens high however small its boxes are. When the app's graph view says how big its pane is,
+:func:`~freezeview.engine.draw.terminal.layout.layout_dot` draws each box with its title line
 alone (a module box: its name and op count) and folds the picture into columns: the
 boxes' ranks (the longest path from an input) are stacked from the top until the next
 rank would pass the pane's height, and the next rank starts a new column to the right.
@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .collapse_values import ViewNode
+from ..folding.drawing import Box
 
 __all__ = ["compact_lines", "fold_columns"]
 
 
-def compact_lines(node: ViewNode) -> tuple[str, ...]:
-    """The one label line of ``node`` in a fitted view: its title, and for a module box
+def compact_lines(node: Box) -> tuple[str, ...]:
+    """The one label line of ``node`` in a fitted layout: its title, and for a module box
     its first row (the op count, or the diff's counts)."""
     if node.role == "scope" and node.rows:
         return (f"{node.title} · {node.rows[0]}",)

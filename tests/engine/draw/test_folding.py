@@ -1,10 +1,11 @@
-"""The shortcuts that keep freezeview's view building fast give what walking op by op gives.
+"""Tests for engine/draw/folding/: the shortcuts that keep building a drawing fast give
+what walking op by op gives.
 
-collapse.py places whole scopes at a time, counts edges by scope pair, walks each
-snapshot backwards once and finds the readers of removed ops from the drawn edges
-(see ``PreparedSide`` and ``_ViewBuilder``). Each test here computes the same thing the plain
-way, one node or one edge at a time, on graphs with blocks (If/Loop, RaiseException
-branches), ModuleLists and diffs, and compares.
+build.py places whole scopes at a time, counts edges by scope pair, walks each snapshot
+backwards once and finds the readers of removed ops from the drawn edges (see
+``PreparedSide`` in prepared.py and ``_DrawingBuilder``). Each test here computes the
+same thing the plain way, one node or one edge at a time, on graphs with blocks
+(If/Loop, RaiseException branches), ModuleLists and diffs, and compares.
 """
 
 from __future__ import annotations
@@ -20,19 +21,19 @@ from render_models import KeepsBuffer, Stacked, scripted, transformer_encoder
 
 from freezeview.engine.diff.diff import diff_snapshots, index_nodes
 from freezeview.engine.diff.diff_values import GraphDiff
-from freezeview.engine.draw.collapse import build_view
-from freezeview.engine.draw.collapse_values import ViewGraph
-from freezeview.engine.draw.view_boxes import _top_kinds
-from freezeview.engine.draw.view_prepared import (
+from freezeview.engine.draw.folding.build import build_drawing
+from freezeview.engine.draw.folding.drawing import Drawing
+from freezeview.engine.draw.folding.module_boxes import _top_kinds
+from freezeview.engine.draw.folding.prepared import (
     PreparedSide,
     ScopeOps,
     drawn_scope_counts,
     drawn_scopes,
     levels,
-    prepare_view,
+    prepare_snapshot,
     readers_of,
 )
-from freezeview.engine.draw.view_scopes import module_paths
+from freezeview.engine.draw.folding.scopes import module_paths
 from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
 
 Edge = tuple[int, int | str, str, str]
@@ -104,7 +105,7 @@ def _edges_reference(side: PreparedSide) -> list[Edge]:
 
 def _sides(name: str) -> list[PreparedSide]:
     d, modules = _case(name)
-    return [prepare_view(s, c, modules) for s in (d.before, d.after) for c in ("fold", "nodes")]
+    return [prepare_snapshot(s, c, modules) for s in (d.before, d.after) for c in ("fold", "nodes")]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -170,7 +171,7 @@ def test_top_kinds_ranks_as_most_common_over_the_ops_in_walk_order() -> None:
     assert _top_kinds([b, a]) == expected
 
 
-def _edges_by_walk(view: ViewGraph, side: PreparedSide) -> list[tuple[str, str, str, int]]:
+def _edges_by_walk(view: Drawing, side: PreparedSide) -> list[tuple[str, str, str, int]]:
     """The view's edges as walking each drawn edge of the snapshot one at a time gives
     them: (tail, head, first value, count), in order of first occurrence."""
 
@@ -195,9 +196,9 @@ def _edges_by_walk(view: ViewGraph, side: PreparedSide) -> list[tuple[str, str, 
 def test_edges_counted_by_scope_pair_are_the_edges_walked_one_by_one(name: str) -> None:
     d, modules = _case(name)
     for snapshot in (d.before, d.after):
-        side = prepare_view(snapshot, "fold", modules)
+        side = prepare_snapshot(snapshot, "fold", modules)
         for level in levels(snapshot, modules=modules):
-            view = build_view(snapshot, level=level, modules=modules)
+            view = build_drawing(snapshot, level=level, modules=modules)
             got = [(e.tail, e.head, e.tooltip.split(" ")[0][1:], e.count) for e in view.edges]
             assert got == _edges_by_walk(view, side), level
 
@@ -208,7 +209,7 @@ def test_module_boxes_count_what_their_ops_say(name: str) -> None:
     reasons = {"count": "written in forward"}
     after_info = index_nodes(d.after)
     for level in levels(d.after, modules=modules)[:-1]:
-        view = build_view(d.after, level=level, diff=d, reasons=reasons, modules=modules)
+        view = build_drawing(d.after, level=level, diff=d, reasons=reasons, modules=modules)
         for box in (v for v in view.nodes.values() if v.role == "scope"):
             assert box.node_ids == sorted(box.node_ids)
             assert box.ghost_ids == sorted(box.ghost_ids)
@@ -224,7 +225,7 @@ def test_module_boxes_count_what_their_ops_say(name: str) -> None:
             )
             top = ", ".join(f"{k} x{n}" for k, n in kinds.most_common(3))
             assert re.search(rf"\b\d+ ops? \({re.escape(top)}\)", box.tooltip), box.tooltip
-        side_by_side = build_view(d.before, level=level, diff=d, side="before", modules=modules)
+        side_by_side = build_drawing(d.before, level=level, diff=d, side="before", modules=modules)
         for box in (v for v in side_by_side.nodes.values() if v.role == "scope"):
             removed = sum(i in d.removed for i in box.node_ids)
             changed = sum(d.matched.get(i) in d.changed for i in box.node_ids if i not in d.removed)

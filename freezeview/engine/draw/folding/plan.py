@@ -1,7 +1,7 @@
 """Picture planning: how to draw, at which collapse level, with which boxes opened.
 
 Before anything is drawn, freezeview counts the boxes each level would give (from the
-scopes of the drawn ops, not from built views): the automatic level is the finest one
+scopes of the drawn ops, not from built drawings): the automatic level is the finest one
 within the budget (:func:`auto_level`), a diff picture opens the boxes where freezing
 acted while the budget allows (:func:`changed_splits`), and after an overrun the next
 level worth trying is the one that draws markedly fewer boxes (``coarser_level``).
@@ -14,13 +14,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..diff import GraphDiff
-from ..graph import GraphSnapshot
-from ..plumbing import plural
-from .box_ceiling import Overruns, box_ceiling
-from .render_dot import GraphAttrs
-from .view_prepared import drawn_scope_counts, drawn_scopes, levels
-from .view_scopes import box_prefix, count_at_level, opened_scopes
+from ...diff import GraphDiff
+from ...graph import GraphSnapshot
+from ...plumbing import plural
+from ..dot.ceiling import Overruns, box_ceiling
+from ..dot.text import GraphAttrs
+from .prepared import drawn_scope_counts, drawn_scopes, levels
+from .scopes import box_prefix, count_at_level, opened_scopes
 
 __all__ = ["RenderOptions", "auto_level", "changed_splits", "level_name"]
 
@@ -46,7 +46,7 @@ class RenderOptions:
         dot_command: path of the Graphviz executable; default: ``engine`` on PATH.
         graph: graph-wide layout settings.
         modules: dotted paths of the model's submodules
-            (:func:`~freezeview.engine.draw.view_scopes.module_paths`); with them, modules torch
+            (:func:`~freezeview.engine.draw.folding.scopes.module_paths`); with them, modules torch
             names by a ModuleList index alone (``0.self_attn``) are drawn under their
             real path (``layers.0.self_attn``), which is also what ``expand`` takes.
         open_changed: at the automatic level, a diff picture opens the module boxes
@@ -161,7 +161,7 @@ def changed_splits(
         options: budget, expanded scopes, constants mode and module paths.
 
     Returns:
-        The scopes to open (``build_view(split=...)``), in the order they were opened.
+        The scopes to open (``build_drawing(split=...)``), in the order they were opened.
     """
     if level is None:
         return ()

@@ -3,7 +3,7 @@
 A one-node-per-IR-op picture does not scale (DESIGN.md, issue 7): a handful of
 constants (``1``, ``[1, 1]``, ``None``) feed 50-120 users each and ``dot`` spends
 minutes routing those edges, while the reader learns nothing from them. So the drawn
-graph, a :class:`ViewGraph`, is built in three moves:
+graph, a :class:`Drawing`, is built in three moves:
 
 1. **Folding.** ``prim::Constant``, lists/tuples built only from constants, and
    ``prim::GetAttr`` reads of submodules become rows *inside* the node that uses them
@@ -16,11 +16,10 @@ graph, a :class:`ViewGraph`, is built in three moves:
    count of ops inside and, in a diff, how many were added/removed/changed in it;
    ``expand`` opens chosen scopes down to their ops. Level ``None`` draws every op.
 
-The view values live in :mod:`~freezeview.engine.draw.collapse_values`, scopes and levels in
-:mod:`~freezeview.engine.draw.view_scopes`, folding in :mod:`~freezeview.engine.draw.view_folding`,
-what is computed once per snapshot in :mod:`~freezeview.engine.draw.view_prepared` and the
-module boxes in :mod:`~freezeview.engine.draw.view_boxes`; this module builds the picture.
-The engine never renders here; :mod:`freezeview.engine.draw.render` turns a ViewGraph into
+The values live in :mod:`.drawing`, scopes and levels in :mod:`.scopes`, the rows of
+folded nodes in :mod:`.rows`, what is computed once per snapshot in :mod:`.prepared` and
+the module boxes in :mod:`.module_boxes`; this module builds the drawing. Nothing is
+rendered here; :mod:`freezeview.engine.draw.pictures.render` turns a Drawing into
 DOT and runs Graphviz.
 """
 
@@ -28,18 +27,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..diff import GraphDiff, NodeInfo
-from ..graph import GraphSnapshot, NodeSnapshot
-from .collapse_values import CONSTANT_MODES, Cluster, ViewEdge, ViewGraph, ViewNode
-from .view_boxes import ModuleBox, box_view, scope_clusters
-from .view_folding import MAX_ROWS, clip_row, short_type
-from .view_prepared import PreparedSide, prepare_view, readers_of
-from .view_scopes import BLOCK_NAMES, box_prefix, opened_ancestors, scope_depth
+from ...diff import GraphDiff, NodeInfo
+from ...graph import GraphSnapshot, NodeSnapshot
+from .drawing import CONSTANT_MODES, Box, BoxEdge, Cluster, Drawing
+from .module_boxes import ModuleBox, box_of_module, scope_clusters
+from .prepared import PreparedSide, prepare_snapshot, readers_of
+from .rows import MAX_ROWS, clip_row, short_type
+from .scopes import BLOCK_NAMES, box_prefix, opened_ancestors, scope_depth
 
-__all__ = ["build_view"]
+__all__ = ["build_drawing"]
 
 
-def build_view(
+def build_drawing(
     snapshot: GraphSnapshot,
     *,
     level: int | None = None,
@@ -53,7 +52,7 @@ def build_view(
     edge_labels: bool = True,
     split: Sequence[str] = (),
     modules: frozenset[str] | None = None,
-) -> ViewGraph:
+) -> Drawing:
     """Build the drawn graph for ``snapshot``.
 
     Args:
@@ -77,11 +76,11 @@ def build_view(
             ``split`` use the same names.
 
     Returns:
-        The :class:`ViewGraph`.
+        The :class:`Drawing`.
     """
     if constants not in CONSTANT_MODES:
         raise ValueError(f"constants must be one of {', '.join(CONSTANT_MODES)}")
-    builder = _ViewBuilder(
+    builder = _DrawingBuilder(
         level=level,
         expand=tuple(expand),
         diff=diff,
@@ -91,13 +90,13 @@ def build_view(
         edge_labels=edge_labels,
         split=tuple(split),
     )
-    builder.add_graph(prepare_view(snapshot, constants, modules))
+    builder.add_graph(prepare_snapshot(snapshot, constants, modules))
     if diff is not None and side == "after" and ghosts:
-        builder.add_ghosts(prepare_view(diff.before, constants, modules))
+        builder.add_ghosts(prepare_snapshot(diff.before, constants, modules))
     return builder.finish()
 
 
-class _ViewBuilder:
+class _DrawingBuilder:
     def __init__(
         self,
         *,
@@ -118,9 +117,9 @@ class _ViewBuilder:
         self.reasons = reasons
         self.prefix = prefix
         self.edge_labels = edge_labels
-        self.nodes: dict[str, ViewNode] = {}
+        self.nodes: dict[str, Box] = {}
         self.clusters: dict[tuple[str, ...], Cluster] = {}
-        self.edges: dict[tuple[str, str], ViewEdge] = {}
+        self.edges: dict[tuple[str, str], BoxEdge] = {}
         self.folded: set[int] = set()
         self.ghost_folded: set[int] = set()
         # Snapshot id -> key of the ops drawn as boxes of their own; an op in a module
@@ -183,7 +182,7 @@ class _ViewBuilder:
             if index == 0 and value.type.startswith("__torch__."):
                 continue  # `self`: its reads are folded into the attribute paths
             key = f"{p}i{index}"
-            self.nodes[key] = ViewNode(
+            self.nodes[key] = Box(
                 key,
                 "input",
                 f"input {value.name}",
@@ -213,14 +212,14 @@ class _ViewBuilder:
         self._count_changes(side)
         loose.sort()  # drawing order is walk order, and node ids are walk positions
         for node_id in loose:
-            view = self._full_view(side, node_id, "n", self._status(node_id))
-            view.cluster = self._cluster_path(side, node_id, drawn)
-            drawn[node_id] = view.key
-            self.node_cluster[view.key] = view.cluster
-            self.nodes[view.key] = view
-            self.key[node_id] = view.key
+            op_box = self._op_box(side, node_id, "n", self._status(node_id))
+            op_box.cluster = self._cluster_path(side, node_id, drawn)
+            drawn[node_id] = op_box.key
+            self.node_cluster[op_box.key] = op_box.cluster
+            self.nodes[op_box.key] = op_box
+            self.key[node_id] = op_box.key
         out_key = f"{p}out"
-        self.nodes[out_key] = ViewNode(out_key, "output", "return", tooltip="graph outputs")
+        self.nodes[out_key] = Box(out_key, "output", "return", tooltip="graph outputs")
         self._edges_for(side, out_key)
 
     def _count_changes(self, side: PreparedSide) -> None:
@@ -262,14 +261,14 @@ class _ViewBuilder:
             self.box_cache[scope] = box_prefix(scope, self.level, self.expand, self.opened)
         return self.box_cache[scope]
 
-    def _full_view(self, side: PreparedSide, node_id: int, letter: str, status: str) -> ViewNode:
+    def _op_box(self, side: PreparedSide, node_id: int, letter: str, status: str) -> Box:
         i = side.info[node_id]
         role, title, kept, tip = self._describe(i)
         if letter == "g":
             role, tip = "ghost", "removed: " + tip
         else:
             tip += self._change_text(node_id)
-        return ViewNode(
+        return Box(
             key=f"{self.prefix}{letter}{node_id}",
             role=role,
             title=title,
@@ -388,7 +387,7 @@ class _ViewBuilder:
             tooltip += f" : {v.type}"
             if self.edge_labels and "(" in v.type and not v.type.startswith("__torch__"):
                 label = clip_row(short_type(v.type), 32)
-        self.edges[(tail, head)] = ViewEdge(tail, head, label, tooltip, status, style)
+        self.edges[(tail, head)] = BoxEdge(tail, head, label, tooltip, status, style)
 
     # -- ghosts -----------------------------------------------------------------
 
@@ -419,10 +418,10 @@ class _ViewBuilder:
                 held.ghost_ids.append(node_id)
                 ghost_keys[node_id] = key
                 continue
-            view = self._full_view(side, node_id, "g", "removed")
-            view.cluster = self._scope_path(scope)
-            self.nodes[view.key] = view
-            ghost_keys[node_id] = view.key
+            op_box = self._op_box(side, node_id, "g", "removed")
+            op_box.cluster = self._scope_path(scope)
+            self.nodes[op_box.key] = op_box
+            ghost_keys[node_id] = op_box.key
 
         matched = diff.matched
 
@@ -481,11 +480,11 @@ class _ViewBuilder:
 
     # -- finishing ----------------------------------------------------------------
 
-    def finish(self) -> ViewGraph:
+    def finish(self) -> Drawing:
         self._make_boxes()
         self._drop_dangling_edges()
         self.clusters = scope_clusters(self.nodes, self.clusters)
-        return ViewGraph(
+        return Drawing(
             nodes=self.nodes,
             edges=list(self.edges.values()),
             clusters=self.clusters,
@@ -507,20 +506,22 @@ class _ViewBuilder:
                 else:
                     node_id = held.scopes[0].ids[0]
                     letter, status = "n", self._status(node_id)
-                only = self._full_view(self.sides[letter], node_id, letter, status)
+                only = self._op_box(self.sides[letter], node_id, letter, status)
                 only.cluster = self._scope_path(scope)[:-1]
                 only.rows = [*only.rows, f"in {scope}"][-MAX_ROWS:]
                 renames[key] = only.key
                 self.nodes[only.key] = only
                 continue
-            self.nodes[key] = box_view(key, scope, held, self.reasons, self._scope_path(scope)[:-1])
+            self.nodes[key] = box_of_module(
+                key, scope, held, self.reasons, self._scope_path(scope)[:-1]
+            )
         self._rekey(renames)
 
     def _rekey(self, renames: Mapping[str, str]) -> None:
         """Point edges at new node keys (one pass for all renames)."""
         if not renames:
             return
-        edges: dict[tuple[str, str], ViewEdge] = {}
+        edges: dict[tuple[str, str], BoxEdge] = {}
         for (tail, head), edge in self.edges.items():
             tail = renames.get(tail, tail)
             head = renames.get(head, head)

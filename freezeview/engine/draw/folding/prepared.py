@@ -3,7 +3,7 @@
 Folding decisions, each op's effective scope, the drawn edges (grouped by the pair of
 scopes they join) and the ops gathered by scope depend on the snapshot alone, not on
 the level or the boxes a picture opens: an export draws each snapshot several times,
-so they are kept per snapshot (:func:`prepare_view`) while it lives. Counting boxes per
+so they are kept per snapshot (:func:`prepare_snapshot`) while it lives. Counting boxes per
 level (:func:`drawn_scope_counts`, :func:`levels`) reads them too.
 """
 
@@ -15,10 +15,10 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..diff import NodeInfo, index_nodes
-from ..graph import GraphSnapshot
-from .view_folding import Folder
-from .view_scopes import scope_depth, scopes_by_producer
+from ...diff import NodeInfo, index_nodes
+from ...graph import GraphSnapshot
+from .rows import Folder
+from .scopes import scope_depth, scopes_by_producer
 
 __all__ = ["drawn_scope_counts", "drawn_scopes", "forget_prepared", "levels"]
 
@@ -64,7 +64,7 @@ class PreparedSide:
     def edges(self) -> list[tuple[int, int | str, str, str]]:
         """Every edge between drawn nodes, as ``(head id, tail, value, style)``.
 
-        ``tail`` is a node id, or ``"i<k>"`` for graph input ``k``. What a view draws
+        ``tail`` is a node id, or ``"i<k>"`` for graph input ``k``. What a drawing draws
         only depends on where each id ends up (its own box or a module box), so the
         walk over the graph is done once per snapshot, not once per picture.
         """
@@ -249,7 +249,7 @@ def forget_prepared(*snapshots: GraphSnapshot) -> None:
             del _prepared_cache[key]
 
 
-def prepare_view(
+def prepare_snapshot(
     snapshot: GraphSnapshot, constants: str, modules: frozenset[str] | None = None
 ) -> PreparedSide:
     key = (id(snapshot), constants, modules)
@@ -281,7 +281,7 @@ def drawn_scopes(
         ids: only these node ids (e.g. a diff's removed nodes); default: all.
         modules: :func:`module_paths` of the model (real paths for ModuleList items).
     """
-    side = prepare_view(snapshot, constants, modules)
+    side = prepare_snapshot(snapshot, constants, modules)
     chosen = side.info if ids is None else ids
     return [side.scopes[i] for i in chosen if i not in side.folder.folded]
 
@@ -305,7 +305,7 @@ def drawn_scope_counts(
     """
     if ids is not None:
         return Counter(drawn_scopes(snapshot, constants, ids, modules))
-    side = prepare_view(snapshot, constants, modules)
+    side = prepare_snapshot(snapshot, constants, modules)
     return Counter({scope: len(ops.ids) for scope, ops in side.ops_by_scope.items()})
 
 
@@ -319,7 +319,7 @@ def levels(
         constants: one of :data:`CONSTANT_MODES`.
         modules: :func:`module_paths` of the model, to count depth on real module paths.
     """
-    return list(prepare_view(snapshot, constants, modules).levels)
+    return list(prepare_snapshot(snapshot, constants, modules).levels)
 
 
 def _turned(

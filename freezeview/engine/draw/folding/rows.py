@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..diff import NodeInfo
-from ..graph import GraphSnapshot, NodeSnapshot, demangle
+from ...diff import NodeInfo
+from ...graph import GraphSnapshot, NodeSnapshot, demangle
 
 __all__ = ["short_type"]
 

@@ -1,9 +1,9 @@
 """Pictures: the DOT text of one snapshot, of a diff, or of both sides of a diff.
 
-Each builds the view graphs at a given level (:func:`~freezeview.engine.draw.collapse.build_view`)
-and writes them as DOT (:func:`~freezeview.engine.draw.render_dot.dot_source`); choosing the
-level is :mod:`~freezeview.engine.draw.render_plan`'s, running Graphviz
-:mod:`~freezeview.engine.draw.render`'s.
+Each builds the drawings at a given level
+(:func:`~freezeview.engine.draw.folding.build.build_drawing`) and writes them as DOT
+(:func:`~.dot_source.dot_source`); choosing the level is
+:mod:`~freezeview.engine.draw.folding.plan`'s, running Graphviz :mod:`.render`'s.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..diff import GraphDiff
-from ..graph import GraphSnapshot
-from .box_ceiling import edge_bends, position_limit
-from .collapse import build_view
-from .collapse_values import ViewGraph
-from .render_dot import GraphAttrs, dot_source
-from .render_plan import RenderOptions
+from ...diff import GraphDiff
+from ...graph import GraphSnapshot
+from ..dot.ceiling import edge_bends, position_limit
+from ..dot.text import GraphAttrs
+from ..folding.build import build_drawing
+from ..folding.drawing import Drawing
+from ..folding.plan import RenderOptions
+from .dot_source import dot_source
 
 __all__ = ["Picture", "diff_picture", "side_by_side_picture", "snapshot_picture"]
 
@@ -33,8 +34,8 @@ class Picture:
         level: the collapse level drawn (None: every op).
         nodes: boxes drawn.
         edges: edges drawn.
-        build_seconds: time spent building the view and the DOT text.
-        views: the view graphs drawn (one, or two side by side).
+        build_seconds: time spent building the drawing and the DOT text.
+        drawings: the drawings (one, or two side by side).
         bends: the virtual boxes ``dot`` needs for the long edges (:func:`edge_bends`).
     """
 
@@ -43,12 +44,12 @@ class Picture:
     nodes: int
     edges: int
     build_seconds: float
-    views: list[ViewGraph]
+    drawings: list[Drawing]
     bends: int = 0
 
 
-def _bends(views: Sequence[ViewGraph]) -> int:
-    return sum(edge_bends(v.nodes, ((e.tail, e.head) for e in v.edges)) for v in views)
+def _bends(drawings: Sequence[Drawing]) -> int:
+    return sum(edge_bends(v.nodes, ((e.tail, e.head) for e in v.edges)) for v in drawings)
 
 
 def _attrs(options: RenderOptions, bends: int) -> GraphAttrs:
@@ -65,7 +66,7 @@ def snapshot_picture(
 ) -> Picture:
     """DOT for one snapshot at ``level`` (kept attributes marked from ``options.reasons``)."""
     start = time.perf_counter()
-    view = build_view(
+    drawing = build_drawing(
         snapshot,
         level=level,
         expand=options.expand,
@@ -74,20 +75,26 @@ def snapshot_picture(
         edge_labels=options.edge_labels,
         modules=options.modules,
     )
-    bends = _bends([view])
+    bends = _bends([drawing])
     source = dot_source(
-        [("", view)], title=title, legend=bool(options.reasons), attrs=_attrs(options, bends)
+        [("", drawing)], title=title, legend=bool(options.reasons), attrs=_attrs(options, bends)
     )
     return Picture(
-        source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view], bends
+        source,
+        level,
+        len(drawing.nodes),
+        len(drawing.edges),
+        time.perf_counter() - start,
+        [drawing],
+        bends,
     )
 
 
-def _diff_view(
+def _diff_drawing(
     diff: GraphDiff, options: RenderOptions, level: int | None, side: str, **extra: Any
-) -> ViewGraph:
-    """One side of ``diff`` as a drawable view, with the picture options every view shares."""
-    return build_view(
+) -> Drawing:
+    """One side of ``diff`` as a drawing, with the picture options every drawing shares."""
+    return build_drawing(
         diff.after if side == "after" else diff.before,
         level=level,
         expand=options.expand,
@@ -113,11 +120,17 @@ def diff_picture(
     ``split`` names module boxes drawn one level finer (see :func:`changed_splits`).
     """
     start = time.perf_counter()
-    view = _diff_view(diff, options, level, "after", reasons=options.reasons, split=split)
-    bends = _bends([view])
-    source = dot_source([("", view)], title=title, legend=True, attrs=_attrs(options, bends))
+    drawing = _diff_drawing(diff, options, level, "after", reasons=options.reasons, split=split)
+    bends = _bends([drawing])
+    source = dot_source([("", drawing)], title=title, legend=True, attrs=_attrs(options, bends))
     return Picture(
-        source, level, len(view.nodes), len(view.edges), time.perf_counter() - start, [view], bends
+        source,
+        level,
+        len(drawing.nodes),
+        len(drawing.edges),
+        time.perf_counter() - start,
+        [drawing],
+        bends,
     )
 
 
@@ -126,8 +139,8 @@ def side_by_side_picture(
 ) -> Picture:
     """DOT with the before-graph and the after-graph next to each other, both coloured."""
     start = time.perf_counter()
-    before = _diff_view(diff, options, level, "before", key_prefix="b_")
-    after = _diff_view(
+    before = _diff_drawing(diff, options, level, "before", key_prefix="b_")
+    after = _diff_drawing(
         diff, options, level, "after", ghosts=False, reasons=options.reasons, key_prefix="a_"
     )
     bends = _bends([before, after])

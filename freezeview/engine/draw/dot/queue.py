@@ -90,7 +90,7 @@ class DotQueue:
 
     Args:
         background: False runs every job at once in the submitting thread (what
-            :func:`~freezeview.engine.draw.render.render_snapshot` and its siblings do
+            :func:`~freezeview.engine.draw.pictures.render.render_snapshot` and its siblings do
             when no queue is given).
 
     Example::

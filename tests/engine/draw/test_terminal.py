@@ -1,7 +1,8 @@
-"""Tests for the graph view's layout (engine/draw/layout.py) and its character canvas
-(session/canvas.py): dot's positions and routes turned into terminal cells.
+"""Tests for engine/draw/terminal/ (layout.py, fit.py: a drawing laid out in terminal cells)
+and the character canvas the app draws it with (session/canvas.py): dot's positions and
+routes turned into cells.
 
-What must hold on every picture: every box of the view is placed, no two boxes (so no
+What must hold on every picture: every box of the drawing is placed, no two boxes (so no
 two labels) overlap, each edge starts on its tail box's frame and ends on its head
 box's frame with every cell between outside both, and a graph dot cannot lay out in
 time falls back to a coarser level, then to a sentence.
@@ -19,11 +20,11 @@ import torch
 from render_models import ConvBnRelu, Stacked, scripted
 
 from freezeview.engine.diff.diff import diff_snapshots
-from freezeview.engine.draw.box_ceiling import Overruns
-from freezeview.engine.draw.collapse import build_view
-from freezeview.engine.draw.layout import layout_dot, layout_graph
-from freezeview.engine.draw.layout_values import GraphLayout
-from freezeview.engine.draw.render_plan import RenderOptions
+from freezeview.engine.draw.dot.ceiling import Overruns
+from freezeview.engine.draw.folding.build import build_drawing
+from freezeview.engine.draw.folding.plan import RenderOptions
+from freezeview.engine.draw.terminal.layout import layout_dot, layout_graph
+from freezeview.engine.draw.terminal.values import GraphLayout
 from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
 from freezeview.session.canvas import Canvas
 
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is
 
 
 def inlined(module: torch.jit.ScriptModule) -> GraphSnapshot:
-    graph = module.forward.graph.copy()
+    graph = module.forward.graph.copy()  # type: ignore[attr-defined]
     torch._C._jit_pass_inline(graph)
     return snapshot_graph(graph)
 
@@ -65,7 +66,7 @@ def check_readable(layout: GraphLayout) -> None:
 def test_small_graph_every_box_placed_and_drawn() -> None:
     snap = inlined(scripted(ConvBnRelu()))
     layout = layout_graph(snap, level=None)
-    view = build_view(snap, level=None, edge_labels=False)
+    view = build_drawing(snap, level=None, edge_labels=False)
     assert set(layout.boxes) == set(view.nodes)
     check_readable(layout)
     text = Canvas(layout).text()
@@ -147,7 +148,7 @@ def test_a_level_dot_fails_on_falls_back_then_says_so(tmp_path: Path) -> None:
     """dot failing on a picture (a layout bug, not a timeout) gives the next coarser
     level with a note; failing on every level, an empty layout and one sentence."""
     snap = inlined(scripted(Stacked()))
-    every_op, _ = layout_dot(build_view(snap, level=None, edge_labels=False))
+    every_op, _ = layout_dot(build_drawing(snap, level=None, edge_labels=False))
     dot = _failing_dot(tmp_path / "bin", above=len(every_op) - 1)
     layout = layout_graph(snap, level=None, options=RenderOptions(dot_command=str(dot)))
     assert layout.boxes and layout.level is not None

@@ -1,8 +1,9 @@
-"""What freezeview draws: the view values a picture is made of.
+"""What freezeview draws: the values a drawing is made of.
 
-A :class:`ViewGraph` holds boxes (:class:`ViewNode`), edges (:class:`ViewEdge`) and
-clusters (:class:`Cluster`); :func:`~freezeview.engine.draw.collapse.build_view` makes one
-from a snapshot and :mod:`freezeview.engine.draw.render_dot` writes it as DOT. They are
+A :class:`Drawing` holds boxes (:class:`Box`), edges (:class:`BoxEdge`) and
+clusters (:class:`Cluster`); :func:`~.build.build_drawing` makes one from a snapshot,
+:mod:`freezeview.engine.draw.pictures.dot_source` writes it as DOT and
+:mod:`freezeview.engine.draw.terminal.layout` lays it out in terminal cells. They are
 plain, torch-free values, so the app's screen can receive them from the engine process.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-__all__ = ["CONSTANT_MODES", "Cluster", "ViewEdge", "ViewGraph", "ViewNode"]
+__all__ = ["CONSTANT_MODES", "Box", "BoxEdge", "Cluster", "Drawing"]
 
 #: How constants are shown: folded into their users as rows, folded but with trivial
 #: ones (None, bools, small ints, short int lists) left out, or as nodes of their own.
@@ -19,7 +20,7 @@ CONSTANT_MODES = ("fold", "hide-trivial", "nodes")
 
 
 @dataclass
-class ViewNode:
+class Box:
     """One box in the picture.
 
     Attributes:
@@ -53,7 +54,7 @@ class ViewNode:
 
 
 @dataclass
-class ViewEdge:
+class BoxEdge:
     """A drawn edge (one per pair of boxes; ``count`` values merged into it)."""
 
     tail: str
@@ -81,7 +82,7 @@ class Cluster:
 
 
 @dataclass
-class ViewGraph:
+class Drawing:
     """What to draw: nodes, edges, clusters and what was folded away.
 
     Attributes:
@@ -94,8 +95,8 @@ class ViewGraph:
         title: a caption for the picture.
     """
 
-    nodes: dict[str, ViewNode]
-    edges: list[ViewEdge]
+    nodes: dict[str, Box]
+    edges: list[BoxEdge]
     clusters: dict[tuple[str, ...], Cluster]
     level: int | None
     folded: set[int] = field(default_factory=set)
@@ -110,7 +111,7 @@ class ViewGraph:
         out += [s for i, s in self.ghost_scopes.items()]
         return out
 
-    def holder(self, node_id: int, *, ghost: bool = False) -> ViewNode | None:
+    def holder(self, node_id: int, *, ghost: bool = False) -> Box | None:
         """The box showing node ``node_id``: its own box or the scope box it is counted in.
 
         Args:

@@ -1,4 +1,5 @@
-"""Tests for freezeview's pictures: collapse.py (what is drawn), render_dot.py, render.py.
+"""Tests for engine/draw/pictures/ (the SVG, PNG and DOT files of snapshots and diffs) and
+the drawing they draw (engine/draw/folding/build.py, plan.py).
 
 Diffs come from graphs torch rewrites in this run; every SVG written is parsed.
 """
@@ -20,30 +21,30 @@ from render_models import ConvBnRelu, KeepsBuffer, Stacked, TwoLists, resnet50_s
 
 from freezeview.engine.diff.diff import diff_snapshots
 from freezeview.engine.diff.diff_values import GraphDiff
-from freezeview.engine.draw import render as render_module
-from freezeview.engine.draw.box_ceiling import (
+from freezeview.engine.draw.dot.ceiling import (
     CEILING_BOXES,
     CEILING_EXPONENT,
     CEILING_TIMEOUT,
     Overruns,
     box_ceiling,
 )
-from freezeview.engine.draw.collapse import build_view
-from freezeview.engine.draw.render import DotTimeoutError, GraphvizMissingError
-from freezeview.engine.draw.render_dot import COLOURS
-from freezeview.engine.draw.render_plan import RenderOptions, auto_level, changed_splits
-from freezeview.engine.draw.render_start import (
-    render_diff,
-    render_side_by_side,
-    render_snapshot,
-)
-from freezeview.engine.draw.view_prepared import drawn_scopes, levels, prepare_view
-from freezeview.engine.draw.view_scopes import (
+from freezeview.engine.draw.dot.run import DotTimeoutError, GraphvizMissingError
+from freezeview.engine.draw.folding.build import build_drawing
+from freezeview.engine.draw.folding.plan import RenderOptions, auto_level, changed_splits
+from freezeview.engine.draw.folding.prepared import drawn_scopes, levels, prepare_snapshot
+from freezeview.engine.draw.folding.scopes import (
     box_prefix,
     count_at_level,
     module_paths,
     opened_scopes,
     resolve_scope,
+)
+from freezeview.engine.draw.pictures import render as render_module
+from freezeview.engine.draw.pictures.dot_source import COLOURS
+from freezeview.engine.draw.pictures.render import (
+    render_diff,
+    render_side_by_side,
+    render_snapshot,
 )
 from freezeview.engine.freeze.pipeline import Pipeline
 from freezeview.engine.graph.snapshot import GraphSnapshot, snapshot_graph
@@ -55,7 +56,7 @@ needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is 
 
 
 def inlined(module: torch.jit.ScriptModule) -> GraphSnapshot:
-    graph = module.forward.graph.copy()
+    graph = module.forward.graph.copy()  # type: ignore[attr-defined]
     torch._C._jit_pass_inline(graph)
     return snapshot_graph(graph)
 
@@ -130,8 +131,8 @@ def test_diff_picture_colours_exactly_the_diff(tmp_path: Path, make: type[torch.
     assert d.removed and d.changed  # conv-bn folding fired
     r = render_diff(d, tmp_path / "diff.svg", options=RenderOptions(level=None))
     nodes = svg_nodes(parse_svg(r.path))
-    after_folded = build_view(d.after, level=None).folded
-    before_folded = build_view(d.before, level=None).folded
+    after_folded = build_drawing(d.after, level=None).folded
+    before_folded = build_drawing(d.before, level=None).folded
     drawn_after = {int(k[1:]) for k in nodes if k.startswith("n")}
     assert drawn_after == {i for i in d.after_info if i not in after_folded}
     for key, (classes, fill) in nodes.items():
@@ -157,7 +158,7 @@ def test_collapsing_keeps_every_change_reachable() -> None:
     d = resnet_optimize_diff()
     assert len(levels(d.after)) >= 3
     for level in levels(d.after):
-        view = build_view(d.after, level=level, diff=d)
+        view = build_drawing(d.after, level=level, diff=d)
         targets = [(i, "n") for i in (set(d.added) | set(d.changed)) if i not in view.folded]
         targets += [(i, "g") for i in d.removed if i not in view.ghost_folded]
         assert targets
@@ -188,12 +189,12 @@ def test_collapsing_keeps_every_change_reachable() -> None:
 def test_expanding_one_scope_shows_its_ops() -> None:
     module = resnet50_scripted()
     snap = snapshot_graph(torch.jit.freeze(module).forward.graph)
-    coarse = build_view(snap, level=1)
+    coarse = build_drawing(snap, level=1)
     assert "s_layer3" in coarse.nodes and not any(
         v.role == "op" and coarse.scopes[v.node_ids[0]].startswith("layer3.")
         for v in coarse.nodes.values()
     )
-    view = build_view(snap, level=1, expand=("layer3.1",))
+    view = build_drawing(snap, level=1, expand=("layer3.1",))
     inside = [
         i
         for i, scope in view.scopes.items()
@@ -225,14 +226,14 @@ def test_auto_level_fits_the_budget(tmp_path: Path) -> None:
 def test_constants_are_folded_into_their_users() -> None:
     snap = snapshot_graph(torch.jit.freeze(resnet50_scripted()).forward.graph)
     n_constants = sum(1 for n in snap.walk() if n.kind == "prim::Constant")
-    folded = build_view(snap, level=None)
+    folded = build_drawing(snap, level=None)
     assert not [v for v in folded.nodes.values() if v.role == "constant"]
     assert n_constants and len(folded.nodes) < snap.node_count - n_constants + 3
     conv = next(v for v in folded.nodes.values() if v.title == "conv2d")
     assert any(row.startswith("weight = Float(") and "<" in row for row in conv.rows)
-    as_nodes = build_view(snap, level=None, constants="nodes")
+    as_nodes = build_drawing(snap, level=None, constants="nodes")
     assert len([v for v in as_nodes.nodes.values() if v.role == "constant"]) == n_constants
-    quiet = build_view(snap, level=None, constants="hide-trivial")
+    quiet = build_drawing(snap, level=None, constants="hide-trivial")
     conv_q = next(v for v in quiet.nodes.values() if v.title == "conv2d")
     assert len(conv_q.rows) < len(conv.rows)
 
@@ -269,7 +270,7 @@ def _fake_dot(tmp_path: Path, slow_above: int) -> str:
 @needs_dot
 def test_timeout_falls_back_to_a_coarser_level(tmp_path: Path) -> None:
     snap = resnet_inlined()
-    full = len(build_view(snap, level=None).nodes)
+    full = len(build_drawing(snap, level=None).nodes)
     assert full > 300
     opts = RenderOptions(level=None, timeout=2.0, dot_command=_fake_dot(tmp_path, 60_000))
     r = render_snapshot(snap, tmp_path / "out.svg", options=opts)
@@ -325,23 +326,23 @@ def test_module_list_items_are_drawn_under_their_path() -> None:
     assert "layers.0" in paths and "layers.0.lin" in paths
     # torch names an iterated ModuleList item by its index alone.
     assert raw & {"0", "0.lin", "0.bn"}
-    view = build_view(snap, level=1, modules=paths)
+    view = build_drawing(snap, level=1, modules=paths)
     assert set(view.scopes.values()) <= paths | {""}
     boxes = {v.title for v in view.nodes.values() if v.role == "scope"}
     assert "layers" in boxes and not boxes & {"0", "1", "2"}
-    finer = build_view(snap, level=2, modules=paths)
+    finer = build_drawing(snap, level=2, modules=paths)
     assert {"layers.0", "layers.1", "layers.2"} <= {
         v.title for v in finer.nodes.values() if v.role == "scope"
     }
     assert levels(snap, modules=paths) == [1, 2, 3, None]
     # --expand takes the real path.
-    opened = build_view(snap, level=2, expand=("layers.1",), modules=paths)
+    opened = build_drawing(snap, level=2, expand=("layers.1",), modules=paths)
     ops = [v for v in opened.nodes.values() if v.role == "op"]
     assert any(opened.scopes[v.node_ids[0]] == "layers.1.lin" for v in ops)
     assert "s_layers.0" in opened.nodes and "s_layers.1" not in opened.nodes
     # The frozen graph keeps torch's hierarchy names: they resolve the same way.
     frozen = snapshot_graph(torch.jit.freeze(module).forward.graph)
-    assert {s for s in build_view(frozen, level=2, modules=paths).scopes.values() if s} <= paths
+    assert {s for s in build_drawing(frozen, level=2, modules=paths).scopes.values() if s} <= paths
 
 
 def test_scope_resolution_keeps_what_it_cannot_tell_apart() -> None:
@@ -371,9 +372,10 @@ def test_diff_picture_opens_changed_boxes_within_the_budget() -> None:
     # Greedy and maximal: opening any other changed box would break the budget.
     now_open = opened_scopes((), split)
     left = {box_prefix(s, level, (), now_open) for s in changed} - {None, *split}
-    for box in left:
-        assert count_at_level(scopes, level, (), (*split, box)) > opts.budget
-    view = build_view(d.after, level=level, diff=d, split=split)
+    for other in left:
+        assert other is not None
+        assert count_at_level(scopes, level, (), (*split, other)) > opts.budget
+    view = build_drawing(d.after, level=level, diff=d, split=split)
     titles = {v.title for v in view.nodes.values() if v.role == "scope"}
     assert not titles & set(split)  # opened boxes are drawn as their parts
     assert len(view.nodes) <= count_at_level(scopes, level, (), split) + 2  # + input, return
@@ -399,7 +401,7 @@ def test_checks_freezing_decided_stay_in_their_module() -> None:
     # torch leaves the scope of these If nodes (and what is nested in them) empty.
     assert [n for n in folded.walk() if n.kind == "prim::If" and not n.scope]
     # The root module's own ops, from the inlined graph: top-level, scoped "".
-    side = prepare_view(inlined(module), "fold", paths)
+    side = prepare_snapshot(inlined(module), "fold", paths)
     own = [i for i, s in side.scopes.items() if not s and i not in side.folder.folded]
     drawn_root = drawn_scopes(folded, modules=paths).count("")
     assert drawn_root <= len(own)
@@ -506,17 +508,6 @@ def test_dot_text_is_never_capped(tmp_path: Path, recording_dot: RecordingDot) -
     assert r.level is None and not r.notes and not recording_dot.runs
 
 
-def test_the_ceiling_grows_with_the_timeout() -> None:
-    assert box_ceiling(CEILING_TIMEOUT) == CEILING_BOXES
-    # Layout time grows about as boxes cubed: eight times the time, twice the boxes.
-    assert box_ceiling(8 * CEILING_TIMEOUT) == 2 * CEILING_BOXES
-    assert box_ceiling(CEILING_TIMEOUT / 8) == CEILING_BOXES // 2
-    assert box_ceiling(1e-12) == 1
-    assert RenderOptions().ceiling == CEILING_BOXES
-    assert RenderOptions(timeout=120).ceiling == box_ceiling(120) > CEILING_BOXES
-    assert RenderOptions(timeout=120, max_boxes=50).ceiling == 50
-
-
 def test_raising_the_timeout_draws_every_op(tmp_path: Path, recording_dot: RecordingDot) -> None:
     snap, every_op, _coarsest = _stacked()
     # The timeout whose ceiling is just under the every-op picture, then eight times it.
@@ -573,69 +564,7 @@ def test_the_coarsest_level_is_tried_even_after_bigger_overruns(
     assert r.notes and all("already overrun" in n for n in r.notes)
 
 
-# -- DOT text and the greedy box opening, against their references ------------------------
-
-
-_AWKWARD = [
-    "",
-    "n12",
-    "node",
-    "Graph",
-    "-4.2",
-    ".42",
-    "4.",
-    "1abc",
-    "s_layers.0.self_attn",
-    "a:b:sw",
-    'say "hi"',
-    'a\\"b',
-    "x\\\\",
-    "<<b>html</b>>",
-    "<Tensor>\n",
-    "line one\nline two",
-    "Float(64, 3, 7, 7) <conv1.weight>",
-    "é → ∅",
-    "weight = [1, 1]",
-]
-
-
-def test_dot_writer_writes_what_the_graphviz_package_writes() -> None:
-    """freezeview's DOT writer is a faster copy of graphviz.Digraph: same text, always."""
-    import random
-    import warnings
-
-    import graphviz
-    from graphviz import quoting
-
-    from freezeview.engine.draw.render_dot import DotWriter, _quote, _quote_edge
-
-    rng = random.Random(4)
-    alphabet = ["a", "Z", "_", "0", ".", "-", " ", '"', "\\", "<", ">", "\n", ":", "é", "="]
-    strings = _AWKWARD + [
-        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 7))) for _ in range(3000)
-    ]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # graphviz warns on odd trailing backslashes
-        for text in strings * 2:  # the second pass reads freezeview's quoting cache
-            assert _quote(text) == quoting.quote(text), text
-            assert _quote_edge(text) == quoting.quote_edge(text), text
-
-    ours, theirs = DotWriter("freezeview"), graphviz.Digraph(name="freezeview")
-    for graph in (ours, theirs):
-        graph.attr(rankdir="TB", label=_AWKWARD[10], tooltip="t")
-        graph.attr("node", fontname="Helvetica", fontsize="10")
-        for k, text in enumerate(_AWKWARD[1:]):
-            graph.node(f"n{k}", label=text, tooltip=text, id=f"n{k}", **{"class": "fv-op"})
-            graph.edge(f"n{k}", text or "x", label=text, style="dashed")
-    for outer in (ours, theirs):
-        kind = type(outer)
-        sub = kind(name="cluster_1")
-        sub.attr(label="layer1", style="rounded,dashed", id="cluster_1")
-        inner = kind(name="cluster_2")
-        inner.node("n1", label="relu")
-        sub.subgraph(inner)
-        outer.subgraph(sub)
-    assert ours.source == theirs.source
+# -- The greedy box opening, against its reference ------------------------------------------
 
 
 def _changed_splits_reference(

@@ -3,7 +3,7 @@
 torch records the module hierarchy of every inlined node; freezeview draws each op in
 its *effective* scope (control flow takes the scope of what it tests, ModuleList items
 their real path), and at collapse level ``d`` every scope ``d`` names deep becomes one
-box. These functions answer both questions on plain strings, without building a view.
+box. These functions answer both questions on plain strings, without building a drawing.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from ..diff import NodeInfo
+from ...diff import NodeInfo
 
 __all__ = [
     "box_prefix",
@@ -95,7 +95,7 @@ def module_paths(module: Any) -> frozenset[str]:
 
     Returns:
         The paths (``layers``, ``layers.0``, ``layers.0.self_attn``, ...), for
-        :func:`scopes_by_producer` and :class:`~freezeview.engine.draw.render.RenderOptions`.
+        :func:`scopes_by_producer` and :class:`~.plan.RenderOptions`.
     """
     return frozenset(name for name, _ in module.named_modules() if name)
 
@@ -222,7 +222,7 @@ def count_at_level(
         scopes: the scope of every drawn node (repeats count), or scope -> node count.
         level: box depth, or None for every op.
         expand: scopes opened down to their ops.
-        split: scopes drawn one level finer (see :func:`build_view`).
+        split: scopes drawn one level finer (see :func:`build_drawing`).
     """
     opened = opened_scopes(expand, split)
     boxes: set[str] = set()
