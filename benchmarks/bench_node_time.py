@@ -39,7 +39,8 @@ if str(ROOT) not in sys.path:
 from benchmarks import models  # noqa: E402
 from freezeview.engine.freeze import Pipeline, Plan, default_passes  # noqa: E402
 from freezeview.engine.measure import MeasuredRun  # noqa: E402
-from freezeview.engine.measure.node_time import NodeTimer, static_runtime_kind  # noqa: E402
+from freezeview.engine.measure.node_clocks import static_runtime_kind  # noqa: E402
+from freezeview.engine.measure.node_time import NodeTimer  # noqa: E402
 from freezeview.engine.measure.node_time_values import STATIC_RUNTIME  # noqa: E402
 
 

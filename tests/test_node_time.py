@@ -22,7 +22,7 @@ from measure_models import SMALL_INPUT_SHAPE, small_conv_net
 from torch import nn
 
 from freezeview.cli import main
-from freezeview.engine.measure import node_time
+from freezeview.engine.measure import node_clocks, node_time
 from freezeview.engine.measure.node_time_values import (
     STATIC_RUNTIME,
     TORCH_PROFILER,
@@ -115,7 +115,7 @@ def test_compare_profiles_names_gone_new_and_moved_nodes() -> None:
 def test_ops_align_with_nodes_in_execution_order() -> None:
     nodes = [(0, "prim::Constant"), (1, "aten::conv2d"), (2, "prim::If"), (3, "aten::relu")]
     rows = [("aten::conv2d", 0, 5, ()), ("aten::detach", 5, 6, ()), ("aten::relu", 6, 8, ())]
-    assert [(i, r[0]) for i, r in node_time._align(rows, nodes)] == [
+    assert [(i, r[0]) for i, r in node_clocks.align_ops(rows, nodes)] == [
         (1, "aten::conv2d"),
         (3, "aten::relu"),
     ]
@@ -123,7 +123,7 @@ def test_ops_align_with_nodes_in_execution_order() -> None:
     marker = ("mark", 0, 100, ())
     inner = [("forward", 1, 90, ()), ("aten::conv2d", 2, 40, ()), ("aten::_conv", 3, 39, ())]
     inner.append(("aten::relu", 41, 50, ()))
-    top = node_time._top_ops([marker, *inner], marker, {"aten::conv2d", "aten::relu"})
+    top = node_clocks.top_ops([marker, *inner], marker, {"aten::conv2d", "aten::relu"})
     assert [r[0] for r in top] == ["aten::conv2d", "aten::relu"]
 
 
@@ -191,7 +191,7 @@ def test_static_runtime_times_the_nodes_of_torchs_frozen_graph(timed: dict[str, 
     # Per kind, within 3 points of Static Runtime's own percentages, every kind above 2 %.
     ours: Counter[str] = Counter()
     for k in final.kinds:
-        ours[node_time.static_runtime_kind(k.kind)] += 100 * k.share
+        ours[node_clocks.static_runtime_kind(k.kind)] += 100 * k.share
     theirs = final.torch_percent
     big = {k for k, v in theirs.items() if v > 2} | {k for k, v in ours.items() if v > 2}
     assert big and all(abs(ours[k] - theirs.get(k, 0.0)) <= 3 for k in big), (ours, theirs)
