@@ -482,11 +482,15 @@ async def walk_model(
 ) -> tuple[WalkResult, int | None]:
     """Open the app on ``path`` at ``size``, walk it, quit with ``q``; the walk and the
     app's exit status."""
+    from freezeview.session import SessionOptions
     from freezeview.ui import FreezeviewApp
 
     out = Path(tempfile.mkdtemp(prefix=f"walk-{path.stem}-"))
     app = FreezeviewApp(
-        path, inputs_file=inputs, output_dir=out, time_budget=time_budget, show_timings=False
+        path,
+        options=SessionOptions(inputs_file=inputs, time_budget=time_budget),
+        output_dir=out,
+        show_timings=False,
     )
     log = (lambda text: print(text, file=sys.stderr, flush=True)) if verbose else None
     async with app.run_test(size=size) as pilot:

@@ -185,11 +185,14 @@ async def test_the_app_opens_a_model_with_custom_operators(
     """``freezeview MODEL.pt --import X``: the app's engine process imports X first."""
     from ui.conftest import wait_ready
 
+    from freezeview.session import SessionOptions
     from freezeview.ui.app import FreezeviewApp
 
     monkeypatch.setenv("PYTHONPATH", str(PACKAGES))
     app = FreezeviewApp(
-        op_models / "fvother.pt", imports=["fv_other_ops"], output_dir=tmp_path / "out"
+        op_models / "fvother.pt",
+        options=SessionOptions(imports=("fv_other_ops",)),
+        output_dir=tmp_path / "out",
     )
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_ready(pilot, timeout=60)

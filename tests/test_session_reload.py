@@ -22,6 +22,7 @@ from ui.test_session_rerun_work import counting
 import freezeview.session.engine_process as engine_process
 from freezeview.engine.graph.naming import demangle
 from freezeview.engine.load.reload import file_stamp, share_tensors
+from freezeview.session import SessionOptions
 from freezeview.session.local import Session
 
 
@@ -140,7 +141,7 @@ def test_a_call_during_a_reload_is_answered(
     new one is put in place once no call is under way."""
     session = Session(path=save_small(tmp_path / "small.pt"))
     sent: list[tuple[Any, ...]] = []
-    engine = engine_process._Engine({"path": session.path}, sent.append)
+    engine = engine_process._Engine(session.path, SessionOptions(), sent.append)
     engine._open_done.wait(60)
     passes = _passes()
 
@@ -175,7 +176,9 @@ def test_the_model_is_put_in_place_only_when_no_call_is_under_way(tmp_path: Path
     """A call under way when the new model is ready keeps the old one to its end; the
     next call waits for the new one to be in place."""
     sent: list[tuple[Any, ...]] = []
-    engine = engine_process._Engine({"path": save_small(tmp_path / "small.pt")}, sent.append)
+    engine = engine_process._Engine(
+        save_small(tmp_path / "small.pt"), SessionOptions(), sent.append
+    )
     engine._open_done.wait(60)
     original = engine.session.loaded
     with engine._idle:
@@ -253,7 +256,9 @@ def test_the_model_is_loaded_again_at_most_every_few_runs(
     """A run after a reload makes its inline and fold steps anew: however the size goes,
     reloads are RELOAD_RUNS runs apart (and the first comes after as many)."""
     sent: list[tuple[Any, ...]] = []
-    engine = engine_process._Engine({"path": save_small(tmp_path / "small.pt")}, sent.append)
+    engine = engine_process._Engine(
+        save_small(tmp_path / "small.pt"), SessionOptions(), sent.append
+    )
     engine._open_done.wait(60)
     sizes = itertools.count(100, 50)  # after the first run; then always over the margin
     monkeypatch.setattr(engine_process, "resident_bytes", lambda: next(sizes))
@@ -332,7 +337,9 @@ def test_the_size_to_grow_from_is_the_least_after_the_first_runs(
     reload), so a reload still comes once torch's leftovers have grown it past the
     margin over that, not over a passing high."""
     sent: list[tuple[Any, ...]] = []
-    engine = engine_process._Engine({"path": save_small(tmp_path / "small.pt")}, sent.append)
+    engine = engine_process._Engine(
+        save_small(tmp_path / "small.pt"), SessionOptions(), sent.append
+    )
     engine._open_done.wait(60)
     runs = engine_process.RELOAD_RUNS
     grown = int(100 * (1 + engine_process.RELOAD_MARGIN)) + 4
@@ -356,7 +363,9 @@ def test_an_idle_reload_lets_the_old_model_go_at_once(tmp_path: Path) -> None:
     import weakref
 
     sent: list[tuple[Any, ...]] = []
-    engine = engine_process._Engine({"path": save_small(tmp_path / "small.pt")}, sent.append)
+    engine = engine_process._Engine(
+        save_small(tmp_path / "small.pt"), SessionOptions(), sent.append
+    )
     engine._open_done.wait(60)
     session = engine.session
     engine.handle(1, "run_steps", ([], _passes()))
@@ -377,7 +386,9 @@ def test_an_idle_engine_over_its_limit_loads_the_model_again_sooner(
     over its limit that then gets no call for IDLE_RELOAD seconds loads the model anew
     all the same. A call in that time puts it off."""
     sent: list[tuple[Any, ...]] = []
-    engine = engine_process._Engine({"path": save_small(tmp_path / "small.pt")}, sent.append)
+    engine = engine_process._Engine(
+        save_small(tmp_path / "small.pt"), SessionOptions(), sent.append
+    )
     engine._open_done.wait(60)
     monkeypatch.setattr(engine_process, "IDLE_RELOAD", 0.2)
     sizes = iter([100, 100] + [200] * 100)  # the first runs; then over the margin
@@ -410,7 +421,9 @@ def test_after_a_reload_at_work_the_old_model_goes_once_the_user_stops(
 
     monkeypatch.setattr(engine_process, "IDLE_RELOAD", 0.2)
     sent: list[tuple[Any, ...]] = []
-    engine = engine_process._Engine({"path": save_small(tmp_path / "small.pt")}, sent.append)
+    engine = engine_process._Engine(
+        save_small(tmp_path / "small.pt"), SessionOptions(), sent.append
+    )
     engine._open_done.wait(60)
     session = engine.session
     engine.handle(1, "run_steps", ([], _passes()))
@@ -458,7 +471,7 @@ def test_once_the_user_stops_after_a_reload_the_last_runs_small_graphs_become_sn
     monkeypatch.setattr(engine_process, "IDLE_RELOAD", 0.1)
     sent: list[tuple[Any, ...]] = []
     path = save_small(tmp_path / "small.pt")
-    engine = engine_process._Engine({"path": path}, sent.append)
+    engine = engine_process._Engine(path, SessionOptions(), sent.append)
     engine._open_done.wait(60)
     monkeypatch.setattr(engine, "watch_memory", lambda run_from: None)  # no reload of its own
     session = engine.session

@@ -263,12 +263,14 @@ def test_a_run_can_leave_the_final_code_for_later(tmp_path: Path, monkeypatch) -
 
     monkeypatch.setattr(torch.jit.RecursiveScriptModule, "code", property(counting))
     before = _storage_uses(session)
-    steps = list(session.run_steps([], passes, code=False))
+    session.code_at_end = False
+    steps = list(session.run_steps([], passes))
     assert steps and reads["code"] == 0 and session.final_code is None
     assert session.read_final_code() == expected == session.final_code
     assert reads["code"] == 1
     assert _storage_uses(session) == before  # the kept freeze went with the read
-    list(session.run_steps([], passes, code=False))
+    list(session.run_steps([], passes))
+    session.code_at_end = True
     list(session.run_steps([], passes))  # a new run frees a kept one unread
     assert _storage_uses(session) == before
 
@@ -286,7 +288,7 @@ def test_the_engine_reads_the_final_code_when_asked(tmp_path: Path) -> None:
     try:
         remote.open()
         assert list(remote.run_steps([], passes))
-        assert remote.wait_final_code() == local.final_code
+        assert remote.read_final_code(timeout=60.0) == local.final_code
     finally:
         remote.close()
 

@@ -341,12 +341,15 @@ def test_the_apps_runs_leave_its_model_as_loaded(tmp_path: Path) -> None:
     private copies: the loaded model it explains, exports and freezes again afterwards
     is the file's, and torch's freeze of it still gives torch's first call."""
     from freezeview.engine.freeze.passes import default_passes
+    from freezeview.session import SessionOptions
     from freezeview.session.local import Session
 
     source = _save(SHAPES["list"][0](), tmp_path / "model.pt")
     inputs_file = tmp_path / "inputs.pt"
     torch.save(_one_input(), str(inputs_file))
-    session = Session(path=source, inputs_file=inputs_file, time_budget=0.01)
+    session = Session(
+        path=source, options=SessionOptions(inputs_file=inputs_file, time_budget=0.01)
+    )
     session.load()
     for _ in range(2):  # a run, then a re-run of the same loaded model
         views = list(session.run_steps([], default_passes(True, False)))

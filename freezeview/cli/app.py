@@ -20,7 +20,7 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..session.remote import RemoteSession
+    from ..session import Preserved, RemoteSession
 
 __all__ = ["open_app", "register", "run", "terminal_missing"]
 
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     return open_app(args)
 
 
-def _names_in_archive(path: Path, preserved: list[str]) -> bool:
+def _names_in_archive(path: Path, preserved: Preserved) -> bool:
     """Whether every preserved name is an attribute or submodule path the archive's
     ``data.pkl`` lists (read without torch, so the check does not wait for it)."""
     from ..engine.load.archive_names import archive_attribute_paths
@@ -104,7 +104,7 @@ def _names_in_archive(path: Path, preserved: list[str]) -> bool:
     return known is not None and all(name in known for name in preserved)
 
 
-def _check_plan(session: RemoteSession, preserved: list[str], display: str) -> None:
+def _check_plan(session: RemoteSession, preserved: Preserved, display: str) -> None:
     """The preserved names checked by the engine process before the screen shows; a bad
     one (or a model that fails to load) ends freezeview with the CLI's sentence and the
     CLI's exit code for the same input (1 for a plan naming what the model lacks, 2 for
@@ -127,28 +127,30 @@ def open_app(args: argparse.Namespace) -> int:
     from ..engine.load.archive import check_model_kind
 
     check_model_kind(path)
-    plan = {
-        "preserved": split_names(args.preserve),
-        "passes": split_names([args.passes]) if args.passes else None,
-        "inputs_file": args.inputs,
-        "input_shapes": args.input_shape or (),
-        "eval_mode": args.eval,
-        "imports": split_names(args.imports),
-        "libraries": list(args.libraries or ()),
-    }
-    plan["threads"], plan["time_budget"] = measure_from_args(args)
-    plan["autograd"] = autograd_from_args(args)
+    from ..session import RemoteSession, SessionOptions
+
+    threads, time_budget = measure_from_args(args)
+    options = SessionOptions(
+        preserved=tuple(split_names(args.preserve)),
+        passes=tuple(split_names([args.passes])) if args.passes else None,
+        inputs_file=args.inputs,
+        input_shapes=tuple(args.input_shape or ()),
+        eval_mode=args.eval,
+        imports=tuple(split_names(args.imports)),
+        libraries=tuple(args.libraries or ()),
+        threads=threads,
+        time_budget=time_budget,
+        autograd=autograd_from_args(args),
+    )
     # The engine process first: it imports torch and loads the model on the other core
     # while this process imports Textual and draws the first screen.
-    from ..session.remote import RemoteSession
-
-    session = RemoteSession(path, **plan)
-    if plan["preserved"] and not _names_in_archive(path, plan["preserved"]):
+    session = RemoteSession(path, options)
+    if options.preserved and not _names_in_archive(path, options.preserved):
         # Preserved names the model lacks fail here too, with explain's sentence: the
         # engine process checks them once the model has loaded (the screen waits for
         # that only when the archive's own attribute list does not hold every name: a
         # method, or an unknown name).
-        _check_plan(session, plan["preserved"], args.model)
+        _check_plan(session, options.preserved, args.model)
     try:
         # Asked before Textual starts reading the keys (the terminal answers on stdin).
         from ..ui.graphics import detect_graphics
@@ -157,7 +159,7 @@ def open_app(args: argparse.Namespace) -> int:
         from ..ui.app import FreezeviewApp
 
         app = FreezeviewApp(
-            path, output_dir=args.output_dir, session=session, graphics=graphics, **plan
+            path, options=options, output_dir=args.output_dir, session=session, graphics=graphics
         )
     except BaseException:
         session.close()

@@ -19,3 +19,108 @@ What lives here runs where torch runs, plus the screen's half of the wire:
 The screen (:mod:`freezeview.ui`) imports the engine only through the names below.
 Importing this package imports no torch: the names that need it load on first use.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .contract import ENGINE_CALLS, EngineSession, Preserved, SessionOptions, Written
+
+if TYPE_CHECKING:
+    from ..engine.diff.diff import forget_recent
+    from ..engine.draw.terminal.values import BoxLayout, GraphLayout
+    from ..engine.graph.facts import NodeFacts, attribute_node_ids, line_index, node_facts
+    from ..engine.graph.inventory_values import HOUSEKEEPING, Inventory
+    from ..engine.graph.naming import demangle
+    from ..engine.graph.snapshot_values import GraphSnapshot
+    from ..engine.load.loading import LoadedModel
+    from ..engine.plumbing.errors import BadInputError, FreezeviewError
+    from ..engine.reasons.verdict_values import WRITTEN_HELP
+    from .canvas import STYLE_NAMES, Canvas
+    from .collector import Handoff
+    from .local import Session
+    from .remote import EngineError, RemoteSession
+    from .summaries import AttrSummary, OpenedSummary, PassSummary, ReasonSummary, StepSummary
+
+    def _both_keep_the_contract(
+        local: Session, remote: RemoteSession
+    ) -> tuple[EngineSession, EngineSession]:
+        """mypy checks here that both sessions satisfy :class:`EngineSession`."""
+        return local, remote
+
+
+# Where each public name lives, imported on first use: the screen's process imports this
+# package at start, before torch (which only ``Session`` brings in) and most of the rest.
+_HOMES = {
+    "Session": ".local",
+    "RemoteSession": ".remote",
+    "EngineError": ".remote",
+    "AttrSummary": ".summaries",
+    "OpenedSummary": ".summaries",
+    "PassSummary": ".summaries",
+    "ReasonSummary": ".summaries",
+    "StepSummary": ".summaries",
+    "Canvas": ".canvas",
+    "STYLE_NAMES": ".canvas",
+    "GraphSnapshot": "..engine.graph.snapshot_values",
+    "Inventory": "..engine.graph.inventory_values",
+    "HOUSEKEEPING": "..engine.graph.inventory_values",
+    "NodeFacts": "..engine.graph.facts",
+    "node_facts": "..engine.graph.facts",
+    "attribute_node_ids": "..engine.graph.facts",
+    "line_index": "..engine.graph.facts",
+    "demangle": "..engine.graph.naming",
+    "BoxLayout": "..engine.draw.terminal.values",
+    "GraphLayout": "..engine.draw.terminal.values",
+    "FreezeviewError": "..engine.plumbing.errors",
+    "BadInputError": "..engine.plumbing.errors",
+    "WRITTEN_HELP": "..engine.reasons.verdict_values",
+    "LoadedModel": "..engine.load.loading",
+    "forget_recent": "..engine.diff.diff",
+    "Handoff": ".collector",
+}
+
+__all__ = [
+    "ENGINE_CALLS",
+    "HOUSEKEEPING",
+    "STYLE_NAMES",
+    "WRITTEN_HELP",
+    "AttrSummary",
+    "BadInputError",
+    "BoxLayout",
+    "Canvas",
+    "EngineError",
+    "EngineSession",
+    "FreezeviewError",
+    "GraphLayout",
+    "GraphSnapshot",
+    "Handoff",
+    "Inventory",
+    "LoadedModel",
+    "NodeFacts",
+    "OpenedSummary",
+    "PassSummary",
+    "Preserved",
+    "ReasonSummary",
+    "RemoteSession",
+    "Session",
+    "SessionOptions",
+    "StepSummary",
+    "Written",
+    "attribute_node_ids",
+    "collector",
+    "demangle",
+    "forget_recent",
+    "line_index",
+    "node_facts",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value

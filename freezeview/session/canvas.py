@@ -1,6 +1,6 @@
 """A laid-out graph drawn with the terminal's characters (no Textual here).
 
-:class:`Canvas` turns a :class:`~freezeview.engine.draw.layout_values.GraphLayout` (boxes,
+:class:`Canvas` turns a :class:`~freezeview.engine.draw.terminal.values.GraphLayout` (boxes,
 edge routes and cluster frames in cells, from Graphviz) into rows of characters with a
 style code per cell; the graph view (:mod:`freezeview.ui.widgets.graph_view`) crops the
 rows the terminal shows and maps the codes to colours. Drawing order: cluster frames,
@@ -15,7 +15,7 @@ double frame.
 
 from __future__ import annotations
 
-from ..engine.draw.layout_values import BoxLayout, GraphLayout
+from ..engine.draw.terminal.values import BoxLayout, GraphLayout
 
 __all__ = ["STYLE_NAMES", "Canvas"]
 

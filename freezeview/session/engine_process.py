@@ -12,22 +12,29 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import inspect
 import os
 import sys
 import threading
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from ..engine.graph.snapshot_values import GraphSnapshot
 from ..engine.plumbing.errors import FreezeviewError
 from ..engine.plumbing.heap import give_back_freed_memory, resident_bytes
+from .contract import ENGINE_CALLS, SessionOptions
 from .graph_wire import dump_in_slices
 from .remote import ERROR_TYPES, EngineError
+from .summaries import AttrSummary
 from .summaries_wire import SummariesEncoder
+
+if TYPE_CHECKING:
+    from .local import Session
 
 __all__ = ["IDLE_RELOAD", "RELOAD_MARGIN", "RELOAD_RUNS", "error_info", "forward_warnings", "serve"]
 
@@ -56,29 +63,22 @@ def error_info(exc: BaseException) -> tuple[str, str, str | None, str]:
     return (type(exc).__name__, str(exc), None, traceback.format_exc())
 
 
-class _Summaries(NamedTuple):
-    """An explain's answer: sent as changes to the last summaries sent (_send_summaries)."""
-
-    summaries: list[Any]
-    inventory: Any
-
-
 class _Engine:
     """Runs the screen's calls on a real Session, each in its own thread."""
 
-    def __init__(self, config: dict[str, Any], send: Callable[[tuple[Any, ...]], None]) -> None:
-        self.session: Any = None
+    def __init__(
+        self, path: Path, options: SessionOptions, send: Callable[[tuple[Any, ...]], None]
+    ) -> None:
+        self.session: Session | None = None
         self.send = send
         self.cancels: dict[int, threading.Event] = {}
-        # Work a call leaves for after its answer (the run's final .code).
-        self.after: dict[int, Callable[[], None]] = {}
-        self._opened: Any = None
+        # Work a call leaves for after its answer (see _after_call).
+        self._after: dict[int, Callable[[], None] | None] = {}
         self._inventory_sent: Any = None
         # Summaries go as changes to the last summaries sent: encoded and sent under one lock.
         self._summaries = SummariesEncoder()
-        self._views_lock = threading.Lock()
+        self._summaries_lock = threading.Lock()
         self._open_error: BaseException | None = None
-        self._have_session = threading.Event()
         self._open_done = threading.Event()
         # Calls under way, and whether the model loaded anew is being put in place (no
         # call starts meanwhile): see watch_memory.
@@ -99,48 +99,77 @@ class _Engine:
         self._runs = -1  # runs ended since the first one, or since the last reload
         # Off the main thread, which must stay free to read "close" while torch imports.
         threading.Thread(
-            target=self._open, args=(config,), name="freezeview-open", daemon=True
+            target=self._open, args=(path, options), name="freezeview-open", daemon=True
         ).start()
 
-    def _open(self, config: dict[str, Any]) -> None:
+    @property
+    def _session(self) -> Session:
+        """The session, for the engine's own work after a call or a run (which come
+        only after the model opened)."""
+        assert self.session is not None
+        return self.session
+
+    def _open(self, path: Path, options: SessionOptions) -> None:
         # Loading starts before the screen asks: the screen is still starting Textual.
         try:
             from .local import Session  # imports torch: only the engine process does
 
-            self.session = Session(**config)
-            self._have_session.set()
-            self._opened = self.session.open()
+            # The run's .code is read when the screen's .code view asks (read_final_code).
+            self.session = Session(path=path, options=options, code_at_end=False)
+            self.session.open()
             # The loaded model, torch's and freezeview's modules stay for the process's
             # life: out of every later collection's walk (see _send_final_code).
             gc.freeze()
         except BaseException as exc:
             self._open_error = exc
         finally:
-            self._have_session.set()
             self._open_done.set()
 
     def handle(self, rid: int, method: str, args: tuple[Any, ...]) -> None:
-        """Run one call and send its answer."""
+        """Run one call of :data:`~.contract.ENGINE_CALLS` on the session and send its
+        answer: what a method yields goes as items, what it returns as the answer."""
         with self._idle:
             while self._switching:  # a fraction of a second: the model put in place
                 self._idle.wait()
             self._active += 1
             self._calls += 1
         try:
-            self._have_session.wait()
+            if method not in ENGINE_CALLS:
+                raise EngineError(f"the engine has no call named {method!r}.")
+            self._open_done.wait()
             if self.session is None:  # torch or freezeview's engine failed to import
                 raise self._open_error or EngineError("the engine did not start.")
-            value = getattr(self, f"call_{method}")(rid, *args)
+            if self._open_error is not None:
+                raise self._open_error
+            call = getattr(self.session, method)
+            params = inspect.signature(call).parameters
+            extra: dict[str, Any] = {}
+            if "cancel" in params:
+                extra["cancel"] = self.cancels.setdefault(rid, threading.Event())
+            if "statuses" in params:
+                extra["statuses"] = self._summaries_streamed(rid)
+            value = call(*args, **extra)
+            if isinstance(value, Iterator):
+                for item in value:
+                    self.send(("item", rid, item))
+                value = None
+            elif isinstance(value, GraphSnapshot):
+                # In slices: the screen unpickles a big graph a slice at a time.
+                for piece in dump_in_slices(value):
+                    self.send(("item", rid, piece))
+                value = None
+            self._after[rid] = self._after_call(method)
         except BaseException as exc:
             self.send(("error", rid, error_info(exc)))
         else:
-            if isinstance(value, _Summaries):
-                self._send_summaries("done", rid, *value)
+            if isinstance(value, list) and all(isinstance(v, AttrSummary) for v in value):
+                # A toggle changes a few of 10k summaries: only those cross.
+                self._send_summaries("done", rid, value, self._inventory_once())
             else:
                 self.send(("done", rid, value))
         finally:
             self.cancels.pop(rid, None)
-            after = self.after.pop(rid, None)
+            after = self._after.pop(rid, None)
             with self._idle:
                 self._active -= 1
                 self._idle.notify_all()
@@ -149,65 +178,42 @@ class _Engine:
             with contextlib.suppress(Exception):
                 after()
 
-    def call_open(self, rid: int) -> Any:
-        self._open_done.wait()
-        if self._open_error is not None:
-            raise self._open_error
-        return self._opened
-
-    def call_check_plan(self, rid: int, preserved: list[str], display: str) -> Any:
-        self._open_done.wait()
-        if self._open_error is not None:
-            raise self._open_error
-        self.session.check_preserved(preserved, display)
+    def _after_call(self, method: str) -> Callable[[], None] | None:
+        """The engine's own work once a call is answered: after a run of the steps, or
+        an explain (whose replay of the reasons may end after a run's collection), what
+        they let go of is collected and the process's size watched."""
+        if method == "run_steps":
+            return partial(self._after_run, ran=True, swaps=self._swaps)
+        if method == "explain":
+            return partial(self._after_run, ran=False)
         return None
 
-    def call_explain(self, rid: int, preserved: list[str]) -> Any:
-        cancel = self.cancels.setdefault(rid, threading.Event())
+    def _summaries_streamed(self, rid: int) -> Callable[[list[AttrSummary]], None]:
+        """An explain's ``statuses``: torch's statuses at once, reasons pending, as an
+        item of the call; the summaries with the reasons are its answer."""
 
-        def statuses(summaries: list[Any]) -> None:
-            # torch's statuses at once, reasons pending; the reasons are the answer.
+        def statuses(summaries: list[AttrSummary]) -> None:
             self._send_summaries("item", rid, summaries, self._inventory_once(), pending=True)
 
-        summaries = self.session.explain(preserved, statuses=statuses, cancel=cancel)
-        # The replay of the reasons may end after a run's collection (it gives way to
-        # runs): what it let go of is collected once it is answered, as after a run.
-        self.after[rid] = partial(self._after_run, rid, ran=False)
-        return _Summaries(summaries, self._inventory_once())
+        return statuses
 
     def _send_summaries(
         self, kind: str, rid: int, summaries: list[Any], inventory: Any, pending: bool = False
     ) -> None:
         # A toggle changes a few of 10k summaries: only those cross (summaries_wire).
-        with self._views_lock:
+        with self._summaries_lock:
             self.send((kind, rid, self._summaries.encode(summaries, inventory, pending)))
 
     def _inventory_once(self) -> Any:
         # The module tree is the model's, the same for every plan: sent once (2.5 MB
         # pickled at 512 blocks, for each preserved attribute toggled).
-        inventory = self.session.inventory
+        inventory = self._session.inventory
         if inventory is self._inventory_sent:
             return None
         self._inventory_sent = inventory
         return inventory
 
-    def call_run_steps(self, rid: int, preserved: list[str], passes: list[str]) -> Any:
-        cancel = self.cancels.setdefault(rid, threading.Event())
-        # Once the screen has every step: the run's garbage collected (see handle).
-        self.after[rid] = partial(self._after_run, rid, swaps=self._swaps)
-        # Each step's facts only: its graph is named by key, and taken (snapshotted here,
-        # sent whole) when the screen shows it (call_step_graph).
-        for view in self.session.run_steps(preserved, passes, cancel=cancel, code=False):
-            self.send(("item", rid, view))
-        return None
-
-    def call_step_graph(self, rid: int, key: int) -> Any:
-        # In slices: the screen unpickles a big graph a slice at a time (graph_transfer).
-        for piece in dump_in_slices(self.session.step_graph(key)):
-            self.send(("item", rid, piece))
-        return None
-
-    def _after_run(self, rid: int, ran: bool = True, swaps: int | None = None) -> None:
+    def _after_run(self, ran: bool = True, swaps: int | None = None) -> None:
         # The run's pipeline, steps and torch freeze are let go of by now (but the frozen
         # module its .code is read from), some of them in reference cycles: collected
         # here, once a run, or the engine grows with every re-run (+20 % over 50 on a
@@ -297,7 +303,7 @@ class _Engine:
 
     def _load_again(self, idle: bool = False) -> None:
         try:
-            fresh = self.session.load_again()
+            fresh = self._session.load_again()
         except Exception:  # never the user's call: the session keeps its model
             fresh = None
         if fresh is None:
@@ -310,13 +316,13 @@ class _Engine:
             # at the switch rather than at the next run (19 MB at rest at 512 blocks).
             # A user at work runs again soon anyway; if they stop, it is read then
             # (_let_go_if_idle).
-            self.session.read_final_code()
+            self._session.read_final_code()
         with self._idle:
             while self._active:
                 self._idle.wait()
             self._switching = True
         try:
-            self.session.take_reloaded(fresh)
+            self._session.take_reloaded(fresh)
             del fresh
             self._swaps += 1
             self._runs, self._rest = 0, sys.maxsize
@@ -343,70 +349,14 @@ class _Engine:
                 return
             self._active += 1  # no switch meanwhile
         try:
-            self.session.settle_last_run(stop=lambda: self._calls != calls)
-            self.session.read_final_code()
+            self._session.settle_last_run(stop=lambda: self._calls != calls)
+            self._session.read_final_code()
             gc.collect()
             give_back_freed_memory()
         finally:
             with self._idle:
                 self._active -= 1
                 self._idle.notify_all()
-
-    def call_final_code(self, rid: int) -> Any:
-        # torch prints the frozen module's .code only when the screen shows it: seconds
-        # at 70k nodes, for a view most runs never open.
-        code = self.session.read_final_code()
-        return code if code is not None else self.session.final_code
-
-    def _snapshot(self, ref: tuple[str, Any]) -> Any:
-        how, value = ref
-        if how == "key":
-            return self.session.step_graph(value)
-        return value
-
-    def call_render_step(
-        self,
-        rid: int,
-        before: tuple[str, Any],
-        after: tuple[str, Any],
-        out_dir: Path,
-        stem: str,
-    ) -> Any:
-        paths = self.session.render_step(
-            self._snapshot(before), self._snapshot(after), out_dir, stem
-        )
-        return [str(p) for p in paths], list(self.session.last_notes)
-
-    def call_graph_picture(
-        self,
-        rid: int,
-        before: tuple[str, Any],
-        after: tuple[str, Any],
-        level: Any,
-        expand: tuple[str, ...],
-        reasons: dict[str, str],
-    ) -> Any:
-        return self.session.graph_picture(
-            self._snapshot(before), self._snapshot(after), level, expand, reasons
-        )
-
-    def call_graph_canvas(
-        self,
-        rid: int,
-        before: tuple[str, Any],
-        after: tuple[str, Any],
-        level: Any,
-        expand: tuple[str, ...],
-        reasons: dict[str, str],
-        rows: int | None = None,
-    ) -> Any:
-        return self.session.graph_canvas(
-            self._snapshot(before), self._snapshot(after), level, expand, reasons, rows
-        )
-
-    def call_export(self, rid: int, out_dir: Path, preserved: list[str], passes: list[str]) -> Any:
-        paths = self.session.export(out_dir, preserved, passes)
-        return [str(p) for p in paths], list(self.session.last_notes)
 
     def cancel(self, rid: int) -> None:
         """Ask a running call to stop at its next step."""
@@ -439,14 +389,14 @@ def serve(fd: int) -> None:
                 os._exit(0)  # the screen is gone: nobody to answer
 
     try:
-        kind, config = conn.recv()
-    except (EOFError, OSError):
+        kind, path, options = conn.recv()
+    except (EOFError, OSError, ValueError):
         return
     if kind != "init":
         return
 
     forward_warnings(send)
-    engine = _Engine(config, send)
+    engine = _Engine(path, options, send)
     while True:
         try:
             message = conn.recv()

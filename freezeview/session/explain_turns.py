@@ -27,9 +27,10 @@ import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .contract import Preserved
 from .summaries import AttrSummary, ReasonSummary
 
 if TYPE_CHECKING:
@@ -211,7 +212,7 @@ class Explainer:
     def explain(
         self,
         loaded: LoadedModel,
-        preserved: Sequence[str],
+        preserved: Preserved,
         statuses: Callable[[list[AttrSummary], Inventory], None] | None = None,
         cancel: CancelFlag | None = None,
     ) -> tuple[list[AttrSummary], Inventory | None]:
@@ -333,7 +334,7 @@ class Explainer:
             old, self._held = self._held, held
         self._release(old)  # another explain's, finished meanwhile
 
-    def take(self, preserved: Sequence[str]) -> tuple[tuple[str, ...], Any, Any] | None:
+    def take(self, preserved: Preserved) -> tuple[tuple[str, ...], Any, Any] | None:
         """The last explain's names, torch freeze and explanation (None while its reasons
         are worked out) for a run with ``preserved``; another explain's freeze is freed."""
         with self._lock:
@@ -374,7 +375,7 @@ def _text(value: Any) -> str:
 
 
 def attr_summaries(
-    explanation: Any, preserved: Sequence[str], pending: bool = False
+    explanation: Any, preserved: Preserved, pending: bool = False
 ) -> list[AttrSummary]:
     """The summaries of an explanation's verdicts; with ``pending``, every attribute's one
     reason is :data:`PENDING_REASON` (torch's statuses, the reasons to follow)."""

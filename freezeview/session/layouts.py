@@ -2,7 +2,7 @@
 
 :meth:`freezeview.session.local.Session.graph_canvas` hands its calls here: a step's graph,
 or its diff against the step before, laid out by Graphviz on a grid of terminal cells
-(:func:`freezeview.engine.draw.layout.layout_graph`) and drawn with characters
+(:func:`freezeview.engine.draw.terminal.layout.layout_graph`) and drawn with characters
 (:class:`~freezeview.session.canvas.Canvas`). They are kept by the snapshots they were
 made from, the level, the opened boxes and the kept attributes, so stepping back and
 forth or zooming out and in again asks dot nothing. In ``freezeview MODEL.pt`` this
@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..engine.draw.box_ceiling import Overruns
-from ..engine.draw.layout import TERMINAL_BUDGET, layout_graph
-from ..engine.draw.render_plan import RenderOptions
+from ..engine.draw.dot.ceiling import Overruns
+from ..engine.draw.folding.plan import RenderOptions
+from ..engine.draw.terminal.layout import TERMINAL_BUDGET, layout_graph
 from ..engine.graph.snapshot_values import GraphSnapshot
 from . import collector
 from .canvas import Canvas
@@ -177,7 +177,7 @@ class StepLayouts:
     ) -> Path:
         """The view's picture drawn by Graphviz as a PNG in ``out_dir`` (for terminals
         that show pictures): the same boxes, level and opened modules as the view."""
-        from ..engine.draw.render_start import render_diff, render_snapshot
+        from ..engine.draw.pictures.render import render_diff, render_snapshot
 
         options = RenderOptions(
             level=level,

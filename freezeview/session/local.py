@@ -28,6 +28,7 @@ from ..engine.plumbing.atomic import write_text
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, PlanError
 from ..engine.reasons.explanation_memo import ExplanationMemo
 from ..engine.reasons.mutation import inline_method_graph
+from .contract import Preserved, SessionOptions, Written
 from .explain_turns import Explainer
 from .summaries import AttrSummary, OpenedSummary, PassSummary, ReasonSummary, StepSummary
 from .summaries import step_summary as _step_view
@@ -50,36 +51,20 @@ class Session:
 
     Args:
         path: the ``.pt`` file (or None when ``loaded`` is given).
-        preserved: names for ``preserved_attrs`` at start.
-        passes: pass ids to run; None means torch's default plan.
-        inputs_file: sample inputs saved with ``torch.save`` (``--inputs``).
-        input_shapes: shapes of random sample inputs (``--input-shape 1,3,224,224``).
-        eval_mode: switch a training-mode module to eval mode (``--eval``).
-        imports: packages that register the model's custom operators (``--import``).
-        libraries: shared libraries that do (``--load-library``).
+        options: how it is opened and run (:class:`~.contract.SessionOptions`).
         loaded: an already loaded model (tests, the Python API).
+        code_at_end: read the frozen module's ``.code`` into :attr:`final_code` at the
+            end of each run; the engine process says False, and reads it when the
+            screen's ``.code`` view asks (:meth:`read_final_code`).
     """
 
     path: Path | None = None
-    preserved: list[str] = field(default_factory=list)
-    passes: list[str] | None = None
-    inputs_file: Path | None = None
-    input_shapes: list[str] = field(default_factory=list)
-    eval_mode: bool = False
-    imports: list[str] = field(default_factory=list)
-    libraries: list[str] = field(default_factory=list)
+    options: SessionOptions = field(default_factory=SessionOptions)
     loaded: LoadedModel | None = None
-    #: torch threads and seconds per step when timing each step's forward (with inputs).
-    threads: int = 1
-    time_budget: float = 0.25
-    #: Time those forwards with autograd on (``--autograd``) instead of under
-    #: ``torch.inference_mode()``.
-    autograd: bool = False
+    code_at_end: bool = True
     inventory: Inventory | None = None
     #: ``.code`` of the frozen module at the end of the last run (None before).
     final_code: str | None = None
-    #: Sentences from the last render or export (Graphviz fallbacks, ...).
-    last_notes: list[str] = field(default_factory=list)
     _render_options: Any = field(default=None, repr=False)
     _inputs: tuple[Any, ...] | None = field(default=None, repr=False)
     _layouts: Any = field(default=None, repr=False)
@@ -97,6 +82,7 @@ class Session:
     # The last run's pipeline while its ``.code`` is still to be read (run_steps(code=False)).
     _kept: Any = field(default=None, repr=False)
     _kept_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _opened: OpenedSummary | None = field(default=None, repr=False)
     # The model file as first loaded: loaded again (load_again) only while unchanged.
     _stamp: tuple[int, ...] | None = field(default=None, repr=False)
     # Snapshots of _pictures kept across take_reloaded, offered to the next run.
@@ -119,7 +105,7 @@ class Session:
             self.loaded = self._load_file()
             after = file_stamp(self.path)
             self._stamp = before if before == after else None
-        elif self.eval_mode and in_training_mode(self.loaded.module):
+        elif self.options.eval_mode and in_training_mode(self.loaded.module):
             self.loaded.module.eval()
         return self.loaded
 
@@ -128,9 +114,9 @@ class Session:
         return load_model(
             self.path,
             map_location=map_location,
-            eval_mode=self.eval_mode,
-            imports=self.imports,
-            libraries=self.libraries,
+            eval_mode=self.options.eval_mode,
+            imports=self.options.imports,
+            libraries=self.options.libraries,
         )
 
     def load_again(self) -> LoadedModel | None:
@@ -198,10 +184,13 @@ class Session:
         return text, len(printed_kinds(text))
 
     def open(self) -> OpenedSummary:
-        """Load the model and describe it for the app's first screen."""
+        """Load the model and describe it for the app's first screen (described once:
+        the description is of the model as first loaded)."""
+        if self._opened is not None:
+            return self._opened
         loaded = self.load()
         text, node_count = self.first_text()
-        return OpenedSummary(
+        self._opened = OpenedSummary(
             name=self.name,
             text=text,
             node_count=node_count,
@@ -214,16 +203,18 @@ class Session:
             ),
             passes=tuple(self.available_passes()),
         )
+        return self._opened
 
-    def check_preserved(self, names: Sequence[str], display: str) -> None:
-        """Raise PlanError, with explain's sentence, for the first of ``names`` the
+    def check_plan(self, preserved: Preserved, display: str) -> None:
+        """Raise PlanError, with explain's sentence, for the first of ``preserved`` the
         model has no attribute, submodule or method of (``display`` names the model
-        as the command line does); the app's start-up check, before the screen shows."""
+        as the command line does); the app's start-up check, before the screen shows.
+        A model that fails to load raises the load's error."""
         from ..engine.plumbing.errors import PlanError
         from ..engine.reasons import unknown_name
 
         module = self.load().module
-        for name in names:
+        for name in preserved:
             if not _names_something(module, name):
                 close = self.build_inventory().suggest(name)
                 raise PlanError(unknown_name(name, display, close))
@@ -239,7 +230,7 @@ class Session:
     # -- explain ---------------------------------------------------------------------
     def explain(
         self,
-        preserved: Sequence[str],
+        preserved: Preserved,
         statuses: Callable[[list[AttrSummary]], None] | None = None,
         cancel: threading.Event | None = None,
     ) -> list[AttrSummary]:
@@ -289,20 +280,18 @@ class Session:
         """Sample inputs from ``--inputs`` or ``--input-shape`` (None if neither)."""
         from ..engine.freeze.numerics import load_inputs, random_inputs
 
-        if self._inputs is None and self.inputs_file is not None:
-            self._inputs = tuple(load_inputs(self.inputs_file))
-        elif self._inputs is None and self.input_shapes:
-            self._inputs = tuple(random_inputs(self.input_shapes))
+        if self._inputs is None and self.options.inputs_file is not None:
+            self._inputs = tuple(load_inputs(self.options.inputs_file))
+        elif self._inputs is None and self.options.input_shapes:
+            self._inputs = tuple(random_inputs(self.options.input_shapes))
         return self._inputs
 
     def run_steps(
         self,
-        preserved: Sequence[str],
-        passes: Sequence[str],
+        preserved: Preserved,
+        passes: tuple[str, ...],
         cancel: threading.Event | None = None,
         progress: Callable[[Any], None] | None = None,
-        *,
-        code: bool = True,
     ) -> Iterator[StepSummary]:
         """Freeze with the given plan one step at a time (a blocking generator).
 
@@ -311,19 +300,19 @@ class Session:
             passes: the pass ids to run.
             cancel: set to stop before the next step.
             progress: called before each step starts.
-            code: read the frozen module's ``.code`` into :attr:`final_code` when the
-                last step is done (0.3 s on a 12-layer transformer). With False the
-                run's frozen module is kept until :meth:`read_final_code` (the engine
-                process reads it when the screen's ``.code`` view asks) or the next run.
+
+        With :attr:`code_at_end` False the run's frozen module is kept until
+        :meth:`read_final_code` or the next run, instead of its ``.code`` being read
+        into :attr:`final_code` when the last step is done.
         """
         # A replay of an explain's reasons waits for the run's end (session_explain.py).
         with self._explainer.turns.first():
-            yield from self._run(preserved, passes, cancel, progress, code=code)
+            yield from self._run(preserved, passes, cancel, progress, code=self.code_at_end)
 
     def _run(
         self,
-        preserved: Sequence[str],
-        passes: Sequence[str],
+        preserved: Preserved,
+        passes: tuple[str, ...],
         cancel: threading.Event | None,
         progress: Callable[[Any], None] | None,
         *,
@@ -331,7 +320,7 @@ class Session:
     ) -> Iterator[StepSummary]:
         self._release_kept()
         from ..engine.diff.diff import forget_recent
-        from ..engine.draw.view_prepared import forget_prepared
+        from ..engine.draw.folding.prepared import forget_prepared
         from ..engine.freeze.pipeline import Pipeline
         from ..engine.measure import MeasuredRun
 
@@ -373,10 +362,10 @@ class Session:
         # picture built for them).
         measured = MeasuredRun(
             pipeline,
-            threads=self.threads,
-            budget=self.time_budget,
+            threads=self.options.threads,
+            budget=self.options.time_budget,
             defer_constants=True,
-            autograd=self.autograd,
+            autograd=self.options.autograd,
         )
         self.final_code = None
         previous: tuple[int, int] | None = None
@@ -459,16 +448,17 @@ class Session:
         new = self.step_graph(after) if isinstance(after, int) else after
         return old, new
 
-    def read_final_code(self) -> str | None:
-        """``.code`` of the last run's frozen module, kept by ``run_steps(code=False)``.
-
-        Sets :attr:`final_code` and frees that run's freeze; None when no run kept one
-        (the next run started, or the last one failed).
+    def read_final_code(self, timeout: float | None = None) -> str | None:
+        """``.code`` of the last run's frozen module: read now if the run kept its
+        frozen module (:attr:`code_at_end` False), which is then let go of; otherwise
+        :attr:`final_code` as the run left it (None before a run ended, or when it
+        failed). ``timeout`` is for a session in another process: here torch prints the
+        code in this thread, and nothing else is waited for.
         """
         with self._kept_lock:
             kept, self._kept = self._kept, None
             if kept is None:
-                return None
+                return self.final_code
             try:
                 module = kept.frozen_module
                 self.final_code = str(module.code) if module is not None else None
@@ -497,18 +487,18 @@ class Session:
         after: GraphSnapshot | int,
         out_dir: Path,
         stem: str,
-    ) -> list[Path]:
+    ) -> Written:
         """Write the step's graph (and its diff against ``before``) into ``out_dir``;
         a graph is a snapshot or a step's key (:meth:`step_graph`)."""
         old, new = self._pair(before, after)
         from ..engine.diff.diff import diff_snapshots
-        from ..engine.draw.box_ceiling import Overruns
-        from ..engine.draw.render_plan import RenderOptions
-        from ..engine.draw.render_start import render_diff, render_snapshot
-        from ..engine.draw.view_scopes import module_paths
+        from ..engine.draw.dot.ceiling import Overruns
+        from ..engine.draw.folding.plan import RenderOptions
+        from ..engine.draw.folding.scopes import module_paths
+        from ..engine.draw.pictures.render import render_diff, render_snapshot
 
         out_dir.mkdir(parents=True, exist_ok=True)
-        self.last_notes = []
+        notes: list[str] = []
         # The same box names (layers.0.self_attn) and dot-timeout memory as export's.
         if self._render_options is None:
             self._render_options = RenderOptions(
@@ -517,17 +507,17 @@ class Session:
         options = self._render_options
         result = render_snapshot(new, out_dir / f"{stem}.svg", title=stem, options=options)
         written = [Path(result.path)]
-        self.last_notes.extend(result.notes)
+        notes.extend(result.notes)
         if old is not None:
             diff = diff_snapshots(old, new)
             result = render_diff(
                 diff, out_dir / f"{stem}-diff.svg", title=f"{stem} (diff)", options=options
             )
             written.append(Path(result.path))
-            self.last_notes.extend(result.notes)
+            notes.extend(result.notes)
             text = self.diff_text(old, new, "before", stem)
             written.append(write_text(out_dir / f"{stem}.diff", text))
-        return written
+        return Written(tuple(written), tuple(notes))
 
     def graph_canvas(
         self,
@@ -542,7 +532,7 @@ class Session:
         terminal cells and drawn for the graph view; kept per step, level and opened
         boxes; a module level fitted to a pane ``rows`` high (a graph is a snapshot or a
         step's key). None when another layout was asked for before this one was made."""
-        from ..engine.draw.view_scopes import module_paths
+        from ..engine.draw.folding.scopes import module_paths
 
         old, new = self._pair(before, after)
         from .layouts import StepLayouts
@@ -573,14 +563,17 @@ class Session:
             old, new, self._picture_dir, level=level, expand=expand, reasons=reasons
         )
 
-    def export(self, out_dir: Path, preserved: Sequence[str], passes: Sequence[str]) -> list[Path]:
+    def export(self, out_dir: Path, preserved: Preserved, passes: tuple[str, ...]) -> Written:
         """Write everything ``freezeview export`` writes into ``out_dir``."""
         from ..engine.output.export import export
 
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         result = export(self.load(), out_dir, plan=_plan(preserved, passes), force=True)
-        self.last_notes = list(result.notes)
-        return [Path(f) for f in result.files]
+        return Written(tuple(Path(f) for f in result.files), tuple(result.notes))
+
+    def close(self) -> None:
+        """Nothing to let go of: the session lives in this process (the protocol's
+        :meth:`~.contract.EngineSession.close` is for the engine process)."""
 
 
 def _names_something(module: Any, name: str) -> bool:
@@ -603,7 +596,7 @@ def _frozen_note(loaded: LoadedModel, inventory: Inventory) -> tuple[str, ...]:
     return (f"{contents.summary()}: freezing it again runs only what still changes it",)
 
 
-def _plan(preserved: Sequence[str], passes: Sequence[str]) -> Any:
+def _plan(preserved: Preserved, passes: tuple[str, ...]) -> Any:
     """The pipeline plan for the app's preserved names and ticked passes."""
     from ..engine.freeze.pipeline import Plan
 

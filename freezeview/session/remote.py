@@ -19,8 +19,10 @@ The protocol is pickled tuples over a socket pair (:mod:`multiprocessing.connect
 frames and pickles them; nothing else fits better, see
 :func:`~freezeview.session.spawn.spawn_engine`):
 
-- screen → engine: ``("init", config)`` once, then ``("call", id, method, args)``,
-  ``("cancel", id)`` and finally ``("close",)``;
+- screen → engine: ``("init", path, options)`` once (a
+  :class:`~freezeview.session.contract.SessionOptions`), then ``("call", id, method,
+  args)`` for a method of :data:`~freezeview.session.contract.ENGINE_CALLS` (the
+  protocol's), ``("cancel", id)`` and finally ``("close",)``;
 - engine → screen: ``("item", id, value)`` for each streamed value, then
   ``("done", id, value)`` or ``("error", id, info)``; ``("warning", text)`` at any time.
   An explain's summaries come as a :class:`~freezeview.session.summaries_wire.SummariesSent`, the
@@ -30,9 +32,10 @@ A run's steps carry no graph: the screen asks for a step's graph (``step_graph``
 slices, :mod:`freezeview.session.graph_wire`) when it shows it, and for the frozen
 module's ``.code`` (``final_code``) when the ``.code`` view shows it.
 
-:class:`RemoteSession` has the methods of :class:`freezeview.session.local.Session` the
-screen uses, with the same blocking behaviour (the screen calls them from workers). The
-child's side of the protocol is :mod:`freezeview.session.engine_process`.
+:class:`RemoteSession` keeps the :class:`~freezeview.session.contract.EngineSession`
+contract, as :class:`~freezeview.session.local.Session` does, with the same blocking
+behaviour (the screen calls it from workers). The child's side of the protocol is
+:mod:`freezeview.session.engine_process`, which runs each call on a real ``Session``.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.plumbing.errors import BadInputError, FreezeviewError, OutputError, PlanError
 from . import collector
+from .contract import Preserved, SessionOptions, Written
 from .graph_wire import load_in_slices
 from .spawn import death_sentence, spawn_engine
 from .summaries_wire import SummariesDecoder, SummariesSent
@@ -97,42 +101,20 @@ class RemoteSession:
 
     Args:
         path: the ``.pt`` file.
-        preserved, passes, inputs_file, input_shapes, eval_mode, imports, libraries,
-            threads, time_budget, autograd: as
-            for ``Session`` (the engine process imports and loads them before the model).
+        options: how it is opened and run (the engine process imports and loads what
+            they name before the model).
         on_warning: called (from a reader thread) with each warning torch raised.
     """
 
     def __init__(
         self,
         path: str | Path,
+        options: SessionOptions | None = None,
         *,
-        preserved: Sequence[str] = (),
-        passes: Sequence[str] | None = None,
-        inputs_file: str | Path | None = None,
-        input_shapes: Sequence[str] = (),
-        eval_mode: bool = False,
-        imports: Sequence[str] = (),
-        libraries: Sequence[str] = (),
         on_warning: Callable[[str], None] | None = None,
-        threads: int = 1,
-        time_budget: float = 0.25,
-        autograd: bool = False,
     ) -> None:
         self.path = Path(path)
-        self._config: dict[str, Any] = {
-            "path": self.path,
-            "preserved": list(preserved),
-            "passes": list(passes) if passes is not None else None,
-            "inputs_file": Path(inputs_file) if inputs_file else None,
-            "input_shapes": list(input_shapes),
-            "eval_mode": eval_mode,
-            "imports": list(imports),
-            "libraries": list(libraries),
-            "threads": threads,
-            "time_budget": time_budget,
-            "autograd": autograd,
-        }
+        self.options = options if options is not None else SessionOptions()
         self.on_warning = on_warning
         #: The inventory from the last explanation (the inspector reads it).
         self.inventory: Inventory | None = None
@@ -140,8 +122,6 @@ class RemoteSession:
         #: until :meth:`read_final_code` asked the engine for it).
         self.final_code: str | None = None
         self._last_run = 0
-        #: Sentences from the last render or export (Graphviz fallbacks, ...).
-        self.last_notes: list[str] = []
         self._opened: OpenedSummary | None = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -171,7 +151,7 @@ class RemoteSession:
         self._opened = None
         conn, proc, stderr = spawn_engine()
         self._conn, self._proc, self._stderr = conn, proc, stderr
-        conn.send(("init", self._config))
+        conn.send(("init", self.path, self.options))
         threading.Thread(
             target=self._read,
             args=(conn, proc, stderr, self._generation),
@@ -342,15 +322,15 @@ class RemoteSession:
         self._opened = opened
         return opened
 
-    def check_plan(self, preserved: Sequence[str], display: str) -> None:
+    def check_plan(self, preserved: Preserved, display: str) -> None:
         """Wait for the model to load and check the preserved names (the CLI's check
         before the screen shows): raises the load's error, or PlanError with explain's
         sentence for a name the model does not have."""
-        self._call("check_plan", list(preserved), display)
+        self._call("check_plan", preserved, display)
 
     def explain(
         self,
-        preserved: Sequence[str],
+        preserved: Preserved,
         statuses: Callable[[list[AttrSummary]], None] | None = None,
         cancel: threading.Event | None = None,
     ) -> list[AttrSummary]:
@@ -358,7 +338,7 @@ class RemoteSession:
         statuses (reasons pending) go to ``statuses`` first when the engine has them
         before the reasons. A ``cancel`` set stops the engine's replay (the summaries given
         to ``statuses``, or none, are returned)."""
-        rid, call = self._request("explain", list(preserved))
+        rid, call = self._request("explain", preserved)
         stream = self._answers(rid, call, cancel)
         shown: list[AttrSummary] = []
         try:
@@ -384,12 +364,12 @@ class RemoteSession:
 
     def run_steps(
         self,
-        preserved: Sequence[str],
-        passes: Sequence[str],
+        preserved: Preserved,
+        passes: tuple[str, ...],
         cancel: threading.Event | None = None,
     ) -> Iterator[StepSummary]:
         """Freeze with the given plan one step at a time (a blocking generator)."""
-        rid, call = self._request("run_steps", list(preserved), list(passes))
+        rid, call = self._request("run_steps", preserved, passes)
         self.final_code = None
         self._last_run = rid
         stream = self._answers(rid, call, cancel)
@@ -449,16 +429,10 @@ class RemoteSession:
         ``timeout`` seconds (None: wait as long as it takes)."""
         run = self._last_run
         if self.final_code is None and run:
-            code: str | None = self._call("final_code", timeout=timeout)
+            code: str | None = self._call("read_final_code", timeout=timeout)
             if run == self._last_run:
                 self.final_code = code
         return self.final_code
-
-    def wait_final_code(self, timeout: float = 30.0) -> str | None:
-        """:attr:`final_code` of the last run, read now if need be, waiting at most
-        ``timeout`` seconds for the engine (:class:`TimeoutError` after that): for tests
-        and benchmarks, which must not hang on an engine that stopped answering."""
-        return self.read_final_code(timeout)
 
     @staticmethod
     def diff_text(before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
@@ -476,29 +450,17 @@ class RemoteSession:
             self._epoch += 1
         return list(dropped.values())
 
-    @staticmethod
-    def _ref(graph: GraphSnapshot | int | None) -> tuple[str, Any]:
-        """A step's graph goes by key (the engine has it); a snapshot goes whole."""
-        if graph is None:
-            return ("none", None)
-        if isinstance(graph, int):
-            return ("key", graph)
-        return ("value", graph)
-
     def render_step(
         self,
         before: GraphSnapshot | int | None,
         after: GraphSnapshot | int,
         out_dir: Path,
         stem: str,
-    ) -> list[Path]:
+    ) -> Written:
         """Write the step's graph (and its diff against ``before``) into ``out_dir``; a
-        graph is a snapshot or a step's key."""
-        paths, notes = self._call(
-            "render_step", self._ref(before), self._ref(after), Path(out_dir), stem
-        )
-        self.last_notes = list(notes)
-        return [Path(p) for p in paths]
+        graph is a step's key (the engine has it) or a snapshot (sent whole)."""
+        written: Written = self._call("render_step", before, after, Path(out_dir), stem)
+        return written
 
     def graph_canvas(
         self,
@@ -513,13 +475,7 @@ class RemoteSession:
         graph view: the diff, dot and the drawing run in the engine process (None when
         another layout was asked for before this one was made)."""
         canvas: Canvas | None = self._call(
-            "graph_canvas",
-            self._ref(before),
-            self._ref(after),
-            level,
-            tuple(expand),
-            dict(reasons or {}),
-            rows,
+            "graph_canvas", before, after, level, tuple(expand), dict(reasons or {}), rows
         )
         return canvas
 
@@ -533,20 +489,14 @@ class RemoteSession:
     ) -> Path:
         """The graph view's picture as a PNG drawn by Graphviz in the engine process."""
         path: Path = self._call(
-            "graph_picture",
-            self._ref(before),
-            self._ref(after),
-            level,
-            tuple(expand),
-            dict(reasons or {}),
+            "graph_picture", before, after, level, tuple(expand), dict(reasons or {})
         )
         return Path(path)
 
-    def export(self, out_dir: Path, preserved: Sequence[str], passes: Sequence[str]) -> list[Path]:
+    def export(self, out_dir: Path, preserved: Preserved, passes: tuple[str, ...]) -> Written:
         """Write everything ``freezeview export`` writes into ``out_dir``."""
-        paths, notes = self._call("export", Path(out_dir), list(preserved), list(passes))
-        self.last_notes = list(notes)
-        return [Path(p) for p in paths]
+        written: Written = self._call("export", Path(out_dir), preserved, passes)
+        return written
 
 
 # A message this large (a big graph's snapshot) is unpickled with the collector paused.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -21,14 +21,12 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from ..session import collector
+from ..session import EngineSession, RemoteSession, SessionOptions, collector
 from .failures import FailureLog, Guarded, sentence, strict
 from .screens.main import MainScreen
 
 if TYPE_CHECKING:
-    from ..engine.load.loading import LoadedModel
-    from ..session.local import Session
-    from ..session.remote import RemoteSession
+    from ..session import LoadedModel
 
 __all__ = ["FreezeviewApp"]
 
@@ -38,13 +36,8 @@ class FreezeviewApp(Guarded, App[int]):
 
     Args:
         model_path: the TorchScript file to open.
-        preserved: initial ``preserved_attrs`` (``--preserve``).
-        passes: pass ids to run (``--passes``); None for the default plan.
-        inputs_file: sample inputs (``--inputs``), for the numerics column.
-        input_shapes: random sample input shapes (``--input-shape``).
-        eval_mode: switch a training-mode module to eval mode (``--eval``).
-        imports: packages that register the model's custom operators (``--import``).
-        libraries: shared libraries that do (``--load-library``).
+        options: how the model is opened and run, and the plan to start with (the
+            command line's options, :class:`~freezeview.session.SessionOptions`).
         output_dir: where ``g`` (render) and ``e`` (export) write.
         loaded: an already loaded model (Python API, tests); skips ``torch.jit.load``
             and keeps the torch work in this process (in thread workers).
@@ -54,10 +47,6 @@ class FreezeviewApp(Guarded, App[int]):
         graphics: the terminal's picture protocol (``"kitty"``, ``"sixel"``; see
             :func:`freezeview.ui.graphics.detect_graphics`), None for none: the graph
             view's ``i`` shows real pictures only with one.
-        threads, time_budget: torch threads and seconds per step when each step's
-            forward is timed on the sample inputs (``--threads``, ``--time-budget``).
-        autograd: time those forwards with autograd on (``--autograd``) instead of under
-            ``torch.inference_mode()``; the verdict names the mode either way.
     """
 
     CSS_PATH = "app.tcss"
@@ -70,60 +59,36 @@ class FreezeviewApp(Guarded, App[int]):
         self,
         model_path: str | Path | None = None,
         *,
-        preserved: Sequence[str] = (),
-        passes: Sequence[str] | None = None,
-        inputs_file: str | Path | None = None,
-        input_shapes: Sequence[str] = (),
-        eval_mode: bool = False,
-        imports: Sequence[str] = (),
-        libraries: Sequence[str] = (),
+        options: SessionOptions | None = None,
         output_dir: str | Path | None = None,
         loaded: LoadedModel | None = None,
-        session: RemoteSession | None = None,
+        session: EngineSession | None = None,
         show_timings: bool = True,
         graphics: str | None = None,
-        threads: int = 1,
-        time_budget: float = 0.25,
-        autograd: bool = False,
     ) -> None:
         super().__init__()
         #: The terminal's picture protocol, or None (the graph view's characters only).
         self.graphics = graphics
         self.model_path = Path(model_path) if model_path is not None else None
-        self.preserved: list[str] = list(dict.fromkeys(preserved))
-        self.passes = list(passes) if passes is not None else None
-        self.inputs_file = Path(inputs_file) if inputs_file else None
-        self.input_shapes = list(input_shapes)
-        self.eval_mode = eval_mode
+        options = options if options is not None else SessionOptions()
+        self.options = options
+        self.preserved: list[str] = list(options.preserved)
+        self.passes = list(options.passes) if options.passes is not None else None
         self.show_timings = show_timings
         stem = self.model_path.stem if self.model_path else (loaded.name if loaded else "model")
         self.output_dir = Path(output_dir) if output_dir else Path.cwd() / f"freezeview-{stem}"
         self.captured_warnings: list[str] = []
         self._warnings_lock = threading.Lock()
-        self.session: Session | RemoteSession | None = session
-        plan: dict[str, Any] = {
-            "preserved": self.preserved,
-            "passes": self.passes,
-            "inputs_file": self.inputs_file,
-            "input_shapes": self.input_shapes,
-            "eval_mode": eval_mode,
-            "imports": list(imports),
-            "libraries": list(libraries),
-            "threads": threads,
-            "time_budget": time_budget,
-            "autograd": autograd,
-        }
-        if session is not None:
+        self.session: EngineSession | None = session
+        if isinstance(session, RemoteSession):
             session.on_warning = self.record_warning
-        elif loaded is not None:
-            from ..session.local import Session
+        elif session is None and loaded is not None:
+            from ..session import Session  # imports torch: the Python API's own session
 
-            self.session = Session(path=self.model_path, loaded=loaded, **plan)
-        elif self.model_path is not None:
+            self.session = Session(path=self.model_path, options=options, loaded=loaded)
+        elif session is None and self.model_path is not None:
             # torch work in a child process: the screen never waits for the GIL.
-            from ..session.remote import RemoteSession
-
-            self.session = RemoteSession(self.model_path, on_warning=self.record_warning, **plan)
+            self.session = RemoteSession(self.model_path, options, on_warning=self.record_warning)
         self._old_showwarning: Any = None
         self._old_switch = sys.getswitchinterval()
         #: Names of the workers still running when the user quit (the CLI then leaves

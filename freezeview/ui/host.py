@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from textual.binding import Binding
 
-    from ..session.local import Session
-    from ..session.remote import RemoteSession
+    from ..session import EngineSession
 
 __all__ = ["ScreenHost"]
 
@@ -36,7 +35,7 @@ class ScreenHost(Protocol):
     #: Show per-step timings (snapshot tests switch them off).
     show_timings: bool
     #: The engine session (in this process, or the engine process).
-    session: Session | RemoteSession | None
+    session: EngineSession | None
     #: Warnings torch raised, kept as information (the help screen lists them).
     captured_warnings: list[str]
 

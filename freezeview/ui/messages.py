@@ -16,11 +16,10 @@ from rich.text import Text
 from textual.message import Message
 from textual.worker import Worker
 
-from ..engine.plumbing.errors import FreezeviewError
-from ..session.summaries import AttrSummary, PassSummary, StepSummary
+from ..session import AttrSummary, FreezeviewError, PassSummary, StepSummary, Written
 
 if TYPE_CHECKING:
-    from ..engine.graph.inventory_values import Inventory
+    from ..session import Inventory
     from .tree_rows import TreeRows
 
 __all__ = [
@@ -104,7 +103,7 @@ class Highlighted(Message):
 class Rendered(Message):
     """The current step was rendered to files."""
 
-    paths: list[Path]
+    written: Written
 
 
 @dataclass
@@ -112,7 +111,7 @@ class Exported(Message):
     """Everything was exported into ``directory``."""
 
     directory: Path
-    paths: list[Path]
+    written: Written
 
 
 @dataclass

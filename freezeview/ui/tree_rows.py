@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..engine.graph.inventory_values import HOUSEKEEPING  # torch-free values
-from ..session.summaries import AttrSummary
+from ..session import (
+    HOUSEKEEPING,  # torch-free values
+    AttrSummary,
+)
 
 __all__ = ["RANGE_ROWS", "Rows", "TreeRows", "lay_out", "ranges"]
 

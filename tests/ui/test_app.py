@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from freezeview.session import SessionOptions
 from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
 from freezeview.ui.screens.help import HelpScreen
@@ -80,11 +82,17 @@ def app_for(
     while it loads) and a few of the everyday keys ask for it with ``engine_process``;
     ``tests/ui/test_remote_session.py`` checks it answers as the in-process session does.
     """
-    session = None
-    if not engine_process:
-        plan = {k: kwargs[k] for k in ("preserved", "passes") if k in kwargs}
-        session = Session(path=path, **plan)  # type: ignore[arg-type]
-    return FreezeviewApp(path, output_dir=tmp_path / "out", session=session, **kwargs)  # type: ignore[arg-type]
+    fields = {f.name for f in dataclasses.fields(SessionOptions)}
+    options = SessionOptions(**{k: v for k, v in kwargs.items() if k in fields})  # type: ignore[arg-type]
+    rest = {k: v for k, v in kwargs.items() if k not in fields}
+    session = None if engine_process else Session(path=path, options=options)
+    return FreezeviewApp(
+        path,
+        options=options,
+        output_dir=tmp_path / "out",
+        session=session,
+        **rest,  # type: ignore[arg-type]
+    )
 
 
 # In-process in the fast set; the slow set also runs it on the real engine process

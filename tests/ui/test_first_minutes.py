@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from freezeview.session import SessionOptions
 from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
 from freezeview.ui.screens.help import HelpScreen
@@ -23,10 +24,9 @@ pytestmark = pytest.mark.asyncio
 
 
 def _app(path: Path, tmp_path: Path, shapes: tuple[str, ...] = ()) -> FreezeviewApp:
-    session = Session(path=path, input_shapes=shapes, time_budget=0.01)
-    return FreezeviewApp(
-        path, output_dir=tmp_path / "out", session=session, input_shapes=list(shapes)
-    )
+    options = SessionOptions(input_shapes=shapes, time_budget=0.01)
+    session = Session(path=path, options=options)
+    return FreezeviewApp(path, options=options, output_dir=tmp_path / "out", session=session)
 
 
 def _plain(renderable: object, width: int = 120) -> str:

@@ -70,7 +70,7 @@ async def test_a_big_graph_is_read_whole_off_the_event_loop(
     the inspector's count of them and the node's facts still arrive."""
     import threading
 
-    from freezeview.engine.graph import facts
+    import freezeview.session as facts  # the screen reads the facts through the session
     from freezeview.ui.widgets import ir_pane
 
     readers: list[tuple[str, str]] = []

@@ -40,6 +40,7 @@ from textual.command import CommandPalette
 from textual.widgets import Input
 from textual.worker import WorkerState
 
+from freezeview.session import SessionOptions
 from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
 from freezeview.ui.screens.main import MainScreen
@@ -143,8 +144,8 @@ def _app(path: Path, tmp: Path, passes: list[str] | None = None) -> FreezeviewAp
         show_timings=False,
         # The session runs the plan: the app's own ``passes`` only seed a session it
         # makes itself (the CLI's RemoteSession gets them the same way).
-        session=Session(path=path, passes=list(passes) if passes is not None else None),
-        passes=passes,
+        session=Session(path=path, options=SessionOptions(passes=passes)),
+        options=SessionOptions(passes=passes),
     )
 
 

@@ -72,13 +72,13 @@ def test_open_explain_and_steps_match_the_in_process_session(
     graphs = [remote.step_graph(s.graph) for s in got]
     assert graphs == [local.step_graph(s.graph) for s in want]
     assert [g.node_count for g in graphs] == [s.node_count for s in got]
-    assert remote.wait_final_code() == local.final_code and remote.final_code
+    assert remote.read_final_code(timeout=60.0) == local.final_code and remote.final_code
 
 
 @pytest.mark.slow
-def test_wait_final_code_gives_up_after_its_timeout(own_remote: RemoteSession) -> None:
+def test_read_final_code_gives_up_after_its_timeout(own_remote: RemoteSession) -> None:
     """An engine that does not answer (stopped here with SIGSTOP) makes
-    ``wait_final_code`` raise TimeoutError once ``timeout`` has passed, not hang; the
+    ``read_final_code`` raise TimeoutError once ``timeout`` has passed, not hang; the
     engine, let go on, answers the next call."""
     list(own_remote.run_steps([], default_passes(own_remote)))
     pid = own_remote.pid
@@ -87,13 +87,13 @@ def test_wait_final_code_gives_up_after_its_timeout(own_remote: RemoteSession) -
     try:
         start = time.monotonic()
         with pytest.raises(TimeoutError):
-            own_remote.wait_final_code(timeout=0.5)
+            own_remote.read_final_code(timeout=0.5)
         waited = time.monotonic() - start
     finally:
         os.kill(pid, signal.SIGCONT)
     assert 0.5 <= waited < 5, waited
     assert own_remote.final_code is None
-    code = own_remote.wait_final_code(timeout=60)
+    code = own_remote.read_final_code(timeout=60)
     assert code and own_remote.final_code == code
 
 
@@ -144,7 +144,7 @@ def test_steps_come_without_their_graphs_and_unchanged_ones_share_one(
 
     monkeypatch.setattr(remote_session, "_receive", measured)
     steps = list(remote.run_steps([], default_passes(remote)))
-    remote.wait_final_code()
+    remote.read_final_code(timeout=60.0)
     sent = sum(sizes)
     unchanged = [i for i, s in enumerate(steps) if i and not s.changed]
     assert unchanged, "the small model has passes that change nothing"
@@ -159,18 +159,28 @@ def test_steps_come_without_their_graphs_and_unchanged_ones_share_one(
     assert sizes == []  # asked again: not sent again
 
 
-def test_render_names_the_steps_graphs_by_key(remote: RemoteSession, tmp_path: Path) -> None:
+def test_render_names_the_steps_graphs_by_key(
+    remote: RemoteSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     steps = list(remote.run_steps([], default_passes(remote)))
     before, after = steps[0].graph, steps[-1].graph
-    assert remote._ref(after) == ("key", after)  # named, not pickled back
-    paths = remote.render_step(before, after, tmp_path, "last")
+    asked: list[tuple[Any, ...]] = []
+    request = remote._request
+
+    def noting(method: str, *args: Any) -> Any:
+        asked.append((method, *args))
+        return request(method, *args)
+
+    monkeypatch.setattr(remote, "_request", noting)
+    paths = remote.render_step(before, after, tmp_path, "last").paths
+    assert asked[-1][:3] == ("render_step", before, after)  # named by key, not pickled back
     assert {p.name for p in paths} == {"last.svg", "last-diff.svg", "last.diff"}
     assert all(p.is_file() and p.stat().st_size for p in paths)
     # A snapshot the engine does not have works too: it travels whole.
     snap = remote.step_graph(after)
     copy = type(snap)(snap.method, snap.block, snap.text, snap.node_count)
-    assert remote._ref(copy)[0] == "value"
-    assert remote.render_step(None, copy, tmp_path, "copy")[0].name == "copy.svg"
+    assert remote.render_step(None, copy, tmp_path, "copy").paths[0].name == "copy.svg"
+    assert asked[-1][2] is copy  # sent whole
     # A key of an earlier run is no longer kept: the engine says so.
     list(remote.run_steps([], default_passes(remote)))
     with pytest.raises(Exception, match="no longer kept"):

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from freezeview.session import SessionOptions
 from freezeview.session.explain_turns import reasons_pending
 from freezeview.session.local import Session
 from freezeview.session.summaries_wire import SummariesDecoder
@@ -61,7 +62,7 @@ def test_a_rerun_drops_what_the_engine_kept_of_the_last_run(small_pt: Path) -> N
     """The engine keeps recent diffs and prepared pictures for reuse; none of the last
     run's graphs is asked for again once a re-run replaces every step."""
     from freezeview.engine.diff import diff as diff_module
-    from freezeview.engine.draw import view_prepared
+    from freezeview.engine.draw.folding import prepared
 
     session = Session(path=small_pt)
     session.open()
@@ -72,13 +73,13 @@ def test_a_rerun_drops_what_the_engine_kept_of_the_last_run(small_pt: Path) -> N
     first_graphs = [session.step_graph(s.graph) for s in first_views]
     first = {id(g) for g in first_graphs}
     held = {id(entry[0]) for entry in diff_module._side_cache.values()}
-    held |= {id(entry[0]) for entry in view_prepared._prepared_cache.values()}
+    held |= {id(entry[0]) for entry in prepared._prepared_cache.values()}
     assert held & first  # the run's steps diffed its graphs
     second = list(session.run_steps([], passes))
     assert second
     held = {id(entry[0]) for entry in diff_module._side_cache.values()}
     held |= {id(entry[0]) for entry in diff_module._diff_cache.values()}
-    held |= {id(entry[0]) for entry in view_prepared._prepared_cache.values()}
+    held |= {id(entry[0]) for entry in prepared._prepared_cache.values()}
     # (A re-run's inline and fold pictures are the last run's snapshots when the
     # printouts match: those are this run's graphs too.)
     assert not held & (first - {id(session.step_graph(s.graph)) for s in second})
@@ -179,19 +180,19 @@ def test_the_engine_process_collects_once_a_run(
         engine_process, "give_back_freed_memory", lambda: bool(collected.append("trim"))
     )
     sent: list[tuple[object, ...]] = []
-    engine = engine_process._Engine({"path": small_pt}, sent.append)
+    engine = engine_process._Engine(small_pt, SessionOptions(), sent.append)
     engine.handle(1, "open", ())
     assert collected == ["freeze"]  # the loaded model: out of every later walk
-    passes = [p.id for p in engine._opened.passes if p.default]
+    passes = [p.id for p in engine.session.open().passes if p.default]
     engine.handle(2, "run_steps", ([], passes))
     assert collected == ["freeze", "collect", "trim"]
     # The frozen module's .code is read when the screen asks (its .code view), not
     # after every run: seconds of torch's time at 70k nodes.
     assert sent[-1][0] == "done" and not any(m[0] == "final_code" for m in sent)
-    engine.handle(3, "final_code", ())
+    engine.handle(3, "read_final_code", ())
     code = sent[-1]
     assert code[0] == "done" and "def forward" in str(code[2])
-    engine.handle(4, "final_code", ())  # asked again: the same text
+    engine.handle(4, "read_final_code", ())  # asked again: the same text
     assert sent[-1][2] == code[2]
 
 
@@ -201,7 +202,7 @@ def test_the_engine_process_sends_the_module_tree_once(small_pt: Path) -> None:
     from freezeview.session import engine_process
 
     sent: list[tuple[object, ...]] = []
-    engine = engine_process._Engine({"path": small_pt}, sent.append)
+    engine = engine_process._Engine(small_pt, SessionOptions(), sent.append)
     engine.handle(1, "open", ())
     engine.handle(2, "explain", ([],))
     engine.handle(3, "explain", (["scale"],))

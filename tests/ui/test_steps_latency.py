@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from freezeview.session import SessionOptions
 from freezeview.session.local import Session
 from freezeview.ui import FreezeviewApp
 
@@ -24,8 +25,9 @@ SIZE = (200, 48)
 
 
 def _app(path: Path, tmp_path: Path, shapes: list[str]) -> FreezeviewApp:
-    session = Session(path=path, input_shapes=shapes, time_budget=0.01)
-    return FreezeviewApp(path, output_dir=tmp_path / "out", session=session, input_shapes=shapes)
+    options = SessionOptions(input_shapes=shapes, time_budget=0.01)
+    session = Session(path=path, options=options)
+    return FreezeviewApp(path, options=options, output_dir=tmp_path / "out", session=session)
 
 
 async def test_latency_column_and_verdict_with_inputs(small_pt: Path, tmp_path: Path) -> None:
@@ -91,8 +93,9 @@ async def test_the_verdict_names_how_forwards_were_timed(
 
     monkeypatch.setattr(measured_run, "time_forward", recording)
     shapes = ["1,3,8,8"]
-    session = Session(path=small_pt, input_shapes=shapes, time_budget=0.01, autograd=autograd)
-    app = FreezeviewApp(small_pt, output_dir=tmp_path / "out", session=session, input_shapes=shapes)
+    options = SessionOptions(input_shapes=shapes, time_budget=0.01, autograd=autograd)
+    session = Session(path=small_pt, options=options)
+    app = FreezeviewApp(small_pt, options=options, output_dir=tmp_path / "out", session=session)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot, timeout=60)
         screen = app.main_screen
@@ -109,7 +112,7 @@ async def test_the_apps_autograd_option_reaches_the_engine_session(
 ) -> None:
     """``freezeview MODEL.pt --autograd`` hands ``autograd`` to the engine process's
     session (what RemoteSession sends is what Session is made of)."""
-    import freezeview.session.remote as remote_session
+    import freezeview.session as remote_session
     from freezeview.cli import build_parser
     from freezeview.cli.app import open_app
 
@@ -118,8 +121,8 @@ async def test_the_apps_autograd_option_reaches_the_engine_session(
     class Stop(Exception):
         pass
 
-    def fake(path, **plan):  # type: ignore[no-untyped-def]
-        got.update(plan, path=path)
+    def fake(path, options):  # type: ignore[no-untyped-def]
+        got.update(path=path, options=options)
         raise Stop
 
     monkeypatch.setattr(remote_session, "RemoteSession", fake)
@@ -127,6 +130,5 @@ async def test_the_apps_autograd_option_reaches_the_engine_session(
         args = build_parser(("app",)).parse_args(["app", str(small_pt), *argv])
         with pytest.raises(Stop):
             open_app(args)
-        assert got["autograd"] is autograd
-        session = Session(**got)  # type: ignore[arg-type]
-        assert session.autograd is autograd
+        session = Session(path=got["path"], options=got["options"])  # type: ignore[arg-type]
+        assert session.options.autograd is autograd

@@ -20,8 +20,7 @@ from textual import work
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from ...engine.plumbing.errors import BadInputError
-from ...session.summaries import AttrSummary, StepSummary
+from ...session import AttrSummary, BadInputError, StepSummary
 from ..messages import (
     EngineFailed,
     ExplanationReady,
@@ -34,8 +33,7 @@ from ..messages import (
 from ..tree_rows import lay_out
 
 if TYPE_CHECKING:
-    from ...session.local import Session
-    from ...session.remote import RemoteSession
+    from ...session import EngineSession
     from ..host import ScreenHost
 
 __all__ = ["EngineWork"]
@@ -49,7 +47,7 @@ class EngineWork(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         #: The engine session, once the model has loaded.
-        self.session: Session | RemoteSession | None = None
+        self.session: EngineSession | None = None
 
     @property
     def fv_app(self) -> ScreenHost:
@@ -113,7 +111,7 @@ class EngineWork(Widget):
                 )
 
         summaries = session.explain(
-            list(preserved), statuses=lambda summaries: post(summaries, False), cancel=cancel
+            preserved, statuses=lambda summaries: post(summaries, False), cancel=cancel
         )
         post(summaries, True)
 
@@ -155,15 +153,13 @@ class EngineWork(Widget):
         before it; the graphs are the engine's, named by key)."""
         assert self.session is not None
         stem = f"{step.index:02d}-{step.name}"
-        paths = self.session.render_step(before, step.graph, out_dir, stem)
-        self.post_message(Rendered(paths))
+        self.post_message(Rendered(self.session.render_step(before, step.graph, out_dir, stem)))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="export", description="exporting")
     def export(self, out_dir: Path, preserved: tuple[str, ...], passes: tuple[str, ...]) -> None:
         """Export everything like ``freezeview export``."""
         assert self.session is not None
-        paths = self.session.export(out_dir, preserved, passes)
-        self.post_message(Exported(out_dir, paths))
+        self.post_message(Exported(out_dir, self.session.export(out_dir, preserved, passes)))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         # Worker state messages do not bubble: a failure is said as EngineFailed, which does.

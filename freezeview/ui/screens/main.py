@@ -33,8 +33,7 @@ from textual.reactive import reactive, var
 from textual.screen import Screen
 from textual.widgets import Header, Label, Tab, Tabs
 
-from ...session import collector
-from ...session.summaries import AttrSummary, PassSummary, StepSummary
+from ...session import AttrSummary, PassSummary, StepSummary, collector
 from ..failures import Guarded
 from ..messages import (
     EngineFailed,
@@ -62,8 +61,7 @@ from .main_keys import MAIN_KEYS
 from .plan_runs import PlanRuns
 
 if TYPE_CHECKING:
-    from ...session.local import Session
-    from ...session.remote import RemoteSession
+    from ...session import EngineSession
     from ..host import ScreenHost
 
 __all__ = ["MainScreen"]
@@ -109,7 +107,7 @@ class MainScreen(Guarded, Screen[None]):
         self._attribute_shown: object = None
 
     @property
-    def session(self) -> Session | RemoteSession | None:
+    def session(self) -> EngineSession | None:
         """The engine session, once the model has loaded (:class:`EngineWork` holds it)."""
         return self.engine.session
 
@@ -569,13 +567,10 @@ class MainScreen(Guarded, Screen[None]):
         self.runs.steps_finished(message)
 
     def on_rendered(self, message: Rendered) -> None:
-        self.delivery.rendered(message.paths, self._last_notes())
+        self.delivery.rendered(message.written.paths, message.written.notes)
 
     def on_exported(self, message: Exported) -> None:
-        self.delivery.exported(message.directory, message.paths, self._last_notes())
-
-    def _last_notes(self) -> list[str]:
-        return list(self.session.last_notes) if self.session else []
+        self.delivery.exported(message.directory, message.written.paths, message.written.notes)
 
     # -- the plan's runs (plan_runs.py) -------------------------------------------------
     def start_explain(self) -> None:

@@ -31,7 +31,7 @@ from ..messages import (
 )
 
 if TYPE_CHECKING:
-    from ...session.summaries import PassSummary
+    from ...session import PassSummary
     from .main import MainScreen
 
 __all__ = ["PlanRuns"]
@@ -189,7 +189,7 @@ class PlanRuns:
         screen.show_step(-1)
         # The IR pane's diffs are computed here: the diff module's recent snapshots
         # (kept for reuse, up to a few dozen) are the last run's, never asked for again.
-        from ...engine.diff.diff import forget_recent
+        from ...session import forget_recent
 
         forget_recent()
         # The engine session addresses the last run's graphs by key until the next run

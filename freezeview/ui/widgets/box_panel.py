@@ -10,14 +10,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ...engine.draw.layout_values import BoxLayout
-from ...engine.graph.facts import node_facts
+from ...session import BoxLayout, node_facts
 from .inspector import attribute_panel, node_panel
 
 if TYPE_CHECKING:
-    from ...engine.graph.inventory_values import Inventory
-    from ...engine.graph.snapshot_values import GraphSnapshot
-    from ...session.summaries import AttrSummary
+    from ...session import AttrSummary, GraphSnapshot, Inventory
 
 __all__ = ["box_panel", "selection_panel"]
 

@@ -18,8 +18,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...engine.draw.layout_values import BoxLayout
-from ...session.canvas import STYLE_NAMES, Canvas
+from ...session import STYLE_NAMES, BoxLayout, Canvas
 from ..failures import Guarded, strict
 
 __all__ = ["GraphCanvasView"]

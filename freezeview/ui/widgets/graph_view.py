@@ -28,16 +28,13 @@ from textual.message import Message
 from textual.widgets import Input, Label
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from ...engine.draw.layout_values import BoxLayout, GraphLayout
-from ...session.canvas import Canvas
-from ...session.collector import Handoff
-from ...session.summaries import StepSummary
+from ...session import BoxLayout, Canvas, GraphLayout, Handoff, StepSummary
 from ..failures import Guarded
 from ..messages import EngineFailed, Status
 from .graph_canvas_view import GraphCanvasView
 
 if TYPE_CHECKING:
-    from ...engine.graph.snapshot_values import GraphSnapshot
+    from ...session import GraphSnapshot
 
 __all__ = ["GraphView"]
 

@@ -13,8 +13,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 if TYPE_CHECKING:
-    from ...engine.graph.facts import NodeFacts
-from ...session.summaries import AttrSummary, StepSummary
+    from ...session import NodeFacts
+from ...session import AttrSummary, StepSummary
 from .model_tree import badge
 
 __all__ = ["Inspector", "attribute_panel", "node_panel", "shown_source", "step_panel"]
@@ -77,7 +77,7 @@ def attribute_panel(view: AttrSummary, info: Any = None, lines: int = 0) -> Rend
 def _written_warning(view: AttrSummary) -> RenderableType:
     """The inspector's first lines for a folded attribute the frozen graph still writes:
     what that does, each writing node with its source line, and where to read more."""
-    from ...engine.reasons.verdict_values import WRITTEN_HELP  # torch-free values
+    from ...session import WRITTEN_HELP  # torch-free values
 
     table = _table()
     table.add_row(

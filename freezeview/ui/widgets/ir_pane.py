@@ -28,18 +28,15 @@ from textual.timer import Timer
 from textual.widgets import Input, Label
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from ...session import collector
-from ...session.collector import Handoff
-from ...session.summaries import StepSummary
+from ...session import Handoff, StepSummary, collector
 from ..messages import EngineFailed, FinalCodeReady, Highlighted, Status
-from .ir_source import DocumentSource, GraphRead, GraphsTaken
+from .ir_source import GraphRead, GraphsTaken
 from .ir_view import IRView
 
 if TYPE_CHECKING:
-    from ...engine.graph.facts import NodeFacts
-    from ...engine.graph.snapshot_values import GraphSnapshot
+    from ...session import EngineSession, GraphSnapshot, NodeFacts
 
-__all__ = ["VIEW_MODES", "DocumentSource", "IRPane"]
+__all__ = ["VIEW_MODES", "IRPane"]
 
 #: What the pane can show, in the order ``d`` cycles through them.
 VIEW_MODES = ("ir", "code", "diff")
@@ -118,7 +115,7 @@ class IRPane(Vertical):
         self.failed = False
         self._loaded_text = ""
         self._loaded_code = ""
-        self._source: DocumentSource | None = None
+        self._source: EngineSession | None = None
         self._attribute: str | None = None
         # The current run's diffs by (run, step, mode): a re-run empties it.
         self._doc_cache: dict[tuple[Any, ...], str] = {}
@@ -160,7 +157,7 @@ class IRPane(Vertical):
         self.show_text(f"could not open the model:\n\n{wrapped}\n")
         self.update_title()
 
-    def set_loaded(self, text: str, code: str, source: DocumentSource) -> None:
+    def set_loaded(self, text: str, code: str, source: EngineSession) -> None:
         """The loaded model's IR and ``.code`` (shown until the first step), and where
         diffs and the final code come from."""
         self._loaded_text = text
@@ -440,7 +437,7 @@ class IRPane(Vertical):
     def line_index(self, snap: GraphSnapshot) -> tuple[dict[int, int], dict[int, int]]:
         """Cached IR line <-> node map for a snapshot (blocking: a whole-graph pass the
         first time; the workers call it)."""
-        from ...engine.graph.facts import line_index
+        from ...session import line_index
 
         key = id(snap)
         with self._facts_lock:
@@ -476,7 +473,7 @@ class IRPane(Vertical):
 
     def _marks_of(self, snap: GraphSnapshot, path: str) -> frozenset[int]:
         """The lines of ``path``'s readers and writers in ``snap`` (blocking)."""
-        from ...engine.graph.facts import attribute_node_ids
+        from ...session import attribute_node_ids
 
         _by_line, by_node = self.line_index(snap)
         ids = attribute_node_ids(snap, path)
@@ -541,7 +538,7 @@ class IRPane(Vertical):
             self._read_graph(Handoff((snap, "node", line, False)))
 
     def _facts_at(self, snap: GraphSnapshot, line: int) -> NodeFacts | None:
-        from ...engine.graph.facts import node_facts
+        from ...session import node_facts
 
         by_line, _ = self.line_index(snap)
         node_id = by_line.get(line)

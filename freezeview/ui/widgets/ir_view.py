@@ -31,7 +31,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...engine.graph.naming import demangle
+from ...session import demangle
 from ..lexer import TorchScriptIRLexer
 
 __all__ = ["IRView", "display_line", "highlight_line", "highlight_lines", "lexer_for"]

@@ -23,8 +23,7 @@ from textual.widget import Widget
 from textual.widgets import Input, Tree
 from textual.widgets.tree import TreeNode
 
-from ...session.collector import Handoff
-from ...session.summaries import AttrSummary
+from ...session import AttrSummary, Handoff
 from ..messages import Status
 from ..tree_rows import RANGE_ROWS, TreeRows, lay_out, ranges
 

@@ -24,7 +24,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable, Label, SelectionList
 from textual.widgets.selection_list import Selection
 
-from ...session.summaries import PassSummary, StepSummary
+from ...session import PassSummary, StepSummary
 from ..messages import Status
 
 __all__ = ["PassList", "StepsBar", "notes_cell", "pending_row", "step_row"]

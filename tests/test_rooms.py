@@ -1,0 +1,140 @@
+"""The rooms of the house: the screen, the session, the engine, the command line.
+
+- ``freezeview/ui`` is the screen's process: it imports no torch, and reaches the engine
+  only through :mod:`freezeview.session`'s public names (never one of its modules, never
+  ``freezeview.engine``);
+- the session never imports the screen or the command line;
+- no circle of imports anywhere in freezeview: every import counts, a type-only one or
+  one inside a function too (a circle of ideas is a circle).
+
+The engine's own stage rules are in tests/test_engine_stages.py.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "freezeview"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str, list[str]]]:
+    """(line, absolute module, names) for every import in ``path``, wherever it is."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, []
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            yield node.lineno, target, [a.name for a in node.names]
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(target: str, names: list[str], known: dict[str, Path]) -> list[str]:
+    """The freezeview modules an import reaches: a submodule named in ``names``, or the
+    module itself."""
+    found = [f"{target}.{n}" for n in names if f"{target}.{n}" in known]
+    return found or ([target] if target in known else [])
+
+
+def test_the_screen_imports_no_torch_and_the_engine_only_through_the_session() -> None:
+    wrong = []
+    for path in sorted((PACKAGE / "ui").rglob("*.py")):
+        for line, target, _ in _imports(path):
+            root = target.split(".")[0]
+            if root == "torch" or target.startswith("freezeview.engine"):
+                wrong.append(f"{path.relative_to(PACKAGE)}:{line} imports {target}")
+            elif target.startswith("freezeview.session."):
+                wrong.append(
+                    f"{path.relative_to(PACKAGE)}:{line} imports {target}, not the package"
+                )
+            elif target.startswith("freezeview.cli"):
+                wrong.append(f"{path.relative_to(PACKAGE)}:{line} imports the command line")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("room", ["session", "engine"])
+def test_a_room_never_imports_the_screen_or_the_command_line(room: str) -> None:
+    wrong = [
+        f"{path.relative_to(PACKAGE)}:{line} imports {target}"
+        for path in sorted((PACKAGE / room).rglob("*.py"))
+        for line, target, _ in _imports(path)
+        if target.startswith(("freezeview.ui", "freezeview.cli", "textual"))
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_circle_of_imports_in_freezeview() -> None:
+    known = _modules()
+    edges: dict[str, set[str]] = {name: set() for name in known}
+    for name, path in known.items():
+        for _, target, names in _imports(path):
+            if target.startswith("freezeview"):
+                edges[name].update(m for m in _resolve(target, names, known) if m != name)
+    # A package's __init__ offering its modules' names is no circle of ideas: the
+    # package is its modules' front door, and a module that imports a sibling through
+    # it is reported below as importing that sibling.
+    for name in list(edges):
+        edges[name] = {
+            m
+            for m in edges[name]
+            if not (known[m].name == "__init__.py" and name.startswith(m + "."))
+        }
+    circles = _circles(edges)
+    assert not circles, "\n".join(" -> ".join(c) for c in circles)
+
+
+def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """One circle through each strongly connected group of modules (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    counter = 0
+
+    def visit(node: str) -> None:
+        nonlocal counter
+        index[node] = low[node] = counter
+        counter += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return groups
