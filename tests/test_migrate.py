@@ -9,7 +9,10 @@ child process's command.
 from __future__ import annotations
 
 import copy
+import html
 import json
+import re
+import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -311,3 +314,44 @@ def test_the_program_is_timed_against_the_frozen_torchscript(example: Migration)
     assert document["exported_program"]["verdict"] == pair.text()
     assert document["exported_program"]["candidate"]["median"] == pair.other.median
     assert EXAMPLE.read_bytes() == EXAMPLE_BYTES
+
+
+@pytest.mark.slow
+def test_the_review_page_shows_the_migration_torch_s_program_makes(
+    example: Migration, tmp_path: Path
+) -> None:
+    """The review page's section names exactly the writes the example's migration loses
+    (held against torch's own program by the test above), at their lines, and opens in
+    Chromium from its one summary line."""
+    from freezeview.engine.output.export import export
+    from freezeview.engine.output.migration_section import add_migration_section
+
+    result = export(EXAMPLE, tmp_path / "out", fmt="dot")
+    assert result.index is not None
+    add_migration_section(result.index, example)
+    page = result.index.read_text()
+    section = page[page.index('id="migration"') : page.index("<!-- migration -->")]
+    lost = re.findall(r'<tr class="lost" data-path="([^"]+)">', section)
+    assert lost == [w.path for w in example.lost_writes] and lost
+    for write in example.lost_writes:
+        assert html.escape(write.source_text) in section
+    for dimension in example.specialised:
+        assert html.escape(dimension) in section
+    assert example.speed is not None and example.speed.program is not None
+    assert html.escape(example.speed.program.text()) in section
+    sync_api = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"], headless=True)
+        try:
+            tab = browser.new_page(viewport={"width": 1400, "height": 900})
+            tab.goto(result.index.as_uri())
+            row = tab.locator(f'#migration tr.lost[data-path="{lost[0]}"]')
+            assert not row.is_visible()
+            tab.click("#migration summary")
+            assert row.is_visible()
+            assert example.lost_writes[0].source_text in row.inner_text()
+        finally:
+            browser.close()
