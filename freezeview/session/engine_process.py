@@ -148,6 +148,8 @@ class _Engine:
                 extra["cancel"] = self.cancels.setdefault(rid, threading.Event())
             if "statuses" in params:
                 extra["statuses"] = self._summaries_streamed(rid)
+            # Set before the call, as a failed run leaves garbage to collect too.
+            self._after[rid] = self._after_call(method)
             value = call(*args, **extra)
             if isinstance(value, Iterator):
                 for item in value:
@@ -158,7 +160,6 @@ class _Engine:
                 for piece in dump_in_slices(value):
                     self.send(("item", rid, piece))
                 value = None
-            self._after[rid] = self._after_call(method)
         except BaseException as exc:
             self.send(("error", rid, error_info(exc)))
         else:
