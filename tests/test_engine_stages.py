@@ -47,13 +47,19 @@ def _stage_of(path: Path) -> str | None:
 
 
 @functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once for all the tests of this file."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
 def _engine_imports(path: Path) -> list[tuple[int, tuple[str, ...], list[str]]]:
     """(line, target parts under freezeview.engine, imported names) for every import.
 
     Parsed once per module for all the tests of this file (callers do not change it)."""
     package = path.relative_to(ENGINE).parts[:-1]
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom):
             names = [a.name for a in node.names]
             if node.level:
@@ -223,3 +229,68 @@ def test_importing_a_stage_package_imports_no_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "False"
+
+
+def _private_names_of_engine_classes() -> set[str]:
+    """Every ``_private`` attribute or method an engine class defines: its methods, the
+    names assigned in its body (dataclass fields, ``__slots__``), and what its methods set
+    on ``self`` or ``cls``. The engine's classes are the only freezeview classes an engine
+    module can hold (it never imports the session, the screen or the command line)."""
+    names: set[str] = set()
+    for path in _modules():
+        for cls in ast.walk(_tree(path)):
+            if not isinstance(cls, ast.ClassDef):
+                continue
+            for stmt in cls.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names.add(stmt.name)
+                elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    names.add(stmt.target.id)
+                elif isinstance(stmt, ast.Assign):
+                    for target in stmt.targets:
+                        if not isinstance(target, ast.Name):
+                            continue
+                        names.add(target.id)
+                        if target.id == "__slots__" and isinstance(
+                            stmt.value, (ast.Tuple, ast.List)
+                        ):
+                            names.update(
+                                e.value
+                                for e in stmt.value.elts
+                                if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                            )
+            for node in ast.walk(cls):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.ctx, ast.Store)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in ("self", "cls")
+                ):
+                    names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def _own(value: ast.expr) -> bool:
+    """``self``, ``cls`` or ``super()``: an object reading its own attributes."""
+    if isinstance(value, ast.Name):
+        return value.id in ("self", "cls")
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "super"
+    )
+
+
+def test_the_engine_reads_no_other_objects_private_attributes() -> None:
+    """State has one owner: an engine module reads ``obj._name`` only of ``self``, ``cls``
+    or ``super()``; a collaborator asks through a public property or method. torch's own
+    private names (``module._c``) are not freezeview's and stay allowed."""
+    private = _private_names_of_engine_classes()
+    assert {"_graphs", "_claimed", "_execute"} <= private  # it finds what it looks for
+    reads = [
+        f"{path.relative_to(ENGINE)}:{node.lineno} reads {ast.unparse(node)}"
+        for path in _modules()
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.Attribute) and node.attr in private and not _own(node.value)
+    ]
+    assert sorted(reads) == []

@@ -84,7 +84,7 @@ class FreezePhase(RunState):
             for m in methods:
                 # The inline step shown again holds the same inlined graph (unless its
                 # snapshot replaced it): the fold picture copies it, never changes it.
-                held = reused._graphs[m].graph() if reused is not None else None
+                held = reused.graphs[m].graph() if reused is not None else None
                 if held is not None and not pipe.read_in_order:
                     graphs[m] = held
                     continue

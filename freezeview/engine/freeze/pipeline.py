@@ -327,7 +327,7 @@ class Pipeline:
             Method -> graph; empty for a failed step or released pictures.
         """
         graphs: dict[str, torch._C.Graph] = {}
-        for method, picture in step._graphs.items():
+        for method, picture in step.graphs.items():
             graph = picture.graph() if not picture.released else None
             if graph is not None:
                 graphs[method] = graph

@@ -161,8 +161,8 @@ class RunState:
 
     def _add(self, step: Step) -> Step:
         self.pipe.steps.append(step)
-        if step._graphs:
-            self.current = dict(step._graphs)
+        if step.graphs:
+            self.current = dict(step.graphs)
         if step.error is not None:
             self.pipe.failed = True
             self.stopped = True

@@ -56,6 +56,8 @@ class Step:
         kept: attribute paths that stayed module attributes (``fold_attributes`` only).
         snapshot: the ``forward`` graph after the step (None if there is no forward).
         snapshots: every method graph shown after the step, by method name.
+        graphs: the same graphs as the step holds them (:class:`LazyGraph`: printout,
+            kinds and snapshot taken on first use; the torch graph while it is held).
         node_count: nodes of the ``forward`` graph after the step (no snapshot needed).
         nodes_added, nodes_removed, nodes_changed: node counts from the diff with the
             previous step (summed over methods).
@@ -103,6 +105,14 @@ class Step:
         """Attribute paths that stayed module attributes (``fold_attributes`` only)."""
         value = self._attributes
         return (value.get() if isinstance(value, OnceGraphs) else value)[1]  # type: ignore[no-any-return]
+
+    @property
+    def graphs(self) -> Mapping[str, LazyGraph]:
+        """Every method graph after the step, by method name, as the step holds it: a
+        picture whose printout, node kinds and snapshot are taken when first asked for
+        (and whose torch graph :func:`release_graphs` may let go). Callers must not
+        change the mapping."""
+        return self._graphs
 
     @property
     def snapshots(self) -> Mapping[str, GraphSnapshot]:
@@ -186,9 +196,9 @@ def release_graphs(done: Step, following: Step | None = None, *, settled: bool =
     Returns:
         How many graphs were let go.
     """
-    keep = {id(graph) for graph in following._graphs.values()} if following is not None else set()
+    keep = {id(graph) for graph in following.graphs.values()} if following is not None else set()
     count = 0
-    for graph in done._graphs.values():
+    for graph in done.graphs.values():
         if id(graph) not in keep and (not settled or graph.settled):
             count += graph.release()
     return count

@@ -60,6 +60,9 @@ def tracked(proc: subprocess.Popen[bytes]) -> Iterator[None]:
 class DotJob:
     """One ``dot`` run asked for: the function that runs it, and what came out.
 
+    A job is run once, by whichever thread claims it first (:meth:`claim`): the queue's
+    worker, or a caller of :meth:`DotQueue.wait` with nothing else to do.
+
     Attributes:
         run: runs Graphviz and returns its output (it raises Graphviz's errors).
         seconds: how long the run took (set once done).
@@ -72,7 +75,19 @@ class DotJob:
     _error: BaseException | None = None
     _done: threading.Event = field(default_factory=threading.Event)
 
-    def _execute(self, owner: int) -> None:
+    def claim(self) -> bool:
+        """Take the job to run (or to drop): True for the first caller only.
+
+        Not a lock of its own: callers claim under their queue's lock.
+        """
+        if self._claimed:
+            return False
+        self._claimed = True
+        return True
+
+    def execute(self, owner: int) -> None:
+        """Run the claimed job in this thread for queue ``owner`` (whose closing kills the
+        Graphviz process it starts), keeping its output or the error it raised."""
         _OWNER.queue = owner
         start = time.perf_counter()
         try:
@@ -83,6 +98,27 @@ class DotJob:
             self.seconds = time.perf_counter() - start
             _OWNER.queue = 0
             self._done.set()
+
+    def fail(self, error: BaseException) -> None:
+        """End the claimed job without running it: :meth:`result` raises ``error``."""
+        self._error = error
+        self._done.set()
+
+    @property
+    def done(self) -> bool:
+        """True once the job ran (or failed without running)."""
+        return self._done.is_set()
+
+    def wait_done(self) -> None:
+        """Block until the job is done, whichever thread runs it."""
+        self._done.wait()
+
+    def result(self) -> bytes:
+        """The output of the finished job; raises what its run raised."""
+        if self._error is not None:
+            raise self._error
+        assert self._data is not None
+        return self._data
 
 
 class DotQueue:
@@ -118,8 +154,8 @@ class DotQueue:
         """Queue ``run`` (a Graphviz run); returns its job, to :meth:`wait` for."""
         job = DotJob(run)
         if self._thread is None:
-            job._claimed = True
-            job._execute(self._id)
+            job.claim()
+            job.execute(self._id)
             return job
         with self._ready:
             if self._closed:
@@ -135,29 +171,24 @@ class DotQueue:
         first, if it is one of them), so a caller with nothing else to do draws too.
         """
         start = time.perf_counter()
-        while not job._done.is_set():
+        while not job.done:
             taken = self._claim(job)
             if taken is None:
-                job._done.wait()
+                job.wait_done()
             else:
-                taken._execute(self._id)
+                taken.execute(self._id)
         if self._thread is not None:  # without a worker, the run was the caller's own work
             self.wait_seconds += time.perf_counter() - start
-        if job._error is not None:
-            raise job._error
-        assert job._data is not None
-        return job._data
+        return job.result()
 
     def _claim(self, preferred: DotJob | None = None) -> DotJob | None:
         """A queued job nobody runs yet (``preferred`` if it is one), now claimed."""
         with self._lock:
-            if preferred is not None and not preferred._claimed:
-                preferred._claimed = True
+            if preferred is not None and preferred.claim():
                 return preferred
             while self._jobs:
                 job = self._jobs.popleft()
-                if not job._claimed:
-                    job._claimed = True
+                if job.claim():
                     return job
         return None
 
@@ -170,7 +201,7 @@ class DotQueue:
                     return
             job = self._claim()
             if job is not None:
-                job._execute(self._id)
+                job.execute(self._id)
 
     def close(self, *, kill: bool = False) -> None:
         """Stop the worker: jobs not started are dropped; with ``kill``, running
@@ -181,10 +212,8 @@ class DotQueue:
             self._jobs.clear()
             self._ready.notify_all()
         for job in dropped:
-            if not job._claimed:
-                job._claimed = True
-                job._error = RuntimeError("the Graphviz queue was closed first")
-                job._done.set()
+            if job.claim():
+                job.fail(RuntimeError("the Graphviz queue was closed first"))
         if kill:
             with _RUNNING_LOCK:
                 _KILLED.add(self._id)
