@@ -30,9 +30,11 @@ So, while the app runs:
 
 A snapshot is freed by reference counting alone: anything that would hold one in a
 cycle (a finished worker keeps its arguments) must let go of it. The same goes for what
-the screen draws: :func:`untie_caches` keeps Textual's strips and LRU caches out of
-cycles of their own, so the frozen garbage a run leaves is a few hundred objects, not
-tens of thousands, and the deep sweep is seldom due.
+the screen draws: the screen keeps its toolkit's caches out of cycles of their own
+(freezeview/ui/textual_caches.py), so the frozen garbage a run leaves is a few hundred
+objects, not tens of thousands, and the deep sweep is seldom due. This module knows
+nothing of the toolkit: what the screen must empty before a deep sweep, it hands to
+:func:`install` (``before_deep_sweep``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any, Generic, TypeVar
 
@@ -60,7 +62,6 @@ __all__ = [
     "paused",
     "sweep",
     "uninstall",
-    "untie_caches",
 ]
 
 T = TypeVar("T")
@@ -71,6 +72,8 @@ T = TypeVar("T")
 _NEVER = 1 << 30
 
 _saved: tuple[int, ...] | None = None
+# What the screen lets go of before each deep sweep (install's ``before_deep_sweep``).
+_before_deep_sweep: Callable[[], object] | None = None
 #: Seconds the last sweep took, and each deep sweep (bench_keys.py reports them).
 last_sweep = 0.0
 deep_sweeps: list[tuple[float, int]] = []  # (seconds, objects frozen before)
@@ -102,11 +105,17 @@ RUN_START_DUE = 200_000
 RUN_START_SHARE = 1.0
 
 
-def install() -> None:
-    """No automatic full collections from now on (the young ones go on); Textual's strips
-    freed by reference counting (:func:`untie_caches`)."""
-    global _saved, _frozen_after_deep, _frozen_counted
-    untie_caches()
+def install(before_deep_sweep: Callable[[], object] | None = None) -> None:
+    """No automatic full collections from now on (the young ones go on).
+
+    Args:
+        before_deep_sweep: called at the start of every :func:`deep_sweep`, before the
+            collection: the screen lets go there of what its toolkit's caches hold for
+            widgets long removed (freezeview/ui/textual_caches.py), so that the sweep
+            frees it. None: nothing to let go of.
+    """
+    global _saved, _frozen_after_deep, _frozen_counted, _before_deep_sweep
+    _before_deep_sweep = before_deep_sweep
     if _saved is None:
         _frozen_after_deep = _frozen_counted = None
         _saved = gc.get_threshold()
@@ -122,7 +131,8 @@ def paused() -> AbstractContextManager[CatchUp]:
 
 def uninstall() -> None:
     """The collector as it was; what was frozen is the collector's again."""
-    global _saved
+    global _saved, _before_deep_sweep
+    _before_deep_sweep = None
     if _saved is not None:
         gc.set_threshold(*_saved)
         _saved = None
@@ -138,18 +148,18 @@ def keep() -> None:
 def deep_sweep() -> float:
     """A full collection of everything, frozen or not, then freeze the survivors.
 
-    Frozen objects that became cyclic garbage since (Textual's strips cache themselves,
-    so a dropped one is a cycle) are only freed this way; so are the styles caches of
-    removed widgets that Textual keeps (:func:`_forget_removed_widgets_lines`). It walks
-    every tracked object alive, in one block: the screen calls it when nobody is at the
-    keys (:func:`deep_sweep_if_due`).
+    Frozen objects that became cyclic garbage since are only freed this way; so is what
+    the ``before_deep_sweep`` given to :func:`install` lets go of first. It walks every
+    tracked object alive, in one block: the screen calls it when nobody is at the keys
+    (:func:`deep_sweep_if_due`).
     """
     global last_sweep, _frozen_after_deep
     if _saved is None:
         return 0.0
     start = time.perf_counter()
     walked = gc.get_freeze_count()
-    _forget_removed_widgets_lines()
+    if _before_deep_sweep is not None:
+        _before_deep_sweep()
     gc.unfreeze()
     gc.collect()
     gc.freeze()
@@ -159,28 +169,11 @@ def deep_sweep() -> float:
     return last_sweep
 
 
-def _forget_removed_widgets_lines() -> None:
-    """Empty the cache of Textual's ``StylesCache.get_inner_outer``.
-
-    It is an ``lru_cache`` on a method, so it keys its entries by the styles cache it was
-    called on: it holds up to 1024 widgets' styles caches, each with the lines it last
-    drew, long after their widgets were removed (footer keys, rows, panes: about 5k
-    memory blocks every ten re-runs). Its values are two colours, made again at once.
-    """
-    try:  # a private module of Textual's: a release without it leaves nothing to empty
-        from textual._styles_cache import StylesCache
-    except ImportError:
-        return
-    clear = getattr(getattr(StylesCache, "get_inner_outer", None), "cache_clear", None)
-    if clear is not None:
-        clear()
-
-
 def deep_sweep_if_due(due: int | None = None, *, recount: bool = True) -> float:
     """:func:`deep_sweep`, if enough objects joined the frozen ones since the last (what
     is frozen and alive stays about the same from run to run, so the growth is frozen
-    garbage: Textual's widgets removed, workers, the little that :func:`untie_caches`
-    leaves): :data:`DUE_GARBAGE`, or a quarter of what the last one left alive
+    garbage: the screen's widgets removed, workers, the little its caches leave):
+    :data:`DUE_GARBAGE`, or a quarter of what the last one left alive
     (:data:`DUE_SHARE`). A deep
     sweep walks every tracked object alive (the screen's own: 0.05-0.1 s on a big
     model's screen, in one block), so the quiet timer calls it, and a run's start only
@@ -249,56 +242,6 @@ def sweep() -> float:
     gc.freeze()
     last_sweep = time.perf_counter() - start
     return last_sweep
-
-
-def untie_caches() -> None:
-    """Textual's strips and caches no longer hold themselves in reference cycles: what
-    the screen drops is freed at once, frozen or not.
-
-    - ``Strip.divide`` and ``Strip.crop_extend`` keep their result in a cache of the
-      strip they were called on; when the result is the strip itself (a cut at its end,
-      a crop to its whole length: what the compositor asks of most lines) that is a
-      cycle. Here both return the strip itself in those cases before reaching the
-      cache, as they would from it; every other result is computed and cached as before.
-    - ``LRUCache`` links its entries in a ring: ``clear()`` (the steps table clears its
-      row caches at every new row) left the ring, and every row rendered, as garbage.
-      Here the links are emptied first.
-
-    A strip or a ring frozen while in use (:func:`keep`) and dropped later stayed, with
-    all it held, until a deep sweep: nine in ten of the objects a deep sweep freed.
-    Idempotent.
-    """
-    from textual.cache import LRUCache
-    from textual.strip import Strip
-
-    if getattr(Strip, "_freezeview_untied", False):
-        return
-    if not all(hasattr(Strip, name) for name in ("divide", "crop_extend", "cell_length")):
-        return  # a Textual without these: nothing of ours to patch
-    divide, crop_extend, clear = Strip.divide, Strip.crop_extend, LRUCache.clear
-
-    def divide_untied(self: Strip, cuts: Iterable[int]) -> Sequence[Strip]:
-        cuts = list(cuts)
-        length = self.cell_length
-        if [cut for cut in cuts if cut <= length] == [length]:
-            return [self]
-        return divide(self, cuts)
-
-    def crop_extend_untied(self: Strip, start: int, end: int, style: Any) -> Strip:
-        if start <= 0 and end == self.cell_length:
-            return self
-        return crop_extend(self, start, end, style)
-
-    def clear_untied(self: LRUCache[Any, Any]) -> None:
-        for link in getattr(self, "_cache", {}).values():
-            if isinstance(link, list):  # Textual's links: [prev, next, key, value]
-                link.clear()
-        clear(self)
-
-    Strip.divide = divide_untied  # type: ignore[method-assign]
-    Strip.crop_extend = crop_extend_untied  # type: ignore[method-assign]
-    LRUCache.clear = clear_untied  # type: ignore[method-assign]
-    Strip._freezeview_untied = True  # type: ignore[attr-defined]
 
 
 def let_go(graphs: Iterable[Any], then: Callable[[], object] | None = None) -> threading.Thread:

@@ -22,6 +22,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from ..session import EngineSession, RemoteSession, SessionOptions, collector
+from . import textual_caches
 from .failures import FailureLog, Guarded, sentence, strict
 from .screens.main import MainScreen
 
@@ -139,8 +140,10 @@ class FreezeviewApp(Guarded, App[int]):
         sys.setswitchinterval(0.001)
         self._old_showwarning = warnings.showwarning
         warnings.showwarning = self._showwarning
-        # No full garbage collection at a moment nobody chose (see session/collector.py).
-        collector.install()
+        # No full garbage collection at a moment nobody chose (see session/collector.py);
+        # Textual's caches kept from holding what the screen drops (ui/textual_caches.py).
+        textual_caches.untie()
+        collector.install(before_deep_sweep=textual_caches.forget_removed_widgets_lines)
 
     async def on_event(self, event: events.Event) -> None:
         """Every event, as Textual handles it; a key or the mouse is noted as the user's

@@ -279,34 +279,6 @@ def test_a_runs_start_decides_from_the_count_its_last_run_end_took(
     assert starts == [], starts
 
 
-def test_untied_strips_and_caches_hold_no_cycle_of_their_own() -> None:
-    """A strip cut at its end or cropped to its whole length is itself, as in Textual,
-    but not kept in its own caches (a cycle: once frozen, only a deep sweep freed it),
-    and a cleared LRU cache leaves no ring of entries behind."""
-    from rich.segment import Segment
-    from textual.cache import LRUCache
-    from textual.strip import Strip
-
-    collector.untie_caches()
-    collector.untie_caches()  # idempotent
-    strip = Strip([Segment("abc"), Segment("de")], 5)
-    assert strip.divide([5]) == [strip] and strip.divide([5])[0] is strip
-    assert strip.crop_extend(0, 5, None) is strip
-    halves = [Strip([Segment("ab")], 2), Strip([Segment("c"), Segment("de")], 3)]
-    assert strip.divide([2, 5]) == halves
-    assert strip.crop_extend(1, 7, None).text == "bcde  "
-    cached = [v for c in (strip._divide_cache, strip._crop_extend_cache) for v in c._cache.values()]
-    assert all(v is not strip and v != [strip] for v in cached)
-    cache: LRUCache[int, list[int]] = LRUCache(8)
-    for i in range(5):
-        cache[i] = [i]
-    links = list(cache._cache.values())
-    cache.clear()
-    assert all(link == [] for link in links) and len(cache) == 0
-    cache[1] = [1]
-    assert cache.get(1) == [1]
-
-
 @pytest.mark.slow
 @pytest.mark.asyncio
 async def test_a_rerun_leaves_little_frozen_garbage(small_pt: Path, tmp_path: Path) -> None:
@@ -434,43 +406,26 @@ async def test_a_due_deep_collection_waits_for_a_pause_in_the_keys(
     assert callers and all("_quiet_sweep" in c for c in callers), callers
 
 
-def test_a_deep_sweep_lets_the_lines_of_removed_widgets_go() -> None:
-    """Textual's ``StylesCache.get_inner_outer`` is an ``lru_cache`` on a method: it
-    holds up to 1024 widgets' styles caches, with the lines each last drew, long after
-    the widgets are gone (about 5k memory blocks every ten re-runs). A deep sweep, made
-    when nobody is at the keys, empties it."""
-    import weakref
-
-    from textual._styles_cache import StylesCache
-    from textual.color import Color
-
-    cache = StylesCache()
-    cache.get_inner_outer(Color(10, 20, 30), Color(40, 50, 60))
-    gone = weakref.ref(cache)
-    del cache
-    gc.collect()
-    if gone() is None:
-        pytest.skip("this Textual's get_inner_outer holds no styles cache")
-    collector.install()
+def test_a_deep_sweep_first_lets_go_of_what_the_screen_hands_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The screen's caches of removed widgets (ui/textual_caches.py) are emptied before
+    the collection that frees them; the collector itself knows nothing of Textual."""
+    order: list[str] = []
+    monkeypatch.setattr(collector.gc, "collect", lambda *_: order.append("collect") or 0)
+    collector.install(before_deep_sweep=lambda: order.append("let go"))
     try:
         collector.deep_sweep()
     finally:
         collector.uninstall()
-    assert gone() is None
-
-
-def test_a_textual_without_that_styles_cache_module_sweeps_all_the_same(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """``textual._styles_cache`` is private: a Textual release without it leaves the
-    sweep with nothing to empty, and the sweep still collects."""
-    import sys
-
-    monkeypatch.setitem(sys.modules, "textual._styles_cache", None)  # import fails
-    collector.install()
+    assert order == ["let go", "collect"], order
+    order.clear()
+    collector.install()  # none given (or after uninstall): nothing called
     try:
-        assert collector.deep_sweep() >= 0.0  # it ran: its time, not an ImportError
-        assert collector.last_sweep >= 0.0
+        collector.deep_sweep()
     finally:
         collector.uninstall()
+    assert order == ["collect"], order
 
 
 def test_deep_collections_measure_from_the_first_runs_end_at_a_share_of_what_is_alive(
