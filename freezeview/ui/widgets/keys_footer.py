@@ -108,14 +108,15 @@ class KeysFooter(Footer):
 
         ``Footer`` binds each key widget to its ``compact`` (``data_bind``), which puts a
         watcher of the key on the footer. Textual drops the watchers of closed widgets
-        only when the watched value changes, and the footer's ``compact`` never does:
-        every rebuild left its keys alive for good (five widgets a re-run in a session,
-        7k memory blocks every ten re-runs, without end). Textual offers no call for
-        this; its watcher lists are pruned here the way it prunes them itself.
+        only when the watched value is set, and the footer's ``compact`` never is: every
+        rebuild left its keys alive for good (five widgets a re-run in a session, 7k
+        memory blocks every ten re-runs, without end). Textual has no call to remove a
+        watcher (https://github.com/Textualize/textual/issues/6666, open); its public
+        ``mutate_reactive`` sets ``compact`` again to its own value, which runs the
+        watchers and so drops those of closed keys (the live keys are told the value
+        they have). tests/ui/test_keys_footer.py fails if that stops freeing them.
         """
-        watchers: dict[str, list[tuple[Any, Any]]] | None = getattr(self, "__watchers", None)
-        for found in (watchers or {}).values():
-            found[:] = [(node, callback) for node, callback in found if not node._closing]
+        self.mutate_reactive(Footer.compact)
 
 
 def _is_key(widget: Widget) -> bool:
