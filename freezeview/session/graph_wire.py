@@ -75,7 +75,7 @@ def dump_in_slices(graph: GraphSnapshot, nodes: int = SLICE_NODES) -> list[bytes
 
     for start in range(0, len(order), nodes):
         cut("nodes", order[start : start + nodes])
-    values = list(graph._values.items())  # a field of the snapshot: its value map
+    values = list(graph.value_map().items())
     for start in range(0, len(values), _SLICE_VALUES):
         cut("values", values[start : start + _SLICE_VALUES])
     cut("text", graph.text)
@@ -104,7 +104,19 @@ class _Slices(io.RawIOBase):
 
 
 def _gc_untrack() -> Callable[[object], None] | None:
-    """CPython's ``PyObject_GC_UnTrack`` (None elsewhere: objects stay tracked)."""
+    """CPython's ``PyObject_GC_UnTrack`` (None elsewhere: objects stay tracked).
+
+    The one call into CPython's C API freezeview makes, and why: Python has no public
+    way to take an object out of the collector's reach for good. ``gc.freeze()`` moves
+    objects to the permanent generation, but the screen's deep sweep
+    (session/collector.py) unfreezes everything to find the cyclic garbage among the
+    screen's own objects, and would then walk every node of every graph received (for
+    a 17.8k-node graph's four steps, a quarter of a million objects more: the deep sweep
+    about twice as long). A ``gc.untrack`` was proposed and rejected upstream:
+    https://github.com/python/cpython/issues/86205. Untracking is safe here because a
+    snapshot's values hold no reference cycle (tests/ui/test_graph_transfer.py fails
+    when this symbol is gone on CPython, or a received graph is tracked again).
+    """
     if sys.implementation.name != "cpython":
         return None
     try:
@@ -192,7 +204,7 @@ def load_in_slices(
     method, block, node_count = fields
     # The nodes arrived in reversed pre-order: the graph's walk order, as it was sent.
     in_order = tuple(itertools.chain.from_iterable(pieces))[::-1]
-    graph = GraphSnapshot(method, block, text, node_count, _values=values, _in_order=in_order)
+    graph = GraphSnapshot.from_parts(method, block, text, node_count, values, in_order)
     untrack = _UNTRACK
     if untrack is not None:
         untrack(graph)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 __all__ = [
@@ -209,6 +210,27 @@ class GraphSnapshot:
     # generators each time adds up on a large graph; the tuple costs one pointer per
     # node.
     _in_order: tuple[NodeSnapshot, ...] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_parts(
+        cls,
+        method: str,
+        block: BlockSnapshot,
+        text: str,
+        node_count: int,
+        values: dict[str, ValueInfo],
+        nodes_in_order: tuple[NodeSnapshot, ...] | None = None,
+    ) -> GraphSnapshot:
+        """A snapshot made of the parts another one handed out (a wire format rebuilding
+        the graph it sent): its fields, its value map (:meth:`value_map`) and, when
+        known, its nodes in walk order (:meth:`nodes_in_order`; else made from ``block``
+        on first use). The parts are taken as they are: neither copied nor checked."""
+        return cls(method, block, text, node_count, _values=values, _in_order=nodes_in_order)
+
+    def value_map(self) -> Mapping[str, ValueInfo]:
+        """Every value of the graph by name (graph inputs, block inputs, node outputs),
+        read-only: what :meth:`value` looks names up in."""
+        return MappingProxyType(self._values)
 
     @property
     def inputs(self) -> tuple[ValueInfo, ...]:
