@@ -235,3 +235,19 @@ def test_a_renewed_lock_held_by_another_thread_is_free_in_the_child() -> None:
     finally:
         release.set()
         holder.join()
+
+
+def test_a_renewed_lock_nobody_holds_is_freed() -> None:
+    """The fork hook Python keeps for good holds a renewed lock weakly: one made per
+    object (each helper server's) goes with its object."""
+    import weakref
+
+    from freezeview.engine.plumbing.forked import RenewedLock
+
+    lock = RenewedLock()
+    with lock:
+        assert lock.locked()
+    assert not lock.locked()
+    gone = weakref.ref(lock)
+    del lock
+    assert gone() is None

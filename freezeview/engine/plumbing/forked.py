@@ -42,11 +42,12 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Generic, TypeVar
 
-__all__ = ["Forked", "can_fork", "renewed_in_children"]
+__all__ = ["Forked", "RenewedLock", "can_fork", "renewed_in_children"]
 
 _T = TypeVar("_T")
 
@@ -56,15 +57,58 @@ _FRAME = struct.Struct("<QQ")
 _DONE = _FRAME.pack(0, 0)
 
 
-def renewed_in_children(lock: threading.Lock) -> threading.Lock:
-    """``lock``, released afresh in every forked child of this process.
+class RenewedLock:
+    """A lock that every forked child of this process gets afresh, released.
 
     A forked child has only the thread that forked: a lock another thread held at that
-    moment would stay held there forever. Module-level locks the helper's work may take
-    are made with this.
+    moment would stay held there forever. Python's own answer is
+    ``os.register_at_fork(after_in_child=...)``: here it puts a new ``threading.Lock``
+    in place of the old one in the child. Used as the lock it holds (``with``,
+    ``acquire``, ``release``, ``locked``).
     """
-    os.register_at_fork(after_in_child=lock._at_fork_reinit)  # type: ignore[attr-defined]
-    return lock
+
+    __slots__ = ("__weakref__", "_lock")
+
+    def __init__(self, lock: threading.Lock | None = None) -> None:
+        self._lock = lock if lock is not None else threading.Lock()
+        # A weak reference: registered hooks are never removed, and a lock made per
+        # object (one per helper server) must not live as long as the process.
+        renew = weakref.WeakMethod(self._renew)
+        os.register_at_fork(after_in_child=lambda: _call_if_alive(renew))
+
+    def _renew(self) -> None:
+        self._lock = threading.Lock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """As ``threading.Lock.acquire``."""
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        """As ``threading.Lock.release``."""
+        self._lock.release()
+
+    def locked(self) -> bool:
+        """As ``threading.Lock.locked``."""
+        return self._lock.locked()
+
+    def __enter__(self) -> bool:
+        return self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+def _call_if_alive(method: weakref.WeakMethod[Callable[[], None]]) -> None:
+    bound = method()
+    if bound is not None:
+        bound()
+
+
+def renewed_in_children(lock: threading.Lock) -> RenewedLock:
+    """``lock``, released afresh in every forked child of this process (a new lock in
+    its place there, :class:`RenewedLock`). Module-level locks the helper's work may take
+    are made with this."""
+    return RenewedLock(lock)
 
 
 def can_fork() -> bool:
