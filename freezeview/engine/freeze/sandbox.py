@@ -14,6 +14,25 @@ which keeps the tensors that share an object shared) and runs copies of graphs w
 tensor constants are replaced by copies too, taken from the same table: a folded
 constant that is the same tensor as a kept attribute stays the same tensor in the copy.
 Nothing the pipeline holds, and nothing the user's file is saved from, is ever run.
+
+Storage is copied as the original shares it. torch's deepcopy keeps one tensor object
+one tensor object, but clones every tensor *object* on its own: a buffer and a view of
+it, a parameter and a buffer on one storage, a tensor and a slice of it in a list, each
+get a storage of their own, and a write through one no longer shows through the other
+(torch's module shows it). So every original storage is cloned once (bytes, offsets and
+dtype views as they are) and each copied tensor is seated on its original's geometry
+(``set_(storage, offset, size, stride)``) in the clone of its original's storage, in
+place, so the copied module, its lists, dicts, tuples and TorchScript objects hold the
+re-seated tensors. Folded graph constants are seated the same way.
+
+A TorchScript object whose Python class is not importable here (someone else's model,
+loaded from its file) cannot be looked into with public torch APIs: Python reads an
+object's fields only by turning it into an instance of its Python class (torch fails
+with "classType ... is not found"), and torch's ``ClassType`` binding does not list an
+object's attributes. Such an object is copied by torch's deepcopy alone: runs never
+reach the original, but its tensors are storages of their own in the copy (a field
+sharing storage with a buffer no longer follows it) and :meth:`Sandbox.restore` cannot
+put them back.
 A folded TorchScript object (a quantized model's packed params, torchbind objects that
 only quantized ops read) is run as it is when nothing in the graph writes it
 (:func:`~freezeview.engine.reasons.constant_writers`); one the graph writes cannot be
@@ -33,7 +52,7 @@ from typing import Any
 
 import torch
 
-from ..graph import attribute_values, tensors_in
+from ..graph import attribute_values, module_iterators, tensors_in
 from ..reasons import constant_writers
 
 __all__ = ["Sandbox", "SandboxError"]
@@ -64,6 +83,81 @@ def _summary(value: Any) -> Any:
     if isinstance(value, (int, float, str, bool, complex)) or value is None:
         return value
     return ("object", type(value).__name__)
+
+
+def _seatable(tensor: torch.Tensor) -> bool:
+    """A dense tensor with real storage: it can be seated on a storage by ``set_``
+    (quantized, sparse, nested and meta tensors are copied and put back whole)."""
+    return (
+        tensor.layout == torch.strided
+        and not tensor.is_quantized
+        and not tensor.is_nested
+        and tensor.device.type != "meta"
+    )
+
+
+def _storage_key(tensor: torch.Tensor) -> int:
+    """What identifies a tensor's storage (its StorageImpl; an empty storage too)."""
+    return int(tensor.untyped_storage()._cdata)
+
+
+def _same_geometry(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return (
+        a.dtype == b.dtype
+        and a.size() == b.size()
+        and a.stride() == b.stride()
+        and a.storage_offset() == b.storage_offset()
+    )
+
+
+def _tensor_pairs(ours: Any, theirs: Any) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """(original, copy) for every tensor of an attribute's value and its copy: in lists,
+    tuples, dict values and the fields of TorchScript objects (as Python reads them), to
+    any depth; submodules are walked as attributes of their own."""
+    if isinstance(ours, torch.Tensor):
+        if isinstance(theirs, torch.Tensor):
+            yield ours, theirs
+    elif isinstance(ours, list | tuple) and isinstance(theirs, list | tuple):
+        if len(ours) == len(theirs):
+            for a, b in zip(ours, theirs, strict=True):
+                yield from _tensor_pairs(a, b)
+    elif isinstance(ours, dict) and isinstance(theirs, dict):
+        if len(ours) == len(theirs):
+            for a, b in zip(ours.values(), theirs.values(), strict=True):
+                yield from _tensor_pairs(a, b)
+    elif (
+        not isinstance(ours, torch._C.ScriptModule | torch._C.ScriptObject)
+        and type(ours) is type(theirs)
+        and isinstance(getattr(ours, "__dict__", None), dict)
+    ):
+        # An instance of a @torch.jit.script class: torch builds a Python instance whose
+        # fields are the object's own tensors (the same TensorImpls), so seating them
+        # seats the TorchScript object's tensors.
+        mine, copied = vars(ours), vars(theirs)
+        for name, value in mine.items():
+            if name in copied:
+                yield from _tensor_pairs(value, copied[name])
+
+
+def _walk(cmod: torch._C.ScriptModule) -> list[tuple[str, Any]]:
+    """Every attribute path under ``cmod`` with its value, as :func:`attribute_values`
+    gives them, read module by module where torch cannot convert every value at once
+    (an object whose Python class is not importable is an ``OpaqueObject`` then)."""
+    found = attribute_values(cmod)
+    if found is not None:
+        return found
+    out: list[tuple[str, Any]] = []
+    stack: list[tuple[str, torch._C.ScriptModule]] = [("", cmod)]
+    while stack:
+        prefix, module = stack.pop()
+        children: list[tuple[str, torch._C.ScriptModule]] = []
+        for name, value in module_iterators(module)["named_attributes"]:
+            path = f"{prefix}.{name}" if prefix else name
+            out.append((path, value))
+            if isinstance(value, torch._C.ScriptModule):
+                children.append((path, value))
+        stack.extend(reversed(children))
+    return out
 
 
 def _defaults(module: Any, method: str, arity: int) -> list[tuple[bool, Any]]:
@@ -114,31 +208,78 @@ class Sandbox:
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             raise SandboxError(f"torch could not copy the module to run it ({first})") from exc
-        # original tensor (by TensorImpl) -> its copy; (original, copy, copy's version).
-        self._memo: dict[int, torch.Tensor] = {}
+        # original tensor (by TensorImpl) -> (the original, kept alive, and its copy).
+        self._memo: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        # original storage (by StorageImpl) -> (the original storage, its one clone).
+        self._storages: dict[int, tuple[torch.UntypedStorage, torch.UntypedStorage]] = {}
+        # (original storage's key, a copied tensor seated in its clone, its version).
+        self._seated: list[tuple[int, torch.Tensor, int]] = []
+        # (original, copy, copy's version) of tensors copied whole (quantized, sparse...).
         self._pairs: list[tuple[torch.Tensor, torch.Tensor, int]] = []
         self._pymemo: dict[int, Any] = {}
         self._writes_attributes = False
-        mine = attribute_values(self._orig)
-        theirs = attribute_values(self.copy) if mine is not None else None
+        mine = _walk(self._orig)
+        theirs = _walk(self.copy)
         self._attributes: list[tuple[str, Any]] = []
-        if mine is not None and theirs is not None and len(mine) == len(theirs):
-            for (path, ours), (_, copied) in zip(mine, theirs, strict=True):
-                self._attributes.append((path, ours))
-                for a, b in zip(tensors_in(ours), tensors_in(copied), strict=False):
-                    if a._cdata not in self._memo:
-                        self._memo[a._cdata] = b
-                        self._pairs.append((a, b, b._version))
+        if len(mine) == len(theirs):
+            self._attributes = list(mine)
+            with torch.no_grad():
+                for (_, ours), (_, copied) in zip(mine, theirs, strict=True):
+                    for a, b in _tensor_pairs(ours, copied):
+                        self._adopt(a, b)
+
+    def _clone_of(self, tensor: torch.Tensor) -> torch.UntypedStorage:
+        """The one clone of ``tensor``'s storage, made on first sight."""
+        key = _storage_key(tensor)
+        held = self._storages.get(key)
+        if held is None:
+            storage = tensor.untyped_storage()
+            held = self._storages[key] = (storage, storage.clone())
+        return held[1]
+
+    def _seat(self, orig: torch.Tensor, mine: torch.Tensor) -> None:
+        """Put ``mine`` on ``orig``'s geometry in the clone of ``orig``'s storage."""
+        clone = self._clone_of(orig)
+        if mine.untyped_storage()._cdata != clone._cdata or not _same_geometry(orig, mine):
+            mine.set_(clone, orig.storage_offset(), orig.size(), orig.stride())
+        self._seated.append((_storage_key(orig), mine, mine._version))
+
+    def _adopt(self, orig: torch.Tensor, mine: torch.Tensor) -> None:
+        """Take ``mine`` (torch's deepcopy of ``orig``) as ``orig``'s copy, sharing
+        storage with the other copies as ``orig`` shares it with the other originals."""
+        if orig._cdata in self._memo and self._memo[orig._cdata][1] is mine:
+            return  # one tensor under two names: torch's deepcopy kept it one
+        self._memo.setdefault(orig._cdata, (orig, mine))
+        if not (_seatable(orig) and _seatable(mine) and orig.device == mine.device):
+            self._pairs.append((orig, mine, mine._version))
+            return
+        key = _storage_key(orig)
+        storage = orig.untyped_storage()
+        if (
+            key not in self._storages
+            and _same_geometry(orig, mine)
+            and mine.untyped_storage().nbytes() == storage.nbytes()
+        ):
+            # torch's clone is already a whole copy of the storage (a tensor that covers
+            # its own storage, as most parameters do): it becomes the storage's clone.
+            self._storages[key] = (storage, mine.untyped_storage())
+        self._seat(orig, mine)
 
     def _copied(self, value: Any) -> Any:
-        """``value`` with every tensor replaced by its copy (made once per tensor)."""
+        """``value`` with every tensor replaced by its copy (made once per tensor), on
+        the clone of its original's storage."""
         if isinstance(value, torch.Tensor):
-            got = self._memo.get(value._cdata)
-            if got is None:
-                # Python's deepcopy keeps views of one storage sharing it.
-                got = self._memo[value._cdata] = copy.deepcopy(value.detach(), self._pymemo)
-                self._pairs.append((value, got, got._version))
-            return got
+            held = self._memo.get(value._cdata)
+            if held is None:
+                if _seatable(value):
+                    got = torch.empty(0, dtype=value.dtype, device=value.device)
+                    with torch.no_grad():
+                        self._seat(value, got)
+                else:
+                    got = copy.deepcopy(value.detach(), self._pymemo)
+                    self._pairs.append((value, got, got._version))
+                held = self._memo[value._cdata] = (value, got)
+            return held[1]
         if isinstance(value, list):
             return [self._copied(v) for v in value]
         if isinstance(value, tuple):
@@ -209,19 +350,33 @@ class Sandbox:
         return call
 
     def restore(self) -> None:
-        """Put the copy back to the original's values, in place (sharing stays as it was)."""
+        """Put the copy back to the original's values, in place (sharing stays as it was).
+
+        A storage is copied back whole when a tensor seated in it was written (a write
+        through a view of it moves the view's base's version too)."""
         with torch.no_grad():
-            for i, (orig, mine, version) in enumerate(self._pairs):
-                if mine._version != version:
-                    mine.copy_(orig)
-                    self._pairs[i] = (orig, mine, mine._version)
+            self._put_back(everything=False)
         if self._writes_attributes:
             self._rebind()
 
+    def _put_back(self, everything: bool) -> None:
+        written = {
+            key for key, mine, version in self._seated if everything or mine._version != version
+        }
+        for key in written:
+            orig, clone = self._storages[key]
+            clone.copy_(orig)
+        if written:
+            self._seated = [(key, mine, mine._version) for key, mine, _ in self._seated]
+        for i, (orig_t, mine_t, version) in enumerate(self._pairs):
+            if everything or mine_t._version != version:
+                mine_t.copy_(orig_t)
+                self._pairs[i] = (orig_t, mine_t, mine_t._version)
+
     def _rebind(self) -> None:
         """Attributes a ``prim::SetAttr`` replaced get (copies of) the original values."""
-        now = attribute_values(self.copy)
-        if now is None or len(now) != len(self._attributes):
+        now = _walk(self.copy)
+        if len(now) != len(self._attributes):
             return
         for (path, ours), (_, theirs) in zip(self._attributes, now, strict=True):
             if _summary(self._copied(ours)) == _summary(theirs):
@@ -235,6 +390,4 @@ class Sandbox:
             except (RuntimeError, TypeError):
                 continue
         with torch.no_grad():
-            for orig, mine, _ in self._pairs:
-                mine.copy_(orig)
-        self._pairs = [(a, b, b._version) for a, b, _ in self._pairs]
+            self._put_back(everything=True)
