@@ -38,7 +38,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Counts of torch's freezes and of explain runs, wherever freezeview calls them."""
     counts: Counter[str] = Counter()
     freeze = _counting(counts, "freeze", torch_freeze.torch_outcome)
-    for module in (torch_freeze, verdicts, freeze_phase):
+    for module in (torch_freeze, verdicts, freeze_phase, reasons):
         monkeypatch.setattr(module, "torch_outcome", freeze)
     explain = _counting(counts, "explain", verdicts.explain)
     monkeypatch.setattr(verdicts, "explain", explain)
@@ -309,6 +309,7 @@ def test_the_opened_models_node_count_is_read_off_its_printout(tmp_path: Path) -
 def test_explain_lists_the_module_tree_once(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The app's first explain used to list the module tree for itself and again inside
     explain (0.2 s on a 512-block stack): explain's own listing is the app's inventory."""
+    import freezeview.engine.graph as graph
     import freezeview.engine.graph.inventory as inventory_module
 
     calls = Counter[str]()
@@ -319,6 +320,7 @@ def test_explain_lists_the_module_tree_once(tmp_path: Path, monkeypatch) -> None
         return listing(*args, **kwargs)
 
     monkeypatch.setattr(inventory_module, "build_inventory", counting)
+    monkeypatch.setattr(graph, "build_inventory", counting)  # where the session reads it
     monkeypatch.setattr(verdicts, "build_inventory", counting)
     session = Session(path=save_small(tmp_path / "small.pt"))
     session.open()

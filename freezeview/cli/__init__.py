@@ -1,5 +1,5 @@
-"""freezeview's command line: ``freezeview MODEL.pt`` opens the app; subcommands
-``explain``, ``freeze``, ``export`` and ``passes`` are thin calls into the engine.
+"""freezeview's command line: ``freezeview MODEL.pt`` opens the app; each subcommand is a
+thin call into the engine.
 
 Each subcommand lives in its own module exposing ``register(subparsers)``; the module
 sets ``func`` on its parser to a ``run(args) -> int``. No subcommand module imports
@@ -10,6 +10,22 @@ while torch initialises its C++ library. Errors the engine expects
 (:class:`~freezeview.engine.plumbing.errors.FreezeviewError`) become one sentence on stderr and
 their exit code; anything else is a bug and also gets one sentence, with the traceback
 only under ``--debug``.
+
+The modules:
+
+- :mod:`.app`: ``freezeview MODEL.pt``: the engine process started, then the Textual app;
+- :mod:`.serve`: ``freezeview serve``: the app in a browser, through textual-serve;
+- :mod:`.explain`: ``freezeview explain``: each attribute's status and reasons;
+- :mod:`.explain_groups`: explain's alike submodules printed once;
+- :mod:`.written`: the written-constant warning ``explain`` and ``freeze`` print;
+- :mod:`.freeze`: ``freezeview freeze``: the steps, their measurements, the frozen file;
+- :mod:`.export`: ``freezeview export``: pictures, IR diffs and the review page;
+- :mod:`.check`: ``freezeview check``: a model held against its expectations, for CI;
+- :mod:`.compare`: ``freezeview compare``: what freezing does differently to two models;
+- :mod:`.migrate`: ``freezeview migrate``: TorchScript to ExportedProgram, with proof;
+- :mod:`.passes`: ``freezeview passes``: the passes freezeview can run on this torch;
+- :mod:`.options`: options several subcommands share, turned into engine calls;
+- :mod:`.console`: where human output goes, and how wide it may be.
 """
 
 from __future__ import annotations
@@ -28,8 +44,7 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..engine.plumbing.errors import FreezeviewError
-from ..engine.plumbing.interrupts import interrupts_deferred
+from ..engine.plumbing import FreezeviewError, interrupts_deferred
 from .options import quiet_torch_warnings
 
 if TYPE_CHECKING:

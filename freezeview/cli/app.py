@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the app until the user quits; returns the exit code."""
     missing = terminal_missing()
     if missing is not None:
-        from ..engine.plumbing.errors import BadInputError
+        from ..engine.plumbing import BadInputError
 
         raise BadInputError(
             f"freezeview's app needs a terminal and {missing} is not one (a pipe, a file "
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 def _names_in_archive(path: Path, preserved: Preserved) -> bool:
     """Whether every preserved name is an attribute or submodule path the archive's
     ``data.pkl`` lists (read without torch, so the check does not wait for it)."""
-    from ..engine.load.archive_names import archive_attribute_paths
+    from ..engine.load import archive_attribute_paths
 
     known = archive_attribute_paths(path)
     return known is not None and all(name in known for name in preserved)
@@ -124,7 +124,7 @@ def open_app(args: argparse.Namespace) -> int:
     # is no TorchScript model at all (a state_dict, a pickle), gets the one-line error
     # every subcommand gives, exit 2; damage inside the archive and torch's own errors
     # show in the app. No torch here: the first screen must not wait for it.
-    from ..engine.load.archive import check_model_kind
+    from ..engine.load import check_model_kind
 
     check_model_kind(path)
     from ..session import RemoteSession, SessionOptions

@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def import_engine() -> None:
     """Import the engine (and torch) :func:`run` uses; the CLI calls it with Ctrl-C held."""
-    from ..engine.ci.compare import compare  # noqa: F401
+    from ..engine.ci import compare_models as compare  # noqa: F401
 
 
 def load_notes(models: Sequence[Any], paths: Sequence[str]) -> list[str]:
@@ -105,8 +105,10 @@ def load_notes(models: Sequence[Any], paths: Sequence[str]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview compare``; returns the exit code."""
-    from ..engine.ci.compare import compare, render_markdown, render_text
-    from ..engine.load.loading import load_model
+    from ..engine.ci import compare_models as compare
+    from ..engine.ci import render_comparison_text as render_text
+    from ..engine.ci import render_markdown
+    from ..engine.load import load_model
 
     plan = plan_from_args(args)
     threads, budget = measure_from_args(args)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from ..engine.graph import FrozenContents
     from ..engine.measure import Measurement
-    from ..engine.reasons.verdicts import AttributeVerdict, Explanation
+    from ..engine.reasons import AttributeVerdict, Explanation
     from .explain_groups import ModuleGroup, RowGroup
 
 __all__ = [
@@ -91,12 +91,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def import_engine() -> None:
     """Import the engine (and torch) :func:`run` uses; the CLI calls it with Ctrl-C held."""
-    from ..engine.reasons.verdicts import explain  # noqa: F401
+    from ..engine.reasons import explain  # noqa: F401
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview explain``; returns the exit code."""
-    from ..engine.reasons.verdicts import explain
+    from ..engine.reasons import explain
 
     threads, budget = measure_from_args(args)
     inputs = inputs_from_args(args)
@@ -157,7 +157,7 @@ def _final_figure(
     writes and cannot be copied), whatever the inputs."""
     from ..engine.freeze import SandboxError
     from ..engine.measure import final_figure
-    from ..engine.plumbing.errors import FreezeviewError, inputs_rejected
+    from ..engine.plumbing import FreezeviewError, inputs_rejected
 
     try:
         return final_figure(
@@ -179,7 +179,7 @@ def _final_figure(
 def _visible(
     verdicts: Iterable[AttributeVerdict], statuses: list[str] | None, show_all: bool
 ) -> list[AttributeVerdict]:
-    from ..engine.graph.inventory_values import HOUSEKEEPING  # not for --help's sake
+    from ..engine.graph import HOUSEKEEPING  # not for --help's sake
 
     shown = []
     for v in verdicts:

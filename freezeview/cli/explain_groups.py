@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ..engine.ci import group_paths, is_index
 
 if TYPE_CHECKING:
-    from ..engine.reasons.verdicts import AttributeVerdict
+    from ..engine.reasons import AttributeVerdict
 
 __all__ = [
     "ModuleGroup",

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..engine.freeze.pipeline import Plan
-    from ..engine.load.loading import LoadedModel
+    from ..engine.freeze import Plan
+    from ..engine.load import LoadedModel
 
 __all__ = [
     "add_extension_options",
@@ -103,7 +103,7 @@ def preserved_from_args(args: argparse.Namespace) -> list[str]:
 def load_from_args(args: argparse.Namespace) -> LoadedModel:
     """Load ``args.model`` with the loading flags."""
     # Imported here: loading imports torch, which `freezeview MODEL.pt` must not wait for.
-    from ..engine.load.loading import load_model
+    from ..engine.load import load_model
 
     loaded = load_model(
         args.model,
@@ -196,7 +196,7 @@ def add_measure_options(parser: argparse.ArgumentParser, *, autograd: bool = Fal
 
 def measure_from_args(args: argparse.Namespace) -> tuple[int, float]:
     """``(threads, budget)`` from ``--threads`` and ``--time-budget``, checked."""
-    from ..engine.plumbing.errors import BadInputError
+    from ..engine.plumbing import BadInputError
 
     text = str(getattr(args, "threads", "1"))
     try:
@@ -222,8 +222,7 @@ def autograd_from_args(args: argparse.Namespace) -> bool:
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
     """The freeze plan from the preserve and pass options."""
-    from ..engine.freeze.passes import default_passes
-    from ..engine.freeze.pipeline import Plan
+    from ..engine.freeze import Plan, default_passes
 
     preserved = tuple(preserved_from_args(args))
     inference = bool(getattr(args, "optimize_for_inference", False))
@@ -247,7 +246,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
 
 def inputs_from_args(args: argparse.Namespace) -> tuple[Any, ...] | None:
     """Sample inputs from ``--inputs`` or ``--input-shape`` (None when neither is given)."""
-    from ..engine.freeze.numerics import load_inputs, random_inputs
+    from ..engine.freeze import load_inputs, random_inputs
 
     if getattr(args, "inputs", None):
         return load_inputs(args.inputs)

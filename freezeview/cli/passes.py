@@ -27,13 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def import_engine() -> None:
     """Import the engine (and torch) :func:`run` uses; the CLI calls it with Ctrl-C held."""
-    from ..engine.output.report import passes_table  # noqa: F401
+    from ..engine.output import passes_table  # noqa: F401
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview passes``; returns the exit code."""
     # Imported here, not at the top: the report imports torch, which --help must not.
-    from ..engine.output.report import passes_json, passes_table
+    from ..engine.output import passes_json, passes_table
 
     if args.json:
         json.dump(passes_json(), sys.stdout, indent=2)

@@ -114,7 +114,7 @@ def public_url(host: str, port: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the web server until Ctrl-C; returns the exit code."""
-    from ..engine.plumbing.errors import BadInputError, PlanError
+    from ..engine.plumbing import BadInputError, PlanError
 
     args, app_options = _split(args)
     # The app's options are checked here, where a usage error can be read, not in a
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.model)
     # What the app refuses before its screen (a typo, a state_dict, a pickle), refused
     # here before any browser connects, in the same sentence and without torch.
-    from ..engine.load.archive import check_model_kind
+    from ..engine.load import check_model_kind
 
     check_model_kind(path)
     try:

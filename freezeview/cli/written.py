@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..engine.reasons.verdict_values import ConstantWrite
+    from ..engine.reasons import ConstantWrite
 
 __all__ = ["print_written_warning"]
 
@@ -31,7 +31,7 @@ def print_written_warning(console: Console, writes: list[ConstantWrite]) -> None
     from rich.markup import escape
     from rich.text import Text
 
-    from ..engine.reasons.verdict_values import WRITTEN_HELP, written_warning
+    from ..engine.reasons import WRITTEN_HELP, written_warning
 
     count = len(dict.fromkeys(w.path for w in writes))
     console.print()

@@ -28,15 +28,21 @@ from typing import TYPE_CHECKING, Any
 from .contract import ENGINE_CALLS, EngineSession, Preserved, SessionOptions, Written
 
 if TYPE_CHECKING:
-    from ..engine.diff.diff import forget_recent
-    from ..engine.draw.terminal.values import BoxLayout, GraphLayout
-    from ..engine.graph.facts import NodeFacts, attribute_node_ids, line_index, node_facts
-    from ..engine.graph.inventory_values import HOUSEKEEPING, Inventory
-    from ..engine.graph.naming import demangle
-    from ..engine.graph.snapshot_values import GraphSnapshot
-    from ..engine.load.loading import LoadedModel
-    from ..engine.plumbing.errors import BadInputError, FreezeviewError
-    from ..engine.reasons.verdict_values import WRITTEN_HELP
+    from ..engine.diff import forget_recent
+    from ..engine.draw import BoxLayout, GraphLayout
+    from ..engine.graph import (
+        HOUSEKEEPING,
+        GraphSnapshot,
+        Inventory,
+        NodeFacts,
+        attribute_node_ids,
+        demangle,
+        line_index,
+        node_facts,
+    )
+    from ..engine.load import LoadedModel
+    from ..engine.plumbing import BadInputError, FreezeviewError
+    from ..engine.reasons import WRITTEN_HELP
     from .canvas import STYLE_NAMES, Canvas
     from .collector import Handoff
     from .local import Session
@@ -63,21 +69,21 @@ _HOMES = {
     "StepSummary": ".summaries",
     "Canvas": ".canvas",
     "STYLE_NAMES": ".canvas",
-    "GraphSnapshot": "..engine.graph.snapshot_values",
-    "Inventory": "..engine.graph.inventory_values",
-    "HOUSEKEEPING": "..engine.graph.inventory_values",
-    "NodeFacts": "..engine.graph.facts",
-    "node_facts": "..engine.graph.facts",
-    "attribute_node_ids": "..engine.graph.facts",
-    "line_index": "..engine.graph.facts",
-    "demangle": "..engine.graph.naming",
-    "BoxLayout": "..engine.draw.terminal.values",
-    "GraphLayout": "..engine.draw.terminal.values",
-    "FreezeviewError": "..engine.plumbing.errors",
-    "BadInputError": "..engine.plumbing.errors",
-    "WRITTEN_HELP": "..engine.reasons.verdict_values",
-    "LoadedModel": "..engine.load.loading",
-    "forget_recent": "..engine.diff.diff",
+    "GraphSnapshot": "..engine.graph",
+    "Inventory": "..engine.graph",
+    "HOUSEKEEPING": "..engine.graph",
+    "NodeFacts": "..engine.graph",
+    "node_facts": "..engine.graph",
+    "attribute_node_ids": "..engine.graph",
+    "line_index": "..engine.graph",
+    "demangle": "..engine.graph",
+    "BoxLayout": "..engine.draw",
+    "GraphLayout": "..engine.draw",
+    "FreezeviewError": "..engine.plumbing",
+    "BadInputError": "..engine.plumbing",
+    "WRITTEN_HELP": "..engine.reasons",
+    "LoadedModel": "..engine.load",
+    "forget_recent": "..engine.diff",
     "Handoff": ".collector",
 }
 

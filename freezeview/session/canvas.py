@@ -15,7 +15,7 @@ double frame.
 
 from __future__ import annotations
 
-from ..engine.draw.terminal.values import BoxLayout, GraphLayout
+from ..engine.draw import BoxLayout, GraphLayout
 
 __all__ = ["STYLE_NAMES", "Canvas"]
 

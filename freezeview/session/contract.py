@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from ..engine.graph.inventory_values import Inventory
-    from ..engine.graph.snapshot_values import GraphSnapshot
+    from ..engine.graph import GraphSnapshot, Inventory
     from .canvas import Canvas
     from .summaries import AttrSummary, OpenedSummary, StepSummary
 

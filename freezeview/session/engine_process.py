@@ -24,9 +24,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..engine.graph.snapshot_values import GraphSnapshot
-from ..engine.plumbing.errors import FreezeviewError
-from ..engine.plumbing.heap import give_back_freed_memory, resident_bytes
+from ..engine.graph import GraphSnapshot
+from ..engine.plumbing import FreezeviewError, give_back_freed_memory, resident_bytes
 from .contract import ENGINE_CALLS, SessionOptions
 from .graph_wire import dump_in_slices
 from .remote import ERROR_TYPES, EngineError
@@ -39,15 +38,15 @@ if TYPE_CHECKING:
 __all__ = ["IDLE_RELOAD", "RELOAD_MARGIN", "RELOAD_RUNS", "error_info", "forward_warnings", "serve"]
 
 #: How much the engine process may grow over its size after the first run before it
-#: loads the model anew (:meth:`_Engine.watch_memory`). (At 6 % a model of many small
-#: classes, 4 MB a re-run, reloaded every RELOAD_RUNS runs, and when the last run set a
-#: reload off it rested at that peak: +10-13 %.)
+#: loads the model anew (:meth:`_Engine.watch_memory`). (A smaller margin had a model of
+#: many small classes reload every RELOAD_RUNS runs, and rest above the margin when the
+#: last run set a reload off.)
 RELOAD_MARGIN = 0.08
 #: Runs of the steps at least between two loads (and before the first) while the user
-#: goes on running: a load holds the engine's GIL most of its time (0.8 s at 512
-#: blocks), and a run after it makes its inline and fold steps anew instead of showing
-#: the last run's again. (8 let the engine reach +20 % at 512 blocks, for no re-run
-#: measurably faster.)
+#: goes on running: a load holds the engine's GIL most of its time, and a run after it
+#: makes its inline and fold steps anew instead of showing the last run's again. (More
+#: runs between loads let the engine grow much further, for no re-run measurably
+#: faster.)
 RELOAD_RUNS = 5
 #: Seconds without a call after which an engine over its limit loads the model anew,
 #: however few runs ago the last load was: nobody waits on the engine then.
@@ -164,7 +163,7 @@ class _Engine:
             self.send(("error", rid, error_info(exc)))
         else:
             if isinstance(value, list) and all(isinstance(v, AttrSummary) for v in value):
-                # A toggle changes a few of 10k summaries: only those cross.
+                # A toggle changes a few of many summaries: only those cross.
                 self._send_summaries("done", rid, value, self._inventory_once())
             else:
                 self.send(("done", rid, value))
@@ -201,13 +200,13 @@ class _Engine:
     def _send_summaries(
         self, kind: str, rid: int, summaries: list[Any], inventory: Any, pending: bool = False
     ) -> None:
-        # A toggle changes a few of 10k summaries: only those cross (summaries_wire).
+        # A toggle changes a few of many summaries: only those cross (summaries_wire).
         with self._summaries_lock:
             self.send((kind, rid, self._summaries.encode(summaries, inventory, pending)))
 
     def _inventory_once(self) -> Any:
-        # The module tree is the model's, the same for every plan: sent once (2.5 MB
-        # pickled at 512 blocks, for each preserved attribute toggled).
+        # The module tree is the model's, the same for every plan: sent once, not with
+        # each preserved attribute toggled (on a big model it is megabytes pickled).
         inventory = self._session.inventory
         if inventory is self._inventory_sent:
             return None
@@ -217,10 +216,10 @@ class _Engine:
     def _after_run(self, ran: bool = True, swaps: int | None = None) -> None:
         # The run's pipeline, steps and torch freeze are let go of by now (but the frozen
         # module its .code is read from), some of them in reference cycles: collected
-        # here, once a run, or the engine grows with every re-run (+20 % over 50 on a
-        # 64-block stack), and the C heap's freed pages given back (else the next run's
-        # graphs take new pages now and then: +60 MB in one re-run of a 12-layer
-        # transformer). The screen has every step and is not waiting for this.
+        # here, once a run, or the engine grows with every re-run, and the C heap's freed
+        # pages given back (else the next run's graphs take new pages now and then, and
+        # the process grows in jumps). The screen has every step and is not waiting for
+        # this.
         gc.collect()
         give_back_freed_memory()
         self.watch_memory(swaps if ran else None)
@@ -254,8 +253,8 @@ class _Engine:
         if run_from is not None and not self._swaps and self._runs < RELOAD_RUNS:
             # The size to grow from is the least after the first runs (none may reload
             # anyway): one measured while other work of the engine's was under way is
-            # no rest size (a 512-block stack read 24 MB over the next runs' and then
-            # grew 20 % before its first reload).
+            # no rest size (read too high, it let the engine grow far past the margin
+            # before its first reload).
             self._first = min(self._first, size)
             self._limit = self._first * (1 + RELOAD_MARGIN)
         if self._swaps and run_from == self._swaps and self._runs <= RELOAD_RUNS:
@@ -313,8 +312,8 @@ class _Engine:
         if idle:
             # The last run's frozen module, kept for its .code, is a clone of the old
             # model and holds its compilation unit, with every freeze's leftovers: its
-            # .code read now (0.1 s at 512 blocks, holding the GIL), the old model goes
-            # at the switch rather than at the next run (19 MB at rest at 512 blocks).
+            # .code read now (holding the GIL, while nobody waits), the old model goes
+            # at the switch rather than at the next run, and the memory at rest with it.
             # A user at work runs again soon anyway; if they stop, it is read then
             # (_let_go_if_idle).
             self._session.read_final_code()
@@ -342,8 +341,9 @@ class _Engine:
         old model) is still the last, and holds the old model. Its frozen module, kept
         for its .code, is a clone of it: (after a reload at work) its .code is read and
         the clone let go. Its torch graphs share the C heap's pages with what the old
-        model let go of: the small ones become snapshots (Session.settle_last_run; 22 MB
-        at rest on a model of many small classes, when the last re-run set a reload off).
+        model let go of: the small ones become snapshots (Session.settle_last_run), so
+        those pages can be given back (it shows on a model of many small classes whose
+        last re-run set a reload off).
         Without a reload there is nothing of the old model for them to hold back."""
         with self._idle:
             if self._calls != calls or self._active or self._switching:

@@ -34,9 +34,9 @@ from .contract import Preserved
 from .summaries import AttrSummary, ReasonSummary
 
 if TYPE_CHECKING:
-    from ..engine.graph.inventory_values import Inventory
-    from ..engine.load.loading import LoadedModel
-    from ..engine.reasons.explanation_memo import ExplanationMemo
+    from ..engine.graph import Inventory
+    from ..engine.load import LoadedModel
+    from ..engine.reasons import ExplanationMemo
 
 __all__ = [
     "GRACE",
@@ -204,7 +204,7 @@ class Explainer:
     _generation: int = 0
     # The loaded model the freezes were made of (what release_clone spares).
     _module: Any = None
-    # Summaries of the memo's explanations (11k reasons at N512), by names.
+    # Summaries of the memo's explanations (a reason per attribute), by names.
     _summaries: dict[tuple[str, ...], tuple[Any, list[AttrSummary]]] = dataclasses.field(
         default_factory=dict
     )
@@ -227,8 +227,7 @@ class Explainer:
         Raises:
             PlanError: an unknown name, or torch cannot freeze the model.
         """
-        from ..engine.reasons.torch_freeze import torch_outcome
-        from ..engine.reasons.verdicts import explain, torch_statuses_only
+        from ..engine.reasons import explain, torch_outcome, torch_statuses_only
 
         names = tuple(preserved)
         with self._lock:
@@ -289,7 +288,7 @@ class Explainer:
     ) -> Any:
         """The replay's explanation; None when abandoned (only after the statuses went
         out), or the pending summaries with an ``undetermined`` reason when it failed then."""
-        from ..engine.reasons.torch_freeze import release_clone
+        from ..engine.reasons import release_clone
 
         def wanted() -> bool:
             if pending is None:
@@ -359,13 +358,13 @@ class Explainer:
 
     def _release(self, held: tuple[tuple[str, ...], Any, Any] | None) -> None:
         if held is not None and held[1] is not None and held[1].frozen is not None:
-            from ..engine.reasons.torch_freeze import release_clone
+            from ..engine.reasons import release_clone
 
             release_clone(held[1].frozen, self._module)
 
 
 def _text(value: Any) -> str:
-    from ..engine.graph.snapshot_values import SourceLocation
+    from ..engine.graph import SourceLocation
 
     if value is None:
         return ""
@@ -380,7 +379,7 @@ def attr_summaries(
     """The summaries of an explanation's verdicts; with ``pending``, every attribute's one
     reason is :data:`PENDING_REASON` (torch's statuses, the reasons to follow)."""
     waiting = (PENDING_REASON,)
-    # A preserved name, or under one (10k attributes at 512 blocks, at every toggle).
+    # A preserved name, or under one (every attribute, at every toggle: one set lookup).
     exact, under = frozenset(preserved), tuple(f"{n}." for n in preserved)
     return [
         AttrSummary(

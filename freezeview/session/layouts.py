@@ -19,10 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..engine.draw.dot.ceiling import Overruns
-from ..engine.draw.folding.plan import RenderOptions
-from ..engine.draw.terminal.layout import TERMINAL_BUDGET, layout_graph
-from ..engine.graph.snapshot_values import GraphSnapshot
+from ..engine.draw import TERMINAL_BUDGET, Overruns, RenderOptions, layout_graph
+from ..engine.graph import GraphSnapshot
 from . import collector
 from .canvas import Canvas
 
@@ -105,9 +103,9 @@ class StepLayouts:
                     break
             busy.wait()
         try:
-            # The diff and the view build ~100k small objects, none of them garbage: the
-            # collector's passes over them (and over the engine's big heap) were a third
-            # of a 17k-node diff's first frame.
+            # The diff and the layout build many small objects, none of them garbage: the
+            # collector's passes over them (and over the engine's big heap) were a large
+            # part of a big diff's first frame.
             with collector.paused():
                 return self._make(key, before, after, level, expand, reasons, title, rows)
         except _Superseded:
@@ -177,7 +175,7 @@ class StepLayouts:
     ) -> Path:
         """The view's picture drawn by Graphviz as a PNG in ``out_dir`` (for terminals
         that show pictures): the same boxes, level and opened modules as the view."""
-        from ..engine.draw.pictures.render import render_diff, render_snapshot
+        from ..engine.draw import render_diff, render_snapshot
 
         options = RenderOptions(
             level=level,
@@ -193,7 +191,7 @@ class StepLayouts:
         if path.exists():
             return path
         if before is not None:
-            from ..engine.diff.diff import diff_snapshots
+            from ..engine.diff import diff_snapshots
 
             render_diff(diff_snapshots(before, after), path, fmt="png", options=options)
         else:

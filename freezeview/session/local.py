@@ -20,14 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..engine.freeze.passes import REGISTRY, default_passes
-from ..engine.graph.snapshot_values import GraphSnapshot
-from ..engine.load.loading import LoadedModel, in_training_mode, load_model
-from ..engine.load.reload import attach_weights, file_stamp, has_code_tensors, share_tensors
-from ..engine.plumbing.atomic import write_text
-from ..engine.plumbing.errors import BadInputError, FreezeviewError, PlanError
-from ..engine.reasons.explanation_memo import ExplanationMemo
-from ..engine.reasons.mutation import inline_method_graph
+from ..engine.freeze import REGISTRY, default_passes
+from ..engine.graph import GraphSnapshot
+from ..engine.load import (
+    LoadedModel,
+    attach_weights,
+    file_stamp,
+    has_code_tensors,
+    in_training_mode,
+    load_model,
+    share_tensors,
+)
+from ..engine.plumbing import BadInputError, FreezeviewError, PlanError, write_text
+from ..engine.reasons import ExplanationMemo, inline_method_graph
 from .contract import Preserved, SessionOptions, Written
 from .explain_turns import Explainer
 from .summaries import AttrSummary, OpenedSummary, PassSummary, ReasonSummary, StepSummary
@@ -36,7 +41,7 @@ from .summaries import step_summary as _step_view
 # Explain, the pipeline, diffs and numerics are imported where they are used: opening a
 # model needs none of them, and the app's engine process answers "open" first.
 if TYPE_CHECKING:
-    from ..engine.graph.inventory_values import Inventory
+    from ..engine.graph import Inventory
     from .canvas import Canvas
 
 __all__ = ["AttrSummary", "OpenedSummary", "PassSummary", "ReasonSummary", "Session", "StepSummary"]
@@ -71,7 +76,7 @@ class Session:
     _picture_dir: Path | None = field(default=None, repr=False)
     # The last explain's torch freeze until a run with the same names takes it (its
     # clean-up step), the explanations of the last few sets of names, and the turns of
-    # runs and the replay (session_explain.py).
+    # runs and the replay (explain_turns.py).
     _explainer: Explainer = field(default_factory=lambda: Explainer(ExplanationMemo()), repr=False)
     # The last run's inline and fold graphs, their snapshots offered to the next run, and
     # its inline and fold steps themselves (Pipeline.offer_steps).
@@ -176,11 +181,11 @@ class Session:
         torch prints the graph in C++, much faster than taking a snapshot: the app shows
         this as soon as the model is loaded, before any step exists.
         """
-        from ..engine.graph.snapshot_walk import printed_kinds
+        from ..engine.graph import printed_kinds
 
         graph = inline_method_graph(self.module.forward.graph)
         text = str(graph)
-        # Counted off the printout: walking 17k nodes through torch takes 0.2 s.
+        # Counted off the printout: walking every node through torch costs far more.
         return text, len(printed_kinds(text))
 
     def open(self) -> OpenedSummary:
@@ -210,7 +215,7 @@ class Session:
         model has no attribute, submodule or method of (``display`` names the model
         as the command line does); the app's start-up check, before the screen shows.
         A model that fails to load raises the load's error."""
-        from ..engine.plumbing.errors import PlanError
+        from ..engine.plumbing import PlanError
         from ..engine.reasons import unknown_name
 
         module = self.load().module
@@ -221,7 +226,7 @@ class Session:
 
     def build_inventory(self) -> Inventory:
         """The module tree and every attribute."""
-        from ..engine.graph.inventory import build_inventory
+        from ..engine.graph import build_inventory
 
         if self.inventory is None:
             self.inventory = build_inventory(self.module)
@@ -237,7 +242,7 @@ class Session:
         """Every attribute's verdict with ``preserved`` as ``preserved_attrs``.
 
         With ``statuses``, torch's statuses go to it first, each attribute's reasons
-        :data:`~.session_explain.PENDING_REASON`, when the reasons are not known yet; the
+        :data:`~.explain_turns.PENDING_REASON`, when the reasons are not known yet; the
         replay then waits for a run of the steps and is abandoned (the pending summaries are
         returned) when another explain starts or ``cancel`` is set
         (:mod:`freezeview.session.explain_turns`).
@@ -278,7 +283,7 @@ class Session:
 
     def sample_inputs(self) -> tuple[Any, ...] | None:
         """Sample inputs from ``--inputs`` or ``--input-shape`` (None if neither)."""
-        from ..engine.freeze.numerics import load_inputs, random_inputs
+        from ..engine.freeze import load_inputs, random_inputs
 
         if self._inputs is None and self.options.inputs_file is not None:
             self._inputs = tuple(load_inputs(self.options.inputs_file))
@@ -305,7 +310,7 @@ class Session:
         :meth:`read_final_code` or the next run, instead of its ``.code`` being read
         into :attr:`final_code` when the last step is done.
         """
-        # A replay of an explain's reasons waits for the run's end (session_explain.py).
+        # A replay of an explain's reasons waits for the run's end (explain_turns.py).
         with self._explainer.turns.first():
             yield from self._run(preserved, passes, cancel, progress, code=self.code_at_end)
 
@@ -319,9 +324,9 @@ class Session:
         code: bool,
     ) -> Iterator[StepSummary]:
         self._release_kept()
-        from ..engine.diff.diff import forget_recent
-        from ..engine.draw.folding.prepared import forget_prepared
-        from ..engine.freeze.pipeline import Pipeline
+        from ..engine.diff import forget_recent
+        from ..engine.draw import forget_prepared
+        from ..engine.freeze import Pipeline
         from ..engine.measure import MeasuredRun
 
         # The last run's snapshots are never shown again: what the engine kept of them
@@ -425,19 +430,18 @@ class Session:
         :data:`~freezeview.engine.freeze.lazy_graph.FULL_DIFF_LIMIT` nodes) that nobody
         has asked for yet, for the engine's idle time: the torch graphs go, with the
         folded constants they hold, and the C heap's pages they shared with what torch
-        freed since (a model loaded again, 22 MB at rest on a model of many small
-        classes) can be given back. Larger graphs stay torch graphs: a snapshot of a
-        25k-node graph takes 0.35 s and more memory than the graph. Blocking; ``stop``
-        ends it early (somebody has called since).
+        freed since (a model loaded again) can be given back. Larger graphs stay torch
+        graphs: their snapshot would take long and more memory than the graph itself.
+        Blocking; ``stop`` ends it early (somebody has called since).
         """
-        from ..engine.freeze import lazy_graph
+        from ..engine.freeze import diffed_in_full
 
         for graph in list(self._step_graphs.values()):
             if stop is not None and stop():
                 break
             if graph.built or graph.released:
                 continue
-            if graph.node_count <= lazy_graph.FULL_DIFF_LIMIT:
+            if diffed_in_full(graph):
                 graph.snapshot()
 
     def _pair(
@@ -477,7 +481,7 @@ class Session:
     @staticmethod
     def diff_text(before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
         """Unified IR diff between two snapshots."""
-        from ..engine.diff.diff import unified_ir_diff
+        from ..engine.diff import unified_ir_diff
 
         return unified_ir_diff(before, after, before_label=a, after_label=b)
 
@@ -491,11 +495,14 @@ class Session:
         """Write the step's graph (and its diff against ``before``) into ``out_dir``;
         a graph is a snapshot or a step's key (:meth:`step_graph`)."""
         old, new = self._pair(before, after)
-        from ..engine.diff.diff import diff_snapshots
-        from ..engine.draw.dot.ceiling import Overruns
-        from ..engine.draw.folding.plan import RenderOptions
-        from ..engine.draw.folding.scopes import module_paths
-        from ..engine.draw.pictures.render import render_diff, render_snapshot
+        from ..engine.diff import diff_snapshots
+        from ..engine.draw import (
+            Overruns,
+            RenderOptions,
+            module_paths,
+            render_diff,
+            render_snapshot,
+        )
 
         out_dir.mkdir(parents=True, exist_ok=True)
         notes: list[str] = []
@@ -532,7 +539,7 @@ class Session:
         terminal cells and drawn for the graph view; kept per step, level and opened
         boxes; a module level fitted to a pane ``rows`` high (a graph is a snapshot or a
         step's key). None when another layout was asked for before this one was made."""
-        from ..engine.draw.folding.scopes import module_paths
+        from ..engine.draw import module_paths
 
         old, new = self._pair(before, after)
         from .layouts import StepLayouts
@@ -565,7 +572,7 @@ class Session:
 
     def export(self, out_dir: Path, preserved: Preserved, passes: tuple[str, ...]) -> Written:
         """Write everything ``freezeview export`` writes into ``out_dir``."""
-        from ..engine.output.export import export
+        from ..engine.output import export_model as export
 
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         result = export(self.load(), out_dir, plan=_plan(preserved, passes), force=True)
@@ -590,7 +597,7 @@ def _names_something(module: Any, name: str) -> bool:
 
 def _frozen_note(loaded: LoadedModel, inventory: Inventory) -> tuple[str, ...]:
     """The status line's sentence for an already-frozen model: what freezing left in it."""
-    from ..engine.graph.frozen_contents import frozen_contents
+    from ..engine.graph import frozen_contents
 
     contents = frozen_contents(loaded.module, inventory)
     return (f"{contents.summary()}: freezing it again runs only what still changes it",)
@@ -598,7 +605,7 @@ def _frozen_note(loaded: LoadedModel, inventory: Inventory) -> tuple[str, ...]:
 
 def _plan(preserved: Preserved, passes: tuple[str, ...]) -> Any:
     """The pipeline plan for the app's preserved names and ticked passes."""
-    from ..engine.freeze.pipeline import Plan
+    from ..engine.freeze import Plan
 
     # Ticking an optimize_for_inference pass is asking for optimize_for_inference.
     inference = any(REGISTRY[p].group == "inference" for p in passes if p in REGISTRY)

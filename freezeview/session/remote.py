@@ -53,7 +53,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..engine.plumbing.errors import BadInputError, FreezeviewError, OutputError, PlanError
+from ..engine.plumbing import BadInputError, FreezeviewError, OutputError, PlanError
 from . import collector
 from .contract import Preserved, SessionOptions, Written
 from .graph_wire import load_in_slices
@@ -61,8 +61,7 @@ from .spawn import death_sentence, spawn_engine
 from .summaries_wire import SummariesDecoder, SummariesSent
 
 if TYPE_CHECKING:
-    from ..engine.graph.inventory_values import Inventory
-    from ..engine.graph.snapshot_values import GraphSnapshot
+    from ..engine.graph import GraphSnapshot, Inventory
     from .canvas import Canvas
     from .summaries import AttrSummary, OpenedSummary, StepSummary
 
@@ -437,7 +436,7 @@ class RemoteSession:
     @staticmethod
     def diff_text(before: GraphSnapshot, after: GraphSnapshot, a: str, b: str) -> str:
         """Unified IR diff between two snapshots (torch-free: computed here)."""
-        from ..engine.diff.diff import unified_ir_diff
+        from ..engine.diff import unified_ir_diff
 
         return unified_ir_diff(before, after, before_label=a, after_label=b)
 
@@ -505,8 +504,8 @@ _LARGE_MESSAGE = 1 << 16
 
 def _receive(conn: Connection) -> Any:
     """The next message. A snapshot is tens of thousands of small objects: built with
-    the cyclic collector running, young collections rescan them again and again (an
-    L12 transformer's graph unpickles in 50 ms paused, 160 ms not). In the app, what
+    the cyclic collector running, young collections rescan them again and again (a
+    big graph unpickles several times faster paused). In the app, what
     it built joins the objects the screen keeps frozen (session/collector.py)."""
     data = conn.recv_bytes()
     if len(data) < _LARGE_MESSAGE:

@@ -1,7 +1,7 @@
 """An explain's summaries as they cross from the engine process to the screen.
 
-Every explain answers with a view of each attribute (10.7k at 512 blocks, 1.5 MB
-pickled, 30 ms to pickle and as long again to unpickle), and a toggle changes a few of
+Every explain answers with a summary of each attribute (on a big model, megabytes
+pickled, and as long again to unpickle as to pickle), and a toggle changes a few of
 them. :class:`SummariesSent` carries the summaries whole, or only those that differ from the
 last summaries sent of the same kind: torch's statuses with every reason pending (the first
 answer of a toggle to names never explained), or the summaries with freezeview's reasons.
@@ -11,9 +11,9 @@ in the order it is sent and decoded in the order it arrives, whoever it was for 
 cancelled explain's answer too).
 
 A big model's summaries, and its module tree, go pickled in slices of :data:`SLICE_ITEMS`
-(a 2,048-block stack's 43k summaries and as many attributes in one ``pickle.loads`` held
-the screen's GIL, so every key, for 0.1 s): the screen unpickles them a slice at a
-time, and its event loop has its turn between two slices.
+(all of them in one ``pickle.loads`` would hold the screen's GIL, so every key, for as
+long as it takes): the screen unpickles them a slice at a time, and its event loop has
+its turn between two slices.
 
 Imports no torch (the screen's process uses it).
 """
@@ -25,7 +25,7 @@ import pickle
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine.graph.inventory_values import Inventory  # torch-free values
+from ..engine.graph import Inventory  # torch-free values
 from . import collector
 from .graph_wire import yield_turn
 from .summaries import AttrSummary

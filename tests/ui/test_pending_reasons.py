@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import torch
 
-import freezeview.engine.reasons.verdicts as verdicts
+import freezeview.engine.reasons as reasons
 from freezeview.session.explain_turns import reasons_pending
 from freezeview.ui.messages import ExplanationReady
-from freezeview.ui.screens.plan_runs import PlanRuns
+from freezeview.ui.screens.main import MainScreen
 from freezeview.ui.widgets.inspector import attribute_panel
 from freezeview.ui.widgets.status_line import StatusLine
 
@@ -28,12 +28,12 @@ def _handled(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """What the screen did with each explanation: the message, and whether the tree
     took its views (with the attribute ``scale`` as the tree showed it then)."""
     seen: list[dict[str, Any]] = []
-    real = PlanRuns.explanation_ready
+    real = MainScreen.on_explanation_ready
 
-    def recording(self: PlanRuns, message: ExplanationReady) -> None:
+    def recording(self: MainScreen, message: ExplanationReady) -> None:
         real(self, message)
-        shown = self.screen.summaries is message.summaries
-        tree = self.screen.model_tree
+        shown = self.summaries is message.summaries
+        tree = self.model_tree
         seen.append(
             {
                 "request": message.request,
@@ -44,7 +44,7 @@ def _handled(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
             }
         )
 
-    monkeypatch.setattr(PlanRuns, "explanation_ready", recording)
+    monkeypatch.setattr(MainScreen, "on_explanation_ready", recording)
     return seen
 
 
@@ -104,14 +104,14 @@ async def test_a_toggle_while_reasons_are_pending_never_shows_the_earlier_ones(
     """``scale`` is toggled, then ``head`` while scale's reasons are still worked out:
     the tree never takes the reasons of ``scale`` alone, not even if they come late."""
     gate = threading.Event()
-    real = verdicts.explain
+    real = reasons.explain
 
     def slow(*args: Any, **kwargs: Any) -> Any:
         if tuple(kwargs.get("preserved_attrs", ())) == ("scale",):
             gate.wait(30)  # the replay of ``scale`` alone is under way
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(verdicts, "explain", slow)
+    monkeypatch.setattr(reasons, "explain", slow)
     seen = _handled(monkeypatch)
     app = app_for(small_pt, tmp_path)
     async with app.run_test(size=SIZE) as pilot:

@@ -12,7 +12,7 @@ import oracle
 import pytest
 import torch
 
-import freezeview.engine.reasons.verdicts as verdicts
+import freezeview.engine.reasons as reasons
 from freezeview.session.explain_turns import PENDING_REASON, Superseded, TorchTurns, reasons_pending
 from freezeview.session.local import Session
 from freezeview.session.summaries import AttrSummary
@@ -22,13 +22,13 @@ from freezeview.session.summaries import AttrSummary
 def replays(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
     """The names of every replay of freeze_module.cpp explain runs, in order."""
     calls: list[tuple[str, ...]] = []
-    real = verdicts.explain
+    real = reasons.explain
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(tuple(kwargs.get("preserved_attrs", ())))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(verdicts, "explain", counting)
+    monkeypatch.setattr(reasons, "explain", counting)
     return calls
 
 
@@ -169,7 +169,7 @@ def test_a_replay_that_fails_after_the_statuses_says_so(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the replay broke")
 
-    monkeypatch.setattr(verdicts, "explain", broken)
+    monkeypatch.setattr(reasons, "explain", broken)
     session = Session(path=small_pt)
     session.open()
     first: list[list[AttrSummary]] = []

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import torch
 
+from freezeview.engine import reasons
 from freezeview.engine.reasons import torch_freeze, verdicts
 from freezeview.engine.reasons.explanation_memo import KEPT as EXPLANATIONS_KEPT
 from freezeview.session.local import Session
@@ -76,7 +77,7 @@ def test_an_explanation_is_replayed_when_torch_decides_otherwise(
         outcome = real(*args, **kwargs)
         return replace(outcome, kept=outcome.kept | {"not.what.torch.kept"})
 
-    monkeypatch.setattr(torch_freeze, "torch_outcome", other)
+    monkeypatch.setattr(reasons, "torch_outcome", other)  # where the session reads it
     session.explain([])
     assert len(replays) == 1
 

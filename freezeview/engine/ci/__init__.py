@@ -1,30 +1,50 @@
 """CI: a model and an expectations file (or two models) in, rules held or broken out.
 
-``check()`` (:mod:`.check`) holds a model against its :class:`Expectations`
-(:mod:`.expectations`) and reports for people and CI systems (:mod:`.ci_report`);
-``compare()`` (:mod:`.compare`, forked in :mod:`.compare_fork`) says what freezing does
-differently to two versions. Both read one gathering of torch's facts
-(:func:`gather_facts`). The two functions live in the modules of their names; the
-package offers the values. ``[deployment]`` rules (:mod:`.deployment_rules`) read a
-measured run; ``[migration]`` rules (:mod:`.migration_rules`) one run of migrate.
-:func:`group_paths` writes repeated blocks' paths once (:mod:`.path_ranges`; explain's
-titles use it too). Uses migrate, measure, freeze, reasons, load and plumbing.
+``check()`` and ``compare()`` read one gathering of torch's facts (:func:`gather_facts`);
+each lives in the module of its name, and the package offers the values. Uses migrate,
+measure, freeze, reasons, load and plumbing.
+
+- :mod:`.model_facts`: everything freezing does to one model under one plan, gathered once;
+- :mod:`.expectations`: the expectations file of ``check``: parsing, rules, line numbers;
+- :mod:`.check`: ``check()``, the rules held against the model's facts;
+- :mod:`.deployment_rules`: the ``[deployment]`` rules, held against a measured run;
+- :mod:`.migration_rules`: the ``[migration]`` rules, held against one run of migrate;
+- :mod:`.ci_report`: ``check``'s reports: text, JSON, GitHub, JUnit XML;
+- :mod:`.compare`: ``compare()``, what freezing does differently to two versions;
+- :mod:`.compare_fork`: both models of a ``compare`` frozen at once, one in a fork;
+- :mod:`.path_ranges`: repeated blocks' paths written once (:func:`group_paths`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .check import CheckReport, expectations_text
-    from .compare import Comparison
+    from .check import check as check_model
+    from .ci_report import render_github, render_json, render_junit
+    from .ci_report import render_text as render_check_text
+    from .compare import Comparison, render_markdown
+    from .compare import compare as compare_models
+    from .compare import render_text as render_comparison_text
     from .expectations import Expectations
     from .model_facts import gather_facts
     from .path_ranges import group_paths, is_index
 
-__getattr__, __dir__ = lazy_exports(
+# Offered under names of their own (name -> module, name there): ``check`` and ``compare``
+# also name the modules that define them, and a module once imported sits on its package
+# under its name, hiding a function of that name; both reports have a ``render_text``.
+_RENAMED = {
+    "check_model": ("check", "check"),
+    "compare_models": ("compare", "compare"),
+    "render_check_text": ("ci_report", "render_text"),
+    "render_comparison_text": ("compare", "render_text"),
+}
+
+_offered, _listed = lazy_exports(
     __name__,
     {
         "CheckReport": "check",
@@ -34,15 +54,41 @@ __getattr__, __dir__ = lazy_exports(
         "gather_facts": "model_facts",
         "group_paths": "path_ranges",
         "is_index": "path_ranges",
+        "render_github": "ci_report",
+        "render_json": "ci_report",
+        "render_junit": "ci_report",
+        "render_markdown": "compare",
     },
 )
+
+
+def __getattr__(name: str) -> Any:
+    home = _RENAMED.get(name)
+    if home is None:
+        return _offered(name)
+    value = getattr(importlib.import_module(f"{__name__}.{home[0]}"), home[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*_listed(), *_RENAMED})
+
 
 __all__ = [
     "CheckReport",
     "Comparison",
     "Expectations",
+    "check_model",
+    "compare_models",
     "expectations_text",
     "gather_facts",
     "group_paths",
     "is_index",
+    "render_check_text",
+    "render_comparison_text",
+    "render_github",
+    "render_json",
+    "render_junit",
+    "render_markdown",
 ]

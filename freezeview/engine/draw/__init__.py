@@ -42,6 +42,8 @@ if TYPE_CHECKING:
         start_side_by_side,
         start_snapshot,
     )
+    from .terminal.layout import TERMINAL_BUDGET, layout_graph
+    from .terminal.values import BoxLayout, GraphLayout
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -64,14 +66,21 @@ __getattr__, __dir__ = lazy_exports(
         "start_diff": "pictures.render",
         "start_side_by_side": "pictures.render",
         "start_snapshot": "pictures.render",
+        "TERMINAL_BUDGET": "terminal.layout",
+        "layout_graph": "terminal.layout",
+        "BoxLayout": "terminal.values",
+        "GraphLayout": "terminal.values",
     },
 )
 
 __all__ = [
     "FORMATS",
+    "TERMINAL_BUDGET",
+    "BoxLayout",
     "DotFailedError",
     "DotQueue",
     "DotTimeoutError",
+    "GraphLayout",
     "GraphvizMissingError",
     "Overruns",
     "PendingPicture",
@@ -79,6 +88,7 @@ __all__ = [
     "RenderResult",
     "find_dot",
     "forget_prepared",
+    "layout_graph",
     "module_paths",
     "render_diff",
     "render_side_by_side",

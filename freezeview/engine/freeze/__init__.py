@@ -3,8 +3,21 @@
 :class:`Pipeline` runs ``torch.jit.freeze`` as visible :class:`Step` values (inline,
 fold attributes, torch's clean-up, then each frozen-graph pass of :data:`REGISTRY` in
 the installed torch's order), each with snapshots before and after, notes, and the
-outputs compared on sample inputs (:mod:`.numerics`). Uses reasons, diff, graph, load
-and plumbing.
+outputs compared on sample inputs. Uses reasons, diff, graph, load and plumbing.
+
+- :mod:`.plan`: the plan: what to preserve, which passes, in which order;
+- :mod:`.passes`: the registry of frozen-graph passes and torch's default order;
+- :mod:`.pass_runners`: how each pass is run on one method graph;
+- :mod:`.pass_diagnosis`: why a pass did not fire, read off the graph it left unchanged;
+- :mod:`.pipeline`: :class:`Pipeline` and :func:`freeze`;
+- :mod:`.pipeline_run`: one run of a plan: the passes step by step, torch's fixed-point loop;
+- :mod:`.freeze_phase`: the freeze phase of a run: inline, fold attributes, clean-up;
+- :mod:`.run_state`: the state one run carries, and what it needs of its pipeline;
+- :mod:`.steps`: the steps and the graphs they show, each computed when first read;
+- :mod:`.lazy_graph`: one method's graph at one moment: printout, kinds, snapshot on first use;
+- :mod:`.fold_picture`: the fold step's picture: attribute reads folded as torch does;
+- :mod:`.numerics`: sample inputs, and each step's outputs compared;
+- :mod:`.sandbox`: a private copy of a module's state that runs happen on.
 """
 
 from __future__ import annotations
@@ -19,7 +32,7 @@ if TYPE_CHECKING:
     from .pipeline import Pipeline, freeze
     from .plan import Plan
     from .sandbox import Sandbox, SandboxError
-    from .steps import Progress, Step, release_graphs
+    from .steps import Progress, Step, diffed_in_full, release_graphs
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -40,6 +53,7 @@ __getattr__, __dir__ = lazy_exports(
         "Progress": "steps",
         "Step": "steps",
         "release_graphs": "steps",
+        "diffed_in_full": "steps",
     },
 )
 
@@ -55,6 +69,7 @@ __all__ = [
     "Step",
     "compare_outputs",
     "default_passes",
+    "diffed_in_full",
     "freeze",
     "load_inputs",
     "needs_guard",

@@ -23,7 +23,7 @@ from .lazy_graph import LazyGraph, OnceGraphs, SnapshotMap
 from .numerics import Numerics
 from .plan import Plan
 
-__all__ = ["FreezeResult", "Progress", "Step", "forget_known_counts"]
+__all__ = ["FreezeResult", "Progress", "Step", "diffed_in_full", "forget_known_counts"]
 
 
 #: What a step's lazy part computes: nodes added, removed, changed, and the notes.
@@ -263,13 +263,20 @@ def _printout_digest(graph: LazyGraph) -> bytes:
     return hashlib.blake2b(_ir_key(graph.text).encode(), digest_size=16).digest()
 
 
+def diffed_in_full(graph: LazyGraph) -> bool:
+    """True if ``graph`` is small enough for a step's counts to diff its snapshot in full
+    (:data:`~.lazy_graph.FULL_DIFF_LIMIT` nodes); larger graphs are counted by node kind,
+    and their snapshot is taken only when somebody asks for it."""
+    # Read at each call: tests lower the limit to reach the full diff on small graphs.
+    return graph.node_count <= _lazy.FULL_DIFF_LIMIT
+
+
 def _graph_counts(before: LazyGraph | None, after: LazyGraph) -> tuple[int, int, int, str]:
     """Added, removed, changed node counts and a one-line summary."""
     if before is None:
         count = after.node_count
         return count, 0, 0, f"+{count} added"
-    # Read at each call: tests lower the limit to reach the full diff on small graphs.
-    if max(before.node_count, after.node_count) <= _lazy.FULL_DIFF_LIMIT:
+    if diffed_in_full(before) and diffed_in_full(after):
         from ..diff import diff_snapshots
 
         # Equal printouts are equal graphs, and the diff matches nodes by what they

@@ -5,6 +5,20 @@
 summarised, never their storage); :func:`build_inventory` lists a model's module tree
 and every attribute (:class:`Inventory`). The ``*_values`` modules are torch-free, so
 the app's screen process can hold them. Uses plumbing only.
+
+- :mod:`.snapshot`: :func:`snapshot_graph`, by the fast printout path or the torch walk;
+- :mod:`.snapshot_parse`: the fast path: a snapshot parsed from torch's IR printout;
+- :mod:`.snapshot_walk`: the torch walk, node by node;
+- :mod:`.snapshot_sparse`: a few nodes of a printout, parsed when asked for;
+- :mod:`.snapshot_values`: a snapshot's values;
+- :mod:`.inventory`: the module tree and every attribute of a model;
+- :mod:`.inventory_values`: the inventory's values;
+- :mod:`.module_slots`: a module's attribute slots, read one by one;
+- :mod:`.frozen_contents`: what freezing left in an already-frozen model;
+- :mod:`.naming`: TorchScript names as freezeview shows and compares them;
+- :mod:`.schema_text`: what an operator schema writes and aliases, read from its text;
+- :mod:`.scalar_types`: the names behind TorchScript's enum ints (dtypes, layouts);
+- :mod:`.facts`: what the IR pane and the inspector read off a snapshot.
 """
 
 from __future__ import annotations
@@ -14,6 +28,7 @@ from typing import TYPE_CHECKING
 from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from .facts import NodeFacts, attribute_node_ids, line_index, node_facts
     from .frozen_contents import frozen_contents
     from .inventory import build_inventory, module_iterators, raw_module
     from .inventory_values import (
@@ -36,6 +51,7 @@ if TYPE_CHECKING:
         ValueInfo,
         parse_source_range,
     )
+    from .snapshot_walk import printed_kinds
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -64,6 +80,11 @@ __getattr__, __dir__ = lazy_exports(
         "NodeSnapshot": "snapshot_values",
         "SourceLocation": "snapshot_values",
         "parse_source_range": "snapshot_values",
+        "NodeFacts": "facts",
+        "attribute_node_ids": "facts",
+        "line_index": "facts",
+        "node_facts": "facts",
+        "printed_kinds": "snapshot_walk",
     },
 )
 
@@ -76,19 +97,24 @@ __all__ = [
     "GraphSnapshot",
     "Inventory",
     "ModuleInfo",
+    "NodeFacts",
     "NodeSnapshot",
     "ScriptEnum",
     "SourceLocation",
     "SparseReading",
     "ValueInfo",
+    "attribute_node_ids",
     "attribute_paths",
     "attribute_values",
     "build_inventory",
     "demangle",
     "frozen_contents",
+    "line_index",
     "module_iterators",
+    "node_facts",
     "parse_source_range",
     "partial_snapshot",
+    "printed_kinds",
     "raw_module",
     "snapshot_graph",
     "tensors_in",

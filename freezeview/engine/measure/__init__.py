@@ -1,14 +1,20 @@
 """Measure: a stepwise freeze in, what it did to speed, size and portability out.
 
-:class:`MeasuredRun` (:mod:`.measured_run`) follows a pipeline's run and, for every step
-that changed the graph, counts the bytes of tensor constants (:mod:`.constants`) and,
-with sample inputs, times the step's forward as torch's benchmark utilities do
-(:mod:`.latency`: warm-up, fixed threads, blocks until the median is stable within a
-time budget). After the run it adds the result's sizes and portability
-(:mod:`.portability`: constants' devices and dtypes, backend-only nodes, a save and load
-in a fresh process). :func:`final_figure` times only the unfrozen and the frozen forward
-(explain's figure). The values (:mod:`.measure_values`) are torch-free. Uses freeze,
-graph and plumbing.
+The values (the ``*_values`` modules) are torch-free. Uses freeze, diff, graph and
+plumbing.
+
+- :mod:`.measured_run`: :class:`MeasuredRun`, a pipeline's run measured step by step;
+- :mod:`.latency`: one forward timed as torch's benchmark utilities do, and two in pairs;
+- :mod:`.final_figure`: :func:`final_figure`, the unfrozen forward against the frozen one;
+- :mod:`.constants`: the tensors baked into graphs: bytes, duplicates, devices, dtypes;
+- :mod:`.portability`: backend-only nodes, and a save and load in a fresh process;
+- :mod:`.fresh_process`: the round trip's fresh processes, forked from one torch import;
+- :mod:`.measure_values`: latency, changes, sizes, portability and the verdict line;
+- :mod:`.node_time`: each node's and node kind's time, the unfrozen module and each step;
+- :mod:`.node_clocks`: its two clocks: Static Runtime's and torch.profiler's;
+- :mod:`.node_time_values`: the per-node times' values;
+- :mod:`.value_bisect`: the first node whose value differs after a step;
+- :mod:`.value_bisect_values`: the bisection's values.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ if TYPE_CHECKING:
         verdict_text,
     )
     from .measured_run import MeasuredRun
+    from .node_time import NodeTimer
     from .portability import roundtrip, unsaveable_reason
 
 __getattr__, __dir__ = lazy_exports(
@@ -71,6 +78,7 @@ __getattr__, __dir__ = lazy_exports(
         "MeasuredRun": "measured_run",
         "roundtrip": "portability",
         "unsaveable_reason": "portability",
+        "NodeTimer": "node_time",
     },
 )
 
@@ -81,6 +89,7 @@ __all__ = [
     "Latency",
     "MeasuredRun",
     "Measurement",
+    "NodeTimer",
     "Portability",
     "SecondCall",
     "Sizes",

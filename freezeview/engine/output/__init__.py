@@ -1,23 +1,46 @@
 """Output: a finished stepwise run in, the files and reports users read out.
 
-:mod:`.export` writes pictures, IR diffs and ``index.html`` (:mod:`.review_page`) to a
-directory, whole or not at all; the function ``export()`` lives in :mod:`.export` (the
-module and the function share the name, so the package offers :class:`ExportResult`
-and leaves the function where it is). :mod:`.report` gives freeze's JSON objects and
-rich tables. Uses freeze, draw, diff, reasons, graph, load and plumbing.
+The function ``export()`` lives in :mod:`.export` (the module and the function share the
+name, so the package offers :class:`ExportResult` and leaves the function where it is).
+Uses freeze, draw, diff, reasons, graph, load and plumbing.
+
+- :mod:`.export`: ``export()``: every file of an export, written whole or not at all;
+- :mod:`.export_run`: the torch side of an export: the stepwise freeze read once, let go;
+- :mod:`.export_pictures`: an export's pictures started in the background, in order;
+- :mod:`.export_page`: what an export wrote, handed to the review page;
+- :mod:`.export_values`: what an export wrote: :class:`ExportResult` and its entries;
+- :mod:`.review_page`: ``index.html``, the interactive review page;
+- :mod:`.migration_section`: the review page's migration section (``export --migrate``);
+- :mod:`.report`: step and plan reports: JSON objects and rich tables.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ..plumbing.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from .export import export as export_model
     from .export_values import ExportResult
-    from .report import passes_json, passes_table, result_json, step_json, steps_table
+    from .migration_section import add_migration_section
+    from .report import (
+        measurement_lines,
+        passes_json,
+        passes_table,
+        result_json,
+        step_json,
+        step_row,
+        steps_table,
+    )
 
-__getattr__, __dir__ = lazy_exports(
+# Offered under a name of its own (name -> module, name there): ``export`` also names the
+# module that defines it, and a module once imported sits on its package under its name,
+# hiding a function of that name.
+_RENAMED = {"export_model": ("export", "export")}
+
+_offered, _listed = lazy_exports(
     __name__,
     {
         "ExportResult": "export_values",
@@ -26,14 +49,35 @@ __getattr__, __dir__ = lazy_exports(
         "result_json": "report",
         "step_json": "report",
         "steps_table": "report",
+        "measurement_lines": "report",
+        "step_row": "report",
+        "add_migration_section": "migration_section",
     },
 )
 
+
+def __getattr__(name: str) -> Any:
+    home = _RENAMED.get(name)
+    if home is None:
+        return _offered(name)
+    value = getattr(importlib.import_module(f"{__name__}.{home[0]}"), home[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*_listed(), *_RENAMED})
+
+
 __all__ = [
     "ExportResult",
+    "add_migration_section",
+    "export_model",
+    "measurement_lines",
     "passes_json",
     "passes_table",
     "result_json",
     "step_json",
+    "step_row",
     "steps_table",
 ]

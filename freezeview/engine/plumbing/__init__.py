@@ -1,13 +1,17 @@
 """Plumbing every stage shares: errors, files written whole, forked helpers, Ctrl-C.
 
-Takes nothing from the other stages; gives them the error types users see
-(:class:`FreezeviewError` and its kinds), atomic output files (:mod:`.atomic`), work
-done by a forked copy of the process (:mod:`.forked`), Ctrl-C that waits for torch's
-C++ (:mod:`.interrupts`), the paused garbage collector (:mod:`.collector`), freed memory
-given back to the system (:mod:`.heap`), equal values held once (:mod:`.sharing`),
-torch's C++ standard error captured (:mod:`.stderr_capture`), counts and their nouns
-agreed and "did you mean" (:mod:`.wording`) and the lazy names of
-every stage's ``__init__`` (:mod:`.lazy`).
+Takes nothing from the other stages; gives them:
+
+- :mod:`.errors`: the errors users see (:class:`FreezeviewError` and its kinds);
+- :mod:`.atomic`: files and directories written whole or not at all;
+- :mod:`.forked`: pure-Python work done by a forked copy of the process;
+- :mod:`.interrupts`: Ctrl-C that waits for torch's C++;
+- :mod:`.collector`: the garbage collector paused while big results are built;
+- :mod:`.heap`: freed memory given back to the system between stages;
+- :mod:`.sharing`: one object for equal values kept side by side;
+- :mod:`.stderr_capture`: torch's C++ standard error, captured below Python;
+- :mod:`.wording`: counts that agree with their nouns, and "did you mean";
+- :mod:`.lazy`: the names of every stage's ``__init__``, imported on first use.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from typing import TYPE_CHECKING
 from .lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .atomic import atomic_path, protect_input
-    from .collector import collector_paused
+    from .atomic import atomic_path, check_output_path, protect_input, save_module, write_text
+    from .collector import CatchUp, collector_paused
     from .errors import (
         BadInputError,
         FreezeviewError,
@@ -28,7 +32,7 @@ if TYPE_CHECKING:
         torch_cause,
     )
     from .forked import Forked, renewed_in_children
-    from .heap import give_back_freed_memory
+    from .heap import give_back_freed_memory, resident_bytes
     from .interrupts import interrupts_deferred
     from .sharing import reuse_equal
     from .stderr_capture import capture_stderr_fd
@@ -55,17 +59,24 @@ __getattr__, __dir__ = lazy_exports(
         "did_you_mean": "wording",
         "plural": "wording",
         "unknown_pass": "wording",
+        "check_output_path": "atomic",
+        "save_module": "atomic",
+        "write_text": "atomic",
+        "resident_bytes": "heap",
+        "CatchUp": "collector",
     },
 )
 
 __all__ = [
     "BadInputError",
+    "CatchUp",
     "Forked",
     "FreezeviewError",
     "OutputError",
     "PlanError",
     "atomic_path",
     "capture_stderr_fd",
+    "check_output_path",
     "collector_paused",
     "did_you_mean",
     "give_back_freed_memory",
@@ -74,7 +85,10 @@ __all__ = [
     "plural",
     "protect_input",
     "renewed_in_children",
+    "resident_bytes",
     "reuse_equal",
+    "save_module",
     "torch_cause",
     "unknown_pass",
+    "write_text",
 ]
