@@ -9,11 +9,11 @@ STAMP := $(VENV)/.freezeview-installed
 TORCH_PIN ?= torch==2.13.0
 # pytest-xdist workers: the suite is mostly torch, Textual and subprocesses (about a
 # third of its CPU is in the interpreters the tests start) with waits between. On this
-# 2-core machine a third worker runs while the others wait (docs/architecture.md has the
-# figures). loadgroup keeps the tests that share a module-scoped fixture or a corpus
-# case on one worker (tests/conftest.py marks them, and orders the work it hands out:
-# --no-loadscope-reorder keeps that order), so that work is done once per run rather
-# than once per worker.
+# 2-core machine a third worker runs while the others wait (docs/benchmarks.md has the
+# figures, docs/notes/suite-speed.md the reasons). loadgroup keeps the tests that share a
+# module-scoped fixture or a corpus case on one worker (tests/conftest.py marks them, and
+# orders the work it hands out: --no-loadscope-reorder keeps that order), so that work is
+# done once per run rather than once per worker.
 WORKERS ?= 3
 # Python's bytecode cache (__pycache__, ignored by git) spares every test worker and
 # every freezeview process the tests start from compiling freezeview and the tests
@@ -23,7 +23,7 @@ unexport PYTHONDONTWRITEBYTECODE
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
 EXAMPLE := examples/example.pt
 
-.PHONY: demo explain-demo test test-fast test-slow test-tools test-torch check screenshots bench clean graphviz
+.PHONY: demo explain-demo test test-fast test-slow test-tools test-torch check screenshots architecture-picture bench clean graphviz
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -106,6 +106,10 @@ check: $(STAMP)
 
 screenshots: $(STAMP) $(EXAMPLE)
 	$(PY) scripts/export_screenshots.py
+
+# docs/architecture.svg, the map's picture, drawn again from docs/architecture.dot.
+architecture-picture: graphviz
+	$(or $(wildcard $(PY)),$(PYTHON)) scripts/render_architecture.py
 
 bench: $(STAMP)
 	for f in benchmarks/bench_*.py; do $(PY) $$f || exit 1; done

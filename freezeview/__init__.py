@@ -18,6 +18,15 @@ Example::
 
     result = freezeview.explain("model.pt", preserved_attrs=["version"])
     print(result.summary())
+
+The rooms (docs/architecture.md is the map; each package's docstring names its modules):
+
+- :mod:`.engine`: the torch-facing library, one package per stage;
+- :mod:`.cli`: the command line, one module per subcommand;
+- :mod:`.session`: the app's engine side: the session contract, the engine process, the
+  values that cross to the screen;
+- :mod:`.ui`: the Textual app, the screen's process only (no torch);
+- :mod:`.__main__`: ``python -m freezeview``, the same as the console script.
 """
 
 from __future__ import annotations

@@ -92,24 +92,3 @@ def test_cli_page_names_every_option_of_every_command() -> None:
     ]
     assert not missing, missing
     assert "--version" in text
-
-
-def test_architecture_module_table_names_every_module() -> None:
-    """docs/architecture.md's module table lists exactly the modules in freezeview/.
-
-    The table is the map a contributor reads first; a module that is split, added or
-    removed without its row would leave the map wrong without anyone noticing.
-    """
-    package = ROOT / "freezeview"
-    modules = {str(p.relative_to(package)) for p in package.rglob("*.py")}
-    page = (DOCS / "architecture.md").read_text()
-    marker = "<!-- module table: keep in step with freezeview/ -->"
-    assert marker in page
-    table = page.split(marker, 1)[1].split("\n\n", 1)[0]
-    listed = set()
-    for row in table.splitlines():
-        if row.startswith("| `"):
-            first_cell = row.split("|")[1]
-            listed |= set(re.findall(r"`([^`]+\.py)`", first_cell))
-    assert sorted(modules - listed) == [], "modules without a row in docs/architecture.md"
-    assert sorted(listed - modules) == [], "rows for modules that no longer exist"

@@ -1,22 +1,24 @@
 """freezeview's engine: the torch-facing library the CLI and the app are thin layers over.
 
-One sub-package per stage, imports flowing down this list, never up (each stage's
-``__init__.py`` says what lives there and which stages it uses):
+One sub-package per stage; a stage imports only the stages listed before it (each
+stage's ``__init__.py`` names its modules and the stages it uses):
 
-- ``plumbing``: errors users see, files written whole, forked helpers, Ctrl-C.
-- ``load``: a ``.pt`` path in, a checked TorchScript module out.
-- ``graph``: torch graphs and modules in, torch-free snapshots and inventories out.
-- ``reasons``: a model and a plan in, every attribute's status and why out.
-- ``diff``: two graph snapshots in, what was added, removed and changed out.
-- ``freeze``: a model and a plan in, ``torch.jit.freeze`` as visible steps out.
-- ``measure``: a stepwise freeze in, its effect on speed, size and portability out.
-- ``draw``: snapshots and diffs in, Graphviz pictures out.
-- ``output``: a finished run in, the files and reports users read out.
-- ``ci``: a model and its expectations (or two models) in, rules held or broken out.
-- ``migrate``: a TorchScript model in, whether it moves to ``torch.export`` out.
+- :mod:`.plumbing`: errors users see, files written whole, forked helpers, Ctrl-C.
+- :mod:`.load`: a ``.pt`` path in, a checked TorchScript module out.
+- :mod:`.graph`: torch graphs and modules in, torch-free snapshots and inventories out.
+- :mod:`.reasons`: a model and a plan in, every attribute's status and why out.
+- :mod:`.diff`: two graph snapshots in, what was added, removed and changed out.
+- :mod:`.freeze`: a model and a plan in, ``torch.jit.freeze`` as visible steps out.
+- :mod:`.measure`: a stepwise freeze in, its effect on speed, size, portability, each
+  node's time and the first node whose value moves out.
+- :mod:`.migrate`: a TorchScript model in, whether it moves to ``torch.export`` out.
+- :mod:`.draw`: snapshots and diffs in, Graphviz pictures and terminal layouts out.
+- :mod:`.output`: a finished run in, the files and reports users read out.
+- :mod:`.ci`: a model and its expectations (or two models) in, rules held or broken out.
 
-The engine never imports Textual, ``freezeview.ui`` or ``freezeview.cli`` (a test checks
-the boundary in a fresh interpreter).
+The engine never imports Textual, ``freezeview.ui``, ``freezeview.cli`` or
+``freezeview.session`` (tests/test_import_hygiene.py checks in a fresh interpreter,
+tests/test_rooms.py finds no import circle).
 
 Example::
 

@@ -1,8 +1,19 @@
-"""freezeview's Textual app. ``FreezeviewApp(model_path).run()`` opens it.
+"""freezeview's Textual app, the screen's process only: ``FreezeviewApp(model_path).run()``
+opens it.
 
-The app class is imported on first use, so the engine process
-(:mod:`freezeview.session.remote`), which lives in this package, starts without
-importing Textual.
+Nothing here imports torch or an engine module: the engine is reached through
+:mod:`freezeview.session`'s public names. The app class is imported on first use.
+
+- :mod:`.app`: :class:`FreezeviewApp`: the engine session started (or given), the screen;
+- :mod:`.screens`: the main screen, its keys, its runs of the plan, the help screen;
+- :mod:`.widgets`: the panes, each owning its state and saying what happened by messages;
+- :mod:`.messages`: messages of the main screen that no one widget owns;
+- :mod:`.host`: what the main screen needs of the app hosting it (a ``Protocol``);
+- :mod:`.failures`: an error of the app's own: one sentence on screen, the traceback logged;
+- :mod:`.textual_caches`: Textual's caches kept from holding what the screen dropped;
+- :mod:`.tree_rows`: the model tree's rows laid out from an explanation, off the event loop;
+- :mod:`.lexer`: the Pygments lexer for TorchScript IR;
+- :mod:`.graphics`: whether the terminal shows real pictures (kitty graphics, sixel).
 """
 
 from __future__ import annotations

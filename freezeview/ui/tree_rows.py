@@ -4,10 +4,10 @@ loop.
 :func:`lay_out` takes every attribute's verdict and the tree's status filter and says
 which rows show under which module, in what order, with what the tree needs to draw
 and update them (each row's place, the kept verdicts under each module, the header's
-counts). A 2,048-block stack's explanation has 43k verdicts: laying them out took a
-quarter of a second, so the explain worker lays them out as it receives them
-(ui/screens/engine_work.py) and the tree only makes the nodes that show
-(ui/widgets/model_tree.py).
+counts). A big model's explanation has tens of thousands of verdicts, too many to lay
+out on the event loop between two keys, so the explain worker lays them out as it
+receives them (``MainScreen.work_out_verdicts``) and the tree only makes the nodes that
+show (ui/widgets/model_tree.py).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ __all__ = ["RANGE_ROWS", "Rows", "TreeRows", "lay_out", "ranges"]
 Rows = dict[str, list[tuple[str, AttrSummary | str, bool]]]
 
 #: A module with more rows than this shows them folded in ranges of this many (of
-#: ranges, past this many squared), as debuggers show long arrays: a 2,048-block stack
-#: opens on 21 rows, not 8k made at once.
+#: ranges, past this many squared), as debuggers show long arrays: a module of thousands
+#: of blocks opens on a few range rows, not on every row made at once.
 RANGE_ROWS = 100
 
 

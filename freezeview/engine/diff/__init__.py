@@ -1,8 +1,11 @@
-"""Diff: two graph snapshots in, what was added, removed and changed out.
+"""Diff: two graph snapshots in, what was added, removed and changed out. Uses graph and
+plumbing.
 
-:func:`diff_snapshots` matches nodes across renamings (:mod:`.diff_match`) into a
-:class:`GraphDiff`; :func:`unified_ir_diff` writes ``diff -u`` text of two IR printouts.
-Uses graph and plumbing.
+- :mod:`.diff`: :func:`diff_snapshots`, a :class:`GraphDiff` of two snapshots, and the
+  recent diffs kept;
+- :mod:`.diff_match`: which nodes of two snapshots are the same node, across renamings;
+- :mod:`.diff_values`: :class:`GraphDiff` and its facts;
+- :mod:`.text_diff`: :func:`unified_ir_diff`, ``diff -u`` text of two IR printouts.
 """
 
 from __future__ import annotations
