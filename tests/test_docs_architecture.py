@@ -42,8 +42,10 @@ def _named(package: Path) -> set[str]:
 def test_package_docstring_names_each_module(package: Path) -> None:
     """The package's docstring names each of its modules and sub-packages, and no other."""
     rooms, named = _rooms(package), _named(package)
-    assert sorted(rooms - named) == [], "modules its __init__.py docstring does not name"
-    assert sorted(named - rooms) == [], "names in its __init__.py docstring with no module"
+    init = package.relative_to(ROOT) / "__init__.py"
+    missing, stale = sorted(rooms - named), sorted(named - rooms)
+    assert missing == [], f"add a line `- :mod:`.NAME`: what it holds;` to {init}'s docstring"
+    assert stale == [], f"{init}'s docstring names modules that are gone"
 
 
 def test_architecture_picture_is_drawn_from_its_source() -> None:

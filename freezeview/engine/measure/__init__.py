@@ -14,6 +14,7 @@ plumbing.
 - :mod:`.node_clocks`: its two clocks: Static Runtime's and torch.profiler's;
 - :mod:`.node_time_values`: the per-node times' values;
 - :mod:`.value_bisect`: the first node whose value differs after a step;
+- :mod:`.value_exposure`: a graph that also returns chosen values, and two runs' compared;
 - :mod:`.value_bisect_values`: the bisection's values.
 """
 
