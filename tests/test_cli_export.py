@@ -200,9 +200,10 @@ def test_max_boxes_reaches_the_render_options(
         seen.append(options)
         raise KeyboardInterrupt  # stop before any freezing or drawing
 
-    # `export` imports the function when it runs: patched where it lives, it is what it gets.
-    export_module = importlib.import_module("freezeview.engine.output.export")
-    monkeypatch.setattr(export_module, "export", recording)
+    # `export` imports the function from its stage when it runs: patched there, it is what
+    # it gets.
+    output_stage = importlib.import_module("freezeview.engine.output")
+    monkeypatch.setattr(output_stage, "export_model", recording)
     base = ["export", str(model_path), "-o", str(tmp_path / "o"), "--format", "dot"]
     for extra in (["--max-boxes", "123"], ["--timeout", "120"]):
         main([*base, *extra])

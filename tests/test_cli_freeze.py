@@ -210,12 +210,13 @@ def test_table_rows_taken_as_steps_arrive(model: Path, tmp_path: Path, monkeypat
     from freezeview.engine.freeze.pipeline import Pipeline
     from freezeview.engine.output.report import step_row
 
-    # `freeze` imports these when it runs: patched where they live, they are what it gets.
-    steps_module = importlib.import_module("freezeview.engine.freeze.steps")
-    report_module = importlib.import_module("freezeview.engine.output.report")
+    # `freeze` imports these from their stages when it runs: patched there, they are what
+    # it gets.
+    freeze_stage = importlib.import_module("freezeview.engine.freeze")
+    output_stage = importlib.import_module("freezeview.engine.output")
     released: list[object] = []
     tables: list[object] = []
-    real_release, real_table = steps_module.release_graphs, report_module.steps_table
+    real_release, real_table = freeze_stage.release_graphs, output_stage.steps_table
 
     def release(done, following, *, settled=False):  # type: ignore[no-untyped-def]
         if not settled:
@@ -226,8 +227,8 @@ def test_table_rows_taken_as_steps_arrive(model: Path, tmp_path: Path, monkeypat
         tables.append(kw["rows"])
         return real_table(steps, **kw)
 
-    monkeypatch.setattr(steps_module, "release_graphs", release)
-    monkeypatch.setattr(report_module, "steps_table", table)
+    monkeypatch.setattr(freeze_stage, "release_graphs", release)
+    monkeypatch.setattr(output_stage, "steps_table", table)
     assert main(["freeze", str(model), "-o", str(tmp_path / "out.pt")]) == 0
     (rows,) = tables
     steps = Pipeline(torch.jit.load(str(model))).run_all()

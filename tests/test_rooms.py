@@ -4,6 +4,8 @@
   only through :mod:`freezeview.session`'s public names (never one of its modules, never
   ``freezeview.engine``);
 - the session never imports the screen or the command line;
+- the command line and the session reach the engine through each stage package's public
+  names (``freezeview.engine.freeze``), never a module below one;
 - no circle of imports anywhere in freezeview: every import counts, a type-only one or
   one inside a function too (a circle of ideas is a circle).
 
@@ -13,6 +15,8 @@ The engine's own stage rules are in tests/test_engine_stages.py.
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,6 +83,38 @@ def test_a_room_never_imports_the_screen_or_the_command_line(room: str) -> None:
         for line, target, _ in _imports(path)
         if target.startswith(("freezeview.ui", "freezeview.cli", "textual"))
     ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_command_line_and_the_session_reach_the_engine_through_its_stages() -> None:
+    """``from ..engine.freeze import Pipeline``, never ``..engine.freeze.pipeline``: a
+    stage's ``__init__`` is the list of what it offers (tests/test_engine_stages.py holds
+    the engine's own modules to the same rule). Imports inside functions count, and so
+    do the modules named to ``importlib`` (the session's lazy names)."""
+    stages = {p.name for p in (PACKAGE / "engine").iterdir() if (p / "__init__.py").is_file()}
+    offered = {s: set(importlib.import_module(f"freezeview.engine.{s}").__all__) for s in stages}
+    named = re.compile(r"(?:freezeview|\.*)\.engine\.(\w+)\.[\w.]+")
+    wrong = []
+    for room in ("cli", "session"):
+        for path in sorted((PACKAGE / room).rglob("*.py")):
+            where = path.relative_to(PACKAGE)
+            for line, target, names in _imports(path):
+                parts = target.split(".")
+                if parts[:2] != ["freezeview", "engine"] or len(parts) < 3:
+                    continue
+                if len(parts) > 3 and parts[2] in stages:
+                    wrong.append(f"{where}:{line} imports {target}")
+                elif len(parts) == 3 and parts[2] in stages:
+                    # A module of the stage by its name (``from ..engine.freeze import
+                    # lazy_graph``), or a name the stage does not offer.
+                    unoffered = [n for n in names if n not in offered[parts[2]]]
+                    if unoffered:
+                        wrong.append(f"{where}:{line} imports {unoffered} from {target}")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    found = named.fullmatch(node.value)
+                    if found and found.group(1) in stages:
+                        wrong.append(f"{where}:{node.lineno} names {node.value}")
     assert not wrong, "\n".join(wrong)
 
 

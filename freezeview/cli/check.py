@@ -103,14 +103,13 @@ def _plan_flags_given(args: argparse.Namespace) -> list[str]:
 
 def import_engine() -> None:
     """Import the engine (and torch) :func:`run` uses; the CLI calls it with Ctrl-C held."""
-    from ..engine.ci.check import check  # noqa: F401
+    from ..engine.ci import check_model as check  # noqa: F401
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview check``; returns the exit code."""
     # The engine is imported here, not at the top: --help must not wait for it.
-    from ..engine.plumbing.atomic import check_output_path, write_text
-    from ..engine.plumbing.errors import BadInputError
+    from ..engine.plumbing import BadInputError, check_output_path, write_text
 
     if args.write_expect:
         return _write(args)
@@ -122,8 +121,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.output:
         check_output_path(args.output, force=True)
-    from ..engine.ci.check import check
-    from ..engine.ci.ci_report import render_github, render_json, render_junit, render_text
+    from ..engine.ci import check_model as check
+    from ..engine.ci import render_check_text as render_text
+    from ..engine.ci import render_github, render_json, render_junit
 
     loaded = load_from_args(args)
     report = check(loaded, args.expect)
@@ -143,9 +143,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(args: argparse.Namespace) -> int:
-    from ..engine.ci.check import expectations_text
-    from ..engine.ci.model_facts import gather_facts
-    from ..engine.plumbing.atomic import check_output_path, write_text
+    from ..engine.ci import expectations_text, gather_facts
+    from ..engine.plumbing import check_output_path, write_text
 
     out = check_output_path(args.write_expect, force=args.force)
     plan = plan_from_args(args)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..engine.migrate import Migration
-    from ..engine.output.export import ExportResult
+    from ..engine.output import ExportResult
 
 __all__ = ["import_engine", "register", "run"]
 
@@ -142,7 +142,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _level(text: str) -> int | str | None:
-    from ..engine.plumbing.errors import BadInputError
+    from ..engine.plumbing import BadInputError
 
     if text == "auto":
         return "auto"
@@ -155,16 +155,16 @@ def _level(text: str) -> int | str | None:
 
 def import_engine() -> None:
     """Import the engine (and torch) :func:`run` uses; the CLI calls it with Ctrl-C held."""
-    from ..engine.output.export import export  # noqa: F401
+    from ..engine.output import export_model as export  # noqa: F401
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview export``; returns the exit code."""
     from rich.console import Console
 
-    from ..engine.draw.folding.plan import RenderOptions
-    from ..engine.output.export import export
-    from ..engine.plumbing.errors import BadInputError
+    from ..engine.draw import RenderOptions
+    from ..engine.output import export_model as export
+    from ..engine.plumbing import BadInputError
     from .console import report_console
 
     if args.budget < 1:
@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
             measure=(threads, budget, autograd_from_args(args)),
         )
     if migration is not None and result.index is not None:
-        from ..engine.output.migration_section import add_migration_section
+        from ..engine.output import add_migration_section
 
         add_migration_section(result.index, migration)
     if args.json:
@@ -236,7 +236,7 @@ def _migration(
     """``export --migrate``: :func:`~freezeview.engine.migrate.migrate` on the model file
     and the sample inputs, timed as the export times its steps."""
     from ..engine.migrate import migrate
-    from ..engine.plumbing.errors import BadInputError
+    from ..engine.plumbing import BadInputError
 
     if not inputs:
         raise BadInputError(

@@ -81,7 +81,7 @@ def import_engine() -> None:
 
 
 def _number(text: str, option: str, *, whole: bool) -> float:
-    from ..engine.plumbing.errors import BadInputError
+    from ..engine.plumbing import BadInputError
 
     try:
         value = int(text) if whole else float(text)
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``freezeview migrate``; returns the exit code."""
     from ..engine.freeze import random_inputs
     from ..engine.migrate import migrate
-    from ..engine.plumbing.atomic import check_output_path
+    from ..engine.plumbing import check_output_path
     from .options import inputs_from_args, measure_from_args
 
     threads, budget = measure_from_args(args)

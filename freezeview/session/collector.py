@@ -46,8 +46,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any, Generic, TypeVar
 
-from ..engine.plumbing.collector import CatchUp, collector_paused
-from ..engine.plumbing.heap import give_back_freed_memory
+from ..engine.plumbing import CatchUp, collector_paused, give_back_freed_memory
 
 __all__ = [
     "Handoff",

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from . import collector
 
 if TYPE_CHECKING:
-    from ..engine.graph.snapshot_values import GraphSnapshot
+    from ..engine.graph import GraphSnapshot
 
 __all__ = ["SLICE_NODES", "STAND_ASIDE_SECONDS", "dump_in_slices", "load_in_slices", "yield_turn"]
 
@@ -170,7 +170,7 @@ def load_in_slices(
     is at the keys), one graph at a time in this process; each slice is let go of once
     read when ``slices`` is a list (it is emptied). None if ``stale()`` said so between
     two slices (what was built is freed a slice at a time)."""
-    from ..engine.graph.snapshot_values import GraphSnapshot
+    from ..engine.graph import GraphSnapshot
 
     count = len(slices)
     stream = io.BufferedReader(_Slices(slices if isinstance(slices, list) else list(slices)))
