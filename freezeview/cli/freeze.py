@@ -26,9 +26,12 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..engine.freeze import Pipeline, Plan, Step
-    from ..engine.measure import Measurement, NodeTimer
-    from ..engine.reasons import ConstantWrite
+    from ..engine.freeze.pipeline import Pipeline, Plan, Step
+    from ..engine.measure import Measurement
+    from ..engine.measure.node_time import NodeTimer
+    from ..engine.measure.value_bisect import ValueBisector
+    from ..engine.measure.value_bisect_values import Bisection
+    from ..engine.reasons.verdict_values import ConstantWrite
 
 __all__ = ["import_engine", "register", "run"]
 
@@ -79,6 +82,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="write a Chrome/Perfetto trace (torch.profiler) of each profiled forward "
         "into DIR (implies --profile)",
     )
+    parser.add_argument(
+        "--bisect",
+        action="store_true",
+        help="with sample inputs: for every step that changed the graph, the first node "
+        "whose value differs from the graph before (without it, only the step that takes "
+        "the outputs past tolerance is bisected)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -90,19 +100,22 @@ def import_engine() -> None:
     """
     import torch  # noqa: F401
 
-    from ..engine.freeze import Pipeline, release_graphs  # noqa: F401
-    from ..engine.measure import MeasuredRun  # noqa: F401
-    from ..engine.output import steps_table  # noqa: F401
+    from ..engine.freeze.pipeline import Pipeline  # noqa: F401
+    from ..engine.freeze.steps import release_graphs  # noqa: F401
+    from ..engine.measure.measured_run import MeasuredRun  # noqa: F401
+    from ..engine.output.report import steps_table  # noqa: F401
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview freeze``; returns the exit code."""
 
-    from ..engine.freeze import Pipeline, release_graphs
-    from ..engine.load import check_eval
-    from ..engine.measure import MeasuredRun
-    from ..engine.output import result_json, step_json, step_row, steps_table
-    from ..engine.plumbing import OutputError, PlanError, check_output_path, save_module
+    from ..engine.freeze.pipeline import Pipeline
+    from ..engine.freeze.steps import release_graphs
+    from ..engine.load.loading import check_eval
+    from ..engine.measure.measured_run import MeasuredRun
+    from ..engine.output.report import result_json, step_json, step_row, steps_table
+    from ..engine.plumbing.atomic import check_output_path, save_module
+    from ..engine.plumbing.errors import OutputError, PlanError
 
     model_path = Path(args.model)
     out = check_output_path(args.output, force=args.force)
@@ -112,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     threads, budget = measure_from_args(args)
     inputs = inputs_from_args(args)
     profiling = _check_profile_args(args, inputs is not None, budget)
+    _check_bisect_args(args, inputs is not None)
     loaded = load_from_args(args)
     check_eval(loaded)
     pipe = Pipeline(loaded, plan, inputs)
@@ -130,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
     )
     shows_constants = args.json or inputs is not None
     timer = _node_timer(args, pipe, threads, budget) if profiling else None
+    # With sample inputs, the step that takes the outputs past tolerance (every step that
+    # changed the graph with --bisect) is bisected to the first node whose value moved.
+    bisector = _bisector(args, pipe) if inputs is not None else None
 
     def shown() -> Measurement | None:
         # The table's constants and latency columns come with sample inputs (the JSON
@@ -152,10 +169,13 @@ def run(args: argparse.Namespace) -> int:
         # Profiled while the step's graphs are held (and before the step's JSON line is
         # written, so the profile lines follow it).
         profiles = timer.observe(step) if timer is not None else []
+        bisection = bisector.observe(step) if bisector is not None else None
         if args.json:
             sys.stdout.write(json.dumps(step_json(step, measured.measurement)) + "\n")
             for profile in profiles:
                 sys.stdout.write(json.dumps(_profile_json(timer, profile)) + "\n")
+            if bisection is not None:
+                sys.stdout.write(json.dumps(bisection.to_json()) + "\n")
             sys.stdout.flush()
         else:
             rows.append(step_row(step, show_numerics=inputs is not None, measurement=shown()))
@@ -172,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(fit_table(console, table))
         for warning in pipe.warnings:
             console.print(f"[yellow]note:[/] {warning}")
+        if bisector is not None:
+            _print_bisections(console, bisector.bisections)
         if timer is not None:
             _print_profiles(console, timer)
     failed = next((s for s in steps if s.error), None)
@@ -226,7 +248,7 @@ def _report(
     output: Path | None = None,
 ) -> None:
     """The result: a JSON line, or the measurement's lines (latency verdict last)."""
-    from ..engine.output import measurement_lines, result_json
+    from ..engine.output.report import measurement_lines, result_json
 
     writes = _written_constants(pipe)
     if args.json:
@@ -265,7 +287,7 @@ def _written_constants(pipe: Pipeline) -> list[ConstantWrite]:
     is explain asked which attributes they are (on a large model it costs about as much
     as freezing).
     """
-    from ..engine.reasons import frozen_writes_a_constant
+    from ..engine.reasons.constant_writes import frozen_writes_a_constant
 
     module = pipe.frozen_module
     if module is None or not frozen_writes_a_constant(module):
@@ -277,7 +299,7 @@ def _written_constants(pipe: Pipeline) -> list[ConstantWrite]:
 def _check_profile_args(args: argparse.Namespace, has_inputs: bool, budget: float) -> bool:
     """Whether ``--profile`` / ``--trace`` ask for per-node times; refused without
     inputs or time to spend (nothing runs then)."""
-    from ..engine.plumbing import BadInputError
+    from ..engine.plumbing.errors import BadInputError
 
     trace = getattr(args, "trace", None)
     if not (getattr(args, "profile", False) or trace):
@@ -295,8 +317,37 @@ def _check_profile_args(args: argparse.Namespace, has_inputs: bool, budget: floa
     return True
 
 
+def _check_bisect_args(args: argparse.Namespace, has_inputs: bool) -> None:
+    """``--bisect`` runs the graphs on sample inputs: refused without them."""
+    from ..engine.plumbing.errors import BadInputError
+
+    if getattr(args, "bisect", False) and not has_inputs:
+        raise BadInputError(
+            "--bisect needs sample inputs to run each step's graph and the graph before it: "
+            "add --inputs FILE.pt or --input-shape 1,3,224,224."
+        )
+
+
+def _bisector(args: argparse.Namespace, pipe: Pipeline) -> ValueBisector:
+    from ..engine.measure.value_bisect import ValueBisector
+
+    return ValueBisector(pipe, every=bool(getattr(args, "bisect", False)))
+
+
+def _print_bisections(console: Any, bisections: list[Bisection]) -> None:
+    """One short block per bisected step: where its numbers move."""
+    from rich.markup import escape
+
+    if not bisections:
+        return
+    console.print("[bold]where the numbers move[/]")
+    for bisection in bisections:
+        for line in bisection.lines():
+            console.print(escape(line))
+
+
 def _node_timer(args: argparse.Namespace, pipe: Pipeline, threads: int, budget: float) -> NodeTimer:
-    from ..engine.measure import NodeTimer
+    from ..engine.measure.node_time import NodeTimer
 
     return NodeTimer(
         pipe,
