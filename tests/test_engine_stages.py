@@ -52,6 +52,10 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"))
 
 
+# The tests that read the engine's syntax trees run on one worker, which parses it once.
+_PARSED_ONCE = pytest.mark.xdist_group("engine-syntax")
+
+
 @functools.cache
 def _engine_imports(path: Path) -> list[tuple[int, tuple[str, ...], list[str]]]:
     """(line, target parts under freezeview.engine, imported names) for every import.
@@ -86,6 +90,7 @@ def test_every_engine_module_lives_in_a_stage() -> None:
     assert stages == sorted(STAGES)
 
 
+@_PARSED_ONCE
 def test_imports_flow_one_way_between_stages() -> None:
     backwards = []
     for path in _modules():
@@ -146,10 +151,12 @@ def _circles(graph: dict[str, set[str]]) -> list[str]:
     return circles
 
 
+@_PARSED_ONCE
 def test_no_circle_between_the_modules_of_a_stage() -> None:
     assert _circles(_stage_graph()) == []
 
 
+@_PARSED_ONCE
 def test_no_circle_between_the_sub_packages_of_a_stage() -> None:
     """A stage split into sub-packages (draw: dot, folding, pictures, terminal) has them
     import each other one way: no circle of sub-packages, even through different modules."""
@@ -176,6 +183,7 @@ def test_every_sub_package_says_what_lives_there() -> None:
     assert bare == []
 
 
+@_PARSED_ONCE
 def test_no_module_imports_another_modules_private_names() -> None:
     private = []
     for path in _modules():
@@ -187,6 +195,7 @@ def test_no_module_imports_another_modules_private_names() -> None:
     assert private == []
 
 
+@_PARSED_ONCE
 def test_a_stage_is_reached_through_its_package() -> None:
     """Another stage's modules are reached through the names its __init__ offers."""
     direct = []
@@ -281,6 +290,7 @@ def _own(value: ast.expr) -> bool:
     )
 
 
+@_PARSED_ONCE
 def test_the_engine_reads_no_other_objects_private_attributes() -> None:
     """State has one owner: an engine module reads ``obj._name`` only of ``self``, ``cls``
     or ``super()``; a collaborator asks through a public property or method. torch's own
