@@ -26,12 +26,9 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..engine.freeze.pipeline import Pipeline, Plan, Step
-    from ..engine.measure import Measurement
-    from ..engine.measure.node_time import NodeTimer
-    from ..engine.measure.value_bisect import ValueBisector
-    from ..engine.measure.value_bisect_values import Bisection
-    from ..engine.reasons.verdict_values import ConstantWrite
+    from ..engine.freeze import Pipeline, Plan, Step
+    from ..engine.measure import Bisection, Measurement, NodeTimer, ValueBisector
+    from ..engine.reasons import ConstantWrite
 
 __all__ = ["import_engine", "register", "run"]
 
@@ -100,22 +97,19 @@ def import_engine() -> None:
     """
     import torch  # noqa: F401
 
-    from ..engine.freeze.pipeline import Pipeline  # noqa: F401
-    from ..engine.freeze.steps import release_graphs  # noqa: F401
-    from ..engine.measure.measured_run import MeasuredRun  # noqa: F401
-    from ..engine.output.report import steps_table  # noqa: F401
+    from ..engine.freeze import Pipeline, release_graphs  # noqa: F401
+    from ..engine.measure import MeasuredRun  # noqa: F401
+    from ..engine.output import steps_table  # noqa: F401
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview freeze``; returns the exit code."""
 
-    from ..engine.freeze.pipeline import Pipeline
-    from ..engine.freeze.steps import release_graphs
-    from ..engine.load.loading import check_eval
-    from ..engine.measure.measured_run import MeasuredRun
-    from ..engine.output.report import result_json, step_json, step_row, steps_table
-    from ..engine.plumbing.atomic import check_output_path, save_module
-    from ..engine.plumbing.errors import OutputError, PlanError
+    from ..engine.freeze import Pipeline, release_graphs
+    from ..engine.load import check_eval
+    from ..engine.measure import MeasuredRun
+    from ..engine.output import result_json, step_json, step_row, steps_table
+    from ..engine.plumbing import OutputError, PlanError, check_output_path, save_module
 
     model_path = Path(args.model)
     out = check_output_path(args.output, force=args.force)
@@ -248,7 +242,7 @@ def _report(
     output: Path | None = None,
 ) -> None:
     """The result: a JSON line, or the measurement's lines (latency verdict last)."""
-    from ..engine.output.report import measurement_lines, result_json
+    from ..engine.output import measurement_lines, result_json
 
     writes = _written_constants(pipe)
     if args.json:
@@ -287,7 +281,7 @@ def _written_constants(pipe: Pipeline) -> list[ConstantWrite]:
     is explain asked which attributes they are (on a large model it costs about as much
     as freezing).
     """
-    from ..engine.reasons.constant_writes import frozen_writes_a_constant
+    from ..engine.reasons import frozen_writes_a_constant
 
     module = pipe.frozen_module
     if module is None or not frozen_writes_a_constant(module):
@@ -299,7 +293,7 @@ def _written_constants(pipe: Pipeline) -> list[ConstantWrite]:
 def _check_profile_args(args: argparse.Namespace, has_inputs: bool, budget: float) -> bool:
     """Whether ``--profile`` / ``--trace`` ask for per-node times; refused without
     inputs or time to spend (nothing runs then)."""
-    from ..engine.plumbing.errors import BadInputError
+    from ..engine.plumbing import BadInputError
 
     trace = getattr(args, "trace", None)
     if not (getattr(args, "profile", False) or trace):
@@ -319,7 +313,7 @@ def _check_profile_args(args: argparse.Namespace, has_inputs: bool, budget: floa
 
 def _check_bisect_args(args: argparse.Namespace, has_inputs: bool) -> None:
     """``--bisect`` runs the graphs on sample inputs: refused without them."""
-    from ..engine.plumbing.errors import BadInputError
+    from ..engine.plumbing import BadInputError
 
     if getattr(args, "bisect", False) and not has_inputs:
         raise BadInputError(
@@ -329,7 +323,7 @@ def _check_bisect_args(args: argparse.Namespace, has_inputs: bool) -> None:
 
 
 def _bisector(args: argparse.Namespace, pipe: Pipeline) -> ValueBisector:
-    from ..engine.measure.value_bisect import ValueBisector
+    from ..engine.measure import ValueBisector
 
     return ValueBisector(pipe, every=bool(getattr(args, "bisect", False)))
 
@@ -347,7 +341,7 @@ def _print_bisections(console: Any, bisections: list[Bisection]) -> None:
 
 
 def _node_timer(args: argparse.Namespace, pipe: Pipeline, threads: int, budget: float) -> NodeTimer:
-    from ..engine.measure.node_time import NodeTimer
+    from ..engine.measure import NodeTimer
 
     return NodeTimer(
         pipe,

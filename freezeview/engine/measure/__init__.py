@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from .measured_run import MeasuredRun
     from .node_time import NodeTimer
     from .portability import roundtrip, unsaveable_reason
+    from .value_bisect import ValueBisector
+    from .value_bisect_values import Bisection
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -80,12 +82,15 @@ __getattr__, __dir__ = lazy_exports(
         "roundtrip": "portability",
         "unsaveable_reason": "portability",
         "NodeTimer": "node_time",
+        "ValueBisector": "value_bisect",
+        "Bisection": "value_bisect_values",
     },
 )
 
 __all__ = [
     "DEFAULT_BUDGET",
     "DEFAULT_THREADS",
+    "Bisection",
     "Change",
     "Latency",
     "MeasuredRun",
@@ -95,6 +100,7 @@ __all__ = [
     "SecondCall",
     "Sizes",
     "Timing",
+    "ValueBisector",
     "backend_only_nodes",
     "compare_latency",
     "constant_bytes",
