@@ -7,7 +7,10 @@
 - the command line and the session reach the engine through each stage package's public
   names (``freezeview.engine.freeze``), never a module below one;
 - no circle of imports anywhere in freezeview: every import counts, a type-only one or
-  one inside a function too (a circle of ideas is a circle).
+  one inside a function too (a circle of ideas is a circle);
+- in the screen and the session, state has one owner: no module reads another object's
+  ``_private`` attribute or method (one freezeview defines), only ``self``'s, ``cls``'s
+  or ``super()``'s.
 
 The engine's own stage rules are in tests/test_engine_stages.py.
 """
@@ -136,6 +139,60 @@ def test_no_circle_of_imports_in_freezeview() -> None:
         }
     circles = _circles(edges)
     assert not circles, "\n".join(" -> ".join(c) for c in circles)
+
+
+def _defined(names: set[str]) -> set[str]:
+    """Which of ``names`` freezeview defines: a function, method or class, an attribute
+    assigned, a module or class variable (only the files that mention one are parsed)."""
+    found: set[str] = set()
+    if not names:
+        return found
+    mention = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        if not mention.search(source):
+            continue
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                found.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                found.add(node.id)
+    return found & names
+
+
+def _own(value: ast.expr) -> bool:
+    """``self``, ``cls`` or ``super()``: the object reading its own."""
+    if isinstance(value, ast.Name):
+        return value.id in ("self", "cls")
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "super"
+    )
+
+
+@pytest.mark.parametrize("room", ["ui", "session"])
+def test_no_module_reads_another_objects_private_attributes(room: str) -> None:
+    reads = [
+        (path, node)
+        for path in sorted((PACKAGE / room).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not _own(node.value)
+    ]
+    # Only freezeview's own private names count (Textual's are another matter: the
+    # surgery on them is kept in one module each, with its reason).
+    ours = _defined({node.attr for _, node in reads})
+    wrong = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno} reads {ast.unparse(node)}"
+        for path, node in reads
+        if node.attr in ours
+    ]
+    assert not wrong, "\n".join(wrong)
 
 
 def _circles(edges: dict[str, set[str]]) -> list[list[str]]:

@@ -21,7 +21,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from ..session import EngineSession, RemoteSession, SessionOptions, collector
+from ..session import EngineSession, Preserved, RemoteSession, SessionOptions, collector
 from . import textual_caches
 from .failures import FailureLog, Guarded, sentence, strict
 from .screens.main import MainScreen
@@ -73,7 +73,6 @@ class FreezeviewApp(Guarded, App[int]):
         self.model_path = Path(model_path) if model_path is not None else None
         options = options if options is not None else SessionOptions()
         self.options = options
-        self.preserved: list[str] = list(options.preserved)
         self.passes = list(options.passes) if options.passes is not None else None
         self.show_timings = show_timings
         stem = self.model_path.stem if self.model_path else (loaded.name if loaded else "model")
@@ -99,6 +98,15 @@ class FreezeviewApp(Guarded, App[int]):
         self.failure_log = FailureLog()
 
     @property
+    def preserved(self) -> Preserved:
+        """The names in ``preserved_attrs`` now: the main screen's run state owns them
+        (space toggles one); before that screen exists, the ones the app started with."""
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                return screen.run_state.preserved
+        return self.options.preserved
+
+    @property
     def model_label(self) -> str:
         """The model's file name for titles."""
         if self.model_path is not None:
@@ -120,7 +128,7 @@ class FreezeviewApp(Guarded, App[int]):
         self.exit(0)
 
     def get_default_screen(self) -> Screen[Any]:
-        return MainScreen()
+        return MainScreen(self.options.preserved)
 
     @property
     def main_screen(self) -> MainScreen:

@@ -28,8 +28,6 @@ class ScreenHost(Protocol):
 
     #: Where ``g`` and ``e`` write.
     output_dir: Path
-    #: The names in ``preserved_attrs`` (the screen edits this list).
-    preserved: list[str]
     #: The pass ids asked for (``--passes``); None for torch's default plan.
     passes: list[str] | None
     #: Show per-step timings (snapshot tests switch them off).

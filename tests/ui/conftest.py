@@ -97,7 +97,7 @@ async def wait_ready(pilot, timeout: float = 30.0) -> None:  # type: ignore[no-u
             not screen.loading_model
             and screen.run_id > 0
             and not screen.stepping
-            and not screen._explaining
+            and not screen.run_state.explaining
             and not screen.ir_pane.taking_graph
         )
         if failed or settled:
@@ -105,7 +105,8 @@ async def wait_ready(pilot, timeout: float = 30.0) -> None:  # type: ignore[no-u
             return
     raise AssertionError(
         "the app did not settle in time: "
-        f"{screen.loading_model=} {screen.run_id=} {screen.stepping=} {screen._explaining=}"
+        f"{screen.loading_model=} {screen.run_id=} {screen.stepping=} "
+        f"{screen.run_state.explaining=}"
     )
 
 

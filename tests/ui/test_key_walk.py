@@ -155,7 +155,7 @@ def _busy(app: FreezeviewApp) -> bool:
     return bool(
         screen.loading_model
         or screen.stepping
-        or screen._explaining
+        or screen.run_state.explaining
         or screen.ir_pane.taking_graph
         or (screen.graph_shown and screen.steps and not screen.graph_view.ready)
         or any(w.state in running for w in app.workers)

@@ -58,7 +58,7 @@ async def test_each_widget_says_what_the_user_did(small_pt: Path, tmp_path: Path
         await pilot.press("space")
         await wait_ready(pilot)
         assert [m.path for m in of_type(posted, ModelTree.PreserveToggled)] == ["scale"]
-        assert app.preserved == ["scale"]
+        assert app.preserved == ("scale",)
 
         posted.clear()
         screen.steps_bar.passes.focus()

@@ -1,10 +1,10 @@
 """The main screen: model tree, IR pane, inspector and steps bar, with every key.
 
 The widgets (:mod:`freezeview.ui.widgets`) own what they show, their state and their
-own keys, and say what the user did by messages; this screen holds the plan's run (the
-steps, the verdicts; started and received by :class:`~.plan_runs.PlanRuns`, a base class
-of it), has :class:`~.engine_work.EngineWork` run every engine call in a thread worker,
-and routes:
+own keys, and say what the user did by messages. This screen owns the plan's runs (a
+:class:`~.run_state.RunState`: the preserved names, the run id, the stops, whether an
+explain is under way), runs every engine call in a thread worker of its own (``@work``:
+load, explain, the stepwise run, render, export), and routes:
 
 - the widgets' messages: the model tree's ``PreserveToggled`` (explain again) and
   ``AttributeSelected`` (IR marks, inspector), the steps bar's ``StepSelected`` (the IR
@@ -13,27 +13,32 @@ and routes:
 - the workers' results (:mod:`freezeview.ui.messages`) to the widgets that show them.
   Every worker failure ends in one handler, :meth:`MainScreen.on_engine_failed`.
 
-The screen's keys (``BINDINGS``) work wherever the focus is; their actions ask the
-widget concerned. A new view of a step (a graph view) is one more widget: composed in
-:meth:`MainScreen.compose`, given the step in :meth:`MainScreen.show_step`; its own
-engine work runs in its own workers, which post ``EngineFailed`` when they fail (as the
-IR pane's highlighting does).
+The screen's keys (``BINDINGS``, :mod:`.main_keys`) work wherever the focus is; their
+actions ask the widget concerned. A new view of a step (a graph view) is one more
+widget: composed in :meth:`MainScreen.compose`, given the step in
+:meth:`MainScreen.show_step`; its own engine work runs in its own workers, which post
+``EngineFailed`` when they fail (as the IR pane's highlighting does).
 """
 
 from __future__ import annotations
 
-import threading
-from typing import TYPE_CHECKING, cast
+import contextlib
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive, var
 from textual.screen import Screen
 from textual.widgets import Header, Label, Tab, Tabs
+from textual.worker import Worker, WorkerState, get_current_worker
 
-from ...session import AttrSummary, PassSummary, StepSummary, collector
+from ...session import AttrSummary, BadInputError, PassSummary, StepSummary, collector
 from ..failures import Guarded
 from ..messages import (
     EngineFailed,
@@ -46,6 +51,7 @@ from ..messages import (
     StepReady,
     StepsFinished,
 )
+from ..tree_rows import lay_out
 from ..widgets.box_panel import selection_panel
 from ..widgets.graph_view import GraphView
 from ..widgets.inspector import Inspector, attribute_panel, node_panel, step_panel
@@ -56,12 +62,11 @@ from ..widgets.model_tree import ModelTree
 from ..widgets.status_line import StatusLine
 from ..widgets.steps_bar import StepsBar
 from .delivery import Delivery
-from .engine_work import EngineWork
 from .main_keys import MAIN_KEYS
-from .plan_runs import PlanRuns
+from .run_state import ExplainOrder, RunOrder, RunState, in_plan_order
 
 if TYPE_CHECKING:
-    from ...session import EngineSession
+    from ...session import EngineSession, Preserved
     from ..host import ScreenHost
 
 __all__ = ["MainScreen"]
@@ -88,28 +93,25 @@ class MainScreen(Guarded, Screen[None]):
     #: Which pane a narrow terminal shows (``model``, ``ir``, ``inspector``, ``steps``).
     narrow_pane: reactive[str] = reactive("ir")
 
-    def __init__(self) -> None:
+    def __init__(self, preserved: Preserved = ()) -> None:
+        """``preserved``: the names in ``preserved_attrs`` at start (``--preserve``)."""
         super().__init__()
+        #: The plan's runs: the preserved names, the run id, the stops (one owner: here).
+        self.run_state = RunState(preserved=tuple(preserved))
         #: The current run's steps, in order, as they arrive.
         self.steps: list[StepSummary] = []
         #: Every attribute's verdict under the current preserved names.
         self.summaries: list[AttrSummary] = []
         self.passes: list[PassSummary] = []
-        #: Which run the steps belong to (0: none yet); older runs' messages are dropped.
-        self.run_id = 0
-        self._cancel = threading.Event()
-        self._explaining = False
-        self._run_after_explain = False
-        self._run_plan: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-        #: Starts the explain and the runs, and takes what their workers give.
-        self.runs = PlanRuns(self)
+        #: The engine session, once the model is loading (the load worker takes it).
+        self.session: EngineSession | None = None
         #: The attribute's panel last put in the inspector (its marks update it).
         self._attribute_shown: object = None
 
     @property
-    def session(self) -> EngineSession | None:
-        """The engine session, once the model has loaded (:class:`EngineWork` holds it)."""
-        return self.engine.session
+    def run_id(self) -> int:
+        """Which run the steps belong to (0: none yet); older runs' messages are dropped."""
+        return self.run_state.run_id
 
     @property
     def fv_app(self) -> ScreenHost:
@@ -131,7 +133,7 @@ class MainScreen(Guarded, Screen[None]):
         with Horizontal(id="main"):
             with Vertical(id="model-pane", classes="pane"):
                 yield Label("model", id="model-title", classes="pane-title")
-                yield ModelTree(id="tree", screen_space=True)
+                yield ModelTree(id="tree")
             yield GraphView(id="graph-pane", classes="pane")
             yield IRPane(id="ir-pane", classes="pane")
             with Vertical(id="inspector-pane", classes="pane"):
@@ -140,12 +142,6 @@ class MainScreen(Guarded, Screen[None]):
         yield StepsBar(id="steps-bar")
         yield StatusLine("", id="status")
         yield KeysFooter()
-        yield EngineWork(id="engine")
-
-    @property
-    def engine(self) -> EngineWork:
-        """The widget that runs the engine calls in thread workers."""
-        return self.query_one(EngineWork)
 
     @property
     def model_tree(self) -> ModelTree:
@@ -233,7 +229,7 @@ class MainScreen(Guarded, Screen[None]):
         # narrow terminal, known once laid out, focuses the pane it shows).
         self.query_one(IRView).focus()
         self.call_after_refresh(self._first_focus)
-        self.engine.load_model()
+        self.load_model()
         # The screen's cyclic garbage, between runs too (no automatic full collections).
         self.set_interval(_SWEEP_SECONDS, self._quiet_sweep)
 
@@ -266,8 +262,7 @@ class MainScreen(Guarded, Screen[None]):
 
     def update_stale(self) -> None:
         """The plan differs from the one the steps were computed with."""
-        plan = (tuple(self.fv_app.preserved), tuple(self.enabled_passes()))
-        self.stale = bool(self.run_id) and plan != self._run_plan
+        self.stale = self.run_state.stale(self.enabled_passes())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The pane switcher only matters (and only shows in the footer) when narrow.
@@ -326,7 +321,7 @@ class MainScreen(Guarded, Screen[None]):
 
     def action_toggle_preserve(self) -> None:
         """Add or remove the selected attribute from ``preserved_attrs``."""
-        self.model_tree.action_toggle_preserve()
+        self.model_tree.toggle_preserve()
 
     def action_toggle_pass(self) -> None:
         """Switch the highlighted pass on or off."""
@@ -401,7 +396,7 @@ class MainScreen(Guarded, Screen[None]):
         before = self.steps[index - 1].graph if index > 0 else None
         out = self.fv_app.output_dir / "steps"
         self.set_status(f"rendering step {step.label} into {out}…")
-        self.engine.render_step(step, before, out)
+        self.render_step_files(step, before, out)
 
     def action_export(self) -> None:
         """Export everything into the output directory."""
@@ -410,7 +405,7 @@ class MainScreen(Guarded, Screen[None]):
             return
         out = self.fv_app.output_dir / "export"
         self.set_status(f"exporting into {out}…")
-        self.engine.export(out, tuple(self.fv_app.preserved), tuple(self.enabled_passes()))
+        self.export_files(out, self.run_state.preserved, tuple(self.enabled_passes()))
 
     def action_open_output(self) -> None:
         """Open the last rendered picture or exported page in the local browser."""
@@ -443,13 +438,7 @@ class MainScreen(Guarded, Screen[None]):
     @on(ModelTree.PreserveToggled)
     def _preserve_toggled(self, message: ModelTree.PreserveToggled) -> None:
         path = message.path
-        preserved = self.fv_app.preserved
-        if path in preserved:
-            preserved.remove(path)
-            verb = "no longer preserved"
-        else:
-            preserved.append(path)
-            verb = "preserved"
+        verb = "preserved" if self.run_state.toggle(path) else "no longer preserved"
         self.set_status(f"{path} {verb}; explanation updating (r re-runs the steps)")
         self.update_stale()
         self.start_explain()
@@ -534,7 +523,101 @@ class MainScreen(Guarded, Screen[None]):
     def _passes_changed(self, message: StepsBar.PassesChanged) -> None:
         self.update_stale()
 
-    # -- workers -------------------------------------------------------------------
+    # -- the engine calls, each in a thread worker of this screen ----------------------
+    # One group each; a new call cancels the group's last (exclusive). A worker that
+    # fails is said by on_worker_state_changed, as EngineFailed.
+    @work(thread=True, exclusive=True, exit_on_error=False, group="load", description="loading")
+    def load_model(self) -> None:
+        """Load the model, take its inlined graph's IR and list the passes."""
+        session = self.fv_app.session
+        if session is None:
+            raise BadInputError("no model given: freezeview MODEL.pt opens one.")
+        self.session = session
+        opened = session.open()
+        self.post_message(
+            ModelLoaded(
+                name=opened.name,
+                text=opened.text,
+                node_count=opened.node_count,
+                code=opened.code,
+                load_seconds=opened.load_seconds,
+                warnings=list(opened.warnings),
+                passes=list(opened.passes),
+            )
+        )
+
+    @work(
+        thread=True, exclusive=True, exit_on_error=False, group="explain", description="explaining"
+    )
+    def work_out_verdicts(self, order: ExplainOrder, status_filter: str) -> None:
+        """Every attribute's verdict under ``order.preserved``: torch's statuses first
+        (reasons pending) when the reasons take longer, then the whole explanation;
+        ``order.cancel`` (set by the next explain) stops the replay of the reasons. Each
+        comes with the model tree's rows under ``status_filter``, laid out here: a big
+        model's took the event loop a quarter of a second."""
+        session = self.session
+        assert session is not None
+        worker = get_current_worker()
+
+        def wanted() -> bool:
+            return not worker.is_cancelled and not order.cancel.is_set()
+
+        def post(summaries: list[AttrSummary], complete: bool) -> None:
+            if wanted():
+                rows = lay_out(summaries, status_filter)
+                self.post_message(
+                    ExplanationReady(
+                        summaries,
+                        order.preserved,
+                        session.inventory,
+                        order.request,
+                        complete=complete,
+                        rows=rows,
+                    )
+                )
+
+        summaries = session.explain(
+            order.preserved, statuses=lambda summaries: post(summaries, False), cancel=order.cancel
+        )
+        post(summaries, True)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="steps", description="freezing")
+    def freeze_steps(self, order: RunOrder) -> None:
+        """Freeze with ``order``'s plan one step at a time, posting each step as it is
+        ready, then StepsFinished (also when the run stops on an error or its cancel)."""
+        assert self.session is not None
+        plan = order.plan
+        start = time.perf_counter()
+        count = 0
+        try:
+            for step in self.session.run_steps(plan.preserved, plan.passes, cancel=order.cancel):
+                if order.cancel.is_set():
+                    break
+                self.post_message(StepReady(order.run_id, step))
+                count += 1
+        finally:
+            self.post_message(StepsFinished(order.run_id, count, time.perf_counter() - start))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="render", description="rendering")
+    def render_step_files(self, step: StepSummary, before: int | None, out_dir: Path) -> None:
+        """Render the step's graph and its diff to SVG (``before``: the key of the graph
+        before it; the graphs are the engine's, named by key)."""
+        assert self.session is not None
+        stem = f"{step.index:02d}-{step.name}"
+        self.post_message(Rendered(self.session.render_step(before, step.graph, out_dir, stem)))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="export", description="exporting")
+    def export_files(self, out_dir: Path, preserved: Preserved, passes: tuple[str, ...]) -> None:
+        """Export everything like ``freezeview export``."""
+        assert self.session is not None
+        self.post_message(Exported(out_dir, self.session.export(out_dir, preserved, passes)))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # Only this screen's own workers say so here (the message does not bubble): a
+        # failure becomes EngineFailed, which the widgets' failing workers post too.
+        if event.state == WorkerState.ERROR:
+            self.post_message(EngineFailed.of(event.worker))
+
     # -- what the workers give -------------------------------------------------------
     def on_engine_failed(self, message: EngineFailed) -> None:
         """Every worker failure ends here: one sentence on screen, the session goes on."""
@@ -546,25 +629,112 @@ class MainScreen(Guarded, Screen[None]):
             self.ir_pane.show_failure(message.message)
             self.update_titles()
         elif message.task == "explain":
-            self._explaining = False
-            self.runs.start_pending_run()
+            if self.run_state.explain_over():
+                self.start_run()
         elif message.task == "steps":
             self.stepping = False
 
     def on_model_loaded(self, message: ModelLoaded) -> None:
-        self.runs.model_loaded(message)
+        """The model is open: its passes and IR shown, then explain, then the run."""
+        app = self.fv_app
+        self.passes = in_plan_order(message.passes, app.passes)
+        enabled = app.passes if app.passes is not None else [p.id for p in self.passes if p.default]
+        unknown = [p for p in enabled if p not in {v.id for v in self.passes}]
+        if unknown:
+            valid = ", ".join(v.id for v in self.passes)
+            self.notify(
+                f"unknown pass {', '.join(unknown)}; valid passes are: {valid}.",
+                title="--passes",
+                severity="error",
+                timeout=10,
+            )
+        self.steps_bar.set_passes(self.passes, enabled)
+        assert self.session is not None
+        self.ir_pane.set_loaded(message.text, message.code, self.session)
+        self.loading_model = False
+        self.sub_title = message.name
+        took = f" in {message.load_seconds:.2f} s" if app.show_timings else ""
+        self.set_status(
+            f"loaded {message.name}{took} — "
+            f"{message.node_count} nodes after inlining; explaining and freezing…"
+        )
+        for warning in message.warnings:
+            app.record_warning(warning)
+        self.show_step(self.current_step)
+        # Paint the IR first: the explain and freeze workers keep the GIL busy, and the
+        # user should not wait for them to see the model.
+        # Then explain, then freeze: one torch worker at a time leaves the event loop
+        # a bigger share of the GIL than two competing ones.
+        self.run_state.run_after_explain()
+        self.call_after_refresh(self.start_explain)
 
     def on_explanation_ready(self, message: ExplanationReady) -> None:
-        self.runs.explanation_ready(message)
+        """Verdicts for the current preserved names: the tree shows them."""
+        state = self.run_state
+        if not state.answers(message.request, message.preserved):
+            return  # an older request's (its reasons too): a newer one is on its way
+        self.summaries = message.summaries
+        toggled = state.explaining and state.run_id > 0
+        # The first run waits for the reasons, as before: the verdicts come no later.
+        if message.complete and state.explain_over():
+            self.start_run()
+        tree = self.model_tree
+        # The rebuilt tree puts its cursor back on this path after the next refresh: the
+        # inspector shows the path's new view now (its reasons, pending or not).
+        path = tree.selected_path
+        tree.show(self.session.name if self.session else "model", self.summaries, message.rows)
+        self.ir_pane.mark_attribute(path, refresh=False)
+        self._show_attribute(tree.view_of(path) if path else None)
+        if message.complete and toggled:
+            self.set_status("verdicts and reasons updated (r re-runs the steps)")
+        self.query_one("#model-title", Label).update(
+            layout=False,
+            content=Text.assemble(
+                "model  ", ("★ preserved: ", "magenta"), ", ".join(message.preserved) or "none"
+            ),
+        )
 
     def on_step_ready(self, message: StepReady) -> None:
-        self.runs.step_ready(message)
+        """A step of the current run arrived: the steps bar lists it."""
+        if message.run_id != self.run_id:
+            return
+        # A step lives until a re-run: out of the collector's walks at once (its graph
+        # comes when a view shows it, and is kept the same way then).
+        collector.keep()
+        self.steps.append(message.step)
+        # Shows the step if it is the first, or if n was pressed for it.
+        self.steps_bar.add_step(message.step, self.fv_app.show_timings)
+        self.ir_pane.update_title()
+        self._update_tab_label()
+        if message.step.error:
+            self.set_status(f"step {message.step.label} failed: {message.step.error}", error=True)
 
     def on_final_code_ready(self, message: FinalCodeReady) -> None:
-        self.runs.final_code_ready(message)
+        """The final frozen module's ``.code`` arrived (read when the view showed it)."""
+        # The .code view of a step from the clean-up on shows the final frozen module's.
+        if message.run_id == self.run_id and self.ir_pane.view_mode == "code":
+            self.ir_pane.show_current()
 
     def on_steps_finished(self, message: StepsFinished) -> None:
-        self.runs.steps_finished(message)
+        """The run is over: the status line says how it went."""
+        if message.run_id != self.run_id:
+            return
+        # What the next run's start decides its deep collection from (not on its key).
+        collector.note_run_end()
+        self.stepping = False
+        self.steps_bar.finish()
+        # The .code view of a step from the clean-up on can read the final module's now.
+        self.ir_pane.run_finished = True
+        if self.ir_pane.view_mode == "code":
+            self.ir_pane.show_current()
+        if not any(s.error for s in self.steps):
+            final = self.steps[-1].node_count if self.steps else 0
+            took = f" in {message.seconds:.2f} s" if self.fv_app.show_timings else ""
+            self.set_status(
+                f"{message.count} steps{took}; final graph {final} nodes. "
+                "n/p step, space preserve, t pass, r re-run, ? help"
+            )
+        self.update_titles()
 
     def on_rendered(self, message: Rendered) -> None:
         self.delivery.rendered(message.written.paths, message.written.notes)
@@ -572,18 +742,59 @@ class MainScreen(Guarded, Screen[None]):
     def on_exported(self, message: Exported) -> None:
         self.delivery.exported(message.directory, message.written.paths, message.written.notes)
 
-    # -- the plan's runs (plan_runs.py) -------------------------------------------------
+    # -- the plan's runs ---------------------------------------------------------------
     def start_explain(self) -> None:
         """Recompute verdicts for the current preserved names."""
-        self.runs.start_explain()
+        self.work_out_verdicts(self.run_state.begin_explain(), self.model_tree.status_filter)
 
     def start_run(self) -> None:
         """Run freezing from the start with the current plan."""
-        self.runs.start_run()
+        order = self.run_state.begin_run(self.enabled_passes())
+        self.steps = []
+        self.steps_bar.clear_steps()
+        self.stepping = True
+        self.stale = False
+        self.show_step(-1)
+        # The IR pane's diffs are computed here: the diff module's recent snapshots
+        # (kept for reuse, up to a few dozen) are the last run's, never asked for again.
+        from ...session import forget_recent
+
+        forget_recent()
+        # The engine session addresses the last run's graphs by key until the next run
+        # asks: they go now, with everything else of that run. Once they are freed (off
+        # the event loop: a big graph's objects take 0.15 s to free), the run starts.
+        start = partial(self._collect_and_run, order)
+        forget_runs = getattr(self.session, "forget_runs", None)  # the engine process's
+        if forget_runs is not None:
+            collector.let_go(forget_runs(), then=partial(_on_loop, self.app, start))
+        else:
+            start()
+
+    def _collect_and_run(self, order: RunOrder) -> None:
+        """The run (unless another has started). The screen's deep collection waits for
+        the quiet timer, a key may come now: only when as many objects have joined the
+        frozen ones as the last one left alive (a user who never paused), as counted at
+        the last run's end, does it run here."""
+        try:
+            collector.deep_sweep_if_due(collector.RUN_START_DUE, recount=False)
+            if self.run_state.current(order):
+                self.freeze_steps(order)
+        except Exception as exc:
+            # No worker started, so none will say the run ended: said here as a failed
+            # run is, or the screen reads "running…" for good (from the let-go thread,
+            # the error would only end that thread).
+            if order.run_id == self.run_id:
+                self.post_message(EngineFailed.of_error("steps", exc))
 
     def cancel_run(self) -> None:
         """Ask a running pipeline to stop before its next step."""
-        self.runs.cancel_run()
+        self.run_state.cancel_run()
+
+
+def _on_loop(app: Any, call: Callable[[], object]) -> None:
+    """``call`` on the app's event loop (from another thread), unless the app closed."""
+    with contextlib.suppress(RuntimeError):
+        app.call_from_thread(call)
 
 
 # Seconds between two full collections of the screen's own objects (session/collector.py).

@@ -73,17 +73,6 @@ class ModelTree(Tree[Row]):
     """Module tree; each leaf's data is its :class:`AttrSummary`, each module's its path
     (or its verdict, for a submodule), each folded range of rows its :class:`RowRange`."""
 
-    BINDINGS = [
-        # Space toggles preserve on the selected attribute, not the tree's
-        # expand/collapse: enter and the mouse still expand nodes.
-        Binding(
-            "space",
-            "toggle_preserve",
-            "Preserve",
-            tooltip="Add/remove the selected attribute to preserved_attrs",
-        ),
-    ]
-
     #: Which attributes the tree lists: ``all``, ``inlined``, ``kept`` or ``dropped``.
     status_filter: reactive[str] = reactive("all", init=False)
 
@@ -101,14 +90,8 @@ class ModelTree(Tree[Row]):
         #: The attribute's verdict (None on a plain module or the root).
         view: AttrSummary | None
 
-    def __init__(self, *, id: str | None = None, screen_space: bool = False) -> None:
-        """``screen_space``: the screen binds ``space`` to its ``toggle_preserve`` (which
-        calls this tree's): the tree's own binding then stands aside, so the footer
-        shows the screen's ``space`` in its place whichever pane has the focus (the
-        tree's came first, with another tooltip: each move between the tree and
-        another pane rebuilt the footer)."""
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__("model", id=id)
-        self._screen_space = screen_space
         self.show_root = True
         self.guide_depth = 2
         self._summaries: list[AttrSummary] = []
@@ -215,14 +198,13 @@ class ModelTree(Tree[Row]):
         self.post_message(Status(f"model tree shows: {self.status_filter}"))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """``space`` never expands or collapses (enter and the mouse do); with
-        ``screen_space`` it is the screen's key, not the tree's."""
-        if action == "toggle_node":
-            return False
-        return not (action == "toggle_preserve" and self._screen_space)
+        """``space`` never expands or collapses (enter and the mouse do): it is the
+        screen's key (preserve), bound there once, which asks :meth:`toggle_preserve`."""
+        return action != "toggle_node"
 
-    def action_toggle_preserve(self) -> None:
-        """Add the selected attribute to ``preserved_attrs``, or remove it."""
+    def toggle_preserve(self) -> None:
+        """Ask to add the selected attribute to ``preserved_attrs``, or to remove it
+        (:class:`PreserveToggled`); without a selection, say how to make one."""
         path = self.selected_path
         if not path:
             how = (
