@@ -22,8 +22,7 @@ from typing import Any
 
 import torch
 
-from ..plumbing import capture_stderr_fd, torch_cause
-from ..plumbing.atomic import atomic_path
+from ..plumbing import atomic_path, capture_stderr_fd, torch_cause
 from .latency import warmup_calls
 
 __all__ = [
