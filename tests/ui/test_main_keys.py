@@ -39,6 +39,7 @@ def _bindings(node: DOMNode) -> list[tuple[Binding, bool]]:
     ]
 
 
+@pytest.mark.slow  # the app itself, about half a second
 async def test_each_key_of_the_main_screen_is_bound_once() -> None:
     """At every focus the main screen offers (the graph view shown too), each key of the
     screen's and the app's is taken by one enabled binding along the focus chain, but
