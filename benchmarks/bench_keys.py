@@ -178,7 +178,7 @@ async def wait_ready(pilot: Any, timeout: float) -> None:
         await pilot.pause(0.02)
         if screen.has_class("-failed"):
             raise RuntimeError("the model did not open")
-        busy = screen.loading_model or screen.stepping or screen._explaining
+        busy = screen.loading_model or screen.stepping or screen.run_state.explaining
         if screen.run_id and not busy:
             await pilot.pause()
             return
@@ -289,7 +289,7 @@ async def main_async(args: argparse.Namespace) -> int:
         async def toggle_preserve() -> None:
             screen.model_tree.focus()
             await key("space (preserve)", "space", wait=0.2)
-            while screen._explaining:
+            while screen.run_state.explaining:
                 await pilot.pause(0.02)
 
         async def toggle_pass() -> None:

@@ -97,7 +97,7 @@ def _busy(app: Any) -> bool:
     screen = app.main_screen
     if getattr(screen, "loading_model", False) or getattr(screen, "stepping", False):
         return True
-    if getattr(screen, "_explaining", False):
+    if screen.run_state.explaining:
         return True
     ir_pane = getattr(screen, "ir_pane", None)
     if ir_pane is not None and getattr(ir_pane, "taking_graph", False):
