@@ -209,7 +209,7 @@ class Explainer:
         default_factory=dict
     )
 
-    def explain(
+    def verdicts_in_turns(
         self,
         loaded: LoadedModel,
         preserved: Preserved,

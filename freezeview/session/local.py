@@ -262,7 +262,7 @@ class Session:
             if statuses is not None:
                 statuses(summaries)
 
-        summaries, inventory = self._explainer.explain(
+        summaries, inventory = self._explainer.verdicts_in_turns(
             self.load(), preserved, first if statuses is not None else None, cancel
         )
         if self.inventory is None and inventory is not None:
