@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .console import fit_table, is_unbounded, report_console
@@ -23,6 +23,7 @@ from .options import (
     load_from_args,
     measure_from_args,
     preserved_from_args,
+    split_names,
 )
 
 if TYPE_CHECKING:
@@ -33,13 +34,16 @@ if TYPE_CHECKING:
 
     from ..engine.graph import FrozenContents
     from ..engine.measure import Measurement
+    from ..engine.migrate import Migration, StateWrite
     from ..engine.reasons import AttributeVerdict, Explanation
     from .explain_groups import ModuleGroup, RowGroup
 
 __all__ = [
     "import_engine",
+    "migration_json",
     "print_disagreements",
     "print_frozen_contents",
+    "print_migration",
     "register",
     "render_explanation",
     "run",
@@ -86,6 +90,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     add_input_options(parser)
     add_measure_options(parser, autograd=True)
+    parser.add_argument(
+        "--migrate",
+        action="store_true",
+        help=(
+            "also run freezeview migrate on the sample inputs (needs --inputs or "
+            "--input-shape): a torch.export section, and on each attribute whose state "
+            "write the ExportedProgram loses, `lost in torch.export` at the writing line; "
+            "the exit code stays explain's"
+        ),
+    )
     parser.set_defaults(func=run)
 
 
@@ -100,6 +114,13 @@ def run(args: argparse.Namespace) -> int:
 
     threads, budget = measure_from_args(args)
     inputs = inputs_from_args(args)
+    if args.migrate and not inputs:
+        from ..engine.plumbing import BadInputError
+
+        raise BadInputError(
+            "explain --migrate needs sample inputs for torch's converter: give --inputs "
+            "FILE.pt or --input-shape (e.g. --input-shape 1,3,224,224)."
+        )
     loaded = load_from_args(args)
     # Without a figure to measure the command exits once it has printed: torch's frozen
     # clone can go with the process (emptying its graphs grows with the model).
@@ -117,8 +138,12 @@ def run(args: argparse.Namespace) -> int:
             budget,
             autograd=autograd_from_args(args),
         )
+    # Reported, never enforced: the exit code is explain's (check holds the rules).
+    migration = _migration(args, inputs, threads, budget) if args.migrate and inputs else None
     if args.json:
         data = result.to_json()
+        if migration is not None:
+            migration_json(data, migration)
         if isinstance(figure, str):
             print(f"note: {figure}", file=sys.stderr)
         elif figure is not None:
@@ -128,7 +153,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     console = report_console()
     render_explanation(
-        console, result, statuses=args.status, show_all=args.all, each_module=args.each_module
+        console,
+        result,
+        statuses=args.status,
+        show_all=args.all,
+        each_module=args.each_module,
+        migration=migration,
     )
     if isinstance(figure, str):
         from rich.markup import escape
@@ -141,6 +171,46 @@ def run(args: argparse.Namespace) -> int:
 
         console.print(f"[bold]{escape(verdict_text(figure))}[/]")
     return 0
+
+
+def _migration(
+    args: argparse.Namespace, inputs: tuple[Any, ...], threads: int, budget: float
+) -> Migration:
+    """``explain --migrate``: :func:`~freezeview.engine.migrate.migrate` once, on the model
+    file and the sample inputs (its converter in its child process, with its time limit)."""
+    from ..engine.migrate import migrate
+
+    return migrate(
+        args.model,
+        inputs,
+        threads=threads,
+        budget=budget,
+        map_location=args.map_location,
+        eval_mode=args.eval,
+        imports=split_names(getattr(args, "imports", None)),
+        libraries=list(getattr(args, "libraries", None) or ()),
+    )
+
+
+def migration_json(data: dict[str, Any], migration: Migration) -> None:
+    """Add ``explain --migrate``'s facts to an ``explain --json`` document, in place.
+
+    ``migration`` is the ``migrate --json`` document; each attribute gets ``export``:
+    null when the model does not convert, else the forward's state write to it
+    (``state_write``: how, node, source, source_text, carried, declared; null when the
+    forward writes it not) and whether the program holds it, a parameter, as a buffer.
+    """
+    data["migration"] = migration.to_json()
+    writes = _export_marks(migration)
+    as_buffers = set(migration.parameters_as_buffers)
+    for attribute in data["attributes"]:
+        path = attribute["path"]
+        if not migration.conversion.converted:
+            attribute["export"] = None
+            continue
+        write = writes.get(path)
+        state = None if write is None else {k: v for k, v in write.to_json().items() if k != "path"}
+        attribute["export"] = {"state_write": state, "parameter_as_buffer": path in as_buffers}
 
 
 def _final_figure(
@@ -200,10 +270,13 @@ def _groups(verdicts: list[AttributeVerdict]) -> dict[str, list[AttributeVerdict
     return groups
 
 
-def _reason_text(v: AttributeVerdict) -> Text:
+def _reason_text(v: AttributeVerdict, mark: StateWrite | None = None) -> Text:
+    """The why cell; with ``mark`` (``--migrate``), what torch.export does with the
+    forward's write, on the line of the reason's source where explain names it."""
     from rich.text import Text
 
     text = Text()
+    marked = _marked_reason(v, mark)
     for i, reason in enumerate(v.reasons):
         if i:
             text.append("\n")
@@ -214,9 +287,43 @@ def _reason_text(v: AttributeVerdict) -> Text:
             text.append(f"\n  {reason.node.split(' # ', 1)[0]}", style="cyan")
         if reason.source and reason.code in _LOCATED:
             text.append(f"\n  at {reason.source}", style="dim")
+            if mark is not None and i == marked:
+                text.append("  " + _mark(mark)[0], style=_mark(mark)[1])
             if reason.source_text:
                 text.append(f"\n  | {reason.source_text}", style="green")
+    if mark is not None and marked is None:
+        # explain names no write here with a source (another plan, a traced model):
+        # migrate's own line for it.
+        where = mark.source or "no source line recorded"
+        text.append(f"\n  {_mark(mark)[0]} at {where}", style=_mark(mark)[1])
     return text
+
+
+def _export_marks(migration: Migration | None) -> dict[str, StateWrite]:
+    """The forward's state writes, by path, each saying what torch.export does with it
+    (none when the model does not convert: there is nothing to compare with)."""
+    if migration is None or not migration.conversion.converted:
+        return {}
+    return {w.path: w for w in migration.writes}
+
+
+def _marked_reason(v: AttributeVerdict, mark: StateWrite | None) -> int | None:
+    """The reason whose source line carries ``mark``: explain's write at migrate's line,
+    else explain's first located write; None when explain names none."""
+    located = [
+        i for i, r in enumerate(v.reasons) if r.code in ("set-attr", "in-place-write") and r.source
+    ]
+    same = [i for i in located if v.reasons[i].source == mark.source] if mark else []
+    return next(iter(same or located), None) if mark else None
+
+
+def _mark(mark: StateWrite) -> tuple[str, str]:
+    """The marker's text and style."""
+    if not mark.carried:
+        return "lost in torch.export", "bold red"
+    if not mark.declared:
+        return "kept by torch.export, not declared in its graph signature", "yellow"
+    return "kept by torch.export", "green"
 
 
 # Reason codes whose node and source line are worth a line of their own.
@@ -246,7 +353,9 @@ def _cells(v: AttributeVerdict) -> tuple[str, str]:
     return (_type_text(v), _value_text(v))
 
 
-def _print_compact(console: Console, title: str, rows: list[RowGroup]) -> None:
+def _print_compact(
+    console: Console, title: str, rows: list[RowGroup], marks: dict[str, StateWrite]
+) -> None:
     """One attribute per line plus indented reasons: readable in 80 columns."""
     from rich.text import Text
 
@@ -258,8 +367,11 @@ def _print_compact(console: Console, title: str, rows: list[RowGroup]) -> None:
         line.append(f"{v.status:<8}", style=STATUS_STYLE[v.status])
         line.append(group.name, style="bold")
         line.append(f"  {v.kind} {_type_text(v)} {_value_text(v)}".rstrip(), style="dim")
+        mark = marks.get(v.path)
+        if mark is not None:
+            line.append("  " + _mark(mark)[0], style=_mark(mark)[1])
         console.print(line)
-        console.print(_indent(_reason_text(v)))
+        console.print(_indent(_reason_text(v, mark)))
 
 
 def _indent(text: Text) -> Text:
@@ -281,6 +393,7 @@ def render_explanation(
     statuses: list[str] | None = None,
     show_all: bool = False,
     each_module: bool = False,
+    migration: Migration | None = None,
 ) -> None:
     """Print the explanation as rich tables grouped by submodule, kept attributes first.
 
@@ -290,11 +403,21 @@ def render_explanation(
     Below 100 columns each attribute is a line with its reasons indented under it. On a
     console without a width limit (:func:`~freezeview.cli.console.report_console` for a
     file or a log) each table is as wide as its longest cells and no cell is cut.
+
+    With ``migration`` (``explain --migrate``), each state write of the forward says, at
+    its source line, what the ExportedProgram does with it (``lost in torch.export``), and
+    the torch.export section (:func:`print_migration`) ends the output.
     """
     from rich.markup import escape
 
     from .explain_groups import collapse_rows, group_modules
     from .written import print_written_warning
+
+    marks = _export_marks(migration)
+
+    def cells(v: AttributeVerdict) -> tuple[str, ...]:
+        mark = marks.get(v.path)  # compared when rows are merged or laid out once
+        return (*_cells(v), f"{_mark(mark)[0]} {mark.source}" if mark else "")
 
     shown = _visible(result.attributes, statuses, show_all)
     by_owner = _groups(shown)
@@ -325,7 +448,7 @@ def render_explanation(
     # Grouped by TorchScript class: two classes named alike (a constant differs) are
     # different code.
     tables = group_modules(
-        ordered, lambda owner: types.get(owner, (None, None))[1], _cells, each=each_module
+        ordered, lambda owner: types.get(owner, (None, None))[1], cells, each=each_module
     )
     bodies: dict[Hashable, tuple[int, list[Segment]]] = {}
     for group in tables:
@@ -335,11 +458,13 @@ def render_explanation(
             title += f"  [dim]{escape(type_name)}[/]"
         if len(group.owners) > 1:
             title += f"  [dim]({len(group.owners)} alike)[/]"
-        rows = collapse_rows(group.rows, _cells, each=each_module)
+        rows = collapse_rows(group.rows, cells, each=each_module)
         if narrow:
-            _print_compact(console, title, rows)
+            _print_compact(console, title, rows, marks)
         else:
-            _print_table(console, title, rows, unbounded=unbounded, bodies=bodies)
+            _print_table(
+                console, title, rows, unbounded=unbounded, bodies=bodies, cells=cells, marks=marks
+            )
         _print_names_note(console, group, rows)
     hidden = len(result.attributes) - len(shown)
     more = f"  ({hidden} housekeeping or filtered rows hidden; --all shows them)" if hidden else ""
@@ -354,6 +479,8 @@ def render_explanation(
         console.print(f"[dim]torch said: {warning}[/]")
     # Whatever --status, --all and the grouping showed: a written constant is always told.
     print_written_warning(console, result.written_constants())
+    if migration is not None:
+        print_migration(console, migration)
 
 
 def _print_table(
@@ -363,6 +490,8 @@ def _print_table(
     *,
     unbounded: bool,
     bodies: dict[Hashable, tuple[int, list[Segment]]] | None = None,
+    cells: Callable[[AttributeVerdict], tuple[str, ...]] = _cells,
+    marks: dict[str, StateWrite] | None = None,
 ) -> None:
     """One table, as rich lays it out; ``bodies`` keeps each laid-out body by its rows.
 
@@ -377,7 +506,7 @@ def _print_table(
 
     if unbounded:
         console.print()  # tables one after another in a file: a blank line between
-    key = (unbounded, tuple((g.name, row_keys(g.rows[0], _cells)[1]) for g in rows))
+    key = (unbounded, tuple((g.name, row_keys(g.rows[0], cells)[1]) for g in rows))
     laid_out = bodies.get(key) if bodies is not None else None
     if laid_out is None:
         table = _table(None, unbounded=unbounded)
@@ -390,7 +519,7 @@ def _print_table(
                 v.kind,
                 type_text,
                 Text(v.status, style=STATUS_STYLE[v.status]),
-                _reason_text(v),
+                _reason_text(v, (marks or {}).get(v.path)),
             )
         body = list(console.render(fit_table(console, table), _print_options(console)))
         first_line = next((i for i, seg in enumerate(body) if seg.text == "\n"), len(body))
@@ -465,6 +594,71 @@ def print_frozen_contents(console: Console, frozen: FrozenContents) -> None:
         )
         table.add_row(constant.name, value, f"{constant.nbytes:,}", ", ".join(constant.users))
     console.print(fit_table(console, table))
+
+
+def print_migration(console: Console, migration: Migration) -> None:
+    """``explain --migrate``'s torch.export section: migrate's verdict; how the conversion
+    went, or the method, stage and node it failed on; the state writes the ExportedProgram
+    loses (each marked on its attribute above) or does not declare; parameters it holds
+    as buffers; the input dimensions it fixed; its forward against the frozen one."""
+    from rich.markup import escape
+
+    from ..engine.plumbing import plural
+
+    conv = migration.conversion
+    colour = "green" if migration.exit_code == 0 else "yellow" if conv.converted else "red"
+    console.print()
+    console.print(
+        "[bold]torch.export[/] (freezeview migrate on the sample inputs): "
+        f"[bold {colour}]{escape(migration.verdict)}[/]"
+    )
+    lines: list[str] = []
+    if not conv.available:
+        lines.append(conv.cause)
+    elif not conv.converted:
+        where = f" on {conv.failed_node.describe()}" if conv.failed_node else ""
+        lines.append(f"failed in {conv.method}, {conv.stage}{where}")
+        lines.append(f"torch: {conv.cause}")
+        if conv.hint:
+            lines.append(f"known cause: {conv.hint}")
+    if conv.unhandled_kinds:
+        lines.append(
+            "node kinds the converter has no handler for: " + ", ".join(conv.unhandled_kinds)
+        )
+    if conv.converted:
+        lines.append(
+            f"converted {conv.method} in {conv.seconds:.2f} s; outputs the same on "
+            f"{sum(migration.outputs_same)} of {plural(migration.calls, 'successive call')}"
+        )
+        lost = migration.lost_writes
+        if lost:
+            named = ", ".join(f"{w.path} ({w.source or 'no source line recorded'})" for w in lost)
+            lines.append(f"{plural(len(lost), 'state write')} lost in the ExportedProgram: {named}")
+        undeclared = [w.path for w in migration.writes if w.carried and not w.declared]
+        if undeclared:
+            lines.append(
+                "kept when the program runs, but not declared in its graph signature: "
+                + ", ".join(undeclared)
+            )
+        differs = [p for p in migration.state_differs if p not in {w.path for w in lost}]
+        if differs:
+            lines.append("state that differs after the calls: " + ", ".join(differs))
+        held = migration.parameters_as_buffers
+        if held:
+            more = f", ... {len(held) - 3} more" if len(held) > 3 else ""
+            lines.append(
+                f"{plural(len(held), 'parameter')} held as buffers by the program "
+                f"({', '.join(held[:3])}{more})"
+            )
+        if migration.specialised:
+            lines.append(
+                "input dimensions fixed by the program: " + ", ".join(migration.specialised)
+            )
+        if migration.speed is not None:
+            lines.extend(migration.speed.lines())
+    lines.extend(migration.notes)
+    for line in lines:
+        console.print("  " + escape(line))
 
 
 def _table(title: str | None, *, unbounded: bool) -> Table:
