@@ -322,7 +322,7 @@ def _mark(mark: StateWrite) -> tuple[str, str]:
     if not mark.carried:
         return "lost in torch.export", "bold red"
     if not mark.declared:
-        return "kept by torch.export, not declared in its graph signature", "yellow"
+        return "kept by torch.export, undeclared", "yellow"
     return "kept by torch.export", "green"
 
 
@@ -637,8 +637,8 @@ def print_migration(console: Console, migration: Migration) -> None:
         undeclared = [w.path for w in migration.writes if w.carried and not w.declared]
         if undeclared:
             lines.append(
-                "kept when the program runs, but not declared in its graph signature: "
-                + ", ".join(undeclared)
+                "kept when the program runs, but undeclared (no mutated buffer in its graph "
+                "signature): " + ", ".join(undeclared)
             )
         differs = [p for p in migration.state_differs if p not in {w.path for w in lost}]
         if differs:
