@@ -1,4 +1,6 @@
-"""``freezeview explain``: why each attribute is, or is not, inlined by freezing.
+"""``freezeview explain``: why each attribute is, or is not, inlined by freezing; with
+``--migrate``, beside it what the move to torch.export loses (``freezeview migrate`` run
+once on the sample inputs).
 
 rich and the engine (torch) are imported when the command runs: ``--help`` needs
 neither.
