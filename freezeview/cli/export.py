@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["import_engine", "register", "run"]
 
 # The drawing code's choices and defaults, as --help states them without importing it
-# (the drawing code's imports); tests/test_cli_help.py checks that they are the engine's.
+# (the drawing code's imports); tests/cli/test_help.py checks that they are the engine's.
 FORMATS = ("svg", "png", "dot")
 CONSTANT_MODES = ("fold", "hide-trivial", "nodes")
 DEFAULT_BUDGET = 300
@@ -78,6 +78,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="also run freezeview migrate on the sample inputs and add its findings to "
         "index.html (needs --inputs or --input-shape)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="with sample inputs: time each node of the unfrozen module's forward and of "
+        "every step that changed the graph (as freeze --profile) and fill each picture's "
+        "boxes by their share of the forward's time (a heat overlay; module boxes add up "
+        "their ops), with each step's dearest kinds and nodes before and after on the page",
     )
     parser.add_argument(
         "--expand",
@@ -185,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
     threads, budget = measure_from_args(args)
     inputs = inputs_from_args(args)
+    _check_profile(args, inputs is not None, budget)
     # --migrate: run first, so that inputs the model rejects stop it before anything is written.
     migration = _migration(args, inputs, threads, budget) if args.migrate else None
     err = Console(stderr=True, highlight=False)
@@ -207,6 +216,7 @@ def run(args: argparse.Namespace) -> int:
             parallel=args.parallel,
             inputs=inputs,
             measure=(threads, budget, autograd_from_args(args)),
+            profile=args.profile,
         )
     if migration is not None and result.index is not None:
         from ..engine.output import add_migration_section
@@ -228,6 +238,21 @@ def run(args: argparse.Namespace) -> int:
             "the page's header)"
         )
     return 0
+
+
+def _check_profile(args: argparse.Namespace, has_inputs: bool, budget: float) -> None:
+    """``--profile`` times forwards: refused without sample inputs or time to spend."""
+    from ..engine.plumbing import BadInputError
+
+    if not args.profile:
+        return
+    if not has_inputs:
+        raise BadInputError(
+            "--profile needs sample inputs to run the forwards it times: add --inputs "
+            "FILE.pt or --input-shape 1,3,224,224."
+        )
+    if budget <= 0:
+        raise BadInputError("--profile times forwards: give a --time-budget above 0.")
 
 
 def _migration(
@@ -293,7 +318,21 @@ def _json(result: ExportResult) -> dict[str, object]:
         ],
         "notes": result.notes,
         **{f"{name}_seconds": round(seconds, 4) for name, seconds in timings.items()},
+        **_measured_json(result),
     }
+
+
+def _measured_json(result: ExportResult) -> dict[str, object]:
+    """``profile`` (with --profile) and ``numerics_bisect`` (a step bisected): the
+    node_time and numerics_bisect lines freeze --json writes, as two keys."""
+    facts = result.facts
+    out: dict[str, object] = {}
+    profile = facts.profile_json()
+    if profile is not None:
+        out["profile"] = profile
+    if facts.bisections:
+        out["numerics_bisect"] = [b.to_json() for b in facts.bisections]
+    return out
 
 
 def _print(console: Console, result: ExportResult) -> None:
@@ -324,5 +363,20 @@ def _print(console: Console, result: ExportResult) -> None:
         from ..engine.measure import verdict_text
 
         console.print(f"[bold]{escape(verdict_text(result.measurement))}[/]")
+    _print_measured(console, result)
     if result.index is not None:
         console.print(f"Open [bold]{result.index}[/] in a browser.")
+
+
+def _print_measured(console: Console, result: ExportResult) -> None:
+    """Which clock timed what (--profile), and the node where the numbers move."""
+    from rich.markup import escape
+
+    facts = result.facts
+    for note in facts.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    for profile in facts.profiles:
+        label = "unfrozen module" if profile.step is None else f"step {profile.step}"
+        console.print(f"time per node, {escape(label)}: {escape(profile.measured_by())}")
+    for bisection in facts.bisections:
+        console.print(f"where the numbers move: {escape(bisection.message)}")

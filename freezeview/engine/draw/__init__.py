@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .folding.plan import RenderOptions
     from .folding.prepared import forget_prepared
     from .folding.scopes import module_paths
+    from .pictures.overlay import HEAT_SCALE, Overlay, heat_band
     from .pictures.render import (
         FORMATS,
         PendingPicture,
@@ -57,6 +58,9 @@ __getattr__, __dir__ = lazy_exports(
         "RenderOptions": "folding.plan",
         "forget_prepared": "folding.prepared",
         "module_paths": "folding.scopes",
+        "HEAT_SCALE": "pictures.overlay",
+        "Overlay": "pictures.overlay",
+        "heat_band": "pictures.overlay",
         "FORMATS": "pictures.render",
         "PendingPicture": "pictures.render",
         "RenderResult": "pictures.render",
@@ -75,6 +79,7 @@ __getattr__, __dir__ = lazy_exports(
 
 __all__ = [
     "FORMATS",
+    "HEAT_SCALE",
     "TERMINAL_BUDGET",
     "BoxLayout",
     "DotFailedError",
@@ -82,12 +87,14 @@ __all__ = [
     "DotTimeoutError",
     "GraphLayout",
     "GraphvizMissingError",
+    "Overlay",
     "Overruns",
     "PendingPicture",
     "RenderOptions",
     "RenderResult",
     "find_dot",
     "forget_prepared",
+    "heat_band",
     "layout_graph",
     "module_paths",
     "render_diff",

@@ -9,8 +9,10 @@ Uses freeze, draw, diff, reasons, graph, load and plumbing.
 - :mod:`.export_pictures`: an export's pictures started in the background, in order;
 - :mod:`.export_page`: what an export wrote, handed to the review page;
 - :mod:`.export_values`: what an export wrote: :class:`ExportResult` and its entries;
+- :mod:`.export_profile`: per-node times and bisections read during the run, as overlays;
 - :mod:`.review_page`: ``index.html``, the interactive review page;
 - :mod:`.migration_section`: the review page's migration section (``export --migrate``);
+- :mod:`.profile_section`: the page's time per node and where the numbers move sections;
 - :mod:`.report`: step and plan reports: JSON objects and rich tables.
 """
 

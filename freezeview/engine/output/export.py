@@ -207,6 +207,7 @@ def export(
     parallel: bool | None = None,
     inputs: Sequence[object] | None = None,
     measure: tuple[int, float] | tuple[int, float, bool] = (1, 0.25),
+    profile: bool = False,
 ) -> ExportResult:
     """Freeze ``model`` step by step and write its pictures and diffs into ``directory``.
 
@@ -231,7 +232,15 @@ def export(
             (the CLI's progress spinner does not); False: never. The files written
             are the same either way.
         inputs: sample inputs: each step's numerics and latency (``measure`` =
-            threads, seconds per step) go on the page's timeline, with the verdict.
+            threads, seconds per step) go on the page's timeline, with the verdict; a
+            step that takes the outputs past tolerance is bisected to the first node
+            whose value differs (the page's "where the numbers move", that node's box
+            outlined in the step's picture).
+        profile: with ``inputs``, time each node of the unfrozen module's forward and of
+            every step that changed the graph (as ``freeze --profile``): each picture's
+            boxes are filled by their share of the forward's time (before.svg: the
+            unfrozen module's; after, diff and the step pictures: the step's), and the
+            page lists each step's dearest kinds and nodes before and after.
 
     Returns:
         An :class:`ExportResult`.
@@ -284,9 +293,11 @@ def export(
         pictures = PictureQueue(out, pic_fmt, dots, result, say)
         say("freezing")
         run = run_for_export(
-            loaded, plan, result, per_step=per_step, inputs=inputs, measure=measure
+            loaded, plan, result, per_step=per_step, inputs=inputs, measure=measure, profile=profile
         )
         result.measurement = run.measurement
+        timed = result.facts = run.facts
+        unfrozen, last = timed.profile_of(None), timed.last()
         steps, shown = run.steps, run.shown
         # torch's side is read: the pipeline let go of its graphs and frozen modules,
         # and unless the caller holds the model, its weights go now too; the pages they
@@ -298,13 +309,15 @@ def export(
         after, pairs = run.after, run.pairs
         opts = replace(before_opts, reasons=run.reasons)
         title = f"{model_name}: after freezing"
-        drawn_after = pictures.draw("after", title, partial(start_snapshot, after, options=opts))
+        begin = partial(start_snapshot, after, options=opts, overlay=timed.overlay(last, after))
+        drawn_after = pictures.draw("after", title, begin)
         before, texts = run.take_before(result)
         give_back_freed_memory()  # the inlined graph, and the parse's own garbage
         # The before picture next: Graphviz's worker, done with the after picture (its
         # placing capped, render_pictures.py), lays it out while this process diffs.
         title = f"{model_name}: before freezing (inlined)"
-        begin = partial(start_snapshot, before, options=before_opts)
+        heat_before = timed.overlay(unfrozen, before)
+        begin = partial(start_snapshot, before, options=before_opts, overlay=heat_before)
         drawn_before = pictures.draw("before", title, begin)
         if per_step:
             stems = [step_stem(step) for step in shown]
@@ -338,12 +351,15 @@ def export(
             )
             result.diff_seconds += time.perf_counter() - start
             title = f"{model_name}: {overall.summary()}"
-            drawn_diff = pictures.draw("diff", title, partial(start_diff, overall, options=opts))
+            heat = timed.overlay(last, after, ghosts=unfrozen, before=before)
+            begin = partial(start_diff, overall, options=opts, overlay=heat)
+            drawn_diff = pictures.draw("diff", title, begin)
             # Collected, and listed, in the usual order.
             overall_pictures = [drawn_before, drawn_after, drawn_diff]
             if side_by_side:
                 title = f"{model_name}: before / after"
-                begin = partial(start_side_by_side, overall, options=opts)
+                sides = (heat_before, timed.overlay(last, after))
+                begin = partial(start_side_by_side, overall, options=opts, overlays=sides)
                 overall_pictures.append(pictures.draw("side-by-side", title, begin))
             start = time.perf_counter()
             if ir_text is None:
@@ -384,10 +400,11 @@ def export(
                 if step.changed and step_diff is not None and not step_diff.is_empty:
                     # Inlining replaces one call by the whole graph: the diff of step 00 is
                     # "all added", so the plain inlined graph says the same, more quietly.
+                    heat = timed.step_overlay(step.index, snap, previous)
                     begin = (
-                        partial(start_snapshot, snap, options=before_opts)
+                        partial(start_snapshot, snap, options=before_opts, overlay=heat)
                         if step.index == 0
-                        else partial(start_diff, step_diff, options=opts)
+                        else partial(start_diff, step_diff, options=opts, overlay=heat)
                     )
                     step_pictures.append((entry, pictures.draw(stem, title, begin)))
 

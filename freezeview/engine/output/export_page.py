@@ -13,11 +13,14 @@ from pathlib import Path
 
 import torch
 
+from ..draw import Overlay
 from ..freeze import Plan, Step
 from ..graph import GraphSnapshot
 from ..measure import Measurement, latency_cell, verdict_text
 from ..reasons import Explanation
+from .export_profile import RunFacts
 from .export_values import ExportResult, StepSummary
+from .profile_section import numbers_section, profile_section, step_time
 from .review_page import PagePicture, PageStep, source_texts, write_review_page
 
 __all__ = ["index_html", "inlined_source_texts"]
@@ -55,12 +58,15 @@ def index_html(
         texts: source line texts by ``file:line`` (:func:`inlined_source_texts`).
     """
     graphs = {"diff": (before, after), "after": (None, after), "before": (None, before)}
+    facts = result.facts
+    overlays = _overlays(facts, before, after)
     pictures = []
     for key in ("diff", "after", "before", "side-by-side"):
         for p in result.pictures:
             if p.name == key:
                 old, new = graphs.get(p.name, (None, None))
-                pictures.append(PagePicture(p.name, p.title, p.result, new, old))
+                shown = overlays.get(p.name, ())
+                pictures.append(PagePicture(p.name, p.title, p.result, new, old, overlays=shown))
     page_steps: list[PageStep] = []
     by_index = {e.step.index: e for e in result.steps}
     for step in steps:
@@ -77,6 +83,7 @@ def index_html(
                     entry.before,
                     kind="step",
                     step=step.index,
+                    overlays=(facts.step_overlay(step.index, entry.after, entry.before),),
                 )
             )
         diff_file = entry.diff_file if entry is not None else None
@@ -90,6 +97,7 @@ def index_html(
                 diff_file.read_text(encoding="utf-8") if diff_file is not None else "",
                 picture_id,
                 _latency(result.measurement, step.index),
+                step_time(facts, step.index),
             )
         )
     summary = f"{before.node_count} nodes before, {after.node_count} after · {changes}"
@@ -107,7 +115,38 @@ def index_html(
         notes=result.notes,
         picture_format=fmt,
         texts=texts,
+        sections=(profile_section(facts), numbers_section(facts, _named_boxes(pictures))),
     )
+
+
+def _overlays(
+    facts: RunFacts, before: GraphSnapshot, after: GraphSnapshot
+) -> dict[str, tuple[Overlay | None, ...]]:
+    """Per overall picture, the overlays its drawings were drawn with (as export drew)."""
+    unfrozen, last = facts.profile_of(None), facts.last()
+    on_before = facts.overlay(unfrozen, before)
+    on_after = facts.overlay(last, after)
+    return {
+        "before": (on_before,),
+        "after": (on_after,),
+        "diff": (facts.overlay(last, after, ghosts=unfrozen, before=before),),
+        "side-by-side": (on_before, on_after),
+    }
+
+
+def _named_boxes(pictures: Sequence[PagePicture]) -> dict[int, tuple[str, str]]:
+    """Per step picture, its id and the key of the box outlined there (the node whose
+    value first differs), for the page's "where the numbers move" links."""
+    found: dict[int, tuple[str, str]] = {}
+    for picture in pictures:
+        overlay = picture.overlays[0] if picture.overlays else None
+        if picture.step is None or overlay is None or not overlay.outlined:
+            continue
+        for view in picture.result.views:
+            for key, box in view.nodes.items():
+                if overlay.marks(box):
+                    found[picture.step] = (picture.id, key)
+    return found
 
 
 def _latency(measurement: Measurement | None, index: int) -> str:

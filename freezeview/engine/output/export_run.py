@@ -28,6 +28,7 @@ from ..measure import MeasuredRun, Measurement
 from ..plumbing import PlanError, give_back_freed_memory
 from ..reasons import Explanation
 from .export_page import inlined_source_texts
+from .export_profile import RunFacts, RunWatch
 from .export_values import ExportResult, StepSummary
 
 __all__ = ["FrozenRun", "run_for_export"]
@@ -46,6 +47,8 @@ class FrozenRun:
         reasons: kept attribute path -> why (the after picture's attribute boxes).
         measurement: with sample inputs, each step's latency and the verdict.
         pairs: with ``per_step``, each shown step with the snapshot before it and its own.
+        facts: with sample inputs, the forwards' per-node times (``profile``) and the
+            bisections of the steps that moved the outputs past tolerance.
     """
 
     plan: Plan
@@ -56,6 +59,7 @@ class FrozenRun:
     reasons: dict[str, str]
     measurement: Measurement | None = None
     pairs: list[tuple[Step, GraphSnapshot | None, GraphSnapshot]] = field(default_factory=list)
+    facts: RunFacts = field(default_factory=RunFacts)
     #: the inlined ``forward`` not yet snapshotted, or the snapshot and its source texts
     _before: torch._C.Graph | tuple[GraphSnapshot, dict[str, str]] | None = None
 
@@ -168,6 +172,7 @@ def run_for_export(
     per_step: bool = False,
     inputs: Sequence[object] | None = None,
     measure: tuple[int, float] | tuple[int, float, bool] = (1, 0.25),
+    profile: bool = False,
 ) -> FrozenRun:
     """Run the stepwise freeze of ``loaded`` and read all an export shows of it.
 
@@ -189,7 +194,10 @@ def run_for_export(
             ``notes_seconds``, ``reasons_seconds``).
         per_step: keep every step's snapshot (one picture and diff per step).
         inputs: sample inputs, measured per step (``measure``: threads, seconds a step,
-            and optionally True to time with autograd on).
+            and optionally True to time with autograd on); the step that takes the
+            outputs past tolerance is bisected to the node where the numbers move.
+        profile: with ``inputs``, also time each node of the unfrozen module's forward
+            and of every step that changed the graph (:class:`RunWatch`).
 
     Raises:
         PlanError: a step failed, or the model has no forward method to draw.
@@ -203,16 +211,20 @@ def run_for_export(
         run = measured.run()
     else:
         run = pipe.run()
+    watch = RunWatch(pipe, profile=profile and measure[1] > 0, measure=measure)
     steps: list[Step] = []
     explained = False
-    apart = 0.0  # explain's and the notes' time inside the loop
+    apart = 0.0  # explain's, the notes' and the profiling's time inside the loop
     for step in run:
         steps.append(step)
         if per_step or step.error is not None:
+            watch.observe(step)
             continue
         began = time.perf_counter()
         if len(steps) > 1:
             release_graphs(steps[-2], step, settled=True)
+        # Profiled and bisected while the step's graphs are held, as freeze does.
+        watch.observe(step)
         if not explained and pipe.torch_outcome(pipe.plan.preserved_attrs) is not None:
             # explain reads torch's freeze (made before the first step is yielded) and
             # builds graphs of its own: run while the least is held, its pages given
@@ -228,6 +240,9 @@ def run_for_export(
             release_graphs(steps[-2], step)
         give_back_freed_memory()
         apart += time.perf_counter() - began
+    facts = watch.finish()
+    if per_step:
+        apart += facts.seconds  # inside ``apart`` already otherwise
     result.freeze_seconds = time.perf_counter() - start - apart
     failed = next((s for s in steps if s.error is not None), None)
     if failed is not None:
@@ -288,5 +303,6 @@ def run_for_export(
         reasons=reasons,
         measurement=measured.measurement if measured is not None else None,
         pairs=pairs,
+        facts=facts,
         _before=before,
     )

@@ -13,6 +13,7 @@ from ..draw import RenderResult
 from ..freeze import Numerics, Step
 from ..graph import GraphSnapshot
 from ..measure import Measurement
+from .export_profile import RunFacts
 
 __all__ = ["ExportResult", "PictureEntry", "StepEntry", "StepSummary"]
 
@@ -122,6 +123,8 @@ class ExportResult:
     graphviz_missing: bool = False
     #: With sample inputs: each step's latency and the verdict (the page's timeline).
     measurement: Measurement | None = None
+    #: With sample inputs: per-node times (``profile``) and the steps bisected.
+    facts: RunFacts = field(default_factory=RunFacts)
 
     def all_renders(self) -> list[RenderResult]:
         """Every render result (main pictures and step pictures)."""

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from ..draw import RenderResult
+from ..draw import Overlay, RenderResult
 from ..freeze import Plan, Step
 from ..graph import GraphSnapshot, NodeSnapshot, parse_source_range
 from ..plumbing import atomic, plural
@@ -57,6 +57,8 @@ class PagePicture:
         after: the graph drawn.
         kind: ``overall`` or ``step``.
         step: the step index, for step pictures.
+        overlays: per drawing of the picture, the times and marks drawn over its boxes
+            (``export --profile``; a box's details then say its time).
     """
 
     id: str
@@ -66,6 +68,7 @@ class PagePicture:
     before: GraphSnapshot | None = None
     kind: str = "overall"
     step: int | None = None
+    overlays: tuple[Overlay | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ class PageStep:
     picture: str | None
     #: The step's forward latency against the unfrozen module ("" when not timed).
     latency: str = ""
+    #: What the step did to the forward's per-node time ("" when not profiled).
+    time: str = ""
 
 
 def _node(snapshot: GraphSnapshot | None, node_id: int) -> NodeSnapshot | None:
@@ -191,7 +196,9 @@ def box_facts(
     """
     texts = texts or {}
     boxes: dict[str, dict[str, Any]] = {}
-    for view in picture.result.views:
+    overlays = picture.overlays
+    for index, view in enumerate(picture.result.views):
+        overlay = overlays[index] if index < len(overlays) else None
         for key, box in view.nodes.items():
             lines = [line for line in box.tooltip.splitlines() if line.strip()]
             facts: dict[str, Any] = {
@@ -228,6 +235,12 @@ def box_facts(
             reads = sorted(set(_SELF_VALUE.findall(facts.get("ir", ""))))
             if reads:
                 facts["reads"] = reads
+            if overlay is not None:
+                timed = overlay.time_text(box) if overlay.heat else ""
+                if timed:
+                    facts["time"] = timed
+                if overlay.marks(box):
+                    facts["moved"] = "the first node whose value differs after this step"
             boxes[key] = facts
     return boxes
 
@@ -311,6 +324,7 @@ def _timeline_item(entry: PageStep) -> str:
         f'<li class="{classes}" data-step="{step.index}"{picture}>'
         f"<b>{step.index:02d}</b> {html.escape(step.title)}"
         f'<div class="counts">{counts} · {step.seconds * 1000:.0f} ms{numerics}</div>'
+        + (f'<div class="time">{html.escape(entry.time)}</div>' if entry.time else "")
         + (f'<div class="notes">{html.escape(notes)}</div>' if notes else "")
         + "</li>"
     )
@@ -431,6 +445,7 @@ def review_page(
     notes: Sequence[str] = (),
     picture_format: str = "svg",
     texts: Mapping[str, str] | None = None,
+    sections: Sequence[str] = (),
 ) -> str:
     """The whole ``index.html`` (:func:`review_page_parts` joined by newlines).
 
@@ -445,6 +460,8 @@ def review_page(
         notes: sentences for the user (fallbacks taken while drawing).
         picture_format: ``svg``, ``png`` or ``dot``.
         texts: source line texts by ``file:line`` (:func:`source_texts`).
+        sections: HTML sections for the header's end (the time per node, where the
+            numbers move: :mod:`.profile_section`).
 
     Returns:
         The page's HTML text.
@@ -462,6 +479,7 @@ def review_page(
             notes=notes,
             picture_format=picture_format,
             texts=texts,
+            sections=sections,
         )
     )
 
@@ -493,6 +511,7 @@ def review_page_parts(
     notes: Sequence[str] = (),
     picture_format: str = "svg",
     texts: Mapping[str, str] | None = None,
+    sections: Sequence[str] = (),
 ) -> Iterator[str | Iterator[str]]:
     """The lines of :func:`review_page`'s HTML, in order (each part without its newline);
     a part that is an iterator is one line given a piece at a time."""
@@ -517,6 +536,7 @@ def review_page_parts(
         "<kbd>n</kbd>/<kbd>p</kbd> step, <kbd>/</kbd> searches; click a box for its details.</p>",
         *(f'<p class="note">{esc(n)}</p>' for n in notes),
         _written_banner(explanation),
+        *(section for section in sections if section),
         "</header>",
         '<div id="layout">',
         '<nav id="sidebar"><div class="tabs">'

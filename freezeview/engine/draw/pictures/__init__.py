@@ -5,6 +5,8 @@
 - :mod:`.render`: the level planned, the picture handed to Graphviz (now or in the
   background), coarser levels drawn on an overrun or a Graphviz failure, the file written
   (``start_*`` / ``render_*``, :class:`~.render.RenderResult`);
+- :mod:`.overlay`: what a picture carries over its boxes: a heat fill by each box's share
+  of the forward's time, and an outline where the numbers move (:class:`~.overlay.Overlay`);
 - :mod:`.svg_fit`: an SVG sized to the browser's window.
 
 Uses :mod:`..dot` and :mod:`..folding`.

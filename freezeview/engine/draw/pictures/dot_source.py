@@ -3,17 +3,22 @@
 Every box gets an ``id`` (its drawing key) and a ``class`` (``fv-op fv-added``,
 ``fv-ghost fv-removed``, ``fv-attribute fv-kept`` ...), which Graphviz copies onto the
 box's ``<g>`` element in SVG output, so the pictures can be styled, searched and checked
-by tests; diff pictures carry the colour legend. The DOT text itself is written by
+by tests; diff pictures carry the colour legend. With an :class:`~.overlay.Overlay`,
+timed boxes are filled by their share of the forward's time (with the heat scale's
+legend) and marked nodes outlined; without one the text is what it always was. The DOT
+text itself is written by
 :class:`~freezeview.engine.draw.dot.text.DotWriter`; running Graphviz is
 :mod:`freezeview.engine.draw.pictures.render`'s job.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from ..dot.text import DotWriter, GraphAttrs
 from ..folding.drawing import Box, Cluster, Drawing
+from .overlay import HEAT_SCALE, OUTLINE, Overlay, band_label, heat_band
 
 __all__ = ["COLOURS", "LEGEND", "dot_source"]
 
@@ -56,7 +61,7 @@ def _label(node: Box) -> str:
     return "\\n".join(_escape(line) for line in lines)
 
 
-def _node_attrs(node: Box) -> dict[str, str]:
+def _node_attrs(node: Box, overlay: Overlay | None = None) -> dict[str, str]:
     fill, border = COLOURS.get(node.status, COLOURS["same"])
     style = ["filled"]
     penwidth = "1"
@@ -90,7 +95,31 @@ def _node_attrs(node: Box) -> dict[str, str]:
     }
     if node.role == "ghost":
         attrs["fontcolor"] = COLOURS["removed"][1]
+    if overlay is not None:
+        _overlaid(attrs, node, overlay)
     return attrs
+
+
+def _overlaid(attrs: dict[str, str], node: Box, overlay: Overlay) -> None:
+    """``attrs`` with the overlay's heat fill, time tooltip and outline (in place)."""
+    text = overlay.time_text(node) if overlay.heat else ""
+    if text:
+        attrs["tooltip"] = (_escape(text) + "\n" + attrs["tooltip"])[:1500]
+    share = overlay.share(node) if overlay.heat and node.role != "ghost" else None
+    if share is not None:
+        band = heat_band(share)
+        _upper, fill, ink = HEAT_SCALE[band]
+        attrs["fillcolor"] = fill
+        attrs["fontcolor"] = ink
+        attrs["class"] += f" fv-heat fv-heat-{band}"
+        if node.status in ("added", "changed"):
+            # The fill is the time's now: what the step did stays on the border.
+            attrs["penwidth"] = f"{max(float(attrs['penwidth']), 2.5):g}"
+    if overlay.marks(node):
+        attrs["color"], attrs["penwidth"] = OUTLINE
+        attrs["class"] += " fv-moved"
+        moved = "the numbers move here: the first node whose value differs"
+        attrs["tooltip"] = (moved + "\n" + attrs["tooltip"])[:1500]
 
 
 def _cluster_attrs(cluster: Cluster, name: str) -> dict[str, str]:
@@ -114,6 +143,7 @@ def _fill(
     parent: DotWriter,
     drawing: Drawing,
     prefix: str,
+    overlay: Overlay | None = None,
 ) -> None:
     """Add the nodes, clusters and edges of ``drawing`` to ``parent``."""
     children: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
@@ -130,7 +160,7 @@ def _fill(
 
     def emit(graph: DotWriter, path: tuple[str, ...]) -> None:
         for node in nodes_in.get(path, []):
-            graph.node(node.key, **_node_attrs(node))
+            graph.node(node.key, **_node_attrs(node, overlay))
         for child in children.get(path, []):
             counter[0] += 1
             name = f"cluster_{prefix}{counter[0]}"
@@ -159,12 +189,16 @@ def _fill(
         parent.edge(edge.tail, edge.head, **attrs)
 
 
-def _legend(graph: DotWriter, prefix: str = "") -> None:
+def _legend(graph: DotWriter, prefix: str = "", *, heat: bool = False) -> None:
     sub = DotWriter(name=f"cluster_{prefix}legend")
     sub.attr(label="legend", style="rounded", color="#d0d7de", fontcolor="#57606a", id="legend")
     previous = None
     for status, text in LEGEND:
         fill, border = COLOURS[status]
+        if heat and status in ("added", "changed"):
+            # Under the heat overlay an op's fill is its time's: what the step did to it
+            # is the border.
+            fill, text = "#ffffff", f"{text} (border)"
         key = f"{prefix}legend_{status}"
         sub.node(
             key,
@@ -179,6 +213,47 @@ def _legend(graph: DotWriter, prefix: str = "") -> None:
         if previous:
             sub.edge(previous, key, style="invis")
         previous = key
+    graph.subgraph(sub)
+
+
+def _heat_legend(graph: DotWriter, overlays: Sequence[Overlay]) -> None:
+    """The heat scale's bands (and the outline's meaning), with the clocks that timed."""
+    clocks = ", ".join(dict.fromkeys(o.clock for o in overlays if o.heat and o.clock))
+    sub = DotWriter(name="cluster_heat_legend")
+    label = "share of the forward's time" + (f" ({clocks})" if clocks else "")
+    sub.attr(label=label, style="rounded", color="#d0d7de", fontcolor="#57606a", id="heat-legend")
+    keys: list[str] = []
+    if any(o.heat for o in overlays):
+        for band, (_upper, fill, ink) in enumerate(HEAT_SCALE):
+            key = f"heat_legend_{band}"
+            sub.node(
+                key,
+                label=band_label(band),
+                shape="box",
+                style="filled,rounded",
+                fillcolor=fill,
+                fontcolor=ink,
+                color="#57606a",
+                id=key,
+                **{"class": f"fv-legend fv-heat-legend fv-heat-{band}"},
+            )
+            keys.append(key)
+    if any(o.outlined for o in overlays):
+        key = "heat_legend_moved"
+        sub.node(
+            key,
+            label="numbers move here",
+            shape="box",
+            style="filled,rounded",
+            fillcolor="#ffffff",
+            color=OUTLINE[0],
+            penwidth=OUTLINE[1],
+            id=key,
+            **{"class": "fv-legend fv-moved-legend"},
+        )
+        keys.append(key)
+    for tail, head in itertools.pairwise(keys):
+        sub.edge(tail, head, style="invis")
     graph.subgraph(sub)
 
 
@@ -214,6 +289,7 @@ def dot_source(
     title: str = "",
     legend: bool = False,
     attrs: GraphAttrs | None = None,
+    overlays: Sequence[Overlay | None] = (),
 ) -> str:
     """The DOT text for one or more drawings.
 
@@ -223,13 +299,16 @@ def dot_source(
         title: the picture's caption.
         legend: add the diff colour legend.
         attrs: graph-wide layout settings.
+        overlays: per drawing, the times and marks drawn over its boxes (None or
+            missing: none); with any, the heat scale's legend is added.
 
     Returns:
         The DOT source text.
     """
     graph = _new_graph(title, attrs or GraphAttrs())
+    over = [overlays[i] if i < len(overlays) else None for i in range(len(drawings))]
     if len(drawings) == 1:
-        _fill(graph, drawings[0][1], "")
+        _fill(graph, drawings[0][1], "", over[0])
     else:
         for index, (caption, drawing) in enumerate(drawings):
             name = f"cluster_side{index}"
@@ -237,8 +316,11 @@ def dot_source(
             sub.attr(
                 label=_escape(caption), style="rounded", color="#d0d7de", id=name, fontsize="14"
             )
-            _fill(sub, drawing, f"s{index}_")
+            _fill(sub, drawing, f"s{index}_", over[index])
             graph.subgraph(sub)
+    given = [o for o in over if o is not None and (o.heat or o.outlined)]
     if legend:
-        _legend(graph)
+        _legend(graph, heat=any(o.heat for o in given))
+    if given:
+        _heat_legend(graph, given)
     return graph.source

@@ -21,6 +21,7 @@ from ..folding.build import build_drawing
 from ..folding.drawing import Drawing
 from ..folding.plan import RenderOptions
 from .dot_source import dot_source
+from .overlay import Overlay
 
 __all__ = ["Picture", "diff_picture", "side_by_side_picture", "snapshot_picture"]
 
@@ -62,9 +63,15 @@ def _attrs(options: RenderOptions, bends: int) -> GraphAttrs:
 
 
 def snapshot_picture(
-    snapshot: GraphSnapshot, options: RenderOptions, level: int | None, *, title: str = ""
+    snapshot: GraphSnapshot,
+    options: RenderOptions,
+    level: int | None,
+    *,
+    title: str = "",
+    overlay: Overlay | None = None,
 ) -> Picture:
-    """DOT for one snapshot at ``level`` (kept attributes marked from ``options.reasons``)."""
+    """DOT for one snapshot at ``level`` (kept attributes marked from ``options.reasons``;
+    ``overlay``: times and marks over its boxes)."""
     start = time.perf_counter()
     drawing = build_drawing(
         snapshot,
@@ -77,7 +84,11 @@ def snapshot_picture(
     )
     bends = _bends([drawing])
     source = dot_source(
-        [("", drawing)], title=title, legend=bool(options.reasons), attrs=_attrs(options, bends)
+        [("", drawing)],
+        title=title,
+        legend=bool(options.reasons),
+        attrs=_attrs(options, bends),
+        overlays=(overlay,),
     )
     return Picture(
         source,
@@ -114,15 +125,23 @@ def diff_picture(
     *,
     title: str = "",
     split: Sequence[str] = (),
+    overlay: Overlay | None = None,
 ) -> Picture:
     """DOT for the after-graph of ``diff`` coloured by status, removed ops as ghosts.
 
-    ``split`` names module boxes drawn one level finer (see :func:`changed_splits`).
+    ``split`` names module boxes drawn one level finer (see :func:`changed_splits`);
+    ``overlay``: times and marks over the boxes (its ``ghost_times`` for the ghosts).
     """
     start = time.perf_counter()
     drawing = _diff_drawing(diff, options, level, "after", reasons=options.reasons, split=split)
     bends = _bends([drawing])
-    source = dot_source([("", drawing)], title=title, legend=True, attrs=_attrs(options, bends))
+    source = dot_source(
+        [("", drawing)],
+        title=title,
+        legend=True,
+        attrs=_attrs(options, bends),
+        overlays=(overlay,),
+    )
     return Picture(
         source,
         level,
@@ -135,9 +154,15 @@ def diff_picture(
 
 
 def side_by_side_picture(
-    diff: GraphDiff, options: RenderOptions, level: int | None, *, title: str = ""
+    diff: GraphDiff,
+    options: RenderOptions,
+    level: int | None,
+    *,
+    title: str = "",
+    overlays: Sequence[Overlay | None] = (),
 ) -> Picture:
-    """DOT with the before-graph and the after-graph next to each other, both coloured."""
+    """DOT with the before-graph and the after-graph next to each other, both coloured
+    (``overlays``: the before side's, then the after side's)."""
     start = time.perf_counter()
     before = _diff_drawing(diff, options, level, "before", key_prefix="b_")
     after = _diff_drawing(
@@ -149,6 +174,7 @@ def side_by_side_picture(
         title=title,
         legend=True,
         attrs=_attrs(options, bends),
+        overlays=overlays,
     )
     nodes = len(before.nodes) + len(after.nodes)
     edges = len(before.edges) + len(after.edges)

@@ -64,6 +64,7 @@ from ..folding.plan import (
 )
 from ..folding.prepared import levels
 from ..folding.scopes import count_at_level
+from .overlay import Overlay
 from .picture import Picture, diff_picture, side_by_side_picture, snapshot_picture
 from .svg_fit import fit_to_window
 
@@ -431,13 +432,15 @@ def start_snapshot(
     options: RenderOptions | None = None,
     title: str = "",
     dots: DotQueue | None = None,
+    overlay: Overlay | None = None,
 ) -> PendingPicture:
-    """:func:`render_snapshot`, its Graphviz run handed to ``dots`` (None: run it now)."""
+    """:func:`render_snapshot`, its Graphviz run handed to ``dots`` (None: run it now);
+    ``overlay``: the times and marks drawn over its boxes (:mod:`.overlay`)."""
     options = options or RenderOptions()
     start = time.perf_counter()
     level, candidates, scopes = plan_picture(snapshot, options)
     attempts = level_attempts(
-        lambda lv: snapshot_picture(snapshot, options, lv, title=title),
+        lambda lv: snapshot_picture(snapshot, options, lv, title=title, overlay=overlay),
         path,
         fmt=fmt,
         options=options,
@@ -483,8 +486,10 @@ def start_diff(
     options: RenderOptions | None = None,
     title: str = "",
     dots: DotQueue | None = None,
+    overlay: Overlay | None = None,
 ) -> PendingPicture:
-    """:func:`render_diff`, its Graphviz run handed to ``dots`` (None: run it now)."""
+    """:func:`render_diff`, its Graphviz run handed to ``dots`` (None: run it now);
+    ``overlay``: the times and marks drawn over its boxes (:mod:`.overlay`)."""
     options = options or RenderOptions()
     start = time.perf_counter()
     scopes = scopes_drawn(diff.after, options) + ghost_scopes(diff, options)
@@ -503,7 +508,8 @@ def start_diff(
         split = changed_splits(diff, scopes, level, options)
 
     def make(lv: int | None) -> Picture:
-        return diff_picture(diff, options, lv, title=title, split=split if lv == level else ())
+        chosen = split if lv == level else ()
+        return diff_picture(diff, options, lv, title=title, split=chosen, overlay=overlay)
 
     attempts = level_attempts(
         make,
@@ -543,8 +549,10 @@ def start_side_by_side(
     options: RenderOptions | None = None,
     title: str = "",
     dots: DotQueue | None = None,
+    overlays: Sequence[Overlay | None] = (),
 ) -> PendingPicture:
-    """:func:`render_side_by_side`, its Graphviz run handed to ``dots`` (None: run it now)."""
+    """:func:`render_side_by_side`, its Graphviz run handed to ``dots`` (None: run it now);
+    ``overlays``: the before side's and the after side's (:mod:`.overlay`)."""
     options = options or RenderOptions()
     start = time.perf_counter()
     level_a, cand_a, scopes_a = plan_picture(diff.after, options)
@@ -554,7 +562,7 @@ def start_side_by_side(
     if options.level == "auto":
         level = auto_level(scopes_a + scopes_b, candidates, options)
     attempts = level_attempts(
-        lambda lv: side_by_side_picture(diff, options, lv, title=title),
+        lambda lv: side_by_side_picture(diff, options, lv, title=title, overlays=overlays),
         path,
         fmt=fmt,
         options=options,

@@ -130,6 +130,7 @@
       .map((n) => n.textContent).join("").trim();
     return `<h2>step ${escapeHtml(title)}</h2><dl>` +
       `<dt>what it did</dt><dd>${escapeHtml(part(".counts"))}</dd>` +
+      (part(".time") ? `<dt>time per node</dt><dd>${escapeHtml(part(".time"))}</dd>` : "") +
       (part(".notes") ? `<dt>notes</dt><dd>${escapeHtml(part(".notes"))}</dd>` : "") +
       '</dl><p class="meta">Click a box for its details.</p>';
   }
@@ -189,6 +190,8 @@
     if (box.scope) rows.push(`<dt>module</dt><dd>${escapeHtml(box.scope)}</dd>`);
     if (box.source) rows.push(`<dt>source</dt><dd>${escapeHtml(box.source)}${box.text ? `<div class="src">${escapeHtml(box.text)}</div>` : ""}</dd>`);
     if (box.change) rows.push(`<dt>what this step did</dt><dd>${escapeHtml(box.change)}</dd>`);
+    if (box.time) rows.push(`<dt>time</dt><dd>${escapeHtml(box.time)}</dd>`);
+    if (box.moved) rows.push(`<dt>where the numbers move</dt><dd>${escapeHtml(box.moved)}</dd>`);
     if (box.before) rows.push(`<dt>before</dt><dd class="ir">${irHtml(box.before)}</dd>`);
     if (box.holds) {
       // A module box: where its contents were drawn op by op, offer that picture.
@@ -281,6 +284,15 @@
     event.preventDefault();
     highlightAttribute(link.dataset.path);
     if (state.matches.length) nextMatch(1);
+  }));
+
+  // The header's "where the numbers move": each node named, shown in its step's picture.
+  document.querySelectorAll("a[data-picture][data-box]").forEach((link) => link.addEventListener("click", (event) => {
+    event.preventDefault();
+    show(link.dataset.picture, false);
+    const element = document.getElementById(link.dataset.box);
+    if (element) centreOn(element);
+    showBox(link.dataset.box);
   }));
 
   // -- tabs and keys -------------------------------------------------------------------
