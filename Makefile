@@ -73,7 +73,7 @@ test-slow: $(STAMP) $(EXAMPLE) test-tools
 # The suite against another torch release, in a venv of its own (CI stays on $(TORCH_PIN)):
 #   make test-torch TORCH=2.6.0            the fast set
 #   make test-torch TORCH=2.6.0 SET=all    fast and slow
-#   make test-torch TORCH=2.6.0 ARGS="-x tests/test_pipeline.py"
+#   make test-torch TORCH=2.6.0 ARGS="-x tests/engine/freeze/test_pipeline.py"
 # The venv ($(TORCH_VENVS)/RELEASE) is built once and reused: torch first (from PyPI that
 # is the CUDA build with its nvidia-* packages, 5-7 GB a release), then freezeview from
 # this checkout. docs/torch-releases.md has each release's result.

@@ -51,7 +51,7 @@ async def _shoot(
     rerun: bool = False,
 ) -> Path:
     # The re-run is held half way by an in-process session (the engine process's own
-    # answers, tests/ui/test_remote_session.py), released once the picture is taken.
+    # answers, tests/session/test_remote.py), released once the picture is taken.
     session = GatedSession(model) if rerun else None
     with tempfile.TemporaryDirectory() as tmp:
         app = FreezeviewApp(model, output_dir=tmp, show_timings=False, session=session)

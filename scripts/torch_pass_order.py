@@ -13,7 +13,7 @@ installed: the Python calls from ``_freeze.py``'s syntax tree, the C++ calls in 
 the machine code of ``libtorch_cpu.so`` (``nm`` and ``objdump`` from Debian's binutils),
 with the backward jump that makes the fold loop. It prints what it read and exits 0 if
 freezeview's default order is torch's, 1 if not, 2 if it could not read this torch.
-``tests/test_passes.py`` runs the same reading on the torch the suite runs on.
+``tests/engine/freeze/test_passes.py`` runs the same reading on the torch the suite runs on.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import pytest
 import torch
 from corpus import case_by_name
 from docs_support import DOCS
-from test_written_constants import torch_written_paths
+from engine.reasons.test_written_constants import torch_written_paths
 from torch import nn
 
 from freezeview.cli import main

@@ -114,7 +114,7 @@ def _gc_untrack() -> Callable[[object], None] | None:
     a 17.8k-node graph's four steps, a quarter of a million objects more: the deep sweep
     about twice as long). A ``gc.untrack`` was proposed and rejected upstream:
     https://github.com/python/cpython/issues/86205. Untracking is safe here because a
-    snapshot's values hold no reference cycle (tests/ui/test_graph_transfer.py fails
+    snapshot's values hold no reference cycle (tests/session/test_graph_wire.py fails
     when this symbol is gone on CPython, or a received graph is tracked again).
     """
     if sys.implementation.name != "cpython":

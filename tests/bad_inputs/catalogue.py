@@ -3,7 +3,7 @@
 Every entry builds its input inside a temporary directory (nothing is checked in) and
 states the answer freezeview owes the user: exit code, a regex the one-line error must
 match, and whether the sentence must name the model file. The CLI tests
-(``tests/test_bad_inputs_cli.py``), the summary script (``summary.py``) and the app's
+(``tests/cli/test_bad_inputs.py``), the summary script (``summary.py``) and the app's
 tests all read this one list, so a new bad input is added in one place.
 
 The app can use :func:`app_catalogue`: ``(name, build, message_regex)`` triples for the

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fuzz", type=int, default=320, help="fuzz variants (default 320)")
     parser.add_argument("--markdown", type=Path, help="also write the tables to this file")
     args = parser.parse_args(argv)
-    commands = list(CLI)  # every one is in `freezeview --help` (tests/test_cli_help.py)
+    commands = list(CLI)  # every one is in `freezeview --help` (tests/cli/test_help.py)
     tmp = Path(tempfile.mkdtemp(prefix="fv-summary-"))
     jobs: list[Job] = []
     meta: dict[str, tuple] = {}

@@ -80,7 +80,7 @@ def app_for(
     itself runs, without starting a process that imports torch (about 2 s a test). Tests
     of the engine process's own behaviour (crashes, errors across the pipe, quitting
     while it loads) and a few of the everyday keys ask for it with ``engine_process``;
-    ``tests/ui/test_remote_session.py`` checks it answers as the in-process session does.
+    ``tests/session/test_remote.py`` checks it answers as the in-process session does.
     """
     fields = {f.name for f in dataclasses.fields(SessionOptions)}
     options = SessionOptions(**{k: v for k, v in kwargs.items() if k in fields})  # type: ignore[arg-type]
@@ -96,7 +96,7 @@ def app_for(
 
 
 # In-process in the fast set; the slow set also runs it on the real engine process
-# (tests/ui/test_remote_session.py checks in the fast set that it answers the same).
+# (tests/session/test_remote.py checks in the fast set that it answers the same).
 ENGINE_PATHS = pytest.mark.parametrize(
     "engine_process", [False, pytest.param(True, marks=pytest.mark.slow, id="engine-process")]
 )

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 from corpus import case_by_name
+from engine.reasons.test_written_constants import torch_written_paths
 from rich.text import Text
-from test_written_constants import torch_written_paths
 
 from freezeview.ui.widgets.model_tree import WRITTEN_MARK, WRITTEN_STYLE
 

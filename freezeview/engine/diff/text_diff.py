@@ -355,7 +355,7 @@ def _shortened_blocks(a: list[int], b: list[int], i0: int, j0: int) -> list[Bloc
     it out changes none of those choices for the other lines: the same lines match.
     The two closing codes keep rapidfuzz from cutting a common tail that shortening
     may have created (cutting a common head is harmless: the walk matches such a head
-    line for line anyway). tests/test_text_diff.py checks this against rapidfuzz.
+    line for line anyway). tests/engine/diff/test_text_diff.py checks this against rapidfuzz.
     """
     in_a, in_b = set(a), set(b)
     keep_a = list(compress(range(len(a)), map(in_b.__contains__, a)))

@@ -2,7 +2,7 @@
 
 The app's screen process never imports torch (about 300 MB and a second of frozen
 screen): marking an attribute's writers and the inspector's node facts read what a
-schema writes and aliases here. ``tests/test_schema_text.py`` holds it to
+schema writes and aliases here. ``tests/engine/graph/test_schema_text.py`` holds it to
 ``torch._C.parse_schema`` on every schema torch registers.
 """
 

@@ -12,6 +12,7 @@ import re
 
 import pytest
 import torch
+from repo_paths import ROOT
 from torch import nn
 
 from freezeview.engine.freeze.passes import (
@@ -262,9 +263,8 @@ def _pass_order_reader():  # type: ignore[no-untyped-def]
     """scripts/torch_pass_order.py, imported as a module."""
     import importlib.util
     import sys
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "torch_pass_order.py"
+    path = ROOT / "scripts" / "torch_pass_order.py"
     spec = importlib.util.spec_from_file_location("torch_pass_order", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -17,13 +17,13 @@ import pytest
 import torch
 from oracle import frozen_graph_signature as kinds_of
 from ui.models import save_small
-from ui.test_session_rerun_work import counting
 
 import freezeview.session.engine_process as engine_process
 from freezeview.engine.graph.naming import demangle
 from freezeview.engine.load.reload import file_stamp, share_tensors
 from freezeview.session import SessionOptions
 from freezeview.session.local import Session
+from session.test_local_reruns import counting
 
 
 def _passes() -> list[str]:

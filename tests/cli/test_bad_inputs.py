@@ -17,7 +17,7 @@ Two ways to run, same checks:
   adds every other stage of failure and the hostile inputs with every subcommand.
 
 Nothing is skipped: every subcommand is in ``freezeview --help`` (a command module
-that fails to import is an error of its own, see tests/test_cli_help.py) and offers
+that fails to import is an error of its own, see tests/cli/test_help.py) and offers
 the options its cases need (asserted below).
 """
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 import torch
+from repo_paths import ROOT
 from torch import nn
 
 from freezeview.cli import main
 from freezeview.engine.migrate import migration as migration_module
 
-ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "docs" / "schemas" / "migrate.schema.json").read_text())
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 import torch
+from repo_paths import ROOT
 from torch import nn
 
 from freezeview.cli import main
@@ -26,7 +27,6 @@ from freezeview.engine.ci.expectations import ExpectationsError, read_expectatio
 from freezeview.engine.freeze import REGISTRY
 from freezeview.engine.migrate import migration as migration_module
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "example.pt"
 INPUTS = '[numerics]\ninput_shapes = ["1,3,16,16"]\nmax_abs = 1e-3\n\n'
 

@@ -22,6 +22,7 @@ import pytest
 import torch
 from bad_inputs.catalogue import save_tiny
 from bad_inputs.run import FREEZEVIEW, interrupt_after
+from repo_paths import TESTS
 
 from freezeview.engine.plumbing import atomic
 from freezeview.engine.plumbing.atomic import (
@@ -34,7 +35,7 @@ from freezeview.engine.plumbing.atomic import (
 )
 from freezeview.engine.plumbing.errors import OutputError
 
-SLOW_WRITE = Path(__file__).parent / "bad_inputs" / "slow_write"
+SLOW_WRITE = TESTS / "bad_inputs" / "slow_write"
 
 
 def _leftovers(directory: Path) -> list[str]:

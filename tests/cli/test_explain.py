@@ -76,7 +76,7 @@ def test_human_table_groups_kept_first_with_summary() -> None:
     assert "┃" not in narrow.getvalue() and "kept    steps" in narrow.getvalue()
 
 
-@pytest.mark.slow  # a fresh process: tests/test_cli_console.py runs the console script
+@pytest.mark.slow  # a fresh process: tests/cli/test_console.py runs the console script
 def test_console_script_runs_in_a_fresh_process(example_pt: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "freezeview", "explain", str(example_pt), "--status", "kept"],

@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 import torch
 from measure_models import SMALL_INPUT_SHAPE, small_conv_net
+from repo_paths import ROOT
 from torch import nn
 
 from freezeview.cli import main
@@ -31,7 +32,7 @@ from freezeview.engine.measure.node_time_values import (
     change_word,
 )
 
-SCHEMA = Path(__file__).resolve().parent.parent / "docs" / "schemas" / "node-time.schema.json"
+SCHEMA = ROOT / "docs" / "schemas" / "node-time.schema.json"
 
 
 class _Block(nn.Module):

@@ -4,14 +4,14 @@ passes`` or ``pass(es)`` (freezeview/engine/plumbing/wording.py and its users)."
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT as CHECKOUT
 
 from freezeview.engine.draw.folding.plan import level_name
 from freezeview.engine.plumbing import did_you_mean, plural
 
-ROOT = Path(__file__).resolve().parent.parent / "freezeview"
+ROOT = CHECKOUT / "freezeview"
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ SIZE = (160, 48)
 # failing: the hostile files (nothing may ever run them), a damaged archive, a file
 # that is no model, a missing path and a model torch refuses to freeze (each engine
 # process imports torch, about a second of CPU). All in the slow set: in the fast set,
-# tests/test_cli_app_dead_ends.py starts the app on bad input (refused before its screen
+# tests/cli/test_app_dead_ends.py starts the app on bad input (refused before its screen
 # opens), and the CLI's batch runs every input through main(), what the script calls.
 THROUGH_ENGINE = {
     "hostile-pickle",

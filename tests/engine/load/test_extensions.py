@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from repo_paths import TESTS
 
 from freezeview.engine.load import extensions
 from freezeview.engine.plumbing.errors import BadInputError
 
-PACKAGES = Path(__file__).resolve().parent / "ext_packages"
+PACKAGES = TESTS / "ext_packages"
 
 
 @pytest.fixture(scope="module")

@@ -165,7 +165,7 @@ def test_the_engine_process_collects_once_a_run(
 ) -> None:
     """The engine process collects its cyclic garbage once a run and gives the freed C
     heap back, after the last step went out (without it, 50 re-runs grew it by 20-35 %:
-    tests/test_session_runs.py holds the figure)."""
+    tests/session/test_local_runs.py holds the figure)."""
     import types
 
     from freezeview.session import engine_process

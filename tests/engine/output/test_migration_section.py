@@ -15,6 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import torch
+from repo_paths import ROOT
 from torch import nn
 
 from freezeview.cli import main
@@ -22,7 +23,6 @@ from freezeview.engine.migrate import migrate
 from freezeview.engine.migrate import migration as migration_module
 from freezeview.engine.output.migration_section import add_migration_section
 
-ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "docs" / "schemas" / "migrate.schema.json").read_text())
 
 

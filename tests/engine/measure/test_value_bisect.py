@@ -21,6 +21,7 @@ from typing import Any
 import jsonschema
 import pytest
 import torch
+from repo_paths import ROOT
 from torch import nn
 
 from freezeview.cli import main
@@ -28,7 +29,7 @@ from freezeview.engine.freeze import Pipeline
 from freezeview.engine.measure.value_bisect import ValueBisector
 from freezeview.engine.measure.value_exposure import compare_value
 
-SCHEMA = Path(__file__).resolve().parent.parent / "docs" / "schemas" / "numerics-bisect.schema.json"
+SCHEMA = ROOT / "docs" / "schemas" / "numerics-bisect.schema.json"
 _READS = ("prim::Constant", "prim::GetAttr", "prim::ListConstruct")
 
 

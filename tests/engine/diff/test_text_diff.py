@@ -14,8 +14,8 @@ from itertools import pairwise
 
 import pytest
 from rapidfuzz.distance import Indel
-from test_diff import apply_unified, changed_lines
 
+from engine.diff.test_diff import apply_unified, changed_lines
 from freezeview.engine.diff import text_diff
 
 

@@ -26,11 +26,12 @@ import pytest
 from bad_inputs.catalogue import save_tiny
 from bad_inputs.fuzz import KINDS, make_variant, replay
 from bad_inputs.run import Job, Outcome, run_batch, run_cli
+from repo_paths import TESTS
 
 N_VARIANTS = 320  # 40 per kind; the issue asks for at least 200
 N_CONSOLE = 8  # 1 per kind through the real console script (the batches take 40 each)
 TIME_LIMIT = 20.0
-REGRESSIONS = Path(__file__).parent / "fuzz_regressions" / "regressions.json"
+REGRESSIONS = TESTS / "fuzz_regressions" / "regressions.json"
 
 
 def _write_variants(tmp: Path, seeds: range) -> dict[int, tuple[Path, str, str]]:

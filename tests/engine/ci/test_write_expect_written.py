@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 from corpus import case_by_name
-from test_written_constants import torch_written_paths
 
+from engine.reasons.test_written_constants import torch_written_paths
 from freezeview.cli import main
 from freezeview.engine.ci.check import check
 from freezeview.engine.ci.expectations import read_expectations

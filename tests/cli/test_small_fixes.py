@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from repo_paths import ROOT
 from torch import nn
 
 import freezeview
 from freezeview.cli import main
 from freezeview.engine.ci.compare import compare, render_markdown, render_text
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "example.pt"
+EXAMPLE = ROOT / "examples" / "example.pt"
 
 
 def _kept(module: torch.jit.ScriptModule) -> set[str]:

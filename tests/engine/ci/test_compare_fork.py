@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from models.versions import save_version
+from repo_paths import TESTS
 
 from freezeview.engine.ci import compare_fork, model_facts
 from freezeview.engine.ci.compare import compare, render_markdown, render_text
@@ -218,9 +219,7 @@ def test_ctrl_c_leaves_no_process_and_no_file(
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     env = {**os.environ, "FREEZEVIEW_COMPARE_FORK": "1", "TMPDIR": str(scratch)}
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(__file__).parent), *filter(None, [env.get("PYTHONPATH")])]
-    )
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), *filter(None, [env.get("PYTHONPATH")])])
     script = textwrap.dedent(_INTERRUPTED).replace("{parent_sleeps}", str(parent_sleeps))
     proc = subprocess.Popen(
         [sys.executable, "-c", script, str(paths["base"]), str(paths["in-place"])],
