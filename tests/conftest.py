@@ -56,8 +56,8 @@ def _keep_refreshed_operators() -> None:
     """Keep alive the operator objects torch drops when it refreshes an operator packet.
 
     ``torch.library`` refreshes a packet when a library defines a second overload of an
-    operator (importing torch's converter, as tests/test_migrate.py does, refreshes four
-    ``quantized_decomposed`` packets). The old operator object is freed, but
+    operator (importing torch's converter, as tests/engine/migrate/test_migration.py
+    does, refreshes four ``quantized_decomposed`` packets). The old operator object is freed, but
     ``torch.jit``'s table of builtins keeps its ``id``: an object that later gets the same
     address (a ``Conv2d``'s padding list, say) is taken for that builtin and scripting the
     module fails with "builtin cannot be used as a value", at random, in any later test of

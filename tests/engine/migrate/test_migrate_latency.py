@@ -1,6 +1,6 @@
 """migrate's "is it as fast?": the sentences and the frozen forward it is timed against.
 
-The timings themselves run in the slow set (tests/test_migrate.py, on the example's
+The timings themselves run in the slow set (tests/engine/migrate/test_migration.py, on the example's
 migration); here the sentence a pair of latencies gives, and the frozen TorchScript
 forward that ``torch.jit.freeze`` refuses as torch does.
 """

@@ -3,7 +3,7 @@
 Here the command's wiring, with the converter's child replaced by a crashing one (the
 section then says the model does not convert, and the export itself is untouched); the
 section on a real conversion, held against the conversion torch makes, and in Chromium:
-tests/test_migrate.py (slow set, on the bundled example's migration).
+tests/engine/migrate/test_migration.py (slow set, on the bundled example's migration).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from typing import Any
 import jsonschema
 import pytest
 import torch
+from repo_paths import ROOT
 from torch import nn
 
 from freezeview.cli import main
@@ -34,7 +35,6 @@ from freezeview.engine.migrate import (
 from freezeview.engine.migrate import migration as migration_module
 from freezeview.engine.plumbing import BadInputError
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "example.pt"
 SCHEMA = json.loads((ROOT / "docs" / "schemas" / "migrate.schema.json").read_text())
 

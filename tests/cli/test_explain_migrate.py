@@ -23,7 +23,8 @@ from typing import Any
 import jsonschema
 import pytest
 import torch
-from test_migrate import _attribute, _program_attribute, _same, _torchs_program
+from engine.migrate.test_migration import _attribute, _program_attribute, _same, _torchs_program
+from repo_paths import ROOT
 from torch import nn
 
 import freezeview.engine.migrate as migrate_package
@@ -31,7 +32,6 @@ from freezeview.cli import main
 from freezeview.engine.migrate import DOES_NOT_CONVERT, Migration
 from freezeview.engine.migrate import migration as migration_module
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "example.pt"
 SCHEMAS = ROOT / "docs" / "schemas"
 EXPLAIN_SCHEMA = json.loads((SCHEMAS / "explain.schema.json").read_text())
