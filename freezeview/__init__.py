@@ -142,6 +142,7 @@ def export(
     parallel: bool | None = None,
     inputs: Sequence[object] | None = None,
     measure: tuple[int, float] | tuple[int, float, bool] = (1, 0.25),
+    profile: bool = False,
 ) -> ExportResult:
     """Freeze ``model`` step by step and write its pictures and diffs into ``directory``.
 
@@ -162,6 +163,9 @@ def export(
         measure: ``(threads, seconds per step)`` for that timing, under
             ``torch.inference_mode()``; ``(threads, seconds, True)`` times with autograd
             on instead.
+        profile: with ``inputs``, time each node of every forward (as ``freeze
+            --profile``): each picture's boxes are filled by their share of the time,
+            and the page lists the dearest kinds and nodes of each step.
 
     Returns:
         What was written: the pictures, the IR diffs and ``result.index``, the page.
@@ -192,6 +196,7 @@ def export(
         parallel=parallel,
         inputs=inputs,
         measure=measure,
+        profile=profile,
     )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import jsonschema
 import pytest
 import torch
+from repo_paths import ROOT
 from torch import nn
 
 from freezeview.cli import main
@@ -30,7 +31,7 @@ from freezeview.engine.draw.folding.drawing import Box, Drawing
 from freezeview.engine.draw.pictures.dot_source import dot_source
 from freezeview.engine.output.export import export
 
-SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schemas"
+SCHEMAS = ROOT / "docs" / "schemas"
 
 
 # --- fast: the DOT text -------------------------------------------------------------------

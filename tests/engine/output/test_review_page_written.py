@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from corpus import case_by_name
-from engine.reasons.test_written_constants import torch_written_paths
 
+from engine.reasons.test_written_constants import torch_written_paths
 from freezeview.engine.output.export import export
 
 
