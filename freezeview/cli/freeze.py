@@ -160,10 +160,11 @@ def run(args: argparse.Namespace) -> int:
             release_graphs(steps[-2], step, settled=True)
         if shows_constants:
             measured.count_constants(step)
-        # Profiled while the step's graphs are held (and before the step's JSON line is
-        # written, so the profile lines follow it).
-        profiles = timer.observe(step) if timer is not None else []
+        # Both read the step's graphs while they are held (and before the step's JSON
+        # line is written, so their lines follow it). The bisector first: it copies the
+        # graph, while the timer takes the step's snapshot, which lets torch's graph go.
         bisection = bisector.observe(step) if bisector is not None else None
+        profiles = timer.observe(step) if timer is not None else []
         if args.json:
             sys.stdout.write(json.dumps(step_json(step, measured.measurement)) + "\n")
             for profile in profiles:

@@ -459,7 +459,9 @@ class ValueBisector:
         return self.pipe.inputs is not None
 
     def observe(self, step: Step) -> Bisection | None:
-        """Bisect a just-yielded step when it is wanted.
+        """Bisect a just-yielded step when it is wanted. Call it before anything takes
+        the step's snapshot (a :class:`~.node_time.NodeTimer` does): taking it lets
+        torch's graph go, and this copies that graph.
 
         Returns:
             The :class:`Bisection` (also in :attr:`bisections`), or None when the step

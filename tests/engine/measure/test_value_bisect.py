@@ -142,15 +142,21 @@ def _key_of(snapshot: Any, node_id: int) -> tuple[str, int]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    "measured",
+    [("--time-budget", "0"), ("--time-budget", "0.01", "--profile")],
+    ids=["bisect", "bisect-and-profile"],
+)
 def test_freeze_names_the_node_torch_finds_when_conv_bn_moves_the_outputs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], measured: tuple[str, ...]
 ) -> None:
+    """With --profile too: timing a step's nodes must leave its graphs to the bisection."""
     model = tmp_path / "half.pt"
     torch.jit.save(conv_bn_half(), str(model))
     given = model.read_bytes()
     out = tmp_path / "a" / "frozen.pt"
     argv = ["freeze", str(model), "-o", str(out), "--input-shape", "1,3,8,8:float16"]
-    assert main([*argv, "--time-budget", "0", "--json"]) == 0
+    assert main([*argv, *measured, "--json"]) == 0
     docs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     found = [d for d in docs if d["type"] == "numerics_bisect"]
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
