@@ -142,8 +142,8 @@ def _named_boxes(pictures: Sequence[PagePicture]) -> dict[int, tuple[str, str]]:
         overlay = picture.overlays[0] if picture.overlays else None
         if picture.step is None or overlay is None or not overlay.outlined:
             continue
-        for view in picture.result.views:
-            for key, box in view.nodes.items():
+        for drawing in picture.result.drawings:
+            for key, box in drawing.nodes.items():
                 if overlay.marks(box):
                     found[picture.step] = (picture.id, key)
     return found

@@ -197,9 +197,9 @@ def box_facts(
     texts = texts or {}
     boxes: dict[str, dict[str, Any]] = {}
     overlays = picture.overlays
-    for index, view in enumerate(picture.result.views):
+    for index, drawing in enumerate(picture.result.drawings):
         overlay = overlays[index] if index < len(overlays) else None
-        for key, box in view.nodes.items():
+        for key, box in drawing.nodes.items():
             lines = [line for line in box.tooltip.splitlines() if line.strip()]
             facts: dict[str, Any] = {
                 "role": box.role,

@@ -127,12 +127,6 @@ class RenderResult:
         """Build + Graphviz + write time."""
         return self.build_seconds + self.dot_seconds + self.write_seconds
 
-    @property
-    def views(self) -> list[Drawing]:
-        """The old name of :attr:`drawings`, read by engine/output/review_page.py until
-        that module (another engineer's, being edited) reads ``drawings``; then it goes."""
-        return self.drawings
-
 
 class _AlreadyOverran(DotTimeoutError):
     """Not run: by the time its turn came, a picture this size had overrun."""
