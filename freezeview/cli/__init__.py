@@ -16,6 +16,7 @@ The modules:
 - :mod:`.app`: ``freezeview MODEL.pt``: the engine process started, then the Textual app;
 - :mod:`.serve`: ``freezeview serve``: the app in a browser, through textual-serve;
 - :mod:`.explain`: ``freezeview explain``: each attribute's status and reasons;
+- :mod:`.explain_export`: ``explain --migrate``: what torch.export does with each state write;
 - :mod:`.explain_groups`: explain's alike submodules printed once;
 - :mod:`.written`: the written-constant warning ``explain`` and ``freeze`` print;
 - :mod:`.freeze`: ``freezeview freeze``: the steps, their measurements, the frozen file;

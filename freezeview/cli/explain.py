@@ -15,6 +15,14 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .console import fit_table, is_unbounded, report_console
+from .explain_export import (
+    export_marks,
+    mark_text,
+    marked_reason,
+    migration_json,
+    print_migration,
+    run_migration,
+)
 from .options import (
     add_input_options,
     add_measure_options,
@@ -25,7 +33,6 @@ from .options import (
     load_from_args,
     measure_from_args,
     preserved_from_args,
-    split_names,
 )
 
 if TYPE_CHECKING:
@@ -42,10 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "import_engine",
-    "migration_json",
     "print_disagreements",
     "print_frozen_contents",
-    "print_migration",
     "register",
     "render_explanation",
     "run",
@@ -141,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             autograd=autograd_from_args(args),
         )
     # Reported, never enforced: the exit code is explain's (check holds the rules).
-    migration = _migration(args, inputs, threads, budget) if args.migrate and inputs else None
+    migration = run_migration(args, inputs, threads, budget) if args.migrate and inputs else None
     if args.json:
         data = result.to_json()
         if migration is not None:
@@ -173,46 +178,6 @@ def run(args: argparse.Namespace) -> int:
 
         console.print(f"[bold]{escape(verdict_text(figure))}[/]")
     return 0
-
-
-def _migration(
-    args: argparse.Namespace, inputs: tuple[Any, ...], threads: int, budget: float
-) -> Migration:
-    """``explain --migrate``: :func:`~freezeview.engine.migrate.migrate` once, on the model
-    file and the sample inputs (its converter in its child process, with its time limit)."""
-    from ..engine.migrate import migrate
-
-    return migrate(
-        args.model,
-        inputs,
-        threads=threads,
-        budget=budget,
-        map_location=args.map_location,
-        eval_mode=args.eval,
-        imports=split_names(getattr(args, "imports", None)),
-        libraries=list(getattr(args, "libraries", None) or ()),
-    )
-
-
-def migration_json(data: dict[str, Any], migration: Migration) -> None:
-    """Add ``explain --migrate``'s facts to an ``explain --json`` document, in place.
-
-    ``migration`` is the ``migrate --json`` document; each attribute gets ``export``:
-    null when the model does not convert, else the forward's state write to it
-    (``state_write``: how, node, source, source_text, carried, declared; null when the
-    forward writes it not) and whether the program holds it, a parameter, as a buffer.
-    """
-    data["migration"] = migration.to_json()
-    writes = _export_marks(migration)
-    as_buffers = set(migration.parameters_as_buffers)
-    for attribute in data["attributes"]:
-        path = attribute["path"]
-        if not migration.conversion.converted:
-            attribute["export"] = None
-            continue
-        write = writes.get(path)
-        state = None if write is None else {k: v for k, v in write.to_json().items() if k != "path"}
-        attribute["export"] = {"state_write": state, "parameter_as_buffer": path in as_buffers}
 
 
 def _final_figure(
@@ -278,7 +243,7 @@ def _reason_text(v: AttributeVerdict, mark: StateWrite | None = None) -> Text:
     from rich.text import Text
 
     text = Text()
-    marked = _marked_reason(v, mark)
+    marked = marked_reason(v, mark)
     for i, reason in enumerate(v.reasons):
         if i:
             text.append("\n")
@@ -290,42 +255,15 @@ def _reason_text(v: AttributeVerdict, mark: StateWrite | None = None) -> Text:
         if reason.source and reason.code in _LOCATED:
             text.append(f"\n  at {reason.source}", style="dim")
             if mark is not None and i == marked:
-                text.append("  " + _mark(mark)[0], style=_mark(mark)[1])
+                text.append("  " + mark_text(mark)[0], style=mark_text(mark)[1])
             if reason.source_text:
                 text.append(f"\n  | {reason.source_text}", style="green")
     if mark is not None and marked is None:
         # explain names no write here with a source (another plan, a traced model):
         # migrate's own line for it.
         where = mark.source or "no source line recorded"
-        text.append(f"\n  {_mark(mark)[0]} at {where}", style=_mark(mark)[1])
+        text.append(f"\n  {mark_text(mark)[0]} at {where}", style=mark_text(mark)[1])
     return text
-
-
-def _export_marks(migration: Migration | None) -> dict[str, StateWrite]:
-    """The forward's state writes, by path, each saying what torch.export does with it
-    (none when the model does not convert: there is nothing to compare with)."""
-    if migration is None or not migration.conversion.converted:
-        return {}
-    return {w.path: w for w in migration.writes}
-
-
-def _marked_reason(v: AttributeVerdict, mark: StateWrite | None) -> int | None:
-    """The reason whose source line carries ``mark``: explain's write at migrate's line,
-    else explain's first located write; None when explain names none."""
-    located = [
-        i for i, r in enumerate(v.reasons) if r.code in ("set-attr", "in-place-write") and r.source
-    ]
-    same = [i for i in located if v.reasons[i].source == mark.source] if mark else []
-    return next(iter(same or located), None) if mark else None
-
-
-def _mark(mark: StateWrite) -> tuple[str, str]:
-    """The marker's text and style."""
-    if not mark.carried:
-        return "lost in torch.export", "bold red"
-    if not mark.declared:
-        return "kept by torch.export, undeclared", "yellow"
-    return "kept by torch.export", "green"
 
 
 # Reason codes whose node and source line are worth a line of their own.
@@ -371,7 +309,7 @@ def _print_compact(
         line.append(f"  {v.kind} {_type_text(v)} {_value_text(v)}".rstrip(), style="dim")
         mark = marks.get(v.path)
         if mark is not None:
-            line.append("  " + _mark(mark)[0], style=_mark(mark)[1])
+            line.append("  " + mark_text(mark)[0], style=mark_text(mark)[1])
         console.print(line)
         console.print(_indent(_reason_text(v, mark)))
 
@@ -415,11 +353,11 @@ def render_explanation(
     from .explain_groups import collapse_rows, group_modules
     from .written import print_written_warning
 
-    marks = _export_marks(migration)
+    marks = export_marks(migration)
 
     def cells(v: AttributeVerdict) -> tuple[str, ...]:
         mark = marks.get(v.path)  # compared when rows are merged or laid out once
-        return (*_cells(v), f"{_mark(mark)[0]} {mark.source}" if mark else "")
+        return (*_cells(v), f"{mark_text(mark)[0]} {mark.source}" if mark else "")
 
     shown = _visible(result.attributes, statuses, show_all)
     by_owner = _groups(shown)
@@ -596,71 +534,6 @@ def print_frozen_contents(console: Console, frozen: FrozenContents) -> None:
         )
         table.add_row(constant.name, value, f"{constant.nbytes:,}", ", ".join(constant.users))
     console.print(fit_table(console, table))
-
-
-def print_migration(console: Console, migration: Migration) -> None:
-    """``explain --migrate``'s torch.export section: migrate's verdict; how the conversion
-    went, or the method, stage and node it failed on; the state writes the ExportedProgram
-    loses (each marked on its attribute above) or does not declare; parameters it holds
-    as buffers; the input dimensions it fixed; its forward against the frozen one."""
-    from rich.markup import escape
-
-    from ..engine.plumbing import plural
-
-    conv = migration.conversion
-    colour = "green" if migration.exit_code == 0 else "yellow" if conv.converted else "red"
-    console.print()
-    console.print(
-        "[bold]torch.export[/] (freezeview migrate on the sample inputs): "
-        f"[bold {colour}]{escape(migration.verdict)}[/]"
-    )
-    lines: list[str] = []
-    if not conv.available:
-        lines.append(conv.cause)
-    elif not conv.converted:
-        where = f" on {conv.failed_node.describe()}" if conv.failed_node else ""
-        lines.append(f"failed in {conv.method}, {conv.stage}{where}")
-        lines.append(f"torch: {conv.cause}")
-        if conv.hint:
-            lines.append(f"known cause: {conv.hint}")
-    if conv.unhandled_kinds:
-        lines.append(
-            "node kinds the converter has no handler for: " + ", ".join(conv.unhandled_kinds)
-        )
-    if conv.converted:
-        lines.append(
-            f"converted {conv.method} in {conv.seconds:.2f} s; outputs the same on "
-            f"{sum(migration.outputs_same)} of {plural(migration.calls, 'successive call')}"
-        )
-        lost = migration.lost_writes
-        if lost:
-            named = ", ".join(f"{w.path} ({w.source or 'no source line recorded'})" for w in lost)
-            lines.append(f"{plural(len(lost), 'state write')} lost in the ExportedProgram: {named}")
-        undeclared = [w.path for w in migration.writes if w.carried and not w.declared]
-        if undeclared:
-            lines.append(
-                "kept when the program runs, but undeclared (no mutated buffer in its graph "
-                "signature): " + ", ".join(undeclared)
-            )
-        differs = [p for p in migration.state_differs if p not in {w.path for w in lost}]
-        if differs:
-            lines.append("state that differs after the calls: " + ", ".join(differs))
-        held = migration.parameters_as_buffers
-        if held:
-            more = f", ... {len(held) - 3} more" if len(held) > 3 else ""
-            lines.append(
-                f"{plural(len(held), 'parameter')} held as buffers by the program "
-                f"({', '.join(held[:3])}{more})"
-            )
-        if migration.specialised:
-            lines.append(
-                "input dimensions fixed by the program: " + ", ".join(migration.specialised)
-            )
-        if migration.speed is not None:
-            lines.extend(migration.speed.lines())
-    lines.extend(migration.notes)
-    for line in lines:
-        console.print("  " + escape(line))
 
 
 def _table(title: str | None, *, unbounded: bool) -> Table:
