@@ -66,9 +66,9 @@ PENDING_REASON = ReasonSummary(
 )
 
 
-def reasons_pending(view: AttrSummary) -> bool:
-    """True while ``view``'s reasons are still being worked out."""
-    return view.reasons == (PENDING_REASON,)
+def reasons_pending(summary: AttrSummary) -> bool:
+    """True while ``summary``'s reasons are still being worked out."""
+    return summary.reasons == (PENDING_REASON,)
 
 
 class CancelFlag(Protocol):

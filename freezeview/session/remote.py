@@ -375,10 +375,10 @@ class RemoteSession:
         try:
             while True:
                 try:
-                    view: StepSummary = next(stream)
+                    summary: StepSummary = next(stream)
                 except StopIteration:
                     return
-                yield view
+                yield summary
         finally:
             stream.close()  # a consumer that stops early cancels the engine's run now
 

@@ -143,7 +143,7 @@ def _numerics_cell(value: Any) -> str:
 
 
 def step_summary(step: Any, graph: int, node_count: int, measurement: Any = None) -> StepSummary:
-    """The view of an engine step whose forward graph is ``graph`` (a key) of
+    """The summary of an engine step whose forward graph is ``graph`` (a key) of
     ``node_count`` nodes, with its latency when the run was timed (``measurement``)."""
     # The counts, and the note ``freezeview freeze`` prints (what changed, or why the
     # pass did not fire): the first note only, as the CLI's table, since the fold step's

@@ -336,7 +336,7 @@ class FreezePhase(RunState):
         # inlined graphs in place: their attribute reads, found once, serve both the
         # classification and the fold. For every reader they serve the counts of a
         # large picture (:func:`fold_tally`), which then is built only when its graph
-        # is asked for (the app's view of the step).
+        # is asked for (the app showing the step).
         in_order = pipe.read_in_order
         chains: dict[str, list[tuple[torch._C.Node, str, Any]]] = {}
 
@@ -405,7 +405,7 @@ class FreezePhase(RunState):
 
                 A large graph's step counts by kind only; the fold's kinds follow from
                 the reads (:func:`fold_tally`), and the picture is built only if
-                something asks for its graph (the app's view of the step, ``--json``'s
+                something asks for its graph (the app showing the step, ``--json``'s
                 constant bytes, the notes, sample inputs): 16k constants inserted one by
                 one from Python and freed again, for counts known without them.
                 """

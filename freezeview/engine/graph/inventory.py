@@ -143,7 +143,7 @@ def _attribute_info(
 def module_iterators(cmod: torch._C.ScriptModule, cache: dict[int, Any] | None = None) -> Any:
     """One module's attribute lists (:func:`module_slots.module_iterators`), memoised.
 
-    Walking a model twice (inventory, then explain's module view) would otherwise list
+    Walking a model twice (inventory, then explain's module listing) would otherwise list
     every module's attributes twice. Entries are keyed by ``hash(cmod)``, the underlying
     C++ object's (Python wrappers differ per access), and hold the module, so the key
     stays its own; ``==`` confirms the match.

@@ -52,7 +52,7 @@ class PagePicture:
     Attributes:
         id: the picture's key in the page (``diff``, ``step-5``).
         title: its caption.
-        result: what the renderer wrote (its file, format and views).
+        result: what the renderer wrote (its file, format and drawings).
         before: the graph before (for removed boxes' facts), if any.
         after: the graph drawn.
         kind: ``overall`` or ``step``.
