@@ -285,6 +285,7 @@ def test_close_returns_at_once_while_torch_is_busy(small_pt: Path) -> None:
         remote.open()
 
 
+@pytest.mark.slow
 def test_the_screen_process_never_imports_torch(small_pt: Path, tmp_path: Path) -> None:
     """Open, explain, step, diff, render and export in the app; torch stays out."""
     code = f"""

@@ -89,6 +89,7 @@ class _Pane(Static, can_focus=True):
         pass
 
 
+@pytest.mark.slow
 async def test_the_keys_of_earlier_rebuilds_are_let_go() -> None:
     """Textual's Footer binds each key widget to its ``compact``, and drops the watchers
     of removed keys only when ``compact`` changes, which it never does: every rebuild

@@ -192,7 +192,9 @@ def _edges_by_walk(view: Drawing, side: PreparedSide) -> list[tuple[str, str, st
     return [(t, h, v, n) for (t, h), (v, n) in found.items()]
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize(
+    "name", [pytest.param(c, marks=pytest.mark.slow) if c == "encoder" else c for c in CASES]
+)
 def test_edges_counted_by_scope_pair_are_the_edges_walked_one_by_one(name: str) -> None:
     d, modules = _case(name)
     for snapshot in (d.before, d.after):

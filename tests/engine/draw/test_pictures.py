@@ -125,7 +125,9 @@ def test_every_picture_is_valid_svg(tmp_path: Path) -> None:
 
 
 @needs_dot
-@pytest.mark.parametrize("make", [ConvBnRelu, resnet50_scripted])
+@pytest.mark.parametrize(
+    "make", [ConvBnRelu, pytest.param(resnet50_scripted, marks=pytest.mark.slow)]
+)
 def test_diff_picture_colours_exactly_the_diff(tmp_path: Path, make: type[torch.nn.Module]) -> None:
     d = optimize_diff(make)
     assert d.removed and d.changed  # conv-bn folding fired
