@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .options import split_names
-
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -33,18 +31,9 @@ def run_migration(
 ) -> Migration:
     """``explain --migrate``: :func:`~freezeview.engine.migrate.migrate` once, on the model
     file and the sample inputs (its converter in its child process, with its time limit)."""
-    from ..engine.migrate import migrate
+    from .migrate import migrate_from_args
 
-    return migrate(
-        args.model,
-        inputs,
-        threads=threads,
-        budget=budget,
-        map_location=args.map_location,
-        eval_mode=args.eval,
-        imports=split_names(getattr(args, "imports", None)),
-        libraries=list(getattr(args, "libraries", None) or ()),
-    )
+    return migrate_from_args(args, inputs, threads, budget)
 
 
 def migration_json(data: dict[str, Any], migration: Migration) -> None:

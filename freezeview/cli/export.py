@@ -260,24 +260,15 @@ def _migration(
 ) -> Migration:
     """``export --migrate``: :func:`~freezeview.engine.migrate.migrate` on the model file
     and the sample inputs, timed as the export times its steps."""
-    from ..engine.migrate import migrate
     from ..engine.plumbing import BadInputError
+    from .migrate import migrate_from_args
 
     if not inputs:
         raise BadInputError(
             "export --migrate needs sample inputs for torch's converter: give --inputs "
             "FILE.pt or --input-shape (e.g. --input-shape 1,3,224,224)."
         )
-    return migrate(
-        args.model,
-        inputs,
-        threads=threads,
-        budget=budget,
-        map_location=args.map_location,
-        eval_mode=args.eval,
-        imports=split_names(getattr(args, "imports", None)),
-        libraries=list(getattr(args, "libraries", None) or ()),
-    )
+    return migrate_from_args(args, inputs, threads, budget)
 
 
 def _json(result: ExportResult) -> dict[str, object]:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .options import add_input_options, add_measure_options, add_model_options, split_names
 
 if TYPE_CHECKING:
     from ..engine.migrate import Migration
 
-__all__ = ["import_engine", "register", "run"]
+__all__ = ["import_engine", "migrate_from_args", "register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -93,10 +93,32 @@ def _number(text: str, option: str, *, whole: bool) -> float:
     return value
 
 
+def migrate_from_args(
+    args: argparse.Namespace, inputs: tuple[Any, ...], threads: int, budget: float, **more: Any
+) -> Migration:
+    """:func:`~freezeview.engine.migrate.migrate` on the model file the command line names,
+    loaded as its options say (``--map-location``, ``--eval``, ``--import``,
+    ``--load-library``), on ``inputs``, timed with ``threads`` and ``budget``; ``more``
+    goes to ``migrate`` as it is. ``migrate``, ``explain --migrate`` and ``export
+    --migrate`` all run it so."""
+    from ..engine.migrate import migrate
+
+    return migrate(
+        args.model,
+        inputs,
+        threads=threads,
+        budget=budget,
+        map_location=args.map_location,
+        eval_mode=args.eval,
+        imports=split_names(getattr(args, "imports", None)),
+        libraries=list(getattr(args, "libraries", None) or ()),
+        **more,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``freezeview migrate``; returns the exit code."""
     from ..engine.freeze import random_inputs
-    from ..engine.migrate import migrate
     from ..engine.plumbing import check_output_path
     from .options import inputs_from_args, measure_from_args
 
@@ -106,22 +128,18 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_path(args.output, force=args.force) if args.output else None
     inputs = inputs_from_args(args)
     second = random_inputs(args.second_shape) if args.second_shape else None
-    result = migrate(
-        args.model,
+    result = migrate_from_args(
+        args,
         inputs or (),
+        threads,
+        budget,
         second_inputs=second,
         second_shape=" ".join(args.second_shape or ()),
         calls=calls,
         timeout=timeout,
-        threads=threads,
-        budget=budget,
         aoti=args.aoti,
         output=out,
         force=args.force,
-        map_location=args.map_location,
-        eval_mode=args.eval,
-        imports=split_names(getattr(args, "imports", None)),
-        libraries=list(getattr(args, "libraries", None) or ()),
     )
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
