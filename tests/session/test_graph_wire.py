@@ -13,8 +13,7 @@ import pytest
 import torch
 
 from freezeview.engine.graph import snapshot_graph
-from freezeview.session import collector
-from freezeview.session import graph_wire as graph_transfer
+from freezeview.session import collector, graph_wire
 
 
 @torch.jit.script
@@ -28,18 +27,18 @@ def _looped(x: torch.Tensor, n: int) -> torch.Tensor:
 def quiet(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """Nobody at the keys; the pauses between two slices, recorded instead of slept."""
     pauses: list[float] = []
-    monkeypatch.setattr(graph_transfer.time, "sleep", pauses.append)
+    monkeypatch.setattr(graph_wire.time, "sleep", pauses.append)
     monkeypatch.setattr(collector, "idle_seconds", lambda: 100.0)
     return pauses
 
 
 def test_the_graph_comes_back_whole_a_slice_at_a_time(quiet: list[float]) -> None:
     graph = snapshot_graph(_looped.graph, "forward")
-    slices = graph_transfer.dump_in_slices(graph, nodes=3)
+    slices = graph_wire.dump_in_slices(graph, nodes=3)
     node_slices = -(-graph.node_count // 3)
     assert len(slices) == node_slices + 3  # the nodes, the value map, the text, the rest
     count = len(slices)
-    back = graph_transfer.load_in_slices(slices)
+    back = graph_wire.load_in_slices(slices)
     assert slices == []  # each slice let go of once read
     assert back is not None
     assert back == graph == pickle.loads(pickle.dumps(graph))
@@ -63,8 +62,8 @@ def test_no_slice_holds_more_than_a_few_hundred_nodes_or_the_whole_graph() -> No
     22-36 ms with the event loop competing, and the last slice carried the graph's text
     and value map (tens of milliseconds more) with the graph."""
     graph = snapshot_graph(_looped.graph, "forward")
-    assert graph_transfer.SLICE_NODES <= 500
-    slices = graph_transfer.dump_in_slices(graph, nodes=3)
+    assert graph_wire.SLICE_NODES <= 500
+    slices = graph_wire.dump_in_slices(graph, nodes=3)
     unpickler = pickle.Unpickler(__import__("io").BytesIO(b"".join(slices)))
     kinds = [unpickler.load()[0] for _ in slices]
     assert kinds[-2:] == ["text", "graph"] and "values" in kinds
@@ -79,9 +78,9 @@ def test_the_graph_received_is_not_tracked_by_the_collector(quiet: list[float]) 
     import sys
 
     if sys.implementation.name == "cpython":  # the C API call the screen relies on
-        assert graph_transfer._UNTRACK is not None
+        assert graph_wire._UNTRACK is not None
     graph = snapshot_graph(_looped.graph, "forward")
-    back = graph_transfer.load_in_slices(graph_transfer.dump_in_slices(graph, nodes=3))
+    back = graph_wire.load_in_slices(graph_wire.dump_in_slices(graph, nodes=3))
     assert back is not None
     # The value map itself (value_map() hands it out behind a read-only view).
     (values,) = gc.get_referents(back.value_map())
@@ -100,19 +99,19 @@ def test_the_transfer_stands_aside_while_the_user_is_at_the_keys(
     """A key pressed while a graph arrives waits for one slice, not for a convoy of
     them: between two slices the receiving thread leaves the GIL for longer."""
     pauses: list[float] = []
-    monkeypatch.setattr(graph_transfer.time, "sleep", pauses.append)
+    monkeypatch.setattr(graph_wire.time, "sleep", pauses.append)
     monkeypatch.setattr(collector, "idle_seconds", lambda: 0.0)  # a key just now
     graph = snapshot_graph(_looped.graph, "forward")
-    graph_transfer.load_in_slices(graph_transfer.dump_in_slices(graph, nodes=3))
+    graph_wire.load_in_slices(graph_wire.dump_in_slices(graph, nodes=3))
     assert pauses and min(pauses) >= 0.01
 
 
 def test_a_stale_transfer_stops_at_its_next_slice(quiet: list[float]) -> None:
     graph = snapshot_graph(_looped.graph, "forward")
-    slices = graph_transfer.dump_in_slices(graph, nodes=2)
+    slices = graph_wire.dump_in_slices(graph, nodes=2)
     count = len(slices)
     asked: list[int] = []
-    back = graph_transfer.load_in_slices(slices, stale=lambda: asked.append(1) or len(asked) > 1)
+    back = graph_wire.load_in_slices(slices, stale=lambda: asked.append(1) or len(asked) > 1)
     assert back is None
     assert len(slices) >= count - 3  # the rest was never read
 
@@ -121,9 +120,9 @@ def test_one_graph_is_received_at_a_time(quiet: list[float]) -> None:
     """Two workers unpickling at once leave the event loop a third of the GIL."""
     graph = snapshot_graph(_looped.graph, "forward")
     got: list[object] = []
-    slices = graph_transfer.dump_in_slices(graph, nodes=3)
-    with graph_transfer._receiving:  # another graph on its way
-        worker = threading.Thread(target=lambda: got.append(graph_transfer.load_in_slices(slices)))
+    slices = graph_wire.dump_in_slices(graph, nodes=3)
+    with graph_wire._receiving:  # another graph on its way
+        worker = threading.Thread(target=lambda: got.append(graph_wire.load_in_slices(slices)))
         worker.start()
         worker.join(0.3)
         assert worker.is_alive() and not got

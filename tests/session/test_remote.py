@@ -132,17 +132,17 @@ def test_steps_come_without_their_graphs_and_unchanged_ones_share_one(
 ) -> None:
     """A run sends each step's facts only: its graph crosses when the screen asks for it
     (once: the screen keeps it for the run), and unchanged steps name the same graph."""
-    from freezeview.session import remote as remote_session
+    from freezeview.session import remote as remote_module
 
     sizes: list[int] = []
-    receive = remote_session._receive
+    receive = remote_module._receive
 
     def measured(conn):  # type: ignore[no-untyped-def]
         message = receive(conn)
         sizes.append(len(pickle.dumps(message)))
         return message
 
-    monkeypatch.setattr(remote_session, "_receive", measured)
+    monkeypatch.setattr(remote_module, "_receive", measured)
     steps = list(remote.run_steps([], default_passes(remote)))
     remote.read_final_code(timeout=60.0)
     sent = sum(sizes)
@@ -339,18 +339,18 @@ def test_a_graph_asked_for_twice_at_once_crosses_once(
 ) -> None:
     """The IR view and the diff view may ask for one step's graph at the same moment:
     one transfer, both get the same graph."""
-    from freezeview.session import remote as remote_session
+    from freezeview.session import remote as remote_module
 
     steps = list(remote.run_steps([], default_passes(remote)))
     loads: list[int] = []
-    load = remote_session.load_in_slices
+    load = remote_module.load_in_slices
 
     def counting(slices, **kwargs):  # type: ignore[no-untyped-def]
         loads.append(len(slices))
         time.sleep(0.2)  # the second asker arrives meanwhile
         return load(slices, **kwargs)
 
-    monkeypatch.setattr(remote_session, "load_in_slices", counting)
+    monkeypatch.setattr(remote_module, "load_in_slices", counting)
     got: list[object] = []
     askers = [
         threading.Thread(target=lambda: got.append(remote.step_graph(steps[-1].graph)))

@@ -114,7 +114,7 @@ def test_a_big_explanation_and_its_module_tree_cross_in_slices(
     the screen's GIL for 0.1 s: they go in slices, the screen unpickles one at a time
     and lets other threads run between two, and gets what the engine had."""
     from freezeview.engine.graph.inventory_values import AttributeInfo, Inventory, ModuleInfo
-    from freezeview.session import summaries_wire as summaries_wire
+    from freezeview.session import summaries_wire
 
     turns: list[float] = []
     monkeypatch.setattr(summaries_wire, "yield_turn", turns.append)

@@ -112,7 +112,7 @@ async def test_the_apps_autograd_option_reaches_the_engine_session(
 ) -> None:
     """``freezeview MODEL.pt --autograd`` hands ``autograd`` to the engine process's
     session (what RemoteSession sends is what Session is made of)."""
-    import freezeview.session as remote_session
+    import freezeview.session as session_package
     from freezeview.cli import build_parser
     from freezeview.cli.app import open_app
 
@@ -125,7 +125,7 @@ async def test_the_apps_autograd_option_reaches_the_engine_session(
         got.update(path=path, options=options)
         raise Stop
 
-    monkeypatch.setattr(remote_session, "RemoteSession", fake)
+    monkeypatch.setattr(session_package, "RemoteSession", fake)
     for argv, autograd in (([], False), (["--autograd"], True)):
         args = build_parser(("app",)).parse_args(["app", str(small_pt), *argv])
         with pytest.raises(Stop):
