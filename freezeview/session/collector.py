@@ -2,25 +2,26 @@
 
 A full collection walks every tracked object, and holds the GIL (so the event loop, so
 every key) while it does: with a big model's step snapshots in memory that is hundreds
-of objects per node, 0.15 s at 17k nodes, over half a second at 70k. CPython starts one
+of objects per node, and the keys wait for every one of them. CPython starts one
 by itself whenever enough objects survived younger collections, which is exactly what
 receiving a snapshot does, at a moment nobody chose.
 
 So, while the app runs:
 
 - :func:`install`: no automatic full collections; the young generations are collected
-  as usual (they only see objects allocated since, a few thousand);
+  as usual (they only see objects allocated since their last collection);
 - :func:`keep`: after long-lived data arrived (a step's snapshot), what is alive now
   moves out of the collector's reach (``gc.freeze``, which costs nothing). Reference
   counting still frees those objects when a re-run drops them: the app holds a run's
   snapshots without reference cycles (tests/ui/test_rerun_memory.py checks it);
-- :func:`sweep`: a full collection of what is not frozen (the screen's own objects:
-  milliseconds), then :func:`keep` -- at a run's start, and on a quiet timer, so cyclic
-  garbage the screen makes (Textual's messages, finished workers) does not pile up;
+- :func:`sweep`: a full collection of what is not frozen (the screen's own objects,
+  few beside the frozen), then :func:`keep` -- at a run's start, and on a quiet timer,
+  so cyclic garbage the screen makes (Textual's messages, finished workers) does not
+  pile up;
 - :func:`deep_sweep`: the frozen objects too (what was alive when frozen and became
   cyclic garbage since), when enough has joined them (:func:`deep_sweep_if_due`): on the
   quiet timer, once nobody has been at the keys for 2 s, never on a key. It walks the
-  screen's own objects only (0.05-0.1 s on a big model's screen): the step graphs the
+  screen's own objects only (still many on a big model's screen): the step graphs the
   screen receives are not tracked by the collector at all (session/graph_wire.py), and a
   re-run's start frees the last run's (:func:`let_go`) off the event loop. A user who
   never pauses gets it at a run's start once as many objects have joined the frozen
@@ -31,8 +32,8 @@ So, while the app runs:
 A snapshot is freed by reference counting alone: anything that would hold one in a
 cycle (a finished worker keeps its arguments) must let go of it. The same goes for what
 the screen draws: the screen keeps its toolkit's caches out of cycles of their own
-(freezeview/ui/textual_caches.py), so the frozen garbage a run leaves is a few hundred
-objects, not tens of thousands, and the deep sweep is seldom due. This module knows
+(freezeview/ui/textual_caches.py), so the frozen garbage a run leaves is small beside
+what the screen holds, and the deep sweep is seldom due. This module knows
 nothing of the toolkit: what the screen must empty before a deep sweep, it hands to
 :func:`install` (``before_deep_sweep``).
 """
@@ -80,20 +81,20 @@ deep_sweeps: list[tuple[float, int]] = []  # (seconds, objects frozen before)
 # None until the app's first run start, which sets it.
 _frozen_after_deep: int | None = None
 # Objects frozen when last counted (None: not since install). ``gc.get_freeze_count()``
-# walks the whole frozen list: 25 ms on a 48-layer transformer's screen, whose 288k
-# frozen objects are mostly torch's and Textual's own (functions, types, dicts), so
-# about as long on any model's. A run's start (the ``r`` key's) decides from this count,
+# walks the whole frozen list, whose objects are mostly torch's and Textual's own
+# (functions, types, dicts): as long on any model's screen, and no key should wait for
+# it. A run's start (the ``r`` key's) decides from this count,
 # taken at the run before's end (:func:`note_run_end`) or by the quiet timer's check.
 _frozen_counted: int | None = None
 #: Frozen objects gained since the last deep sweep that make the next one due, at least
-#: (a few MB of garbage at most); past that, a quarter of what the last one left alive,
+#: (garbage holding little memory); past that, a quarter of what the last one left alive,
 #: as CPython's own rule for its full collections: a deep sweep walks what is alive, so
 #: each costs about what the garbage between two did to make, and the objects held stay
-#: within a quarter more than those alive. A run leaves a few hundred objects of
-#: garbage, a footer rebuilt (a focus change that changes the keys shown) a couple of
-#: thousand; what the screen holds alive grows and shrinks by tens of thousands between
-#: runs (a 2,048-block stack's screen holds 550k objects), so it may be due with little
-#: garbage: the quiet timer runs it, no key waits for it.
+#: within a quarter more than those alive. A run leaves little garbage, a footer rebuilt
+#: (a focus change that changes the keys shown) some more; what the screen holds alive
+#: grows and shrinks between runs by far more than either, the more so on a big model's
+#: screen, so it may be due with little garbage: the quiet timer runs it, no key waits
+#: for it.
 DUE_GARBAGE = 20_000
 #: The share of what the last deep sweep left alive that makes the next one due.
 DUE_SHARE = 0.25
@@ -174,8 +175,8 @@ def deep_sweep_if_due(due: int | None = None, *, recount: bool = True) -> float:
     garbage: the screen's widgets removed, workers, the little its caches leave):
     :data:`DUE_GARBAGE`, or a quarter of what the last one left alive
     (:data:`DUE_SHARE`). A deep
-    sweep walks every tracked object alive (the screen's own: 0.05-0.1 s on a big
-    model's screen, in one block), so the quiet timer calls it, and a run's start only
+    sweep walks every tracked object alive (the screen's own: many on a big model's
+    screen, in one block), so the quiet timer calls it, and a run's start only
     with ``due`` = :data:`RUN_START_DUE` (or as many as were alive) and
     ``recount=False``: then the count the last run's end took stands for now (a count
     walks every frozen object, :data:`_frozen_counted`). Nothing is due before the first
@@ -196,9 +197,9 @@ def note_run_end() -> None:
     of them all, with no key being handled) for the next run's start to decide from.
 
     The first run's end sets the count the deep sweeps measure from: before it, the
-    screen gains what it holds alive (the explanation, the tree, the steps: 500k objects
-    on a 2,048-block stack's screen), not garbage; measured from the model's load, that
-    made the first re-run's ``r`` walk them all (0.45 s).
+    screen gains what it holds alive (the explanation, the tree, the steps: most of a big
+    model's screen), not garbage; measured from the model's load, that made the first
+    re-run's ``r`` walk them all while the user waited.
     """
     global _frozen_after_deep
     if _saved is not None:
@@ -231,7 +232,7 @@ def idle_seconds() -> float:
 def sweep() -> float:
     """Free the cyclic garbage among the objects not frozen, then freeze the survivors.
 
-    Returns the seconds it took (a few milliseconds: the run's snapshots are frozen).
+    Returns the seconds it took (little: the run's snapshots are frozen, out of reach).
     """
     global last_sweep
     if _saved is None:
@@ -246,10 +247,10 @@ def sweep() -> float:
 def let_go(graphs: Iterable[Any], then: Callable[[], object] | None = None) -> threading.Thread:
     """Free a run's graphs off the event loop, a slice at a time, then call ``then``.
 
-    Dropping a 70k-node snapshot frees its objects in one cascade that holds the GIL
-    (0.15 s, on the ``r`` key). Here a thread holds each graph's nodes in a flat list,
-    lets the graph go, then frees the nodes a thousand at a time and gives the GIL back
-    between slices. ``then`` (the screen's deep collection, which must not walk those
+    Dropping a big snapshot frees its objects in one cascade that holds the GIL until
+    the last is freed, on the ``r`` key. Here a thread holds each graph's nodes in a flat
+    list, lets the graph go, then frees the nodes a thousand at a time and gives the GIL
+    back between slices. ``then`` (the screen's deep collection, which must not walk those
     graphs) is called once they are gone, from that thread.
     """
     pending = list(graphs)
@@ -273,7 +274,7 @@ def let_go(graphs: Iterable[Any], then: Callable[[], object] | None = None) -> t
         finally:
             # The graphs' large blocks (their text, their arrays) went back to the C heap,
             # not to the system: without this, the screen's resident size after a re-run
-            # depends on where the next run's blocks happen to land (450-510 MB at L48).
+            # depends on where the next run's blocks happen to land, and varies by run.
             give_back_freed_memory()
 
     thread = threading.Thread(target=dismantle, name="freezeview-let-go", daemon=True)
@@ -281,7 +282,7 @@ def let_go(graphs: Iterable[Any], then: Callable[[], object] | None = None) -> t
     return thread
 
 
-# Nodes freed at a time by let_go (a few milliseconds of the GIL).
+# Nodes freed at a time by let_go (few enough that a key never waits long for the GIL).
 _SLICE = 1000
 
 

@@ -128,7 +128,7 @@ class _Engine:
         """Run one call of :data:`~.contract.ENGINE_CALLS` on the session and send its
         answer: what a method yields goes as items, what it returns as the answer."""
         with self._idle:
-            while self._switching:  # a fraction of a second: the model put in place
+            while self._switching:  # the switch only: the new model is loaded already
                 self._idle.wait()
             self._active += 1
             self._calls += 1

@@ -1,12 +1,12 @@
 """A step's graph sent from the engine process to the screen in slices.
 
-A snapshot of a 70k-node graph is hundreds of thousands of small objects. Unpickled in
-one call it holds the screen's GIL (so its event loop, so every key) for a quarter of a
-second. Pickled here in slices instead -- the nodes first, deepest first,
+A snapshot of a big graph is hundreds of thousands of small objects. Unpickled in one
+call it holds the screen's GIL (so its event loop, so every key) until the last is made.
+Pickled here in slices instead -- the nodes first, deepest first,
 :data:`SLICE_NODES` at a time, then the graph's value map in pieces, its IR text, and
 last the graph's few fields, all with one pickler whose memo spans the slices -- the
-screen unpickles it slice after slice with one unpickler, each slice a millisecond or
-two of the GIL, and gives the event loop its turn between two slices; each slice refers
+screen unpickles it slice after slice with one unpickler, each slice too small to
+hold up a key, and gives the event loop its turn between two slices; each slice refers
 to the objects the slices before it made. The result is the same graph (``==``) as one
 ``pickle.loads`` gives.
 
@@ -17,7 +17,7 @@ On the screen's side (:func:`load_in_slices`):
   no collection ever walks its hundreds of thousands of objects (the screen's deep
   collection, session/collector.py, walks only the screen's own);
 - one graph is received at a time (two workers unpickling at once left the event loop
-  a third of the GIL);
+  the smaller share of the GIL);
 - while the user is at the keys (a key or the mouse in the last
   :data:`STAND_ASIDE_SECONDS`), the receiving thread waits longer between two slices,
   so a key waits for at most one slice, not for a convoy of them;
@@ -44,15 +44,16 @@ if TYPE_CHECKING:
 
 __all__ = ["SLICE_NODES", "STAND_ASIDE_SECONDS", "dump_in_slices", "load_in_slices", "yield_turn"]
 
-#: Nodes a slice holds: a millisecond or two of unpickling each (2,000 took 5 ms alone,
-#: 22-36 ms with the event loop and a second transfer competing).
+#: Nodes a slice holds: few, so a key waits for one slice's unpickling at most, even
+#: with the event loop and a second transfer competing for the GIL.
 SLICE_NODES = 250
 # Entries of the graph's value map a slice holds (each two references to objects sent
 # before: cheap).
 _SLICE_VALUES = 2000
 #: A key or the mouse less than this long ago: the user is at the keys.
 STAND_ASIDE_SECONDS = 0.3
-# Seconds between two slices while the user is at the keys (one slice is 1-3 ms).
+# Seconds between two slices while the user is at the keys (long beside a slice's
+# unpickling, so the event loop holds the GIL most of that time).
 _STAND_ASIDE_PAUSE = 0.02
 # One graph unpickled at a time in this process.
 _receiving = threading.Lock()
@@ -110,9 +111,9 @@ def _gc_untrack() -> Callable[[object], None] | None:
     way to take an object out of the collector's reach for good. ``gc.freeze()`` moves
     objects to the permanent generation, but the screen's deep sweep
     (session/collector.py) unfreezes everything to find the cyclic garbage among the
-    screen's own objects, and would then walk every node of every graph received (for
-    a 17.8k-node graph's four steps, a quarter of a million objects more: the deep sweep
-    about twice as long). A ``gc.untrack`` was proposed and rejected upstream:
+    screen's own objects, and would then walk every node of every graph received (a
+    big graph's steps hold about as many objects as the rest of the screen: each deep
+    sweep would walk them all again). A ``gc.untrack`` was proposed and rejected upstream:
     https://github.com/python/cpython/issues/86205. Untracking is safe here because a
     snapshot's values hold no reference cycle (tests/session/test_graph_wire.py fails
     when this symbol is gone on CPython, or a received graph is tracked again).

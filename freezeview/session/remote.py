@@ -1,7 +1,7 @@
 """The app's torch work, in a child process: :class:`RemoteSession`.
 
 ``freezeview MODEL.pt`` keeps its screen in one process and every torch call in another.
-torch holds the GIL for up to seconds at a time (``torch.jit.load``, each freezing
+torch holds the GIL through long calls (``torch.jit.load``, each freezing
 pass), so in a thread of the screen's own process it stalls key handling and ``q``
 cannot quit at once. In a child process the screen's event loop never waits for torch:
 
@@ -422,7 +422,7 @@ class RemoteSession:
 
     def read_final_code(self, timeout: float | None = None) -> str | None:
         """``.code`` of the last run's frozen module, read by the engine when first asked
-        (blocking, for workers: torch prints it, seconds for a large model, so never
+        (blocking, for workers: torch prints it, slowly for a large model, so never
         after a run nobody looks at the ``.code`` of). None before a run has ended, or
         when it failed; :class:`TimeoutError` if the engine has not answered within
         ``timeout`` seconds (None: wait as long as it takes)."""

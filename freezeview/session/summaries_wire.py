@@ -32,8 +32,8 @@ from .summaries import AttrSummary
 
 __all__ = ["SLICE_ITEMS", "InventorySent", "SummariesDecoder", "SummariesEncoder", "SummariesSent"]
 
-#: Summaries (or a module tree's entries) a slice holds: a couple of milliseconds of
-#: unpickling. Fewer than this many go whole.
+#: Summaries (or a module tree's entries) a slice holds: few enough that a key waits
+#: for one slice's unpickling at most. Fewer than this many go whole.
 SLICE_ITEMS = 1000
 
 

@@ -80,8 +80,8 @@ class MainScreen(Guarded, Screen[None]):
     BINDINGS = MAIN_KEYS
 
     # The screen draws none of these itself: their watchers update the widgets that
-    # show them. As reactives they repainted the whole screen at every change (a full
-    # frame: 50-100 ms at 160x48, on r, space and t).
+    # show them. As reactives they repainted the whole screen at every change (every
+    # widget drawn again, on r, space and t, the keys a user presses most).
     #: True while the model loads (the IR pane shows a loading state).
     loading_model: var[bool] = var(True)
     #: True while freezing steps are being computed.
@@ -238,10 +238,10 @@ class MainScreen(Guarded, Screen[None]):
             self.model_tree.focus()
 
     def _quiet_sweep(self) -> None:
-        # Only while the user is not at the keys: it walks what is not frozen (a few
-        # milliseconds, or tens after much drawing), in one block; when enough frozen
-        # garbage has gathered, everything the screen tracks (the deep collection,
-        # tens of milliseconds: never on a key, nor at a run's start).
+        # Only while the user is not at the keys: it walks what is not frozen (more
+        # after much drawing), in one block; when enough frozen garbage has gathered,
+        # everything the screen tracks (the deep collection, every object the screen
+        # holds: never on a key, nor at a run's start).
         quiet = collector.idle_seconds() >= _QUIET_SECONDS
         if quiet and not self.stepping and not self.loading_model:
             collector.deep_sweep_if_due() or collector.sweep()
@@ -356,7 +356,7 @@ class MainScreen(Guarded, Screen[None]):
         """The graph pane in the model pane's place, or alone on a narrow terminal.
 
         Set on the panes themselves: a class on the screen would restyle every widget
-        (about 0.2 s with a big model's IR on screen).
+        (a big model's IR among them, while the user waits on the key).
         """
         panes = [self.query_one(f"#{name}") for name in ("main", *_PANES)]
         # Back to what app.tcss says. Clearing a rule asks for no layout (Textual's
@@ -554,7 +554,7 @@ class MainScreen(Guarded, Screen[None]):
         (reasons pending) when the reasons take longer, then the whole explanation;
         ``order.cancel`` (set by the next explain) stops the replay of the reasons. Each
         comes with the model tree's rows under ``status_filter``, laid out here: a big
-        model's took the event loop a quarter of a second."""
+        model's held the event loop long enough to hold up the keys."""
         session = self.session
         assert session is not None
         worker = get_current_worker()
@@ -762,7 +762,8 @@ class MainScreen(Guarded, Screen[None]):
         forget_recent()
         # The engine session addresses the last run's graphs by key until the next run
         # asks: they go now, with everything else of that run. Once they are freed (off
-        # the event loop: a big graph's objects take 0.15 s to free), the run starts.
+        # the event loop: a big graph's objects, freed at once, hold up the keys), the
+        # run starts.
         start = partial(self._collect_and_run, order)
         forget_runs = getattr(self.session, "forget_runs", None)  # the engine process's
         if forget_runs is not None:

@@ -97,7 +97,7 @@ class GraphCanvasView(Guarded, ScrollView, can_focus=True):
         self.matches = frozenset()
         size = Size(0, 0) if canvas is None else Size(canvas.width, canvas.height)
         # virtual_size is a layout reactive: assigning it makes Textual lay the whole
-        # screen out again (every pane; 0.1-0.2 s with a big model's IR on screen) though
+        # screen out again (every pane, a big model's IR among them) though
         # the canvas keeps the pane's size and only its scroll range changes. So it is
         # set quietly and the scrollbars follow; they reflow the screen only when one
         # of them appears or goes.

@@ -45,7 +45,7 @@ VIEW_MODES = ("ir", "code", "diff")
 _LINE_INDEXES = 4
 
 # Graphs up to this many nodes are read whole (marks, a node's facts) on the event loop
-# (about 10 ms at 2k nodes); bigger ones in a worker.
+# (quick enough not to hold up the keys); bigger ones in a worker.
 _SYNC_FACTS_NODES = 2000
 # Seconds the cursor rests on a line of a big graph before its node's facts are read.
 _CURSOR_REST = 0.08
@@ -326,7 +326,8 @@ class IRPane(Vertical):
 
     def _final_code_missing(self) -> bool:
         """True when the ``.code`` view of the step shown needs the final module's code
-        and the screen has not got it yet (only read when shown: seconds at 70k nodes)."""
+        and the screen has not got it yet (only read when shown: torch prints it from the
+        whole graph, slowly for a big one)."""
         step = self.current()
         return (
             self.view_mode == "code"
@@ -431,7 +432,7 @@ class IRPane(Vertical):
 
     # -- marks and the node under the cursor ---------------------------------------------
     # Each reads the whole graph (the line map, the attribute's readers and writers, a
-    # node's users): on a big graph that is a few hundred milliseconds, so above
+    # node's users): on a big graph that would hold up the keys, so above
     # _SYNC_FACTS_NODES nodes it runs in a thread worker and the result is applied
     # when it comes, if the pane still shows that graph.
     def line_index(self, snap: GraphSnapshot) -> tuple[dict[int, int], dict[int, int]]:

@@ -7,7 +7,7 @@ line up front, which stalls the event loop on frozen-graph printouts of thousand
 lines. This widget uses Textual's line API (``ScrollView.render_line``): a document is kept
 as its plain lines, and a line is shortened (:func:`display_line`), lexed by Pygments
 and turned into a strip only when it is drawn (a small cache keeps the recent ones).
-Showing a 100k-line graph costs one ``splitlines``: no whole-document pass ever runs on
+Showing a graph of any size costs one ``splitlines``: no whole-document pass ever runs on
 the event loop, and the screen process holds the text, not a highlighted copy of it.
 IR, unified diffs and TorchScript's ``.code`` lex line by line.
 """
@@ -37,15 +37,16 @@ from ..lexer import TorchScriptIRLexer
 __all__ = ["IRView", "display_line", "highlight_line", "highlight_lines", "lexer_for"]
 
 _THEME = Syntax.get_theme("monokai")
-# Up to this many lines, a document's width is measured as drawn (about 1 ms per 200
-# lines); a longer one's is bounded by its raw lines, so showing it costs no such pass.
+# Up to this many lines, a document's width is measured as drawn (every line shortened
+# as shown, a pass that grows with the document); a longer one's is bounded by its raw
+# lines, so showing it costs no such pass.
 _EXACT_WIDTH_LINES = 2000
 # Big documents whose lines are kept: the loaded model's and the last two shown.
 _KEPT_SPLITS = 3
 # Drawn lines kept (whole, and as shown at a scroll offset): some twenty screens. Each
 # is a Textual Strip with caches of its own, in reference cycles: once dropped, only the
 # screen's deep collection at a run's start frees them, and it walks every one kept
-# (4,000 and 2,000 were a third of its objects).
+# (so each one more lengthens that walk, at every run).
 _FULL_STRIPS = 1000
 _SHOWN_STRIPS = 600
 # A kept document: its text, lines, width, and drawn lines by mode.
@@ -158,9 +159,9 @@ class IRView(ScrollView, can_focus=True):
         self._matches: list[int] = []
         self._cache: dict[tuple[int, int, int, bool, bool, bool], Strip] = {}
         # Whole-line strips, rendered once per document and mode (rendering a long IR
-        # line through rich costs about a millisecond; a big document's stay with its
-        # lines, so the loaded model's IR shown again on r draws at once); cropping and
-        # overlays are per frame.
+        # line through rich costs far more than cropping it; a big document's stay with
+        # its lines, so the loaded model's IR shown again on r draws at once); cropping
+        # and overlays are per frame.
         self._full: dict[int, Strip] = {}
         self.mode = "ir"
         #: The document's text, as given to :meth:`set_document`.
@@ -204,8 +205,8 @@ class IRView(ScrollView, can_focus=True):
 
     def _split(self, text: str) -> tuple[list[str], int, dict[str, dict[int, Strip]]]:
         """The document's lines, width and drawn lines by mode; the last few documents'
-        are kept (a re-run shows the loaded model's IR again: 70k lines are 50 ms to
-        split, its shown lines 20-30 ms to draw, on ``r``)."""
+        are kept (a re-run shows the loaded model's IR again, on ``r``: kept, a big one is
+        neither split nor drawn again while the user waits)."""
         kept = self._splits.get(id(text))
         if kept is not None and kept[0] is text:
             self._splits[id(text)] = self._splits.pop(id(text))  # the most recent now

@@ -43,7 +43,7 @@ class KeysFooter(Footer):
 
     ``Footer`` recomposes itself, one widget per key, whenever the screen says its
     bindings may have changed: on every focus change, screen push and resize. Each
-    rebuild restyles two dozen new widgets (tens of milliseconds), while moving
+    rebuild makes and restyles a new widget for every key shown, while moving
     between freezeview's panes almost never changes what the footer shows. This
     subclass compares what the footer would draw with what it drew and skips the
     rebuild when they are the same; it draws exactly what ``Footer`` draws.
@@ -109,8 +109,8 @@ class KeysFooter(Footer):
         ``Footer`` binds each key widget to its ``compact`` (``data_bind``), which puts a
         watcher of the key on the footer. Textual drops the watchers of closed widgets
         only when the watched value is set, and the footer's ``compact`` never is: every
-        rebuild left its keys alive for good (five widgets a re-run in a session, 7k
-        memory blocks every ten re-runs, without end). Textual has no call to remove a
+        rebuild left its keys alive for good (some at every re-run in a session, a leak
+        without end). Textual has no call to remove a
         watcher (https://github.com/Textualize/textual/issues/6666, open); its public
         ``mutate_reactive`` sets ``compact`` again to its own value, which runs the
         watchers and so drops those of closed keys (the live keys are told the value

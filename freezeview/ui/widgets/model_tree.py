@@ -44,8 +44,8 @@ class RowRange:
         return f"{self.module}\0{self.start}:{self.stop}"
 
 
-#: More verdicts than this are laid out under a new filter off the event loop (a few
-#: milliseconds of it, below).
+#: More verdicts than this are laid out under a new filter off the event loop (fewer
+#: are quick enough to lay out on it, below).
 LAY_OUT_HERE = 5_000
 
 #: What a row of the tree holds: an attribute's verdict, a module's path, or a range.
@@ -120,8 +120,8 @@ class ModelTree(Tree[Row]):
 
         A new explanation of the same model that shows the same rows (a toggle changes
         a few statuses of thousands) relabels the rows whose verdict changed, in place:
-        building a 2,048-block stack's 8k rows again took 0.36 s of the event loop, and
-        left them all behind as garbage for the screen's deep collection.
+        building a big model's rows again held up the event loop, and left them all
+        behind as garbage for the screen's deep collection.
         """
         same_model = name == self._model_name and bool(self._made)
         self._model_name = name
@@ -139,8 +139,9 @@ class ModelTree(Tree[Row]):
         """The width ``render_label`` gives ``node``'s label, without drawing it.
 
         Textual measures every line's label each time the tree's lines are laid out
-        again (a new explanation, a node expanded), by drawing it: 0.5 s for the 8k lines
-        of a 2,048-block stack, on the event loop. Textual offers this override for it.
+        again (a new explanation, a node expanded), by drawing it: every line of a big
+        model's tree drawn on the event loop only to be measured. Textual offers this
+        override for it.
         """
         label = node.label
         width = label.cell_len if isinstance(label, Text) else cell_len(str(label))
@@ -155,10 +156,10 @@ class ModelTree(Tree[Row]):
         Textual lays the lines out with a recursive closure: a function and its own cell,
         a reference cycle that holds the whole list of lines, each line's path of nodes
         and their labels. Left to the screen's collector it is frozen with what the
-        screen holds (session/collector.py) and stays until a deep sweep: every layout of an
-        L48 encoder's or a 2,048-block stack's tree, tens of thousands of objects each
-        time. Laid out with the collector paused, the cycle is among the youngest
-        objects, and a collection of those alone (a few milliseconds) frees it.
+        screen holds (session/collector.py) and stays until a deep sweep: every layout of a
+        big model's tree, one object or more per line, each time. Laid out with the
+        collector paused, the cycle is among the youngest objects, and a collection of
+        those alone (which walks only them) frees it.
         """
         enabled = gc.isenabled()
         gc.disable()
@@ -181,8 +182,8 @@ class ModelTree(Tree[Row]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="tree-rows")
     def _lay_out_filtered(self, summaries: Handoff[list[AttrSummary]], status_filter: str) -> None:
-        """A big model's rows under another filter, laid out off the event loop (0.1 s
-        for a 2,048-block stack's 45k verdicts), then shown unless stale by then. The
+        """A big model's rows under another filter, laid out off the event loop (a pass
+        over every verdict), then shown unless stale by then. The
         verdicts come in a handoff: a finished worker keeps its arguments."""
         shown = summaries.take()
         rows = lay_out(shown, status_filter)
@@ -242,9 +243,9 @@ class ModelTree(Tree[Row]):
         still exists.
 
         Only the nodes that show are made: the root's children and the top-level
-        modules' (expanded), then a module's children when it is first expanded. An
-        L48 encoder has tens of thousands of attributes; making them all took 0.4 s of
-        the event loop at every explanation (each preserved-attribute toggle).
+        modules' (expanded), then a module's children when it is first expanded. A big
+        model has tens of thousands of attributes; making them all held up the event
+        loop at every explanation (each preserved-attribute toggle).
         """
         selected = self.selected_path
         self._let_go_of_nodes()

@@ -226,8 +226,9 @@ class StepsBar(Horizontal):
         run's steps take their places; those left over go when it finishes.
 
         Emptying the table changed its size, and Textual lays out and draws the whole
-        screen again for any widget whose size changes: 50-110 ms on the ``r`` key at
-        48 layers. A run with the same plan has as many steps: nothing changes size.
+        screen again for any widget whose size changes, on the ``r`` key, while the user
+        waits for the run. A run with the same plan has as many steps: nothing changes
+        size.
         """
         self._pending_next = 0
         self._verdict = ""
