@@ -42,8 +42,7 @@ if TYPE_CHECKING:
     from .engine import REASON_CODES, Explanation, explain, load_model
     from .engine.ci import CheckReport, Comparison, Expectations
     from .engine.draw import RenderOptions
-    from .engine.freeze import Plan
-    from .engine.freeze.steps import FreezeResult
+    from .engine.freeze import FreezeResult, Plan
     from .engine.load import LoadedModel
     from .engine.output import ExportResult
 
@@ -181,7 +180,7 @@ def export(
         result = freezeview.export("model.pt", "model-export", per_step=True)
         print(result.index)  # model-export/index.html
     """
-    from .engine.output.export import export as run
+    from .engine.output import export_model as run
 
     return run(
         model,
@@ -223,7 +222,7 @@ def check(model: Model, expectations: str | Path | Expectations) -> CheckReport:
         for violation in report.violations:
             print(violation.message)
     """
-    from .engine.ci.check import check as run
+    from .engine.ci import check_model as run
 
     return run(model, expectations)
 
@@ -263,6 +262,6 @@ def compare(
         for sentence in comparison.regressions:
             print(sentence)
     """
-    from .engine.ci.compare import compare as run
+    from .engine.ci import compare_models as run
 
     return run(old, new, plan, inputs=inputs, eval_mode=eval_mode, measure=measure)

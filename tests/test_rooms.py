@@ -90,7 +90,8 @@ def test_a_room_never_imports_the_screen_or_the_command_line(room: str) -> None:
 
 
 def test_the_command_line_and_the_session_reach_the_engine_through_its_stages() -> None:
-    """``from ..engine.freeze import Pipeline``, never ``..engine.freeze.pipeline``: a
+    """The command line, the session and the Python API (``freezeview/__init__.py``):
+    ``from ..engine.freeze import Pipeline``, never ``..engine.freeze.pipeline``: a
     stage's ``__init__`` is the list of what it offers (tests/test_engine_stages.py holds
     the engine's own modules to the same rule). Imports inside functions count, and so
     do the modules named to ``importlib`` (the session's lazy names)."""
@@ -98,8 +99,10 @@ def test_the_command_line_and_the_session_reach_the_engine_through_its_stages() 
     offered = {s: set(importlib.import_module(f"freezeview.engine.{s}").__all__) for s in stages}
     named = re.compile(r"(?:freezeview|\.*)\.engine\.(\w+)\.[\w.]+")
     wrong = []
-    for room in ("cli", "session"):
-        for path in sorted((PACKAGE / room).rglob("*.py")):
+    for room in ("cli", "session", "__init__.py"):
+        for path in (
+            sorted((PACKAGE / room).rglob("*.py")) if room != "__init__.py" else [PACKAGE / room]
+        ):
             where = path.relative_to(PACKAGE)
             for line, target, names in _imports(path):
                 parts = target.split(".")

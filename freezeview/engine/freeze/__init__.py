@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .pipeline import Pipeline, freeze
     from .plan import Plan
     from .sandbox import Sandbox, SandboxError
-    from .steps import Progress, Step, diffed_in_full, release_graphs
+    from .steps import FreezeResult, Progress, Step, diffed_in_full, release_graphs
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -50,6 +50,7 @@ __getattr__, __dir__ = lazy_exports(
         "Plan": "plan",
         "Sandbox": "sandbox",
         "SandboxError": "sandbox",
+        "FreezeResult": "steps",
         "Progress": "steps",
         "Step": "steps",
         "release_graphs": "steps",
@@ -59,6 +60,7 @@ __getattr__, __dir__ = lazy_exports(
 
 __all__ = [
     "REGISTRY",
+    "FreezeResult",
     "Numerics",
     "PassInfo",
     "Pipeline",
