@@ -16,16 +16,18 @@ forward timed against the frozen TorchScript (:mod:`.child_tools`).
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
-import pickle
 import sys
 import time
-import warnings
 from typing import Any
 
-from .child_tools import cloned, frozen_forward, same_outputs, time_against_frozen, torch_line
+from .child_tools import (
+    answer_request,
+    cloned,
+    frozen_forward,
+    same_outputs,
+    time_against_frozen,
+    torch_line,
+)
 
 __all__ = ["main"]
 
@@ -100,21 +102,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     """Run one request; returns the process's exit code (0 once a result is written)."""
-    request_path, result_path = argv[0], argv[1]
-    with open(request_path, "rb") as f:
-        request = pickle.load(f)
-    warnings.simplefilter("ignore")
-    captured = io.StringIO()
-    with contextlib.redirect_stdout(captured):
-        try:
-            result = _run(request)
-        except Exception as exc:  # the model, the inputs or the program file
-            result = {"available": True, "compiled": False, "error": torch_line(exc)}
-    tmp = result_path + ".part"
-    with open(tmp, "wb") as f:
-        pickle.dump(result, f)
-    os.replace(tmp, result_path)
-    return 0
+    return answer_request(argv, _run, "compiled")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""What the child processes of ``migrate`` share (torch-facing): inputs cloned per call,
-outputs compared, torch's own line of an exception, and "is it as fast?".
+"""What the child processes of ``migrate`` share (torch-facing): the request read and the
+result written, inputs cloned per call, outputs compared, torch's own line of an
+exception, and "is it as fast?".
 
 The frozen TorchScript forward (``torch.jit.freeze`` of the loaded model, run on a
 private copy) and another forward (the ExportedProgram's, AOTInductor's) are timed by
@@ -11,12 +12,40 @@ dicts (:func:`dataclasses.asdict` of :class:`~freezeview.engine.measure.Latency`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
+import os
+import pickle
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = ["cloned", "frozen_forward", "same_outputs", "time_against_frozen", "torch_line"]
+
+
+def answer_request(
+    argv: Sequence[str], run: Callable[[dict[str, Any]], dict[str, Any]], did: str
+) -> int:
+    """A child's whole life: the pickled request at ``argv[0]`` run by ``run``, its result
+    pickled at ``argv[1]`` (whole or not at all, so the parent never reads half a result);
+    an exception of the model, the inputs or the program is a result too (``did``, e.g.
+    ``converted``, False, with torch's line). What the child prints is kept from the
+    parent's terminal. Returns the process's exit code (0 once a result is written)."""
+    request_path, result_path = argv[0], argv[1]
+    with open(request_path, "rb") as f:
+        request = pickle.load(f)
+    warnings.simplefilter("ignore")
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            result = run(request)
+        except Exception as exc:
+            result = {"available": True, did: False, "error": torch_line(exc)}
+    tmp = result_path + ".part"
+    with open(tmp, "wb") as f:
+        pickle.dump(result, f)
+    os.replace(tmp, result_path)
+    return 0
 
 
 def torch_line(exc: BaseException) -> str:
