@@ -17,8 +17,7 @@ measure, freeze, reasons, load and plumbing.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..plumbing.lazy import lazy_exports
 
@@ -34,19 +33,17 @@ if TYPE_CHECKING:
     from .model_facts import gather_facts
     from .path_ranges import group_paths, is_index
 
-# Offered under names of their own (name -> module, name there): ``check`` and ``compare``
-# also name the modules that define them, and a module once imported sits on its package
-# under its name, hiding a function of that name; both reports have a ``render_text``.
-_RENAMED = {
-    "check_model": ("check", "check"),
-    "compare_models": ("compare", "compare"),
-    "render_check_text": ("ci_report", "render_text"),
-    "render_comparison_text": ("compare", "render_text"),
-}
 
-_offered, _listed = lazy_exports(
+__getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        # Under names of their own: a function that shares its module's name would be
+        # hidden by the module once imported (see lazy_exports); both reports have a
+        # render_text.
+        "check_model": ("check", "check"),
+        "compare_models": ("compare", "compare"),
+        "render_check_text": ("ci_report", "render_text"),
+        "render_comparison_text": ("compare", "render_text"),
         "CheckReport": "check",
         "expectations_text": "check",
         "Comparison": "compare",
@@ -60,19 +57,6 @@ _offered, _listed = lazy_exports(
         "render_markdown": "compare",
     },
 )
-
-
-def __getattr__(name: str) -> Any:
-    home = _RENAMED.get(name)
-    if home is None:
-        return _offered(name)
-    value = getattr(importlib.import_module(f"{__name__}.{home[0]}"), home[1])
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*_listed(), *_RENAMED})
 
 
 __all__ = [

@@ -18,8 +18,7 @@ Uses freeze, draw, diff, reasons, graph, load and plumbing.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..plumbing.lazy import lazy_exports
 
@@ -37,14 +36,13 @@ if TYPE_CHECKING:
         steps_table,
     )
 
-# Offered under a name of its own (name -> module, name there): ``export`` also names the
-# module that defines it, and a module once imported sits on its package under its name,
-# hiding a function of that name.
-_RENAMED = {"export_model": ("export", "export")}
 
-_offered, _listed = lazy_exports(
+__getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        # Under names of their own: a function that shares its module's name would be
+        # hidden by the module once imported (see lazy_exports).
+        "export_model": ("export", "export"),
         "ExportResult": "export_values",
         "passes_json": "report",
         "passes_table": "report",
@@ -56,19 +54,6 @@ _offered, _listed = lazy_exports(
         "add_migration_section": "migration_section",
     },
 )
-
-
-def __getattr__(name: str) -> Any:
-    home = _RENAMED.get(name)
-    if home is None:
-        return _offered(name)
-    value = getattr(importlib.import_module(f"{__name__}.{home[0]}"), home[1])
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*_listed(), *_RENAMED})
 
 
 __all__ = [
