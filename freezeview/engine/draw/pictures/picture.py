@@ -62,6 +62,28 @@ def _attrs(options: RenderOptions, bends: int) -> GraphAttrs:
     return options.graph if limit is None else replace(options.graph, nslimit=limit)
 
 
+def _one_drawing(
+    drawing: Drawing,
+    options: RenderOptions,
+    level: int | None,
+    title: str,
+    legend: bool,
+    overlay: Overlay | None,
+    start: float,
+) -> Picture:
+    """The picture of one drawing (its DOT, counts and build time since ``start``)."""
+    bends = _bends([drawing])
+    source = dot_source(
+        [("", drawing)],
+        title=title,
+        legend=legend,
+        attrs=_attrs(options, bends),
+        overlays=(overlay,),
+    )
+    elapsed = time.perf_counter() - start
+    return Picture(source, level, len(drawing.nodes), len(drawing.edges), elapsed, [drawing], bends)
+
+
 def snapshot_picture(
     snapshot: GraphSnapshot,
     options: RenderOptions,
@@ -82,23 +104,7 @@ def snapshot_picture(
         edge_labels=options.edge_labels,
         modules=options.modules,
     )
-    bends = _bends([drawing])
-    source = dot_source(
-        [("", drawing)],
-        title=title,
-        legend=bool(options.reasons),
-        attrs=_attrs(options, bends),
-        overlays=(overlay,),
-    )
-    return Picture(
-        source,
-        level,
-        len(drawing.nodes),
-        len(drawing.edges),
-        time.perf_counter() - start,
-        [drawing],
-        bends,
-    )
+    return _one_drawing(drawing, options, level, title, bool(options.reasons), overlay, start)
 
 
 def _diff_drawing(
@@ -134,23 +140,7 @@ def diff_picture(
     """
     start = time.perf_counter()
     drawing = _diff_drawing(diff, options, level, "after", reasons=options.reasons, split=split)
-    bends = _bends([drawing])
-    source = dot_source(
-        [("", drawing)],
-        title=title,
-        legend=True,
-        attrs=_attrs(options, bends),
-        overlays=(overlay,),
-    )
-    return Picture(
-        source,
-        level,
-        len(drawing.nodes),
-        len(drawing.edges),
-        time.perf_counter() - start,
-        [drawing],
-        bends,
-    )
+    return _one_drawing(drawing, options, level, title, True, overlay, start)
 
 
 def side_by_side_picture(
