@@ -150,55 +150,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(result: Migration) -> None:
+    """The findings as the app's ``m`` shows them (:meth:`Migration.report_lines`), the
+    verdict coloured, the findings indented under it."""
     from rich.markup import escape
 
     from .console import report_console
 
     console = report_console()
-    conv = result.conversion
-    colour = {0: "green"}.get(result.exit_code, "yellow" if conv.converted else "red")
-    console.print(f"[bold {colour}]{escape(result.verdict)}[/] ({escape(result.model)})")
-    if not conv.available:
-        console.print(escape(conv.cause))
-        return
-    lines: list[str] = []
-    if conv.unhandled_kinds:
-        lines.append(
-            "node kinds the converter has no handler for: " + ", ".join(conv.unhandled_kinds)
-        )
-    if conv.converted:
-        lines.append(f"converted forward in {conv.seconds:.2f} s (torch's converter)")
-    else:
-        where = f" on {conv.failed_node.describe()}" if conv.failed_node else ""
-        lines.append(f"failed in {conv.method}, {conv.stage}{where}")
-        lines.append(f"torch: {conv.cause}")
-        if conv.hint:
-            lines.append(f"known cause: {conv.hint}")
-    if result.calls:
-        same = sum(result.outputs_same)
-        lines.append(f"outputs: the same on {same} of {result.calls} successive calls")
-    for write in result.writes:
-        if conv.converted:
-            fate = "kept" if write.carried else "LOST"
-            if write.carried and not write.declared:
-                fate += " (not declared in the graph signature)"
-            lines.append(f"state write {fate}: {write.describe()}")
-    if result.parameters_as_buffers:
-        lines.append(
-            f"parameters held as buffers by the program: {len(result.parameters_as_buffers)}"
-        )
-    if result.specialised:
-        lines.append("input dimensions fixed by the program: " + ", ".join(result.specialised))
-    if result.second_shape:
-        lines.append(f"second input shape {result.second_shape}")
-    if result.speed is not None:
-        lines.extend(result.speed.lines())
-    if result.aoti is not None:
-        lines.extend(result.aoti.lines())
-    lines.extend(result.notes)
-    for line in lines:
-        console.print("  " + escape(line))
-    if result.written:
-        console.print(f"wrote {escape(result.written)}")
-    elif result.not_written:
-        console.print(escape(result.not_written))
+    colour = {0: "green"}.get(result.exit_code, "yellow" if result.conversion.converted else "red")
+    for line in result.report_lines():
+        if line.kind == "verdict":  # the verdict coloured, the model not
+            console.print(f"[bold {colour}]{escape(result.verdict)}[/] ({escape(result.model)})")
+        else:
+            console.print(("  " if line.indented else "") + escape(line.text))

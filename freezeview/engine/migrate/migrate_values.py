@@ -18,11 +18,13 @@ __all__ = [
     "BEHAVES_THE_SAME",
     "DIFFERS",
     "DOES_NOT_CONVERT",
+    "LINE_KINDS",
     "VERDICTS",
     "Aoti",
     "Conversion",
     "FailedNode",
     "Migration",
+    "ReportLine",
     "Speed",
     "SpeedPair",
     "StateWrite",
@@ -33,6 +35,27 @@ DIFFERS = "converts with differences"
 DOES_NOT_CONVERT = "does not convert"
 #: Every verdict ``migrate`` gives, best first.
 VERDICTS = (BEHAVES_THE_SAME, DIFFERS, DOES_NOT_CONVERT)
+#: What a line of :meth:`Migration.report_lines` is about (the app styles lines by it).
+LINE_KINDS = (
+    "verdict",  # the verdict and the model
+    "unavailable",  # this torch has no converter: the one sentence said
+    "converter",  # what torch's converter did: converted, or where and why it failed
+    "outputs",  # the outputs were the same on every call
+    "outputs-differ",  # they differed on some call
+    "write-kept",  # a state write the program carries and declares
+    "write-undeclared",  # one it carries without declaring it in its graph signature
+    "write-lost",  # one it loses
+    "buffers",  # parameters the program holds as buffers
+    "fixed",  # input dimensions the program fixed
+    "second-shape",  # what the second input shape showed
+    "speed",  # is it as fast?
+    "aoti",  # what --aoti did
+    "note",  # anything else worth saying
+    "written",  # the .pt2 written
+    "not-written",  # why it was not
+)
+# Lines said on their own, not under the verdict.
+_TOP_KINDS = frozenset({"verdict", "unavailable", "written", "not-written"})
 
 
 @dataclass(frozen=True)
@@ -299,6 +322,25 @@ class Aoti:
 
 
 @dataclass(frozen=True)
+class ReportLine:
+    """One line of what ``freezeview migrate`` says (and the app's ``m`` shows).
+
+    Attributes:
+        kind: what it is about, one of :data:`LINE_KINDS`.
+        text: the line, plain text.
+    """
+
+    kind: str
+    text: str
+
+    @property
+    def indented(self) -> bool:
+        """A finding under the verdict (the CLI indents it two spaces); False for the
+        verdict itself, the missing converter's sentence and what was (not) written."""
+        return self.kind not in _TOP_KINDS
+
+
+@dataclass(frozen=True)
 class Migration:
     """Everything ``freezeview migrate`` found about one model.
 
@@ -385,6 +427,62 @@ class Migration:
     def exit_code(self) -> int:
         """0 when it converts and behaves the same, 1 otherwise."""
         return 0 if self.verdict == BEHAVES_THE_SAME else 1
+
+    def report_lines(self) -> list[ReportLine]:
+        """What ``freezeview migrate`` prints, line by line: the verdict, the converter's
+        one sentence when this torch has none, else every finding, then what was
+        written or why not. The CLI and the app both show these."""
+        conv = self.conversion
+        lines = [ReportLine("verdict", f"{self.verdict} ({self.model})")]
+        if not conv.available:
+            return [*lines, ReportLine("unavailable", conv.cause)]
+        if conv.unhandled_kinds:
+            kinds = ", ".join(conv.unhandled_kinds)
+            lines.append(
+                ReportLine("converter", f"node kinds the converter has no handler for: {kinds}")
+            )
+        if conv.converted:
+            said = f"converted forward in {conv.seconds:.2f} s (torch's converter)"
+            lines.append(ReportLine("converter", said))
+        else:
+            where = f" on {conv.failed_node.describe()}" if conv.failed_node else ""
+            lines.append(ReportLine("converter", f"failed in {conv.method}, {conv.stage}{where}"))
+            lines.append(ReportLine("converter", f"torch: {conv.cause}"))
+            if conv.hint:
+                lines.append(ReportLine("converter", f"known cause: {conv.hint}"))
+        if self.calls:
+            same = sum(self.outputs_same)
+            kind = "outputs" if same == self.calls else "outputs-differ"
+            said = f"outputs: the same on {same} of {self.calls} successive calls"
+            lines.append(ReportLine(kind, said))
+        for write in self.writes if conv.converted else ():
+            if not write.carried:
+                lines.append(ReportLine("write-lost", f"state write LOST: {write.describe()}"))
+            elif not write.declared:
+                said = "state write kept (not declared in the graph signature)"
+                lines.append(ReportLine("write-undeclared", f"{said}: {write.describe()}"))
+            else:
+                lines.append(ReportLine("write-kept", f"state write kept: {write.describe()}"))
+        if self.parameters_as_buffers:
+            count = len(self.parameters_as_buffers)
+            lines.append(
+                ReportLine("buffers", f"parameters held as buffers by the program: {count}")
+            )
+        if self.specialised:
+            fixed = ", ".join(self.specialised)
+            lines.append(ReportLine("fixed", f"input dimensions fixed by the program: {fixed}"))
+        if self.second_shape:
+            lines.append(ReportLine("second-shape", f"second input shape {self.second_shape}"))
+        if self.speed is not None:
+            lines.extend(ReportLine("speed", line) for line in self.speed.lines())
+        if self.aoti is not None:
+            lines.extend(ReportLine("aoti", line) for line in self.aoti.lines())
+        lines.extend(ReportLine("note", note) for note in self.notes)
+        if self.written:
+            lines.append(ReportLine("written", f"wrote {self.written}"))
+        elif self.not_written:
+            lines.append(ReportLine("not-written", self.not_written))
+        return lines
 
     def to_json(self) -> dict[str, Any]:
         """The ``migrate --json`` document (docs/schemas/migrate.schema.json)."""

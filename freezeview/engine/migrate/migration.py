@@ -45,6 +45,7 @@ __all__ = [
     "aoti_unavailable",
     "compiler_names",
     "migrate",
+    "write_program",
 ]
 
 #: Successive calls both sides are run for (models that count calls or keep a history).
@@ -403,26 +404,41 @@ def migrate(
             if speed is not None and pair is not None:
                 speed = dataclasses.replace(speed, aoti=pair)
             migration = dataclasses.replace(migration, aoti=compiled, speed=speed)
-        written = ""
-        not_written = ""
         if output is not None:
-            saved = folder / "model.pt2"
-            if not conversion.converted or not saved.exists():
-                not_written = "nothing to write: the model does not convert."
-            elif migration.verdict != BEHAVES_THE_SAME and not force:
-                not_written = (
-                    "not written: the program does not behave the same (--force writes it "
-                    "with the differences listed)."
-                )
-            else:
-                with atomic_path(output) as target:
-                    shutil.copyfile(saved, target)
-                written = str(output)
-    return Migration(
-        **{
-            **migration.__dict__,
-            "written": written,
-            "not_written": not_written,
-            "seconds": time.perf_counter() - started,
-        }
-    )
+            migration = write_program(migration, folder / "model.pt2", output, force=force)
+    return dataclasses.replace(migration, seconds=time.perf_counter() - started)
+
+
+def write_program(
+    migration: Migration,
+    saved: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    how_to_force: str = "--force",
+) -> Migration:
+    """Put the ``.pt2`` a migration saved (``saved``) in place at ``output``, whole, when
+    the program behaves the same, or with ``force``; otherwise say why not.
+
+    :func:`migrate` does it with its ``output``; the app keeps the program of its last
+    migration and writes it when the user asks (``how_to_force`` names the app's key
+    in the sentence that says how to write it anyway).
+
+    Returns:
+        ``migration`` with ``written`` (the path) or ``not_written`` (one sentence).
+
+    Raises:
+        OutputError: ``output`` cannot be written.
+    """
+    if not migration.conversion.converted or not Path(saved).exists():
+        said = "nothing to write: the model does not convert."
+        return dataclasses.replace(migration, written="", not_written=said)
+    if migration.verdict != BEHAVES_THE_SAME and not force:
+        said = (
+            f"not written: the program does not behave the same ({how_to_force} writes it "
+            "with the differences listed)."
+        )
+        return dataclasses.replace(migration, written="", not_written=said)
+    with atomic_path(output) as target:
+        shutil.copyfile(saved, target)
+    return dataclasses.replace(migration, written=str(output), not_written="")
