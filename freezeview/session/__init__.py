@@ -7,6 +7,8 @@ What lives here runs where torch runs, plus the screen's half of the wire:
 - :mod:`.local`: :class:`Session`, the engine in this process (the Python API, tests);
 - :mod:`.explain_turns`: explain in two turns, torch's statuses first and freezeview's
   reasons after, with the memo that spares a toggle from explaining again;
+- :mod:`.migrations`: the app's ``m``, ``freezeview migrate`` run once per session, its
+  program kept and written where the user asks;
 - :mod:`.engine_process` and :mod:`.spawn`: the child process ``freezeview MODEL.pt``
   keeps torch in, and how it is started; :mod:`.remote`: :class:`RemoteSession`, the
   screen's handle on it, with the same methods as :class:`Session`;
@@ -47,7 +49,14 @@ if TYPE_CHECKING:
     from .collector import Handoff
     from .local import Session
     from .remote import EngineError, RemoteSession
-    from .summaries import AttrSummary, OpenedSummary, PassSummary, ReasonSummary, StepSummary
+    from .summaries import (
+        AttrSummary,
+        MigrationSummary,
+        OpenedSummary,
+        PassSummary,
+        ReasonSummary,
+        StepSummary,
+    )
 
     def _both_keep_the_contract(
         local: Session, remote: RemoteSession
@@ -63,6 +72,7 @@ _HOMES = {
     "RemoteSession": ".remote",
     "EngineError": ".remote",
     "AttrSummary": ".summaries",
+    "MigrationSummary": ".summaries",
     "OpenedSummary": ".summaries",
     "PassSummary": ".summaries",
     "ReasonSummary": ".summaries",
@@ -104,6 +114,7 @@ __all__ = [
     "Handoff",
     "Inventory",
     "LoadedModel",
+    "MigrationSummary",
     "NodeFacts",
     "OpenedSummary",
     "PassSummary",

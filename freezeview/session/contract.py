@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from ..engine.graph import GraphSnapshot, Inventory
     from .canvas import Canvas
-    from .summaries import AttrSummary, OpenedSummary, StepSummary
+    from .summaries import AttrSummary, MigrationSummary, OpenedSummary, StepSummary
 
 __all__ = [
     "ENGINE_CALLS",
@@ -185,6 +185,15 @@ class EngineSession(Protocol):
 
     def export(self, out_dir: Path, preserved: Preserved, passes: tuple[str, ...]) -> Written:
         """Write everything ``freezeview export`` writes into ``out_dir``."""
+        ...
+
+    def migrate(
+        self, output: Path | None = None, force: bool = False, again: bool = False
+    ) -> MigrationSummary:
+        """Will the model survive ``torch.export``? ``freezeview migrate`` on the model
+        file with the session's sample inputs, run once (``again`` runs it anew); with
+        ``output``, the program written there, whole, when it behaves the same, or with
+        ``force`` (else ``not_written`` says why)."""
         ...
 
     def close(self) -> None:

@@ -35,7 +35,14 @@ from ..engine.plumbing import BadInputError, FreezeviewError, PlanError, write_t
 from ..engine.reasons import ExplanationMemo, inline_method_graph
 from .contract import Preserved, SessionOptions, Written
 from .explain_turns import Explainer
-from .summaries import AttrSummary, OpenedSummary, PassSummary, ReasonSummary, StepSummary
+from .summaries import (
+    AttrSummary,
+    MigrationSummary,
+    OpenedSummary,
+    PassSummary,
+    ReasonSummary,
+    StepSummary,
+)
 from .summaries import step_summary as _step_view
 
 # Explain, the pipeline, diffs and numerics are imported where they are used: opening a
@@ -92,6 +99,8 @@ class Session:
     _stamp: tuple[int, ...] | None = field(default=None, repr=False)
     # Snapshots of _pictures kept across take_reloaded, offered to the next run.
     _picture_snapshots: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
+    # The app's ``m``: the last migration and its program (session/migrations.py).
+    _migrations: Any = field(default=None, repr=False)
 
     # -- loading ---------------------------------------------------------------------
     @property
@@ -577,6 +586,34 @@ class Session:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         result = export(self.load(), out_dir, plan=_plan(preserved, passes), force=True)
         return Written(tuple(Path(f) for f in result.files), tuple(result.notes))
+
+    def migrate(
+        self, output: Path | None = None, force: bool = False, again: bool = False
+    ) -> MigrationSummary:
+        """``freezeview migrate`` on the model file with :meth:`sample_inputs` and the
+        session's options, run once (``again`` runs it anew); with ``output``, the
+        program written there when it behaves the same, or with ``force``
+        (:mod:`~freezeview.session.migrations`).
+
+        Raises:
+            BadInputError: no model file, no sample inputs, or inputs it rejects.
+        """
+        from .migrations import NO_INPUTS, Migrations
+
+        if self._migrations is None:
+            options = self.options
+            self._migrations = Migrations(
+                threads=options.threads,
+                budget=options.time_budget,
+                eval_mode=options.eval_mode,
+                imports=options.imports,
+                libraries=options.libraries,
+            )
+        if not (self.options.inputs_file or self.options.input_shapes):
+            raise BadInputError(NO_INPUTS)  # before loading anything
+        path = self.path if self.path is not None else self.load().path
+        migrations: Migrations = self._migrations
+        return migrations.migrate(path, self.sample_inputs(), output, force=force, again=again)
 
     def close(self) -> None:
         """Nothing to let go of: the session lives in this process (the protocol's

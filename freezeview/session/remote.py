@@ -63,7 +63,7 @@ from .summaries_wire import SummariesDecoder, SummariesSent
 if TYPE_CHECKING:
     from ..engine.graph import GraphSnapshot, Inventory
     from .canvas import Canvas
-    from .summaries import AttrSummary, OpenedSummary, StepSummary
+    from .summaries import AttrSummary, MigrationSummary, OpenedSummary, StepSummary
 
 __all__ = ["ERROR_TYPES", "EngineError", "RemoteSession"]
 
@@ -496,6 +496,17 @@ class RemoteSession:
         """Write everything ``freezeview export`` writes into ``out_dir``."""
         written: Written = self._call("export", Path(out_dir), preserved, passes)
         return written
+
+    def migrate(
+        self, output: Path | None = None, force: bool = False, again: bool = False
+    ) -> MigrationSummary:
+        """``freezeview migrate`` in the engine process (whose converter runs in a child
+        process of its own), run once (``again`` runs it anew); with ``output``, the
+        program written there when it behaves the same, or with ``force``."""
+        found: MigrationSummary = self._call(
+            "migrate", Path(output) if output is not None else None, force, again
+        )
+        return found
 
 
 # A message this large (a big graph's snapshot) is unpickled with the collector paused.

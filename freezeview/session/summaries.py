@@ -12,10 +12,12 @@ from typing import Any
 
 __all__ = [
     "AttrSummary",
+    "MigrationSummary",
     "OpenedSummary",
     "PassSummary",
     "ReasonSummary",
     "StepSummary",
+    "migration_summary",
     "step_summary",
 ]
 
@@ -133,6 +135,42 @@ class OpenedSummary:
     passes: tuple[PassSummary, ...]
 
 
+@dataclass(frozen=True)
+class MigrationSummary:
+    """What ``freezeview migrate`` found about the model, as the app's ``m`` shows it."""
+
+    model: str
+    #: ``converts and behaves the same``, ``converts with differences`` or ``does not
+    #: convert``.
+    verdict: str
+    #: The command line's exit code: 0 when it converts and behaves the same, else 1.
+    exit_code: int
+    #: False on a torch without the converter (``lines`` then say so in one sentence).
+    converter_available: bool
+    #: torch's converter made an ExportedProgram.
+    converted: bool
+    #: What ``freezeview migrate`` prints, line by line, as (kind, text): the kinds are
+    #: the engine's ``LINE_KINDS`` (``write-lost``, ``speed``, ...).
+    lines: tuple[tuple[str, str], ...]
+    #: Each state write the program loses: (attribute, ``file:line`` of the write, that
+    #: line's text).
+    lost_writes: tuple[tuple[str, str, str], ...] = ()
+    #: Each behaviour difference in one sentence (listed when the ``.pt2`` is written
+    #: anyway).
+    differences: tuple[str, ...] = ()
+    #: The ``.pt2`` written by this call, if any.
+    written: str = ""
+    #: Why it was not, when asked to write it.
+    not_written: str = ""
+    #: How long the migration took (converter, runs and timing).
+    seconds: float = 0.0
+
+    @property
+    def same(self) -> bool:
+        """It converts and behaves the same: the ``.pt2`` may be written as it is."""
+        return self.exit_code == 0
+
+
 def _numerics_cell(value: Any) -> str:
     """The steps bar's narrow cell: ``exact``, ``3e-07`` or ``0.2 ✗`` (not allclose); empty
     when not checked (the CLI's wider one is ``output.report.numerics_text``)."""
@@ -179,4 +217,22 @@ def step_summary(step: Any, graph: int, node_count: int, measurement: Any = None
         latency=latency,
         verdict=verdict,
         notes=str(step.error) if step.error else str(step.first_note),
+    )
+
+
+def migration_summary(migration: Any) -> MigrationSummary:
+    """The summary of an engine ``Migration`` (``freezeview.engine.migrate``)."""
+    conversion = migration.conversion
+    return MigrationSummary(
+        model=str(migration.model),
+        verdict=str(migration.verdict),
+        exit_code=int(migration.exit_code),
+        converter_available=bool(conversion.available),
+        converted=bool(conversion.converted),
+        lines=tuple((line.kind, line.text) for line in migration.report_lines()),
+        lost_writes=tuple((w.path, w.source, w.source_text) for w in migration.lost_writes),
+        differences=tuple(migration.differences),
+        written=str(migration.written),
+        not_written=str(migration.not_written),
+        seconds=float(migration.seconds),
     )

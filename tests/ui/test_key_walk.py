@@ -51,8 +51,10 @@ pytestmark = pytest.mark.asyncio
 
 #: Actions never walked: they end the app or the process (``q`` ends the walk instead).
 _NOT_WALKED = {"quit", "app.quit", "suspend_process", "app.suspend_process"}
-#: Actions that take seconds (a whole export): walked once per model, not at each step.
-_ONCE = {"export"}
+#: Actions that take seconds (a whole export, a migration with sample inputs): walked once
+#: per model, not at each step. (The walk's models have no sample inputs: its ``m`` says
+#: so in one sentence, and its keys, write and run again, say why they cannot.)
+_ONCE = {"export", "migrate"}
 #: Actions that move to another step or start another run (walked on their own).
 _MOVES = {"next_step", "previous_step", "rerun"}
 
@@ -431,10 +433,13 @@ async def _walk_everything(
             if FULL_WALK or index in (min(1, len(screen.steps) - 1), len(screen.steps) - 1):
                 await walk.graph_levels()
             await walk.go_to(index)
-        # What moves or takes long: once.
+        # What moves or takes long: once (the migrate screen's own keys with it).
         for key in walk.keys(moves=True, once=True):
             await walk.press(key)
+            if app.screen is not screen:
+                await walk.modal()
             await walk.leave_modal()
+        assert "MigrateScreen" in walk.modals_walked
         await walk.press("ctrl+p")
         await walk.modal()
         await pilot.press("q")

@@ -68,6 +68,7 @@ from .run_state import ExplainOrder, RunOrder, RunState, in_plan_order
 if TYPE_CHECKING:
     from ...session import EngineSession, Preserved
     from ..host import ScreenHost
+    from .migrate import MigrationState
 
 __all__ = ["MainScreen"]
 
@@ -107,6 +108,8 @@ class MainScreen(Guarded, Screen[None]):
         self.session: EngineSession | None = None
         #: The attribute's panel last put in the inspector (its marks update it).
         self._attribute_shown: object = None
+        #: The model's migrations (``m``), once asked for: they outlive the migrate screen.
+        self.migration: MigrationState | None = None
 
     @property
     def run_id(self) -> int:
@@ -406,6 +409,21 @@ class MainScreen(Guarded, Screen[None]):
         out = self.fv_app.output_dir / "export"
         self.set_status(f"exporting into {out}…")
         self.export_files(out, self.run_state.preserved, tuple(self.enabled_passes()))
+
+    def action_migrate(self) -> None:
+        """Will the model survive torch.export? The migrate screen: the migration found
+        for this model, or one started now (:mod:`.migrate`)."""
+        from .migrate import MigrateScreen, MigrationState
+
+        if self.session is None or self.loading_model:
+            self.notify("the model is still loading", timeout=2)
+            return
+        if self.migration is None:
+            # The .pt2 goes next to what e exports (OUTPUT/export/).
+            stem = Path(self.fv_app.model_label).stem
+            output = self.fv_app.output_dir / f"{stem}.pt2"
+            self.migration = MigrationState(self, self.session, output)
+        self.app.push_screen(MigrateScreen(self.migration))
 
     def action_open_output(self) -> None:
         """Open the last rendered picture or exported page in the local browser."""

@@ -37,6 +37,13 @@ MAIN_KEYS: list[BindingType] = [
     Binding("g", "render", "SVG", tooltip="Render the current step's graph and diff to SVG"),
     Binding("e", "export", "Export", tooltip="Write everything `freezeview export` writes"),
     Binding(
+        "m",
+        "migrate",
+        "Migrate",
+        tooltip="Will it survive torch.export? Convert to an ExportedProgram (.pt2) and "
+        "check it behaves the same (freezeview migrate)",
+    ),
+    Binding(
         "o",
         "open_output",
         "Open",

@@ -82,7 +82,7 @@ def test_the_command_line_prints_the_report_lines(
     printed = capsys.readouterr().out.splitlines()
     lines = migration.report_lines()
     assert printed == [("  " if line.indented else "") + line.text for line in lines]
-    assert lines[0].kind == "verdict" and lines[0].text == f"{migration.verdict} ({migration.model})"
+    assert (lines[0].kind, lines[0].text) == ("verdict", f"{migration.verdict} ({migration.model})")
     assert {line.kind for line in lines} <= set(LINE_KINDS)
 
 
