@@ -17,6 +17,8 @@ import dataclasses
 import io
 import os
 import pickle
+import threading
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -35,6 +37,7 @@ def answer_request(
     request_path, result_path = argv[0], argv[1]
     with open(request_path, "rb") as f:
         request = pickle.load(f)
+    leave_with_parent(request.get("parent"))
     warnings.simplefilter("ignore")
     with contextlib.redirect_stdout(io.StringIO()):
         try:
@@ -46,6 +49,35 @@ def answer_request(
         pickle.dump(result, f)
     os.replace(tmp, result_path)
     return 0
+
+
+#: Seconds between two looks at whether the process that started a child is still there.
+PARENT_CHECK = 0.5
+
+
+def leave_with_parent(
+    parent: int | None = None,
+    period: float = PARENT_CHECK,
+    leave: Callable[[int], object] = os._exit,
+) -> threading.Thread:
+    """End this child (``leave(1)``) once the process that started it, ``parent`` (its
+    pid, which ``migrate`` puts in the request; by default this process's parent now),
+    has gone.
+
+    The app's engine process leaves at once when the user quits, without waiting for the
+    converter it started (``m``); unwatched, that converter would run on to its time
+    limit with nobody to read its result. Checked from a daemon thread every ``period``
+    seconds (the converter is Python code calling torch: the thread has its turns)."""
+    parent = os.getppid() if parent is None else parent
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(period)
+        leave(1)
+
+    watcher = threading.Thread(target=watch, name="freezeview-parent-watch", daemon=True)
+    watcher.start()
+    return watcher
 
 
 def torch_line(exc: BaseException) -> str:

@@ -164,7 +164,8 @@ def _child(
     request_path = folder / f"{name}-request.pkl"
     result_path = folder / f"{name}-result.pkl"
     with open(request_path, "wb") as f:
-        pickle.dump(request, f)
+        # The child ends by itself once this process has gone (child_tools.py).
+        pickle.dump({**request, "parent": os.getpid()}, f)
     env = dict(os.environ)
     env.setdefault("PYTHONWARNINGS", "ignore")
     started = time.perf_counter()
