@@ -225,8 +225,7 @@ class MigrateScreen(ModalScreen[None]):
             yield Static("", id="migrate-said")
             yield Static(
                 Text(
-                    "w write .pt2 (when it behaves the same) · f write anyway · "
-                    "r run again · esc close",
+                    "w write .pt2 · f write anyway · r run again · ↑↓ scroll · esc close",
                     style="italic dim",
                 ),
                 id="migrate-keys",
