@@ -31,7 +31,7 @@ from .contract import ENGINE_CALLS, EngineSession, Preserved, SessionOptions, Wr
 
 if TYPE_CHECKING:
     from ..engine.diff import forget_recent
-    from ..engine.draw import BoxLayout, GraphLayout
+    from ..engine.draw import HEAT_SCALE, BoxLayout, GraphLayout, band_label, format_time, heat_band
     from ..engine.graph import (
         HOUSEKEEPING,
         GraphSnapshot,
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         node_facts,
     )
     from ..engine.load import LoadedModel
+    from ..engine.measure import change_word
     from ..engine.plumbing import BadInputError, FreezeviewError
     from ..engine.reasons import WRITTEN_HELP
     from .canvas import STYLE_NAMES, Canvas
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     from .summaries import (
         AttrSummary,
         MigrationSummary,
+        NodeTime,
+        NodeTimes,
         OpenedSummary,
         PassSummary,
         ReasonSummary,
@@ -77,6 +80,8 @@ _HOMES = {
     "PassSummary": ".summaries",
     "ReasonSummary": ".summaries",
     "StepSummary": ".summaries",
+    "NodeTime": ".summaries",
+    "NodeTimes": ".summaries",
     "Canvas": ".canvas",
     "STYLE_NAMES": ".canvas",
     "GraphSnapshot": "..engine.graph",
@@ -89,16 +94,22 @@ _HOMES = {
     "demangle": "..engine.graph",
     "BoxLayout": "..engine.draw",
     "GraphLayout": "..engine.draw",
+    "HEAT_SCALE": "..engine.draw",
+    "band_label": "..engine.draw",
+    "format_time": "..engine.draw",
+    "heat_band": "..engine.draw",
     "FreezeviewError": "..engine.plumbing",
     "BadInputError": "..engine.plumbing",
     "WRITTEN_HELP": "..engine.reasons",
     "LoadedModel": "..engine.load",
     "forget_recent": "..engine.diff",
+    "change_word": "..engine.measure",
     "Handoff": ".collector",
 }
 
 __all__ = [
     "ENGINE_CALLS",
+    "HEAT_SCALE",
     "HOUSEKEEPING",
     "STYLE_NAMES",
     "WRITTEN_HELP",
@@ -116,6 +127,8 @@ __all__ = [
     "LoadedModel",
     "MigrationSummary",
     "NodeFacts",
+    "NodeTime",
+    "NodeTimes",
     "OpenedSummary",
     "PassSummary",
     "Preserved",
@@ -126,9 +139,13 @@ __all__ = [
     "StepSummary",
     "Written",
     "attribute_node_ids",
+    "band_label",
+    "change_word",
     "collector",
     "demangle",
     "forget_recent",
+    "format_time",
+    "heat_band",
     "line_index",
     "node_facts",
 ]

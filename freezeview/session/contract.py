@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from ..engine.graph import GraphSnapshot, Inventory
     from .canvas import Canvas
-    from .summaries import AttrSummary, MigrationSummary, OpenedSummary, StepSummary
+    from .summaries import AttrSummary, MigrationSummary, NodeTimes, OpenedSummary, StepSummary
 
 __all__ = [
     "ENGINE_CALLS",
@@ -127,13 +127,23 @@ class EngineSession(Protocol):
         ...
 
     def run_steps(
-        self, preserved: Preserved, passes: tuple[str, ...], cancel: threading.Event | None = None
+        self,
+        preserved: Preserved,
+        passes: tuple[str, ...],
+        profile: bool = False,
+        cancel: threading.Event | None = None,
     ) -> Iterator[StepSummary]:
-        """Freeze with the plan one step at a time (a blocking generator)."""
+        """Freeze with the plan one step at a time (a blocking generator); with
+        ``profile`` (and sample inputs) each changed step's nodes are timed too."""
         ...
 
     def step_graph(self, key: int) -> GraphSnapshot | None:
         """The snapshot of the last run's graph ``key``, taken now if need be."""
+        ...
+
+    def node_times(self, key: int) -> NodeTimes | None:
+        """Each node's time in the last run's graph ``key`` against the unfrozen
+        module's, when the run profiled it; else None."""
         ...
 
     def known_graph(self, key: int) -> GraphSnapshot | None:

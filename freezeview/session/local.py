@@ -38,6 +38,8 @@ from .explain_turns import Explainer
 from .summaries import (
     AttrSummary,
     MigrationSummary,
+    NodeTime,
+    NodeTimes,
     OpenedSummary,
     PassSummary,
     ReasonSummary,
@@ -101,6 +103,10 @@ class Session:
     _picture_snapshots: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
     # The app's ``m``: the last migration and its program (session/migrations.py).
     _migrations: Any = field(default=None, repr=False)
+    # The last run's node times (run_steps(profile=True)) by graph key, and the unfrozen
+    # module's, which the others are set against.
+    _node_times: dict[int, Any] = field(default_factory=dict, repr=False)
+    _unfrozen_times: Any = field(default=None, repr=False)
 
     # -- loading ---------------------------------------------------------------------
     @property
@@ -304,6 +310,7 @@ class Session:
         self,
         preserved: Preserved,
         passes: tuple[str, ...],
+        profile: bool = False,
         cancel: threading.Event | None = None,
         progress: Callable[[Any], None] | None = None,
     ) -> Iterator[StepSummary]:
@@ -312,8 +319,15 @@ class Session:
         Args:
             preserved: the preserved attribute names.
             passes: the pass ids to run.
+            profile: with sample inputs, time each node of the unfrozen module and of
+                every step that changed the graph (:meth:`node_times`), as ``freeze
+                --profile`` does.
             cancel: set to stop before the next step.
             progress: called before each step starts.
+
+        With sample inputs, a step that takes the outputs past tolerance is bisected to
+        the first node whose value moved (:attr:`StepSummary.moved_node`), as ``freeze``
+        does.
 
         With :attr:`code_at_end` False the run's frozen module is kept until
         :meth:`read_final_code` or the next run, instead of its ``.code`` being read
@@ -321,7 +335,9 @@ class Session:
         """
         # A replay of an explain's reasons waits for the run's end (explain_turns.py).
         with self._explainer.turns.first():
-            yield from self._run(preserved, passes, cancel, progress, code=self.code_at_end)
+            yield from self._run(
+                preserved, passes, cancel, progress, code=self.code_at_end, profile=profile
+            )
 
     def _run(
         self,
@@ -331,12 +347,13 @@ class Session:
         progress: Callable[[Any], None] | None,
         *,
         code: bool,
+        profile: bool = False,
     ) -> Iterator[StepSummary]:
         self._release_kept()
         from ..engine.diff import forget_recent
         from ..engine.draw import forget_prepared
         from ..engine.freeze import Pipeline
-        from ..engine.measure import MeasuredRun
+        from ..engine.measure import MeasuredRun, NodeTimer, ValueBisector
 
         # The last run's snapshots are never shown again: what the engine kept of them
         # for reuse (graph-view layouts, prepared pictures, recent diffs) goes now, so
@@ -344,6 +361,7 @@ class Session:
         forget_recent()
         forget_prepared()
         self._step_graphs = {}
+        self._node_times, self._unfrozen_times = {}, None
         if self._layouts is not None:
             from .layouts import StepLayouts
 
@@ -381,24 +399,52 @@ class Session:
             defer_constants=True,
             autograd=self.options.autograd,
         )
+        # With sample inputs the step that takes the outputs past tolerance is bisected
+        # (freeze does so too); asked, each changed step's nodes are timed. The bisector
+        # reads a step's graph before the timer does (node_time.py says why).
+        bisector = ValueBisector(pipeline) if pipeline.inputs is not None else None
+        timer = (
+            NodeTimer(
+                pipeline,
+                threads=self.options.threads,
+                budget=self.options.time_budget,
+                autograd=self.options.autograd,
+            )
+            if profile and pipeline.inputs is not None
+            else None
+        )
+        times = self._node_times
         self.final_code = None
         previous: tuple[int, int] | None = None
         try:
             for step in measured.run(progress=progress, cancel=cancel):
                 graph = step.forward_graph
+                shown: tuple[int, int] | None = previous
                 if graph is not None:
                     key = keys.get(id(graph))
                     if key is None:
                         key = keys[id(graph)] = next(_KEYS)
                         graphs[key] = graph
                     shown = (key, graph.node_count)
-                elif previous is not None:
-                    shown = previous
-                else:
+                bisection = bisector.observe(step) if bisector is not None else None
+                for made in timer.observe(step) if timer is not None else ():
+                    if made.step is None:
+                        self._unfrozen_times = made
+                    if shown is not None and (made.step is not None or step.name == "inline"):
+                        # The inline step's graph is the unfrozen module's forward,
+                        # inlined: what the unfrozen profile timed.
+                        times[shown[0]] = made
+                if shown is None:
                     continue  # no forward graph to show yet
                 if step.name in ("inline", "fold_attributes") and graph is not None:
                     pictures[(step.name, "forward")] = graph
-                yield _step_view(step, *shown, measured.measurement)
+                named = bisection.node if bisection is not None else None
+                yield dataclasses.replace(
+                    _step_view(step, *shown, measured.measurement),
+                    timed_nodes=shown[0] in times,
+                    moved=tuple(bisection.lines()) if bisection is not None else (),
+                    moved_node=named.id if named is not None else None,
+                )
                 previous = shown
             if pipeline.loaded is self.loaded:  # not when the model was loaded again since
                 self._pictures = pictures
@@ -428,6 +474,31 @@ class Session:
             raise FreezeviewError("that step's graph is no longer kept: press r to re-run.")
         snapshot: GraphSnapshot = graph.snapshot()
         return snapshot
+
+    def node_times(self, key: int) -> NodeTimes | None:
+        """Each node's time in graph ``key`` of the last run, when it was profiled
+        (``run_steps(profile=True)`` with sample inputs), with the same node's time in
+        the unfrozen module; None when it was not."""
+        profile = self._node_times.get(key)
+        if profile is None:
+            return None
+        unfrozen = self._unfrozen_times
+        before = {n.id: n for n in unfrozen.nodes} if unfrozen is not None else {}
+        own = profile is unfrozen
+        return NodeTimes(
+            graph=key,
+            step=profile.step,
+            title=profile.title,
+            clock=profile.measured_by(),
+            forward_ms=profile.forward_ms,
+            total_ms=profile.total_ms,
+            nodes=tuple(
+                _node_time(
+                    n, n if own else before.get(n.unfrozen) if n.unfrozen is not None else None
+                )
+                for n in profile.nodes
+            ),
+        )
 
     def known_graph(self, key: int) -> GraphSnapshot | None:
         """The snapshot of graph ``key`` if it has been taken already (never blocks)."""
@@ -618,6 +689,20 @@ class Session:
     def close(self) -> None:
         """Nothing to let go of: the session lives in this process (the protocol's
         :meth:`~.contract.EngineSession.close` is for the engine process)."""
+
+
+def _node_time(node: Any, unfrozen: Any) -> NodeTime:
+    """An engine ``NodeTime`` as the screen shows it, with its match in the unfrozen
+    module's profile (None: no match there)."""
+    return NodeTime(
+        node.id,
+        node.kind,
+        node.ms,
+        node.share,
+        unfrozen.ms if unfrozen is not None else None,
+        node.spread,
+        unfrozen.spread if unfrozen is not None else 0.0,
+    )
 
 
 def _names_something(module: Any, name: str) -> bool:

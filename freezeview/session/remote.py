@@ -63,7 +63,7 @@ from .summaries_wire import SummariesDecoder, SummariesSent
 if TYPE_CHECKING:
     from ..engine.graph import GraphSnapshot, Inventory
     from .canvas import Canvas
-    from .summaries import AttrSummary, MigrationSummary, OpenedSummary, StepSummary
+    from .summaries import AttrSummary, MigrationSummary, NodeTimes, OpenedSummary, StepSummary
 
 __all__ = ["ERROR_TYPES", "EngineError", "RemoteSession"]
 
@@ -365,10 +365,11 @@ class RemoteSession:
         self,
         preserved: Preserved,
         passes: tuple[str, ...],
+        profile: bool = False,
         cancel: threading.Event | None = None,
     ) -> Iterator[StepSummary]:
         """Freeze with the given plan one step at a time (a blocking generator)."""
-        rid, call = self._request("run_steps", preserved, passes)
+        rid, call = self._request("run_steps", preserved, passes, profile)
         self.final_code = None
         self._last_run = rid
         stream = self._answers(rid, call, cancel)
@@ -415,6 +416,12 @@ class RemoteSession:
                 self._fetching.pop(key, None)
             fetching.set()
         return snapshot
+
+    def node_times(self, key: int) -> NodeTimes | None:
+        """Each node's time in the last run's graph ``key``, when the run profiled it
+        (asked of the engine; blocking)."""
+        times: NodeTimes | None = self._call("node_times", key)
+        return times
 
     def known_graph(self, key: int) -> GraphSnapshot | None:
         """The snapshot of graph ``key`` if this side has it already (never blocks)."""

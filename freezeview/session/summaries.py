@@ -13,6 +13,8 @@ from typing import Any
 __all__ = [
     "AttrSummary",
     "MigrationSummary",
+    "NodeTime",
+    "NodeTimes",
     "OpenedSummary",
     "PassSummary",
     "ReasonSummary",
@@ -111,6 +113,14 @@ class StepSummary:
     #: What the step did, or why it did not fire (torch's condition), as the notes
     #: column of ``freezeview freeze`` says it; a failed step's error.
     notes: str = ""
+    #: Where this step moved the numbers (the bisection, when its outputs went past
+    #: tolerance): the id of the first node whose value differs, in the step's graph
+    #: snapshot (None: no bisection, or no single node named).
+    moved_node: int | None = None
+    #: The bisection's text block (``freezeview freeze`` prints the same), or empty.
+    moved: tuple[str, ...] = ()
+    #: True when each node of the step's graph was timed (``session.node_times``).
+    timed_nodes: bool = False
 
     @property
     def label(self) -> str:
@@ -118,6 +128,54 @@ class StepSummary:
         title, as ``freezeview freeze``'s table, the timeline, the review page and the
         file names of ``g`` and ``export`` (``05-fold_conv_bn.svg``) number it."""
         return f"{self.index} · {self.title}"
+
+
+@dataclass(frozen=True)
+class NodeTime:
+    """One node's time in a profiled forward, as the graph view and the inspector show it.
+
+    ``id`` is the node's id in the step's graph snapshot; ``unfrozen_ms`` is the time of
+    the same node (matched through the steps' diffs) in the unfrozen module, None when
+    it has no match there (an op a fold made) or the unfrozen module was not profiled.
+    """
+
+    id: int
+    kind: str
+    ms: float
+    share: float
+    unfrozen_ms: float | None = None
+    #: The spread of ``ms`` over the timed blocks, and of ``unfrozen_ms``: a difference
+    #: inside them is noise.
+    spread: float = 0.0
+    unfrozen_spread: float = 0.0
+
+
+@dataclass(frozen=True)
+class NodeTimes:
+    """Where one graph's forward spends its time, node by node (``freeze --profile``).
+
+    Attributes:
+        graph: the graph's key in the session (:attr:`StepSummary.graph`).
+        step: the profiled step's index (None: the unfrozen module, shown by the inline
+            step's graph).
+        title: ``conv -> batchnorm (round 1)`` or ``unfrozen module``.
+        clock: which tool measured, and with how many threads, in words.
+        forward_ms: the forward's median time.
+        total_ms: the timed nodes together (what a share is of).
+        nodes: each timed node.
+    """
+
+    graph: int
+    step: int | None
+    title: str
+    clock: str
+    forward_ms: float
+    total_ms: float
+    nodes: tuple[NodeTime, ...]
+
+    def by_id(self) -> dict[int, NodeTime]:
+        """The nodes by their snapshot id."""
+        return {n.id: n for n in self.nodes}
 
 
 @dataclass(frozen=True)

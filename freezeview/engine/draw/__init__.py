@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .folding.plan import RenderOptions
     from .folding.prepared import forget_prepared
     from .folding.scopes import module_paths
-    from .pictures.overlay import HEAT_SCALE, Overlay, heat_band
+    from .pictures.overlay import HEAT_SCALE, Overlay, band_label, format_time, heat_band
     from .pictures.render import (
         FORMATS,
         PendingPicture,
@@ -61,6 +61,8 @@ __getattr__, __dir__ = lazy_exports(
         "HEAT_SCALE": "pictures.overlay",
         "Overlay": "pictures.overlay",
         "heat_band": "pictures.overlay",
+        "band_label": "pictures.overlay",
+        "format_time": "pictures.overlay",
         "FORMATS": "pictures.render",
         "PendingPicture": "pictures.render",
         "RenderResult": "pictures.render",
@@ -92,8 +94,10 @@ __all__ = [
     "PendingPicture",
     "RenderOptions",
     "RenderResult",
+    "band_label",
     "find_dot",
     "forget_prepared",
+    "format_time",
     "heat_band",
     "layout_graph",
     "module_paths",

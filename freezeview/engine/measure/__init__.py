@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     )
     from .measured_run import MeasuredRun
     from .node_time import NodeTimer
+    from .node_time_values import change_word
     from .portability import roundtrip, unsaveable_reason
     from .value_bisect import ValueBisector
     from .value_bisect_values import Bisection
@@ -82,6 +83,7 @@ __getattr__, __dir__ = lazy_exports(
         "roundtrip": "portability",
         "unsaveable_reason": "portability",
         "NodeTimer": "node_time",
+        "change_word": "node_time_values",
         "ValueBisector": "value_bisect",
         "Bisection": "value_bisect_values",
     },
@@ -102,6 +104,7 @@ __all__ = [
     "Timing",
     "ValueBisector",
     "backend_only_nodes",
+    "change_word",
     "compare_latency",
     "constant_bytes",
     "constant_tensors",
