@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from textual.binding import Binding
 
-    from ..session import EngineSession
+    from ..session import EngineSession, SessionOptions
 
 __all__ = ["ScreenHost"]
 
@@ -26,6 +26,8 @@ class ScreenHost(Protocol):
     def model_label(self) -> str:
         """The model's name, for the title and status line."""
 
+    #: How the model is opened and run (the command line's options).
+    options: SessionOptions
     #: Where ``g`` and ``e`` write.
     output_dir: Path
     #: The pass ids asked for (``--passes``); None for torch's default plan.

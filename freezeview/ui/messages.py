@@ -19,7 +19,7 @@ from textual.worker import Worker
 from ..session import AttrSummary, FreezeviewError, PassSummary, StepSummary, Written
 
 if TYPE_CHECKING:
-    from ..session import Inventory
+    from ..session import Inventory, NodeTimes
     from .tree_rows import TreeRows
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "FinalCodeReady",
     "Highlighted",
     "ModelLoaded",
+    "NodeTimesReady",
     "Rendered",
     "Status",
     "StepReady",
@@ -79,6 +80,15 @@ class StepsFinished(Message):
     run_id: int
     count: int
     seconds: float
+
+
+@dataclass
+class NodeTimesReady(Message):
+    """The node times of run ``run_id``'s graph ``key`` arrived (None: not profiled)."""
+
+    run_id: int
+    key: int
+    times: NodeTimes | None
 
 
 @dataclass

@@ -4,6 +4,8 @@
   the workers' messages, the one failure handler;
 - :mod:`.main_keys`: the main screen's keys, one table the footer, help and palette read;
 - :mod:`.run_state`: the screen's runs of the plan as one public object (:class:`RunState`);
+- :mod:`.node_times`: the run's node times, asked once per graph (the graph view's heat
+  overlay and the inspector's time rows read them);
 - :mod:`.delivery`: what ``g`` and ``e`` wrote, and how it reaches the user;
 - :mod:`.help`: the help screen (``?``), generated from the bindings;
 - :mod:`.migrate`: the migrate screen (``m``): will the model survive ``torch.export``,

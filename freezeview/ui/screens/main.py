@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -46,6 +47,7 @@ from ..messages import (
     Exported,
     FinalCodeReady,
     ModelLoaded,
+    NodeTimesReady,
     Rendered,
     Status,
     StepReady,
@@ -54,7 +56,15 @@ from ..messages import (
 from ..tree_rows import lay_out
 from ..widgets.box_panel import selection_panel
 from ..widgets.graph_view import GraphView
-from ..widgets.inspector import Inspector, attribute_panel, node_panel, step_panel
+from ..widgets.inspector import (
+    Inspector,
+    attribute_panel,
+    moved_panel,
+    node_panel,
+    step_panel,
+    time_panel,
+    with_time,
+)
 from ..widgets.ir_pane import IRPane
 from ..widgets.ir_view import IRView
 from ..widgets.keys_footer import KeysFooter
@@ -63,6 +73,7 @@ from ..widgets.status_line import StatusLine
 from ..widgets.steps_bar import StepsBar
 from .delivery import Delivery
 from .main_keys import MAIN_KEYS
+from .node_times import NodeTimesBook
 from .run_state import ExplainOrder, RunOrder, RunState, in_plan_order
 
 if TYPE_CHECKING:
@@ -110,6 +121,12 @@ class MainScreen(Guarded, Screen[None]):
         self._attribute_shown: object = None
         #: The model's migrations (``m``), once asked for: they outlive the migrate screen.
         self.migration: MigrationState | None = None
+        #: The run's node times (time per node, the graph view's ``%``).
+        self.node_times = NodeTimesBook(self)
+        # The node (IR line or box) last put in the inspector, and its panel.
+        self._node_shown: tuple[Any, object] | None = None
+        # (run, step): the step shown when % ran the plan again, shown again on arrival.
+        self._heat_back: tuple[int, int] | None = None
 
     @property
     def run_id(self) -> int:
@@ -489,18 +506,32 @@ class MainScreen(Guarded, Screen[None]):
 
     @on(IRPane.NodeSelected)
     def _node_selected(self, message: IRPane.NodeSelected) -> None:
-        self.inspector.show(node_panel(message.facts))
+        self._show_node(message)
         if self.graph_shown:
             self.graph_view.centre_node(message.facts.node.id)
 
+    def _show_node(self, message: IRPane.NodeSelected | GraphView.BoxSelected) -> None:
+        """An IR line's node, or a box of the graph view, in the inspector: what it is,
+        its time when the step was profiled, and the numbers' first move when it is
+        there. Shown again when the step's node times arrive."""
+        if isinstance(message, IRPane.NodeSelected):
+            ids: tuple[int, ...] = (message.facts.node.id,)
+            panel, ghost = node_panel(message.facts), False
+        else:
+            inventory = self.session.inventory if self.session else None
+            box = message.box
+            panel = selection_panel(
+                box, message.snapshot, message.node_id, self.summaries, inventory
+            )
+            ghost = box.role == "ghost"
+            ids = box.ghost_ids if ghost else box.node_ids
+        shown = with_time(panel, self._time_of(ids, ghost), None if ghost else self._moved_at(ids))
+        self.inspector.show(shown)
+        self._node_shown = (message, shown)
+
     @on(GraphView.BoxSelected)
     def _box_selected(self, message: GraphView.BoxSelected) -> None:
-        inventory = self.session.inventory if self.session else None
-        self.inspector.show(
-            selection_panel(
-                message.box, message.snapshot, message.node_id, self.summaries, inventory
-            )
-        )
+        self._show_node(message)
         if (
             message.node_id is not None
             and message.snapshot is not None
@@ -514,6 +545,79 @@ class MainScreen(Guarded, Screen[None]):
         if 0 <= message.index < len(self.steps):
             self.inspector.show(step_panel(self.steps[message.index]))
 
+    def _time_of(self, node_ids: Sequence[int], before: bool = False) -> RenderableType | None:
+        """The inspector's time rows for nodes of the step shown (of the step before it,
+        ``before``: a diff's removed ops), when that graph was profiled."""
+        index = self.current_step - (1 if before else 0)
+        if not 0 <= index < len(self.steps):
+            return None
+        times = self.node_times.get(self.steps[index].graph)
+        return time_panel(times, node_ids) if times is not None else None
+
+    def _moved_at(self, node_ids: Sequence[int]) -> RenderableType | None:
+        """The bisection's block when the nodes shown hold the step's first node whose
+        value moved."""
+        index = self.current_step
+        step = self.steps[index] if 0 <= index < len(self.steps) else None
+        if step is None or step.moved_node is None or step.moved_node not in node_ids:
+            return None
+        return moved_panel(step)
+
+    @on(StepsBar.StepEntered)
+    def _step_entered(self, message: StepsBar.StepEntered) -> None:
+        """Enter on a step whose numerics cell names a node: the IR and the graph view go
+        to the first node whose value moved."""
+        if not 0 <= message.index < len(self.steps):
+            return
+        step = self.steps[message.index]
+        if step.moved_node is None:
+            return
+        if message.index != self.current_step:
+            self.show_step(message.index)
+        self.ir_pane.go_to_node_shown(step.moved_node)
+        if self.graph_shown:
+            self.graph_view.follow_node(step.moved_node)
+        elif self.has_class("-narrow"):
+            self.query_one(Tabs).active = "tab-ir"  # one pane at a time: the IR's
+        self.set_status(step.moved[0] if step.moved else f"step {step.label}: the numbers move")
+
+    @on(GraphView.HeatToggled)
+    def _heat_toggled(self, message: GraphView.HeatToggled) -> None:
+        """``%``: the heat overlay on or off; the first time, the plan runs again with
+        each node timed (only with sample inputs: nothing runs without them)."""
+        view = self.graph_view
+        if view.heat:
+            view.set_heat(False, self.node_times.times)
+            self.run_state.profile = False
+            self.set_status("heat overlay off (runs no longer time each node)")
+            return
+        options = self.fv_app.options
+        if not (options.inputs_file or options.input_shapes or any(s.numerics for s in self.steps)):
+            self.set_status(
+                "time per node needs sample inputs: start freezeview with --inputs FILE "
+                "or --input-shape 1,3,224,224",
+                error=True,
+            )
+            return
+        self.run_state.profile = True
+        view.set_heat(True, self.node_times.times)
+        if self.run_state.last_profiled or self.session is None or self.loading_model:
+            self.set_status(_HEAT_SAYS + (f" ({view.heat_clock()})" if view.heat_clock() else ""))
+            return
+        back = self.current_step
+        self.start_run()
+        self._heat_back = (self.run_id, back)  # the step on show comes back when it arrives
+        self.set_status("timing each node: running the plan again with node times…")
+
+    def on_node_times_ready(self, message: NodeTimesReady) -> None:
+        """A graph's node times arrived: the heat overlay paints them."""
+        if not self.node_times.arrived(message):
+            return
+        self.graph_view.set_heat(self.graph_view.heat, self.node_times.times)
+        shown = self._node_shown
+        if shown is not None and self.inspector.shown is shown[1]:
+            self._show_node(shown[0])  # the node on show gets its time
+
     @on(StepsBar.StepSelected)
     def _step_selected(self, message: StepsBar.StepSelected) -> None:
         if message.index != self.current_step:
@@ -522,6 +626,9 @@ class MainScreen(Guarded, Screen[None]):
 
     def show_step(self, index: int) -> None:
         """Show step ``index`` of the run (-1: the loaded model) in every view of a step."""
+        for shown in (index - 1, index):  # a diff's removed ops are the step before's
+            if 0 <= shown < len(self.steps):
+                self.node_times.want(self.session, self.run_id, self.steps[shown])
         self.ir_pane.show_step(self.run_id, self.steps, index)
         if self.graph_shown:
             self._show_graph()
@@ -608,7 +715,10 @@ class MainScreen(Guarded, Screen[None]):
         start = time.perf_counter()
         count = 0
         try:
-            for step in self.session.run_steps(plan.preserved, plan.passes, cancel=order.cancel):
+            steps = self.session.run_steps(
+                plan.preserved, plan.passes, profile=order.profile, cancel=order.cancel
+            )
+            for step in steps:
                 if order.cancel.is_set():
                     break
                 self.post_message(StepReady(order.run_id, step))
@@ -722,6 +832,9 @@ class MainScreen(Guarded, Screen[None]):
         self.steps.append(message.step)
         # Shows the step if it is the first, or if n was pressed for it.
         self.steps_bar.add_step(message.step, self.fv_app.show_timings)
+        if self._heat_back == (message.run_id, message.step.index):
+            self._heat_back = None
+            self.steps_bar.current_step = message.step.index
         self.ir_pane.update_title()
         self._update_tab_label()
         if message.step.error:
@@ -768,6 +881,7 @@ class MainScreen(Guarded, Screen[None]):
     def start_run(self) -> None:
         """Run freezing from the start with the current plan."""
         order = self.run_state.begin_run(self.enabled_passes())
+        self.node_times.start_run(order.run_id)
         self.steps = []
         self.steps_bar.clear_steps()
         self.stepping = True
@@ -822,4 +936,10 @@ _SWEEP_SECONDS = 10.0
 _QUIET_SECONDS = 2.0
 
 # The panes the graph view takes the place of: the model pane (wide), all (narrow).
+#: What the status line says when the heat overlay goes on.
+_HEAT_SAYS = (
+    "heat overlay: each box filled by its share of the forward's time, light under 0.5 %, "
+    "dark from 20 %; a module box adds up its ops"
+)
+
 _PANES = ("graph-pane", "model-pane", "ir-pane", "inspector-pane", "steps-bar")

@@ -52,6 +52,8 @@ class RunOrder:
     run_id: int
     plan: Plan
     cancel: threading.Event
+    #: Time each node of every changed step (the graph view's heat, ``%``).
+    profile: bool = False
 
 
 @dataclass
@@ -77,6 +79,10 @@ class RunState:
     run_waits_for_explain: bool = False
     #: The plan of the last run started (None before the first).
     last_plan: Plan | None = None
+    #: Runs time each node (the user asked for the graph view's heat, ``%``).
+    profile: bool = False
+    #: Whether the last run started timed each node.
+    last_profiled: bool = False
 
     def toggle(self, path: str) -> bool:
         """Add ``path`` to the preserved names, or remove it; whether it is in now."""
@@ -115,7 +121,8 @@ class RunState:
         self.cancel = threading.Event()
         self.run_id += 1
         self.last_plan = Plan(self.preserved, tuple(passes))
-        return RunOrder(self.run_id, self.last_plan, self.cancel)
+        self.last_profiled = self.profile
+        return RunOrder(self.run_id, self.last_plan, self.cancel, self.profile)
 
     def current(self, order: RunOrder) -> bool:
         """Whether ``order`` is the run under way (not replaced, not cancelled)."""

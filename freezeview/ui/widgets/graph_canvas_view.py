@@ -9,6 +9,8 @@ underlined. Panning is the scroll offset: keys (arrows, hjkl, page keys), the wh
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -85,6 +87,8 @@ class GraphCanvasView(Guarded, ScrollView, can_focus=True):
         self.message = ""
         self.selected: BoxLayout | None = None
         self.matches: frozenset[str] = frozenset()
+        # The heat overlay: each filled box's inside cells by row, as (x0, x1, style).
+        self._heat_rows: dict[int, list[tuple[int, int, Style]]] = {}
         self._styles: list[Style] = []
         self._drag: tuple[int, int, float, float] | None = None
 
@@ -95,6 +99,7 @@ class GraphCanvasView(Guarded, ScrollView, can_focus=True):
         self.message = message
         self.selected = None
         self.matches = frozenset()
+        self._heat_rows = {}
         size = Size(0, 0) if canvas is None else Size(canvas.width, canvas.height)
         # virtual_size is a layout reactive: assigning it makes Textual lay the whole
         # screen out again (every pane, a big model's IR among them) though
@@ -103,6 +108,18 @@ class GraphCanvasView(Guarded, ScrollView, can_focus=True):
         # of them appears or goes.
         self.set_reactive(GraphCanvasView.virtual_size, size)
         self._scroll_update(size)
+        self.refresh()
+
+    def set_heat(self, fills: Sequence[tuple[BoxLayout, Style]]) -> None:
+        """Fill the inside of each box given with its style (the heat overlay); an
+        empty sequence takes the overlay off."""
+        rows: dict[int, list[tuple[int, int, Style]]] = {}
+        for box, style in fills:
+            if box.w < 3 or box.h < 3:
+                continue
+            for row in range(box.y + 1, box.y + box.h - 1):
+                rows.setdefault(row, []).append((box.x + 1, box.x + box.w - 1, style))
+        self._heat_rows = rows
         self.refresh()
 
     def select(self, box: BoxLayout | None, *, centre: bool = True) -> None:
@@ -261,6 +278,8 @@ class GraphCanvasView(Guarded, ScrollView, can_focus=True):
             segments.append(Segment(chars[x:run_end], style))
             x = run_end
         strip = Strip(segments)
+        for a, b, fill in self._heat_rows.get(row, ()):
+            strip = _restyled(strip, a - scroll_x, b - scroll_x, fill)
         if selected is not None and sel_style is not None:
             strip = self._overlay_selected(strip, row, scroll_x, selected, sel_style)
         used = max(0, end - scroll_x)
@@ -278,11 +297,15 @@ class GraphCanvasView(Guarded, ScrollView, can_focus=True):
         else:
             spans = [(box.x, box.x + 1), (box.x + box.w - 1, box.x + box.w)]
         for a, b in spans:
-            a, b = a - scroll_x, b - scroll_x
-            if b <= 0 or a >= strip.cell_length:
-                continue
-            a, b = max(0, a), min(strip.cell_length, b)
-            left, middle, right = strip.divide([a, b, strip.cell_length])
-            middle = Strip([Segment(s.text, (s.style or Style()) + style) for s in middle])
-            strip = Strip.join([left, middle, right])
+            strip = _restyled(strip, a - scroll_x, b - scroll_x, style)
         return strip
+
+
+def _restyled(strip: Strip, a: int, b: int, style: Style) -> Strip:
+    """``strip`` with cells ``a`` to ``b`` (on screen) given ``style`` over their own."""
+    if b <= 0 or a >= strip.cell_length:
+        return strip
+    a, b = max(0, a), min(strip.cell_length, b)
+    left, middle, right = strip.divide([a, b, strip.cell_length])
+    middle = Strip([Segment(s.text, (s.style or Style()) + style) for s in middle])
+    return Strip.join([left, middle, right])

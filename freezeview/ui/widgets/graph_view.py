@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.style import Style
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -28,13 +29,13 @@ from textual.message import Message
 from textual.widgets import Input, Label
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from ...session import BoxLayout, Canvas, GraphLayout, Handoff, StepSummary
+from ...session import HEAT_SCALE, BoxLayout, Canvas, GraphLayout, Handoff, StepSummary, heat_band
 from ..failures import Guarded
 from ..messages import EngineFailed, Status
 from .graph_canvas_view import GraphCanvasView
 
 if TYPE_CHECKING:
-    from ...session import GraphSnapshot
+    from ...session import GraphSnapshot, NodeTimes
 
 __all__ = ["GraphView"]
 
@@ -70,6 +71,9 @@ class GraphView(Guarded, Vertical, can_focus=True):
                 tooltip="Close the graph view's search box"),
         Binding("i", "picture", "Picture",
                 tooltip="Kitty or sixel terminals: the view's picture drawn by Graphviz"),
+        Binding("percent_sign", "toggle_heat", "Heat", key_display="%",
+                tooltip="Fill each box by its share of the forward's time (needs sample "
+                "inputs; the first time, the plan runs again with each node timed)"),
     ]  # fmt: skip
 
     class BoxSelected(Message):
@@ -83,6 +87,10 @@ class GraphView(Guarded, Vertical, can_focus=True):
             self.box = box
             self.snapshot = snapshot
             self.node_id = node_id
+
+    class HeatToggled(Message):
+        """The user pressed ``%``: the screen decides (sample inputs, a profiled run)
+        and calls :meth:`set_heat`."""
 
     class LayoutReady(Message):
         """The worker laid out and drew a graph (``key`` says for which state)."""
@@ -123,6 +131,10 @@ class GraphView(Guarded, Vertical, can_focus=True):
         self._rows = 0  # the canvas's last known height (pane_rows())
         # (step, role, node) the screen was last told about (BoxSelected).
         self._said: tuple[Any, ...] | None = None
+        #: Boxes filled by their share of the forward's time (``%``).
+        self.heat = False
+        # Each profiled graph's node times by key (the screen's book, read only).
+        self._times: Mapping[int, NodeTimes] = {}
 
     def compose(self) -> ComposeResult:
         yield Label("graph", id="graph-title", classes="pane-title")
@@ -191,6 +203,47 @@ class GraphView(Guarded, Vertical, can_focus=True):
         if self.drawn is not None:
             self.drawn = None
             self.canvas_view.show_canvas(None, "no step yet: the graph appears with the first")
+
+    def set_heat(self, on: bool, times: Mapping[int, NodeTimes]) -> None:
+        """Switch the heat overlay on or off; ``times`` are the run's node times by
+        graph key, as they have arrived (called again as more arrive)."""
+        self.heat = on
+        self._times = times
+        self._paint_heat()
+        self.update_title()
+
+    def heat_clock(self) -> str:
+        """Which tool timed the graph shown (empty when its times are not here)."""
+        times = self._shown_times()
+        return times.clock if times is not None else ""
+
+    def _shown_times(self) -> NodeTimes | None:
+        step = self._step()
+        return self._times.get(step.graph) if step is not None else None
+
+    def _paint_heat(self) -> None:
+        """The shown layout's boxes filled by their time's band (HEAT_SCALE), or not."""
+        view = self.canvas_view
+        times = self._shown_times() if self.heat else None
+        layout = self.layout_shown
+        if times is None or layout is None or times.total_ms <= 0:
+            view.set_heat(())
+            return
+        ms = {n.id: n.ms for n in times.nodes}
+        before = None
+        if layout.diff and self.index > 0:
+            before = self._times.get(self.steps[self.index - 1].graph)
+        ghost_ms = {n.id: n.ms for n in before.nodes} if before is not None else {}
+        fills = []
+        for box in layout.boxes.values():
+            found = (
+                [ghost_ms[i] for i in box.ghost_ids if i in ghost_ms]
+                if box.role == "ghost"
+                else [ms[i] for i in box.node_ids if i in ms]
+            )
+            if found:
+                fills.append((box, heat_style(sum(found) / times.total_ms)))
+        view.set_heat(fills)
 
     def centre_node(self, node_id: int) -> bool:
         """Select and centre the box showing IR node ``node_id``; False if none does."""
@@ -317,6 +370,7 @@ class GraphView(Guarded, Vertical, can_focus=True):
             self.canvas_view.show_canvas(drawn.canvas)
         for note in layout.notes:
             self.post_message(Status(note, error=drawn.canvas is None))
+        self._paint_heat()
         follow, self._follow = self._follow, None
         # Scrolled once the new canvas size is in force (it bounds the scroll offset).
         self.call_after_refresh(self._place, layout, follow)
@@ -353,6 +407,8 @@ class GraphView(Guarded, Vertical, can_focus=True):
         elif layout is not None:
             level = "every op" if layout.level is None else f"module level {layout.level}"
             tail = Text(f"  [{level}]", "bold cyan")
+            if self.heat:
+                tail.append("  heat", "bold #e6550d" if self._shown_times() else "dim")
             title = _fitted(title, tail, len(layout.boxes), layout.diff, label.content_size.width)
         # One line, updated without a relayout of the view (the canvas keeps its rows).
         label.update(title, layout=False)
@@ -384,6 +440,16 @@ class GraphView(Guarded, Vertical, can_focus=True):
     def action_zoom_out(self) -> None:
         """One level coarser (towards one box per top module)."""
         self._zoom(-1)
+
+    def action_toggle_heat(self) -> None:
+        """Ask the screen to switch the heat overlay (it knows about sample inputs)."""
+        self.post_message(self.HeatToggled())
+
+    def follow_node(self, node_id: int) -> None:
+        """Select IR node ``node_id``'s box: now if the step's layout is shown, else
+        when it arrives."""
+        if not (self.ready and self.centre_node(node_id)):
+            self._follow = node_id
 
     def action_toggle_diff(self) -> None:
         """Graph <-> diff against the step before."""
@@ -575,6 +641,13 @@ class GraphView(Guarded, Vertical, can_focus=True):
         self.mount(kind(str(message.path), id="graph-image"))
         self.focus()  # the canvas is hidden: the view's own keys (i) stay live
         self.post_message(Status(f"the picture: {message.path.name} (i: back to characters)"))
+
+
+def heat_style(share: float) -> Style:
+    """The fill of a box taking ``share`` (0..1) of the forward's time: the band's colours
+    in the review page's heat scale, so the terminal and the SVGs read alike."""
+    _upper, fill, text = HEAT_SCALE[heat_band(share)]
+    return Style(color=text, bgcolor=fill)
 
 
 def _node_of(box: BoxLayout | None) -> int | None:

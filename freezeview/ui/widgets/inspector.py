@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
@@ -13,11 +14,20 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 if TYPE_CHECKING:
-    from ...session import NodeFacts
-from ...session import AttrSummary, StepSummary
+    from ...session import NodeFacts, NodeTimes
+from ...session import AttrSummary, StepSummary, change_word, format_time
 from .model_tree import badge
 
-__all__ = ["Inspector", "attribute_panel", "node_panel", "shown_source", "step_panel"]
+__all__ = [
+    "Inspector",
+    "attribute_panel",
+    "moved_panel",
+    "node_panel",
+    "shown_source",
+    "step_panel",
+    "time_panel",
+    "with_time",
+]
 
 
 def _table() -> Table:
@@ -169,7 +179,68 @@ def step_panel(step: StepSummary) -> RenderableType:
         table.add_row("latency", step.latency)
     if step.verdict:
         table.add_row("so far", step.verdict)
+    moved = moved_panel(step)
+    if moved is None:
+        return table
+    return Group(table, Text(""), moved)
+
+
+def moved_panel(step: StepSummary) -> RenderableType | None:
+    """Where ``step`` moved the numbers: the bisection's block, as ``freezeview freeze``
+    prints it (None when the step was not bisected)."""
+    if not step.moved:
+        return None
+    moved = _table()
+    moved.add_row("numbers", Text(step.moved[0], "bold red"))
+    for line in step.moved[1:]:
+        moved.add_row("", line.strip())
+    if step.moved_node is not None:
+        moved.add_row("", Text("enter on this step: the node in the IR and the graph", "dim"))
+    return moved
+
+
+def time_panel(times: NodeTimes, node_ids: Sequence[int]) -> RenderableType | None:
+    """The time of the nodes ``node_ids`` (an op, or a module box's ops together) in the
+    step's profiled forward, against the same nodes in the unfrozen module; None when
+    none of them was timed."""
+    by_id = times.by_id()
+    found = [by_id[i] for i in node_ids if i in by_id]
+    if not found or times.total_ms <= 0:
+        return None
+    ms = sum(n.ms for n in found)
+    table = _table()
+    table.add_row(
+        "time",
+        Text.assemble(
+            (format_time(ms), "bold"), f"  {100 * ms / times.total_ms:.1f} % of the forward"
+        ),
+    )
+    if times.step is None:
+        table.add_row("unfrozen", Text("this is the unfrozen module's forward", "dim"))
+    elif all(n.unfrozen_ms is not None for n in found):
+        before = sum(n.unfrozen_ms or 0.0 for n in found)
+        noise = sum(n.spread + n.unfrozen_spread for n in found)
+        word = change_word(before, ms, noise)
+        change = f"{100 * (ms - before) / before:+.0f} %" if before > 0 else ""
+        shown = "same (inside the noise)" if word == "same" else f"{word} {change}".strip()
+        style = {"faster": "green", "slower": "red"}.get(word, "dim")
+        table.add_row("unfrozen", Text.assemble(format_time(before), "  ", (shown, style)))
+    else:
+        table.add_row(
+            "unfrozen", Text("no match in the unfrozen module (an op a pass made)", "dim")
+        )
+    table.add_row("timed by", Text(times.clock, "dim"))
     return table
+
+
+def with_time(panel: RenderableType, *more: RenderableType | None) -> RenderableType:
+    """``panel`` with what else there is to say of its node after it (its time, the
+    numbers moving there), each when there is one."""
+    parts = [panel]
+    for part in more:
+        if part is not None:
+            parts += [Text(""), part]
+    return parts[0] if len(parts) == 1 else Group(*parts)
 
 
 class Inspector(VerticalScroll):

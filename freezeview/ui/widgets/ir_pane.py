@@ -134,6 +134,8 @@ class IRPane(Vertical):
         #: True once the run shown has all its steps (its final ``.code`` can be read).
         self.run_finished = False
         self._code_asked = 0  # the run whose final .code was asked for
+        # (run, step, node) whose IR line the cursor goes to once the step's IR shows.
+        self._goto: tuple[int, int, int] | None = None
 
     def compose(self) -> ComposeResult:
         yield Label("IR", id="ir-title", classes="pane-title")
@@ -403,6 +405,12 @@ class IRPane(Vertical):
                 self.highlight(key, Handoff(build), self.view_mode)
         self.refresh_marks()
         self.update_title()
+        goto, self._goto = self._goto, None
+        if goto is not None and goto[:2] == (self.run_id, self.index):
+            if self.current_snapshot() is None:
+                self._goto = goto  # still being taken
+            else:
+                self.go_to_node(goto[2])
 
     def update_title(self) -> None:
         """The pane's title: the step, its changes, the view and the node count."""
@@ -490,6 +498,17 @@ class IRPane(Vertical):
         self.post_message(self.MarksShown(path, len(lines)))
         if scroll:
             self.scroll_to_marks()
+
+    def go_to_node_shown(self, node_id: int) -> None:
+        """Put the cursor on IR node ``node_id``'s line of the step shown, in the IR
+        view: now if its graph is here, else once it has been taken."""
+        # Kept until the IR of that step is on screen (show_current goes there).
+        self._goto = (self.run_id, self.index, node_id)
+        if self.view_mode != "ir":
+            self.view_mode = "ir"
+        if self._goto is not None and self.current_snapshot() is not None:
+            self._goto = None
+            self.go_to_node(node_id)
 
     def go_to_node(self, node_id: int) -> bool:
         """Put the cursor on IR node ``node_id``'s line (the IR view; the graph view

@@ -18,6 +18,7 @@ KEPT_TO_THE_END = frozenset({"help", "quit", "dismiss"})
 #: order is the end of this list read backwards (Next goes last).
 LEAST_USEFUL_FIRST = (
     "open_output",
+    "migrate",  # once a model: the help screen and the palette list it
     "render",
     "export",
     "cycle_filter",

@@ -27,7 +27,7 @@ from textual.widgets.selection_list import Selection
 from ...session import PassSummary, StepSummary
 from ..messages import Status
 
-__all__ = ["PassList", "StepsBar", "notes_cell", "pending_row", "step_row"]
+__all__ = ["PassList", "StepsBar", "notes_cell", "numerics_cell", "pending_row", "step_row"]
 
 COLUMNS = ("#", "step", "+added", "-removed", "~changed", "numerics", "time")
 #: Characters of a step's note the timeline's last column shows (the inspector shows it
@@ -42,6 +42,17 @@ def notes_cell(step: StepSummary) -> Text:
     if len(text) > NOTE_WIDTH:
         text = text[: NOTE_WIDTH - 1] + "…"
     return Text(text or "-", "red" if step.error else ("" if step.changed else "dim"))
+
+
+def numerics_cell(step: StepSummary) -> Text:
+    """The step's largest output difference; ``→`` after it when the step moved the
+    numbers and the node where they first move is named (enter on the row goes there)."""
+    if not step.numerics:
+        return Text("-", "dim")
+    cell = Text(step.numerics)
+    if step.moved_node is not None:
+        cell.append(" →", "bold red")
+    return cell
 
 
 def step_row(step: StepSummary, timings: bool = True, latency: bool = False) -> tuple[Text, ...]:
@@ -64,7 +75,7 @@ def step_row(step: StepSummary, timings: bool = True, latency: bool = False) -> 
         Text(f"+{step.added}", "green" if step.added else "dim"),
         Text(f"-{step.removed}", "red" if step.removed else "dim"),
         Text(f"~{step.changed_nodes}", "yellow" if step.changed_nodes else "dim"),
-        Text(step.numerics or "-", "dim" if not step.numerics else ""),
+        numerics_cell(step),
         Text(f"{step.seconds * 1000:.0f} ms" if timings else "", "dim"),
     )
     if not latency:
@@ -123,6 +134,13 @@ class StepsBar(Horizontal):
     class StepInspected(Message):
         """The user went to step ``index`` (``n``, ``p``, the timeline's enter, click or
         cursor): the inspector says what the step did, or why it did not fire."""
+
+        index: int
+
+    @dataclass
+    class StepEntered(Message):
+        """The user pressed enter on (or clicked) step ``index``'s row: a step whose
+        numerics cell names a node goes to it."""
 
         index: int
 
@@ -322,6 +340,7 @@ class StepsBar(Horizontal):
             self.current_step = event.cursor_row
         if 0 <= event.cursor_row < self.step_count:
             self.post_message(self.StepInspected(event.cursor_row))
+            self.post_message(self.StepEntered(event.cursor_row))
 
     @on(events.DescendantBlur)
     def _timeline_left(self, event: events.DescendantBlur) -> None:
