@@ -172,6 +172,7 @@ async def test_w_writes_only_what_behaves_the_same_and_f_lists_the_differences(
         await _key(pilot, "r")
         assert _text(app, "#migrate-findings") == "no converter."
         assert "red" in _style(app, "#migrate-verdict", "does not convert")
+        assert _text(app, "#migrate-said") == ""  # no program: no "w writes ..."
         await _key(pilot, "f")
         assert _text(app, "#migrate-said") == "nothing to write: the model does not convert."
 

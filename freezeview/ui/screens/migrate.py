@@ -287,6 +287,9 @@ class MigrateScreen(ModalScreen[None]):
         elif state.said:
             written = found is not None and found.written and state.said.startswith("wrote")
             said.update(Text(state.said, style="bold green" if written else "bold yellow"))
+        elif found is None or not found.converted:
+            # Nothing was converted: there is no program to write.
+            said.update("")
         else:
             said.update(Text(f"w writes {state.output}", style="dim"))
 
