@@ -13,6 +13,8 @@ fixed terminal size, so the pictures in README.md and docs/ always match the cur
 - ``graph-view.svg``: the graph view (``v``) on the conv -> batchnorm step's diff;
 - ``rerun.svg``: a re-run (``r``) half way: the steps that arrived in the last run's
   rows, the rest of them pending;
+- ``migrate.svg``: ``m`` on the example with sample inputs of :data:`HEAT_SHAPE`: will it
+  survive ``torch.export``? (its lost state write named with its source line);
 - ``graph-heat.svg``: the graph view's heat overlay (``%``, sample inputs of
   :data:`HEAT_SHAPE`) on the conv -> batchnorm step: each box filled by its share of the
   forward's time, the conv selected with its time against the unfrozen module's.
@@ -57,12 +59,14 @@ async def _shoot(
     graph: bool = False,
     rerun: bool = False,
     heat: bool = False,
+    migrate: bool = False,
 ) -> Path:
     # The re-run is held half way by an in-process session (the engine process's own
     # answers, tests/session/test_remote.py), released once the picture is taken.
     session = GatedSession(model) if rerun else None
     with tempfile.TemporaryDirectory() as tmp:
-        options = SessionOptions(input_shapes=(HEAT_SHAPE,)) if heat else SessionOptions()
+        inputs = heat or migrate
+        options = SessionOptions(input_shapes=(HEAT_SHAPE,)) if inputs else SessionOptions()
         app = FreezeviewApp(
             model, options=options, output_dir=tmp, show_timings=False, session=session
         )
@@ -82,6 +86,12 @@ async def _shoot(
                 await pilot.pause(0.05)
             if heat:
                 await _heat(pilot)
+            if migrate:
+                await pilot.press("m")
+                state = screen.migration
+                while state is None or state.running or state.summary is None:
+                    await pilot.pause(0.1)
+                    state = screen.migration
             if session is not None:
                 session.gate, session.hold = threading.Event(), RERUN_ARRIVED
                 await pilot.press("r")
@@ -139,6 +149,7 @@ def _shots(wide: tuple[int, int]) -> list[tuple[str, tuple[int, int], dict[str, 
         ("graph-view", wide, {"keys": GRAPH_KEYS, "graph": True}),
         ("rerun", wide, {"rerun": True}),
         ("graph-heat", wide, {"keys": GRAPH_KEYS, "graph": True, "heat": True}),
+        ("migrate", wide, {"migrate": True}),
     ]
 
 
