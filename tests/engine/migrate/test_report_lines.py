@@ -76,8 +76,10 @@ SAME = Migration("e.pt", "2.13", Conversion(True, seconds=0.1), calls=3, outputs
 
 @pytest.mark.parametrize("migration", [DIFFERING, FAILED, NO_CONVERTER, SAME])
 def test_the_command_line_prints_the_report_lines(
-    migration: Migration, capsys: pytest.CaptureFixture[str]
+    migration: Migration, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Unwrapped: not on a terminal and without COLUMNS (make sets it), lines go whole.
+    monkeypatch.delenv("COLUMNS", raising=False)
     migrate_cli._print(migration)
     printed = capsys.readouterr().out.splitlines()
     lines = migration.report_lines()
