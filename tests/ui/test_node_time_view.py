@@ -47,7 +47,7 @@ def conv_bn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _app(path: Path, tmp_path: Path, inputs: Path | None) -> FreezeviewApp:
-    options = SessionOptions(inputs_file=inputs, time_budget=0.02)
+    options = SessionOptions(inputs_file=inputs, time_budget=0.01)
     session = Session(path=path, options=options)
     return FreezeviewApp(
         path, options=options, output_dir=tmp_path / "out", show_timings=False, session=session
@@ -73,6 +73,13 @@ async def test_heat_fills_boxes_by_their_time(conv_bn: tuple[Path, Path], tmp_pa
         screen.steps_bar.current_step = at
         await pilot.press("v")
         view = await wait_graph(pilot)
+        layout = view.layout_shown
+        assert layout is not None
+        # The conv selected before: the same box of the next run must be told again.
+        first = next(b for b in layout.boxes.values() if b.lines[0].startswith("conv2d"))
+        view.select_box(first, follow=True)
+        await pilot.pause()
+        assert "% of the forward" not in screen.inspector.plain_text()  # nothing timed yet
         await pilot.press("percent_sign")  # runs the plan again, each node timed
         await _until(pilot, lambda: screen.run_id > first_run)
         await wait_ready(pilot, timeout=60)
@@ -117,10 +124,11 @@ async def test_heat_fills_boxes_by_their_time(conv_bn: tuple[Path, Path], tmp_pa
         cells = [s for s in strip for _ in range(len(s.text))]
         assert cells[x].style is not None and cells[x].style.bgcolor is not None
         # The inspector: the conv's time at this step against the unfrozen module's.
-        text = screen.inspector.plain_text()
-        conv_time = next(n for n in times.nodes if n.id in conv.node_ids)
-        assert f"{100 * conv_time.ms / times.total_ms:.1f} % of the forward" in text
-        assert "unfrozen" in text and conv_time.unfrozen_ms is not None
+        conv_ms = sum(n.ms for n in times.nodes if n.id in conv.node_ids)
+        share = f"{100 * conv_ms / times.total_ms:.1f} % of the forward"
+        await _until(pilot, lambda: share in screen.inspector.plain_text(), timeout=10)
+        assert "unfrozen" in screen.inspector.plain_text()
+        assert all(n.unfrozen_ms is not None for n in times.nodes if n.id in conv.node_ids)
         # % again: the overlay goes, and runs stop timing nodes.
         await pilot.press("percent_sign")
         await pilot.pause()

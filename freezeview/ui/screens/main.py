@@ -882,6 +882,8 @@ class MainScreen(Guarded, Screen[None]):
         """Run freezing from the start with the current plan."""
         order = self.run_state.begin_run(self.enabled_passes())
         self.node_times.start_run(order.run_id)
+        # The node on show names a snapshot of this run: let go of it with the run.
+        self._node_shown = None
         self.steps = []
         self.steps_bar.clear_steps()
         self.stepping = True

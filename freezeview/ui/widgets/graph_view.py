@@ -129,7 +129,7 @@ class GraphView(Guarded, Vertical, can_focus=True):
         self._follow: int | None = None  # node id to select once the layout arrives
         self._matches: list[BoxLayout] = []
         self._rows = 0  # the canvas's last known height (pane_rows())
-        # (step, role, node) the screen was last told about (BoxSelected).
+        # (run, step, role, node) the screen was last told about (BoxSelected).
         self._said: tuple[Any, ...] | None = None
         #: Boxes filled by their share of the forward's time (``%``).
         self.heat = False
@@ -562,9 +562,11 @@ class GraphView(Guarded, Vertical, can_focus=True):
                 node_id = ghost[0]
         elif box.role != "scope" and box.node_ids:
             node_id = box.node_ids[0]
-        said = (self.index, box.role, node_id if node_id is not None else box.key)
+        said = (self.run_id, self.index, box.role, node_id if node_id is not None else box.key)
         if follow and said == self._said:
-            return  # the same node after a zoom: the inspector and IR pane show it already
+            # The same node of the same run after a zoom: the inspector and IR pane show
+            # it already (after a re-run they show the last run's: told again).
+            return
         self._said = said
         session = self.session
         snapshot = session.known_graph(step.graph) if step and session is not None else None
