@@ -83,3 +83,23 @@ def test_one_migration_a_session_written_without_converting_again(
     # The summary crosses from the engine process as it is.
     assert pickle.loads(pickle.dumps(forced)) == forced
     assert isinstance(forced, MigrationSummary)
+
+
+def test_the_engine_process_answers_migrate_with_the_summary(
+    small_pt: Path, tmp_path: Path, converter: list[dict[str, Any]]
+) -> None:
+    """``RemoteSession.migrate``'s request as the engine process's dispatch takes it (the
+    arguments in the protocol's order), answered with the summary the session made."""
+    from freezeview.session import engine_process
+
+    sent: list[tuple[Any, ...]] = []
+    options = SessionOptions(input_shapes=("1,3,8,8",))
+    engine = engine_process._Engine(small_pt, options, sent.append)
+    engine.handle(1, "open", ())
+    out = tmp_path / "small.pt2"
+    engine.handle(2, "migrate", (out, True, False))
+    kind, rid, found = sent[-1]
+    assert (kind, rid) == ("done", 2) and isinstance(found, MigrationSummary)
+    assert found.written == str(out) and out.read_bytes() == b"program"
+    assert len(converter) == 1 and converter[0]["model"] == small_pt
+    assert pickle.loads(pickle.dumps(found)) == found

@@ -57,6 +57,9 @@ _NOT_WALKED = {"quit", "app.quit", "suspend_process", "app.suspend_process"}
 _ONCE = {"export", "migrate"}
 #: Actions that move to another step or start another run (walked on their own).
 _MOVES = {"next_step", "previous_step", "rerun"}
+#: Graph view actions that do the same at every step and level of a model without sample
+#: inputs (the heat overlay says it needs them): walked once per model, in the view.
+_GRAPH_ONCE = {"toggle_heat"}
 
 #: Every key at every step (``FREEZEVIEW_FULL_WALK=1``), or each key of a context at one
 #: step in ``spread`` (the module docstring).
@@ -280,6 +283,8 @@ class Walk:
                 continue
             if action in _ONCE and not once:
                 continue
+            if action in _GRAPH_ONCE and self.spread > 1:
+                continue
             out.append(key)
         self.rng.shuffle(out)
         return out
@@ -380,6 +385,15 @@ class Walk:
             view.canvas_view.focus()
             await self.press("plus")
         self.spread, self.turn = spread, turn
+        if self.graph_visits == 0 and spread > 1 and view.display:
+            for action in sorted(_GRAPH_ONCE):  # once a model (see _GRAPH_ONCE)
+                view.canvas_view.focus()
+                key = next(
+                    k for k, a in self.app.active_bindings.items() if a.binding.action == action
+                )
+                await self.press(key)
+                status = str(screen.query_one("#status").render())
+                assert not view.heat and "sample inputs" in status, status
         self.graph_visits += 1
         if screen.graph_shown:
             await self.press("v")

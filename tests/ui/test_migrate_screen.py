@@ -240,7 +240,12 @@ async def test_the_screen_shows_what_migrate_finds_and_writes_what_it_writes(
     lost = [w for w in document["behaviour"]["writes"] if not w["carried"]]
 
     options = SessionOptions(inputs_file=example_inputs, time_budget=0.0)
-    app = FreezeviewApp(EXAMPLE, options=options, output_dir=tmp_path / "out", show_timings=False)
+    # In-process: the engine process's side of migrate is held by tests/session/
+    # test_migrations.py (its dispatch); this is the converter itself, through the app.
+    session = Session(path=EXAMPLE, options=options)
+    app = FreezeviewApp(
+        EXAMPLE, options=options, output_dir=tmp_path / "out", show_timings=False, session=session
+    )
     out = tmp_path / "out" / "example.pt2"
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_ready(pilot, timeout=60)
