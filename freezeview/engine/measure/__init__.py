@@ -27,6 +27,7 @@ from ..plumbing.lazy import lazy_exports
 if TYPE_CHECKING:
     from .constants import backend_only_nodes, constant_bytes, constant_tensors
     from .final_figure import final_figure
+    from .fresh_process import Finished, run_fresh
     from .latency import (
         DEFAULT_BUDGET,
         DEFAULT_THREADS,
@@ -80,6 +81,8 @@ __getattr__, __dir__ = lazy_exports(
         "stability_note": "measure_values",
         "verdict_text": "measure_values",
         "MeasuredRun": "measured_run",
+        "Finished": "fresh_process",
+        "run_fresh": "fresh_process",
         "roundtrip": "portability",
         "unsaveable_reason": "portability",
         "NodeTimer": "node_time",
@@ -94,6 +97,7 @@ __all__ = [
     "DEFAULT_THREADS",
     "Bisection",
     "Change",
+    "Finished",
     "Latency",
     "MeasuredRun",
     "Measurement",
@@ -113,6 +117,7 @@ __all__ = [
     "format_ms",
     "latency_cell",
     "roundtrip",
+    "run_fresh",
     "stability_note",
     "time_forward",
     "time_pair",

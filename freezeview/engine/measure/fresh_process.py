@@ -87,6 +87,9 @@ class Finished:
     output: str
     #: False when no fresh process could be started at all (nothing of the model ran).
     started: bool = True
+    #: Its exit code as ``subprocess`` gives it (minus the signal's number when a signal
+    #: ended it); None when it was stopped at the time limit or never started.
+    returncode: int | None = None
 
 
 class _Server:
@@ -203,14 +206,16 @@ class _Server:
             self._stop()
             return Finished(False, "") if time.monotonic() >= deadline else None
         pid = int(pid_line)
-        if self._line(deadline) is None:
+        status_line = self._line(deadline)
+        if status_line is None:
             # Past the time limit: the child is stopped; the server goes on if it
             # answers for it, else it goes too.
             _kill(pid)
             if self._line(time.monotonic() + 5) is None:
                 self._stop()
             return Finished(False, _read(Path(log)))
-        return Finished(True, _read(Path(log)))
+        exit_code = os.waitstatus_to_exitcode(int(status_line))
+        return Finished(True, _read(Path(log)), returncode=exit_code)
 
 
 def _kill(pid: int) -> None:
@@ -250,5 +255,5 @@ def run_fresh(code: str, argv: list[str], *, timeout: float) -> Finished:
             )
         except subprocess.TimeoutExpired:
             return Finished(False, "")
-        return Finished(True, done.stdout + done.stderr)
+        return Finished(True, done.stdout + done.stderr, returncode=done.returncode)
     return _SERVER_ONE.run(code, argv, timeout)

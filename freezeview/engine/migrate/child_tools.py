@@ -67,11 +67,28 @@ def leave_with_parent(
     The app's engine process leaves at once when the user quits, without waiting for the
     converter it started (``m``); unwatched, that converter would run on to its time
     limit with nobody to read its result. Checked from a daemon thread every ``period``
-    seconds (the converter is Python code calling torch: the thread has its turns)."""
-    parent = os.getppid() if parent is None else parent
+    seconds (the converter is Python code calling torch: the thread has its turns).
+
+    A child forked by the fresh-process server (measure/fresh_process.py) has that server
+    for its parent, not ``parent``: it also leaves once ``parent`` itself is gone."""
+    first = os.getppid()
+    parent = first if parent is None else parent
+
+    def gone() -> bool:
+        if os.getppid() != first:
+            return True  # given to another parent: the one that started it has gone
+        if parent == first:
+            return False
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass  # there, under another user
+        return False
 
     def watch() -> None:
-        while os.getppid() == parent:
+        while not gone():
             time.sleep(period)
         leave(1)
 

@@ -22,9 +22,12 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..measure import DEFAULT_BUDGET, DEFAULT_THREADS, Latency
+
+if TYPE_CHECKING:
+    from ..measure import Finished
 from ..plumbing import BadInputError, atomic_path, inputs_rejected
 from .migrate_values import (
     BEHAVES_THE_SAME,
@@ -67,6 +70,25 @@ _WRITE_CODES = ("set-attr", "in-place-write")
 def child_command(request: str, result: str) -> list[str]:
     """The command line of the child process (tests replace it to simulate a crash)."""
     return [sys.executable, "-m", "freezeview.engine.migrate.convert_child", request, result]
+
+
+# The converter's own command line, unreplaced (tests replace child_command to make a
+# child crash or hang: theirs runs as that command line).
+_CONVERTER_COMMAND = child_command
+# What a forked fresh process runs for the converter: the child module as ``python -m``
+# would, its exit code passed on (the fresh process's code must end in os._exit).
+_RUN_MODULE = """
+import os, runpy, sys
+module, sys.argv = sys.argv[1], [sys.argv[1], *sys.argv[2:]]
+code = 0
+try:
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+except SystemExit as end:
+    code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(code)
+"""
 
 
 def aoti_command(request: str, result: str) -> list[str]:
@@ -160,25 +182,29 @@ def _child(
 ) -> dict[str, Any]:
     """Run a child (the converter's, or ``command``) on ``request``; its result, or what
     happened to it (``name`` is what the time-limit sentence calls its work)."""
-    command = command or child_command
     request_path = folder / f"{name}-request.pkl"
     result_path = folder / f"{name}-result.pkl"
     with open(request_path, "wb") as f:
         # The child ends by itself once this process has gone (child_tools.py).
         pickle.dump({**request, "parent": os.getpid()}, f)
-    env = dict(os.environ)
-    env.setdefault("PYTHONWARNINGS", "ignore")
     started = time.perf_counter()
-    try:
-        done = subprocess.run(
-            command(str(request_path), str(result_path)),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            env=env,
+    ended: Finished | None = None
+    if command is None and child_command is _CONVERTER_COMMAND:
+        # The converter in a fork of the fresh-process server (a process that imported
+        # torch and nothing else): as fresh as a new interpreter, without importing
+        # torch again for each conversion of a session (the app's m, export --migrate).
+        from ..measure import run_fresh
+
+        module = "freezeview.engine.migrate.convert_child"
+        ended = run_fresh(
+            _RUN_MODULE, [module, str(request_path), str(result_path)], timeout=timeout
         )
-    except subprocess.TimeoutExpired:
+        if not ended.started:
+            ended = None  # no fresh process could start: a new interpreter, below
+    if ended is None:
+        argv = (command or child_command)(str(request_path), str(result_path))
+        ended = _run_command(argv, timeout)
+    if not ended.in_time:
         return {
             "available": True,
             "converted": False,
@@ -190,11 +216,12 @@ def _child(
         with open(result_path, "rb") as f:
             result: dict[str, Any] = pickle.load(f)
         return result
-    if done.returncode < 0:
-        cause = f"the {name}'s process was ended by {_signal_name(done.returncode)}"
+    returncode = ended.returncode if ended.returncode is not None else 1
+    if returncode < 0:
+        cause = f"the {name}'s process was ended by {_signal_name(returncode)}"
     else:
-        cause = f"the {name}'s process failed (exit code {done.returncode})"
-    last = _last_line(done.stderr)
+        cause = f"the {name}'s process failed (exit code {returncode})"
+    last = _last_line(ended.output)
     return {
         "available": True,
         "converted": False,
@@ -202,6 +229,21 @@ def _child(
         "cause": cause + (f": {last}" if last else ""),
         "seconds": time.perf_counter() - started,
     }
+
+
+def _run_command(argv: list[str], timeout: float) -> Finished:
+    """``argv`` as a new process, within ``timeout`` seconds (its error output kept)."""
+    from ..measure import Finished
+
+    env = dict(os.environ)
+    env.setdefault("PYTHONWARNINGS", "ignore")
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, check=False, env=env
+        )
+    except subprocess.TimeoutExpired:
+        return Finished(False, "")
+    return Finished(True, done.stderr, returncode=done.returncode)
 
 
 def _conversion(result: dict[str, Any]) -> Conversion:

@@ -67,8 +67,12 @@ def test_a_child_past_its_time_is_stopped_and_the_next_runs(tmp_path: Path) -> N
 def test_a_child_that_crashes_or_raises_says_so(tmp_path: Path) -> None:
     crashed = run_fresh("import os\nprint('before', flush=True)\nos.abort()", [], timeout=120)
     assert crashed.in_time and "before" in crashed.output
+    # The exit status as subprocess gives it: minus the signal that ended the child.
+    assert crashed.returncode == -6
     raised = run_fresh("raise ValueError('the cause')", [], timeout=120)
     assert raised.in_time and "ValueError: the cause" in raised.output
+    assert raised.returncode == 1
+    assert run_fresh("import os\nos._exit(3)", [], timeout=120).returncode == 3
     assert _probe(tmp_path / "after.txt")[0] == "0"
 
 

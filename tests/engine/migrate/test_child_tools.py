@@ -21,9 +21,28 @@ def test_a_child_leaves_once_its_parent_has_gone(monkeypatch: pytest.MonkeyPatch
 
 
 def test_a_child_whose_parent_went_before_it_looked_leaves_too() -> None:
-    import os
+    import subprocess
 
     left: list[int] = []
-    gone = os.getppid() + 1  # not this process's parent: gone, as far as it knows
-    child_tools.leave_with_parent(gone, 0.001, left.append).join(5)
+    started = subprocess.Popen(["true"])
+    started.wait()  # gone (and reaped) before the child looks
+    child_tools.leave_with_parent(started.pid, 0.001, left.append).join(5)
+    assert left == [1]
+
+
+def test_a_forked_child_watches_the_process_that_asked_not_the_server() -> None:
+    """A converter forked by the fresh-process server has the server for its parent:
+    it stays while the process that asked for it (``parent``) is there, and leaves once
+    that process has gone."""
+    import subprocess
+    import time
+
+    left: list[int] = []
+    asker = subprocess.Popen(["sleep", "30"])
+    watcher = child_tools.leave_with_parent(asker.pid, 0.01, left.append)
+    time.sleep(0.1)
+    assert watcher.is_alive() and left == []
+    asker.kill()
+    asker.wait()
+    watcher.join(5)
     assert left == [1]
