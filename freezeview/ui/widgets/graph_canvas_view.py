@@ -113,6 +113,8 @@ class GraphCanvasView(Guarded, ScrollView, can_focus=True):
     def set_heat(self, fills: Sequence[tuple[BoxLayout, Style]]) -> None:
         """Fill the inside of each box given with its style (the heat overlay); an
         empty sequence takes the overlay off."""
+        if not fills and not self._heat_rows:
+            return  # no overlay, none asked for: nothing to draw again
         rows: dict[int, list[tuple[int, int, Style]]] = {}
         for box, style in fills:
             if box.w < 3 or box.h < 3:
