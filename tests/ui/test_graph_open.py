@@ -90,6 +90,7 @@ def _assert_whole(view: GraphView, key: str, size: tuple[int, int]) -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow  # seconds of layouts: the fast set keeps its budget
 async def test_it_opens_on_a_whole_box(small_pt: Path, tmp_path: Path) -> None:
     # One app, three terminal sizes: at each, a step ahead with the graph hidden, the
     # graph opened on it (the canvas has no size yet when it is asked to centre), the

@@ -53,6 +53,7 @@ def test_changed_steps_are_timed_against_the_unfrozen_module() -> None:
     assert all(t.calls >= t.latency.runs for t in run.timings)
 
 
+@pytest.mark.slow  # times real forwards both ways: the fast set keeps its budget
 def test_forwards_run_under_inference_mode_unless_autograd_is_asked(monkeypatch) -> None:
     """Read off torch inside every timed call: inference mode by default, grad with
     ``autograd=True``, and the latency says which."""
