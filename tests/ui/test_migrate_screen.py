@@ -237,7 +237,10 @@ async def test_the_screen_shows_what_migrate_finds_and_writes_what_it_writes(
     argv = ["migrate", str(EXAMPLE), "--inputs", str(example_inputs), "--time-budget", "0"]
     code = main([*argv, "-o", str(cli_out), "--force", "--json"])
     document = json.loads(capsys.readouterr().out)
-    lost = [w for w in document["behaviour"]["writes"] if not w["carried"]]
+    # A write is lost to a program only where there is one (torch 2.4's converter does
+    # not convert the example: no write is named lost then, by either).
+    converted = document["conversion"]["converted"]
+    lost = [w for w in document["behaviour"]["writes"] if converted and not w["carried"]]
 
     options = SessionOptions(inputs_file=example_inputs, time_budget=0.0)
     # In-process: the engine process's side of migrate is held by tests/session/
@@ -266,8 +269,15 @@ async def test_the_screen_shows_what_migrate_finds_and_writes_what_it_writes(
         assert out.exists() == (code == 0)
         await pilot.press("f")
         await _settled(pilot)
-        assert _text(app, "#migrate-said").startswith(f"wrote {out}")
+        said = _text(app, "#migrate-said")
+        if converted:
+            assert said.startswith(f"wrote {out}")
+        else:
+            assert said == "nothing to write: the model does not convert."
         await pilot.press("escape", "q")
+    if not converted:
+        assert not out.exists() and not cli_out.exists()
+        return
 
     # The program written from the app is the one the command line writes.
     x = torch.load(str(example_inputs))
