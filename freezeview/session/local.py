@@ -38,12 +38,12 @@ from .explain_turns import Explainer
 from .summaries import (
     AttrSummary,
     MigrationSummary,
-    NodeTime,
     NodeTimes,
     OpenedSummary,
     PassSummary,
     ReasonSummary,
     StepSummary,
+    node_times_summary,
 )
 from .summaries import step_summary as _step_view
 
@@ -482,23 +482,7 @@ class Session:
         profile = self._node_times.get(key)
         if profile is None:
             return None
-        unfrozen = self._unfrozen_times
-        before = {n.id: n for n in unfrozen.nodes} if unfrozen is not None else {}
-        own = profile is unfrozen
-        return NodeTimes(
-            graph=key,
-            step=profile.step,
-            title=profile.title,
-            clock=profile.measured_by(),
-            forward_ms=profile.forward_ms,
-            total_ms=profile.total_ms,
-            nodes=tuple(
-                _node_time(
-                    n, n if own else before.get(n.unfrozen) if n.unfrozen is not None else None
-                )
-                for n in profile.nodes
-            ),
-        )
+        return node_times_summary(key, profile, self._unfrozen_times)
 
     def known_graph(self, key: int) -> GraphSnapshot | None:
         """The snapshot of graph ``key`` if it has been taken already (never blocks)."""
@@ -689,20 +673,6 @@ class Session:
     def close(self) -> None:
         """Nothing to let go of: the session lives in this process (the protocol's
         :meth:`~.contract.EngineSession.close` is for the engine process)."""
-
-
-def _node_time(node: Any, unfrozen: Any) -> NodeTime:
-    """An engine ``NodeTime`` as the screen shows it, with its match in the unfrozen
-    module's profile (None: no match there)."""
-    return NodeTime(
-        node.id,
-        node.kind,
-        node.ms,
-        node.share,
-        unfrozen.ms if unfrozen is not None else None,
-        node.spread,
-        unfrozen.spread if unfrozen is not None else 0.0,
-    )
 
 
 def _names_something(module: Any, name: str) -> bool:

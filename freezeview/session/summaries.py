@@ -7,6 +7,8 @@ first screen appears before torch has even loaded).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,6 +156,11 @@ class NodeTime:
 class NodeTimes:
     """Where one graph's forward spends its time, node by node (``freeze --profile``).
 
+    Kept as columns, one entry per timed node in the same order, not as a
+    :class:`NodeTime` each: a 70k-node graph's times cross from the engine process in a
+    few milliseconds of unpickling (objects one by one take a tenth of a second, the
+    screen's GIL held). :attr:`nodes` and :meth:`of` make the :class:`NodeTime` values.
+
     Attributes:
         graph: the graph's key in the session (:attr:`StepSummary.graph`).
         step: the profiled step's index (None: the unfrozen module, shown by the inline
@@ -162,7 +169,8 @@ class NodeTimes:
         clock: which tool measured, and with how many threads, in words.
         forward_ms: the forward's median time.
         total_ms: the timed nodes together (what a share is of).
-        nodes: each timed node.
+        ids, kinds, ms, shares, unfrozen_ms, spreads, unfrozen_spreads: the columns of
+            :class:`NodeTime`'s fields.
     """
 
     graph: int
@@ -171,11 +179,68 @@ class NodeTimes:
     clock: str
     forward_ms: float
     total_ms: float
-    nodes: tuple[NodeTime, ...]
+    ids: tuple[int, ...] = ()
+    kinds: tuple[str, ...] = ()
+    ms: tuple[float, ...] = ()
+    shares: tuple[float, ...] = ()
+    unfrozen_ms: tuple[float | None, ...] = ()
+    spreads: tuple[float, ...] = ()
+    unfrozen_spreads: tuple[float, ...] = ()
 
-    def by_id(self) -> dict[int, NodeTime]:
-        """The nodes by their snapshot id."""
-        return {n.id: n for n in self.nodes}
+    @property
+    def nodes(self) -> tuple[NodeTime, ...]:
+        """Every timed node, in the profile's order."""
+        return tuple(self._node(i) for i in range(len(self.ids)))
+
+    def ms_by_id(self) -> dict[int, float]:
+        """Each timed node's milliseconds, by its snapshot id."""
+        return dict(zip(self.ids, self.ms, strict=True))
+
+    def of(self, node_ids: Sequence[int]) -> list[NodeTime]:
+        """The timed nodes among ``node_ids`` (a box's), in that order."""
+        index = self._index
+        return [self._node(index[i]) for i in node_ids if i in index]
+
+    @functools.cached_property
+    def _index(self) -> dict[int, int]:
+        return {node_id: position for position, node_id in enumerate(self.ids)}
+
+    def _node(self, i: int) -> NodeTime:
+        return NodeTime(
+            self.ids[i],
+            self.kinds[i],
+            self.ms[i],
+            self.shares[i],
+            self.unfrozen_ms[i],
+            self.spreads[i],
+            self.unfrozen_spreads[i],
+        )
+
+
+def node_times_summary(key: int, profile: Any, unfrozen: Any) -> NodeTimes:
+    """An engine ``NodeProfile`` of graph ``key`` as the screen reads it, each node with
+    the time of its match in ``unfrozen`` (the unfrozen module's profile, or None)."""
+    before = {n.id: n for n in unfrozen.nodes} if unfrozen is not None else {}
+    own = profile is unfrozen
+    nodes = profile.nodes
+    matches = [
+        n if own else before.get(n.unfrozen) if n.unfrozen is not None else None for n in nodes
+    ]
+    return NodeTimes(
+        graph=key,
+        step=profile.step,
+        title=profile.title,
+        clock=profile.measured_by(),
+        forward_ms=profile.forward_ms,
+        total_ms=profile.total_ms,
+        ids=tuple(n.id for n in nodes),
+        kinds=tuple(n.kind for n in nodes),
+        ms=tuple(n.ms for n in nodes),
+        shares=tuple(n.share for n in nodes),
+        unfrozen_ms=tuple(m.ms if m is not None else None for m in matches),
+        spreads=tuple(n.spread for n in nodes),
+        unfrozen_spreads=tuple(m.spread if m is not None else 0.0 for m in matches),
+    )
 
 
 @dataclass(frozen=True)

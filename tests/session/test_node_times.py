@@ -19,8 +19,6 @@ from freezeview.session import SessionOptions
 from freezeview.session.local import Session
 from freezeview.session.remote import RemoteSession
 
-pytestmark = pytest.mark.slow
-
 OPTIONS = SessionOptions(input_shapes=("1,3,8,8",), time_budget=0.01)
 
 
@@ -50,6 +48,7 @@ def _timed(session: Session | RemoteSession) -> dict[int, tuple[str, list[tuple[
     return out
 
 
+@pytest.mark.slow
 def test_local_and_engine_process_time_the_same_nodes(small_pt: Path) -> None:
     from freezeview.session import engine_process
 
@@ -77,8 +76,29 @@ def test_local_and_engine_process_time_the_same_nodes(small_pt: Path) -> None:
     assert local.node_times(steps[-1].graph) is None
 
 
+@pytest.mark.slow
 def test_without_sample_inputs_nothing_is_timed_or_bisected(small_pt: Path) -> None:
     session = Session(path=small_pt)
     steps = list(session.run_steps((), _passes(session), profile=True))
     assert steps and not any(s.timed_nodes or s.moved or s.moved_node for s in steps)
     assert all(session.node_times(s.graph) is None for s in steps)
+
+
+def test_node_times_are_columns_read_node_by_node() -> None:
+    """The screen reads a box's nodes (``of``) and every node's time (``ms_by_id``) from
+    the columns the engine process sends."""
+    import pickle
+
+    from freezeview.session import NodeTime, NodeTimes
+
+    times = NodeTimes(
+        7, 2, "t", "clock", 1.0, 3.0,
+        ids=(4, 9), kinds=("aten::conv2d", "aten::relu"), ms=(2.0, 1.0), shares=(0.6, 0.3),
+        unfrozen_ms=(2.5, None), spreads=(0.1, 0.05), unfrozen_spreads=(0.2, 0.0),
+    )  # fmt: skip
+    conv = NodeTime(4, "aten::conv2d", 2.0, 0.6, 2.5, 0.1, 0.2)
+    relu = NodeTime(9, "aten::relu", 1.0, 0.3, None, 0.05, 0.0)
+    assert times.nodes == (conv, relu)
+    assert times.of([9, 5, 4]) == [relu, conv]  # a box's order; 5 was not timed
+    assert times.ms_by_id() == {4: 2.0, 9: 1.0}
+    assert pickle.loads(pickle.dumps(times)).of([4]) == [conv]

@@ -229,11 +229,11 @@ class GraphView(Guarded, Vertical, can_focus=True):
         if times is None or layout is None or times.total_ms <= 0:
             view.set_heat(())
             return
-        ms = {n.id: n.ms for n in times.nodes}
+        ms = times.ms_by_id()
         before = None
         if layout.diff and self.index > 0:
             before = self._times.get(self.steps[self.index - 1].graph)
-        ghost_ms = {n.id: n.ms for n in before.nodes} if before is not None else {}
+        ghost_ms = before.ms_by_id() if before is not None else {}
         fills = []
         for box in layout.boxes.values():
             found = (

@@ -203,8 +203,7 @@ def time_panel(times: NodeTimes, node_ids: Sequence[int]) -> RenderableType | No
     """The time of the nodes ``node_ids`` (an op, or a module box's ops together) in the
     step's profiled forward, against the same nodes in the unfrozen module; None when
     none of them was timed."""
-    by_id = times.by_id()
-    found = [by_id[i] for i in node_ids if i in by_id]
+    found = times.of(node_ids)
     if not found or times.total_ms <= 0:
         return None
     ms = sum(n.ms for n in found)
